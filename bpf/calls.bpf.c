@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Entry and return probes for library API calls (libcuda today; libcudart,
+ * libnccl and NVTX later). The programs are generic: the attach cookie says
+ * which function fired and how to read its arguments (see events.h), so a
+ * new function is a table line in user space, never a new program here.
+ */
+#include "common.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+/* Out pointer (argument 0) of a call in flight, for its return probe. */
+struct stash_key {
+	__u32 tid;
+	__u32 func;		/* lib << 16 | func */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct stash_key);
+	__type(value, __u64);
+} stash SEC(".maps");
+
+/* Scratch space for variable-length string records. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rec_string);
+} str_scratch SEC(".maps");
+
+static __always_inline void emit_string(__u64 pid_tgid, __u64 cookie, __u32 arg,
+					const char *ustr)
+{
+	__u32 zero = 0;
+	struct rec_string *r = bpf_map_lookup_elem(&str_scratch, &zero);
+	long n;
+
+	if (!r)
+		return;
+	n = bpf_probe_read_user_str(r->str, sizeof(r->str), ustr);
+	if (n <= 0) {
+		n = 1;
+		r->str[0] = 0;
+	}
+	/* n counts the NUL; a full buffer means the string may go on. */
+	r->len = n - 1;
+	r->truncated = n == sizeof(r->str);
+	r->func = CK_FUNC(cookie);
+	r->lib = CK_LIB(cookie);
+	r->arg = arg;
+	r->pad = 0;
+	n = offsetof(struct rec_string, str) + n;
+	if (n > sizeof(*r))
+		n = sizeof(*r);
+	fill_hdr(&r->hdr, REC_STRING, n, pid_tgid);
+	if (bpf_ringbuf_output(&events, r, n, wake_flag()))
+		count_drop(REC_STRING);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(call_enter)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 cookie;
+	struct rec_call_enter *r;
+	__u32 kind, str;
+
+	if (!is_target(pid_tgid >> 32))
+		return 0;
+	cookie = bpf_get_attach_cookie(ctx);
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count_drop(REC_CALL_ENTER);
+		return 0;
+	}
+	fill_hdr(&r->hdr, REC_CALL_ENTER, sizeof(*r), pid_tgid);
+	kind = CK_KIND(cookie);
+	r->func = CK_FUNC(cookie);
+	r->lib = CK_LIB(cookie);
+	r->kind = kind;
+	r->pad = 0;
+	r->args[0] = PT_REGS_PARM1(ctx);
+	r->args[1] = PT_REGS_PARM2(ctx);
+	r->args[2] = PT_REGS_PARM3(ctx);
+	r->args[3] = PT_REGS_PARM4(ctx);
+	r->args[4] = PT_REGS_PARM5(ctx);
+	r->args[5] = PT_REGS_PARM6(ctx);
+	r->args[9] = r->args[10] = 0;
+	if (kind == PK_STACK3) {
+		/* x86-64: at entry the return address is at sp, argument 7 at sp + 8. */
+		if (bpf_probe_read_user(&r->args[6], 3 * sizeof(__u64),
+					(void *)(PT_REGS_SP(ctx) + 8)))
+			r->args[6] = r->args[7] = r->args[8] = 0;
+	} else if (kind == PK_DEREF_A0) {
+		if (bpf_probe_read_user(&r->args[6], 5 * sizeof(__u64), (void *)r->args[0]))
+			r->args[6] = r->args[7] = r->args[8] = r->args[9] = r->args[10] = 0;
+	} else {
+		r->args[6] = r->args[7] = r->args[8] = 0;
+	}
+	if (cookie & CK_STASH) {
+		struct stash_key k = { .tid = (__u32)pid_tgid,
+				       .func = CK_LIB(cookie) << 16 | CK_FUNC(cookie) };
+		__u64 out = r->args[0];
+
+		bpf_map_update_elem(&stash, &k, &out, BPF_ANY);
+	}
+	str = CK_STR(cookie);
+	if (str >= 1 && str <= 6) {
+		const char *s = (const char *)r->args[str - 1];
+
+		bpf_ringbuf_submit(r, wake_flag());
+		emit_string(pid_tgid, cookie, str - 1, s);
+		return 0;
+	}
+	bpf_ringbuf_submit(r, wake_flag());
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(call_exit)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 cookie;
+	struct rec_call_exit *r;
+
+	if (!is_target(pid_tgid >> 32))
+		return 0;
+	cookie = bpf_get_attach_cookie(ctx);
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count_drop(REC_CALL_EXIT);
+		return 0;
+	}
+	fill_hdr(&r->hdr, REC_CALL_EXIT, sizeof(*r), pid_tgid);
+	r->func = CK_FUNC(cookie);
+	r->lib = CK_LIB(cookie);
+	r->has_out = 0;
+	r->pad = 0;
+	r->ret = PT_REGS_RC(ctx);
+	r->out = 0;
+	if (cookie & CK_STASH) {
+		struct stash_key k = { .tid = (__u32)pid_tgid,
+				       .func = CK_LIB(cookie) << 16 | CK_FUNC(cookie) };
+		__u64 *p = bpf_map_lookup_elem(&stash, &k);
+
+		if (p) {
+			if (*p && !bpf_probe_read_user(&r->out, sizeof(r->out), (void *)*p))
+				r->has_out = 1;
+			bpf_map_delete_elem(&stash, &k);
+		}
+	}
+	bpf_ringbuf_submit(r, wake_flag());
+	return 0;
+}

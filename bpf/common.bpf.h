@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Maps and helpers shared by every BPF domain file. The maps are __weak so
+ * that each .bpf.c can include this header and `bpftool gen object` links
+ * them into one object with one copy of each map.
+ */
+#ifndef CGBPF_COMMON_BPF_H
+#define CGBPF_COMMON_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "events.h"
+
+/* libbpf 1.1 stops at the fifth argument. */
+#ifndef PT_REGS_PARM6
+#if defined(__TARGET_ARCH_x86)
+#define PT_REGS_PARM6(x) ((x)->r9)
+#elif defined(__TARGET_ARCH_arm64)
+#define PT_REGS_PARM6(x) (((const struct user_pt_regs *)(x))->regs[5])
+#else
+#error "PT_REGS_PARM6 not defined for this architecture"
+#endif
+#endif
+
+/* Knobs set by user space between open and load. */
+const volatile __u32 self_tgid __weak = 0;	/* cgbpf itself: never traced */
+const volatile __u64 wakeup_bytes __weak = 1 << 20; /* wake the consumer above this fill */
+const volatile __u8 trace_all __weak = 0;	/* every process, not only targets */
+const volatile __u8 follow_children __weak = 1;	/* forks of a target become targets */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 << 20);		/* resized by user space */
+} events SEC(".maps") __weak;
+
+/* Records lost because the ring was full, per record type, per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, REC__COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} drops SEC(".maps") __weak;
+
+/* Traced processes (tgid -> 1). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} targets SEC(".maps") __weak;
+
+static __always_inline int is_target(__u32 tgid)
+{
+	if (tgid == self_tgid)
+		return 0;
+	if (trace_all)
+		return 1;
+	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+}
+
+static __always_inline void count_drop(__u32 type)
+{
+	__u64 *n = bpf_map_lookup_elem(&drops, &type);
+
+	if (n)
+		*n += 1;
+}
+
+/*
+ * Submit without waking the consumer unless the ring is filling up: a
+ * wakeup per record costs more than the probe itself. The consumer also
+ * drains on every poll timeout.
+ */
+static __always_inline __u64 wake_flag(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > wakeup_bytes ?
+		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline void fill_hdr(struct rec_hdr *h, __u16 type, __u16 size,
+				     __u64 pid_tgid)
+{
+	h->type = type;
+	h->size = size;
+	h->cpu = bpf_get_smp_processor_id();
+	h->pid = pid_tgid >> 32;
+	h->tid = (__u32)pid_tgid;
+	h->ts = bpf_ktime_get_boot_ns();
+}
+
+#endif

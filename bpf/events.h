@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Binary records written by the BPF programs into the ring buffer and read
+ * by user/ingest.c. Fixed-width types, explicit padding, no pointers: the
+ * layout is the same for the BPF target and x86_64 user space.
+ */
+#ifndef CGBPF_EVENTS_H
+#define CGBPF_EVENTS_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+enum rec_type {
+	REC_CALL_ENTER = 1,	/* struct rec_call_enter */
+	REC_CALL_EXIT,		/* struct rec_call_exit */
+	REC_STRING,		/* struct rec_string: string argument of the call just entered */
+	REC_PROC_FORK,		/* struct rec_proc */
+	REC_PROC_EXEC,		/* struct rec_proc */
+	REC_PROC_EXIT,		/* struct rec_proc */
+	REC_THREAD_EXIT,	/* struct rec_proc */
+	REC_MMAP,		/* struct rec_mmap */
+	REC__COUNT,
+};
+
+/* Libraries whose API calls are probed; a call is (lib, func). */
+enum rec_lib {
+	LIB_CUDA = 0,		/* libcuda.so.1, the driver API */
+	LIB__COUNT,
+};
+
+/* Common header of every record. ts is CLOCK_BOOTTIME in ns. */
+struct rec_hdr {
+	__u16 type;
+	__u16 size;		/* whole record, header included */
+	__u32 cpu;
+	__u32 pid;		/* tgid */
+	__u32 tid;
+	__u64 ts;
+};
+
+/*
+ * Attach cookie of a call probe, set by user/attach.c:
+ *   bits  0..15 function id within its library
+ *   bits 16..19 library (enum rec_lib)
+ *   bits 20..23 how the entry probe reads arguments (enum probe_kind)
+ *   bit  24     stash argument 0 (an out pointer) for the return probe
+ *   bits 25..27 index + 1 of a C-string argument to copy (0 = none)
+ */
+enum probe_kind {
+	PK_REGS = 0,		/* the six register arguments */
+	PK_STACK3,		/* plus three 8-byte stack arguments (x86-64 args 7..9) */
+	PK_DEREF_A0,		/* plus 40 bytes read from the pointer in argument 0 */
+};
+
+#define CK_FUNC(c)	((__u32)(c) & 0xffff)
+#define CK_LIB(c)	(((__u32)(c) >> 16) & 0xf)
+#define CK_KIND(c)	(((__u32)(c) >> 20) & 0xf)
+#define CK_STASH	(1u << 24)
+#define CK_STR(c)	(((__u32)(c) >> 25) & 0x7)
+#define CK_MAKE(lib, func, kind, stash, str) \
+	((__u64)(func) | ((__u64)(lib) << 16) | ((__u64)(kind) << 20) | \
+	 ((stash) ? (__u64)CK_STASH : 0) | ((__u64)(str) << 25))
+
+#define CALL_NARGS 11
+
+/* Entry of a probed function: a0..a5 registers, a6..a10 per probe_kind. */
+struct rec_call_enter {
+	struct rec_hdr hdr;
+	__u16 func;
+	__u8 lib;
+	__u8 kind;
+	__u32 pad;
+	__u64 args[CALL_NARGS];
+};
+
+/* Return of a probed function. out is *a0 read at return when stashed. */
+struct rec_call_exit {
+	struct rec_hdr hdr;
+	__u16 func;
+	__u8 lib;
+	__u8 has_out;
+	__u32 pad;
+	__s64 ret;
+	__u64 out;
+};
+
+#define REC_STRING_MAX 1024
+
+/* A C-string argument of the call entered just before on this thread. */
+struct rec_string {
+	struct rec_hdr hdr;
+	__u16 func;
+	__u8 lib;
+	__u8 arg;		/* argument index */
+	__u16 len;		/* bytes in str, without the NUL */
+	__u8 truncated;
+	__u8 pad;
+	char str[REC_STRING_MAX];	/* only hdr.size - offsetof(str) bytes are sent */
+};
+
+/* Process and thread life. */
+struct rec_proc {
+	struct rec_hdr hdr;
+	__u32 other;		/* FORK: child tgid; EXIT: exit code */
+	__u32 pad;
+	char comm[16];
+};
+
+#define REC_MMAP_NAME 64
+
+/* An executable file mapping made by a target (mmap with PROT_EXEC). */
+struct rec_mmap {
+	struct rec_hdr hdr;
+	__u64 addr;
+	__u64 ino;
+	__u32 dev;		/* kernel encoding: major << 20 | minor */
+	__u8 watched;		/* the name matched a library cgbpf probes */
+	__u8 stopped;		/* the process was sent SIGSTOP to wait for attach */
+	__u16 pad;
+	char name[REC_MMAP_NAME];
+};
+
+#endif

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Process life of the targets: forks (children of a target become targets
+ * in the kernel, before they can run a single instruction), execs, exits,
+ * and executable file mappings of the libraries cgbpf probes, so that a
+ * library loaded late (dlopen, PyTorch's lazy libcuda) is probed before
+ * its first call.
+ */
+#include "common.bpf.h"
+
+#define SIGSTOP_NR 19
+#define NR_mmap 9
+#define PROT_EXEC_BIT 4
+#define MAP_ANON_BIT 0x20
+
+#define WATCH_MAX 8
+#define WATCH_LEN 24
+
+/* Library file name prefixes to watch ("libcuda.so"), set by user space. */
+const volatile char watch_names[WATCH_MAX][WATCH_LEN] = {};
+const volatile __u32 watch_count = 0;
+/* Stop a target that maps a watched, not yet probed file until user space
+ * has attached to it (it sends SIGCONT). */
+const volatile __u8 stop_on_map = 0;
+
+struct file_key {
+	__u64 ino;
+	__u32 dev;		/* kernel encoding */
+	__u32 pad;
+};
+
+/* Library files already probed: mapping them needs no stop. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct file_key);
+	__type(value, __u8);
+} probed_files SEC(".maps");
+
+static __always_inline void emit_proc(__u16 type, struct task_struct *t, __u32 other)
+{
+	struct rec_proc *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+
+	if (!r) {
+		count_drop(type);
+		return;
+	}
+	r->hdr.type = type;
+	r->hdr.size = sizeof(*r);
+	r->hdr.cpu = bpf_get_smp_processor_id();
+	r->hdr.pid = BPF_CORE_READ(t, tgid);
+	r->hdr.tid = BPF_CORE_READ(t, pid);
+	r->hdr.ts = bpf_ktime_get_boot_ns();
+	r->other = other;
+	r->pad = 0;
+	BPF_CORE_READ_STR_INTO(&r->comm, t, comm);
+	/* Process life is rare and user space waits on it: wake it now. */
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u8 one = 1;
+
+	/* New threads share the tgid and are covered already. */
+	if (ptgid == ctgid || !is_target(ptgid))
+		return 0;
+	if (follow_children && !trace_all)
+		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+	emit_proc(REC_PROC_FORK, parent, ctgid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(proc_exec, struct task_struct *p, pid_t old_pid)
+{
+	if (!is_target(p->tgid))
+		return 0;
+	emit_proc(REC_PROC_EXEC, p, old_pid);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(proc_exit, struct task_struct *p)
+{
+	__u32 tgid = p->tgid;
+
+	if (!is_target(tgid))
+		return 0;
+	/* signal->live drops to zero in the last thread of the group to exit. */
+	if (BPF_CORE_READ(p, signal, live.counter) == 0) {
+		emit_proc(REC_PROC_EXIT, p, p->exit_code);
+		if (!trace_all)
+			bpf_map_delete_elem(&targets, &tgid);
+	} else {
+		emit_proc(REC_THREAD_EXIT, p, p->exit_code);
+	}
+	return 0;
+}
+
+static __always_inline int name_watched(const char *name)
+{
+	for (int i = 0; i < WATCH_MAX; i++) {
+		int j;
+
+		if (i >= watch_count)
+			return 0;
+		for (j = 0; j < WATCH_LEN; j++) {
+			char w = watch_names[i][j];
+
+			if (w == 0)
+				return 1;
+			if (name[j] != w)
+				break;
+		}
+	}
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sys_exit_mmap, struct pt_regs *regs, long ret)
+{
+	__u64 pid_tgid;
+	struct task_struct *t;
+	struct file **fds;
+	struct file *f = NULL;
+	struct rec_mmap *r;
+	struct file_key k = {};
+	int fd;
+
+	if (regs->orig_ax != NR_mmap || (ret < 0 && ret > -4096))
+		return 0;
+	if (!(regs->dx & PROT_EXEC_BIT) || (regs->r10 & MAP_ANON_BIT))
+		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
+	if (!is_target(pid_tgid >> 32))
+		return 0;
+	fd = (int)regs->r8;
+	if (fd < 0)
+		return 0;
+	t = bpf_get_current_task_btf();
+	fds = BPF_CORE_READ(t, files, fdt, fd);
+	if (!fds || bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return 0;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count_drop(REC_MMAP);
+		return 0;
+	}
+	fill_hdr(&r->hdr, REC_MMAP, sizeof(*r), pid_tgid);
+	r->addr = ret;
+	r->ino = BPF_CORE_READ(f, f_inode, i_ino);
+	r->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
+	r->pad = 0;
+	r->stopped = 0;
+	if (bpf_probe_read_kernel_str(r->name, sizeof(r->name),
+				      BPF_CORE_READ(f, f_path.dentry, d_name.name)) < 0)
+		r->name[0] = 0;
+	r->watched = name_watched(r->name);
+	if (!r->watched) {
+		bpf_ringbuf_discard(r, 0);
+		return 0;
+	}
+	k.ino = r->ino;
+	k.dev = r->dev;
+	if (stop_on_map && !bpf_map_lookup_elem(&probed_files, &k) &&
+	    !bpf_send_signal(SIGSTOP_NR))
+		r->stopped = 1;
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}

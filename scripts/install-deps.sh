@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Installs cgbpf's build and test dependencies from Debian packages.
+# Quiet and fast when everything is already there; used by `make test`,
+# `make demo` and CI.
+set -euo pipefail
+
+pkgs=(make gcc g++ clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev
+      libzstd-dev pkg-config protobuf-compiler python3-protobuf bpftrace)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: missing packages: ${missing[*]}" >&2
+	echo "install-deps: run as root (or: sudo apt-get install ${missing[*]})" >&2
+	exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "attach.h"
+#include "cgbpf.skel.h"
+#include "cuda.h"
+#include "elfsym.h"
+#include "hmap.h"
+#include "log.h"
+#include "procfs.h"
+
+const char *const attach_watch_names[] = { "libcuda.so", NULL };
+
+struct lib_file {
+	dev_t dev;
+	ino_t ino;
+	char *path;		/* as seen by the first process that mapped it */
+	int funcs;
+};
+
+struct attach {
+	struct cgbpf_bpf *skel;
+	struct lib_file *files;
+	size_t nfiles, capfiles;
+	struct bpf_link **links;
+	size_t nlinks, caplinks;
+};
+
+struct attach *attach__new(struct cgbpf_bpf *skel)
+{
+	struct attach *a = calloc(1, sizeof(*a));
+
+	if (a)
+		a->skel = skel;
+	return a;
+}
+
+void attach__free(struct attach *a)
+{
+	if (!a)
+		return;
+	for (size_t i = 0; i < a->nlinks; i++)
+		bpf_link__destroy(a->links[i]);
+	for (size_t i = 0; i < a->nfiles; i++)
+		free(a->files[i].path);
+	free(a->links);
+	free(a->files);
+	free(a);
+}
+
+size_t attach__files(const struct attach *a)
+{
+	return a->nfiles;
+}
+
+size_t attach__probes(const struct attach *a)
+{
+	return a->nlinks;
+}
+
+void attach__for_each(const struct attach *a, void (*cb)(const char *path, int funcs, void *ctx),
+		      void *ctx)
+{
+	for (size_t i = 0; i < a->nfiles; i++)
+		cb(a->files[i].path, a->files[i].funcs, ctx);
+}
+
+static int add_link(struct attach *a, struct bpf_link *l)
+{
+	if (a->nlinks == a->caplinks) {
+		size_t nc = a->caplinks ? a->caplinks * 2 : 256;
+		struct bpf_link **n = realloc(a->links, nc * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		a->links = n;
+		a->caplinks = nc;
+	}
+	a->links[a->nlinks++] = l;
+	return 0;
+}
+
+static bool watched(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	for (int i = 0; attach_watch_names[i]; i++)
+		if (!strncmp(base, attach_watch_names[i], strlen(attach_watch_names[i])))
+			return true;
+	return false;
+}
+
+static int attach_probe(struct attach *a, const char *path, uint64_t off, uint64_t cookie,
+			bool ret)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = ret);
+	struct bpf_program *prog = ret ? a->skel->progs.call_exit : a->skel->progs.call_enter;
+	struct bpf_link *l;
+	int err;
+
+	l = bpf_program__attach_uprobe_opts(prog, -1, path, off, &opts);
+	if (!l)
+		return -errno;
+	err = add_link(a, l);
+	if (err)
+		bpf_link__destroy(l);
+	return err;
+}
+
+/* Marks the file probed in BPF so mapping it no longer stops a process. */
+static void mark_probed(struct attach *a, dev_t dev, ino_t ino)
+{
+	struct { uint64_t ino; uint32_t dev; uint32_t pad; } k = {
+		.ino = ino, .dev = (major(dev) << 20) | minor(dev) };
+	uint8_t one = 1;
+
+	bpf_map__update_elem(a->skel->maps.probed_files, &k, sizeof(k), &one, sizeof(one),
+			     BPF_ANY);
+}
+
+static int attach_resolved(struct attach *a, const char *path, const char *display,
+			   const struct stat *st)
+{
+	struct elfsym *es;
+	struct hmap offs = { 0 };
+	struct lib_file *lf;
+	int funcs = 0, err = 0;
+
+	for (size_t i = 0; i < a->nfiles; i++)
+		if (a->files[i].dev == st->st_dev && a->files[i].ino == st->st_ino)
+			return 0;
+	es = elfsym__open(path);
+	if (!es) {
+		err = -errno;
+		warn("%s: cannot read ELF symbols: %s", display, strerror(errno));
+		return err;
+	}
+	for (uint16_t f = 0; f < CU_FN__COUNT && !err; f++) {
+		uint64_t off;
+
+		if (elfsym__offset(es, cuda_funcs[f].name, &off)) {
+			dbg("%s: no %s", display, cuda_funcs[f].name);
+			continue;
+		}
+		/* Aliases share an address: one probe, or a call counts twice. */
+		if (hmap__get(&offs, off))
+			continue;
+		err = hmap__put(&offs, off, f);
+		if (!err)
+			err = attach_probe(a, path, off, cuda__cookie(f), false);
+		if (!err)
+			err = attach_probe(a, path, off, cuda__cookie(f), true);
+		if (err)
+			warn("%s: attaching to %s: %s", display, cuda_funcs[f].name,
+			     strerror(-err));
+		else
+			funcs++;
+	}
+	hmap__free(&offs);
+	elfsym__close(es);
+	if (err)
+		return err;
+	if (a->nfiles == a->capfiles) {
+		size_t nc = a->capfiles ? a->capfiles * 2 : 8;
+		struct lib_file *n = realloc(a->files, nc * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		a->files = n;
+		a->capfiles = nc;
+	}
+	lf = &a->files[a->nfiles++];
+	lf->dev = st->st_dev;
+	lf->ino = st->st_ino;
+	lf->path = strdup(display);
+	lf->funcs = funcs;
+	mark_probed(a, st->st_dev, st->st_ino);
+	if (!funcs)
+		warn("%s: none of the %d CUDA driver functions cgbpf knows is exported",
+		     display, CU_FN__COUNT);
+	else
+		info("probing %d CUDA driver functions in %s", funcs, display);
+	return 1;
+}
+
+int attach__file(struct attach *a, const char *path, const char *display)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return -errno;
+	return attach_resolved(a, path, display ? display : path, &st);
+}
+
+struct scan_ctx {
+	struct attach *a;
+	pid_t pid;
+	int attached;
+	int err;
+};
+
+static int scan_map(const struct map_entry *e, void *ctx)
+{
+	struct scan_ctx *s = ctx;
+	char path[4096];
+	struct stat st;
+	int n;
+
+	if (e->perms[2] != 'x' || e->path[0] != '/' || !watched(e->path))
+		return 0;
+	/* The path is the target's view: resolve it in its mount namespace. */
+	n = snprintf(path, sizeof(path), "/proc/%d/root%s", s->pid, e->path);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return 0;
+	if (stat(path, &st)) {
+		/* Deleted or replaced since: map_files still reaches it. */
+		n = snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
+			     s->pid, e->start, e->end);
+		if (n < 0 || (size_t)n >= sizeof(path) || stat(path, &st)) {
+			dbg("pid %d: %s: %s", s->pid, e->path, strerror(errno));
+			return 0;
+		}
+	}
+	n = attach_resolved(s->a, path, e->path, &st);
+	if (n > 0)
+		s->attached += n;
+	else if (n < 0 && !s->err)
+		s->err = n;
+	return 0;
+}
+
+int attach__scan(struct attach *a, pid_t pid)
+{
+	struct scan_ctx s = { .a = a, .pid = pid };
+	int err = procfs__for_each_map(pid, scan_map, &s);
+
+	if (err)
+		return err;
+	return s.attached ? s.attached : s.err;
+}

@@ -1,0 +1,406 @@
+// SPDX-License-Identifier: MIT
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cuda.h"
+
+#define CU_FUNC_DESC(sym, cls_, flags_) [CU_FN_##sym] = { #sym, cls_, flags_ },
+const struct func_desc cuda_funcs[CU_FN__COUNT] = { CU_FUNCS(CU_FUNC_DESC) };
+#undef CU_FUNC_DESC
+
+/* From libstdc++ (linked statically into cgbpf). */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+char *cuda__demangle(const char *name)
+{
+	int status = -1;
+	char *d;
+
+	if (name[0] == '_' && name[1] == 'Z') {
+		d = __cxa_demangle(name, NULL, NULL, &status);
+		if (d && status == 0)
+			return d;
+		free(d);
+	}
+	return strdup(name);
+}
+
+uint64_t cuda__cookie(uint16_t func)
+{
+	const struct func_desc *f = &cuda_funcs[func];
+	int kind = PK_REGS, str = 0;
+	bool stash = false;
+
+	switch (f->cls) {
+	case CU_C_LAUNCH:
+		kind = PK_STACK3;
+		break;
+	case CU_C_LAUNCH_EX:
+		kind = PK_DEREF_A0;
+		break;
+	case CU_C_CTX_CREATE:
+	case CU_C_MODULE_LOAD:
+	case CU_C_LIBRARY_LOAD:
+	case CU_C_GET_FUNCTION:
+	case CU_C_KERNEL_GET_FUNCTION:
+	case CU_C_ALLOC:
+	case CU_C_STREAM_CREATE:
+		stash = true;
+		break;
+	}
+	if (f->flags & CU_F_STR1)
+		str = 2;
+	else if (f->flags & CU_F_STR2)
+		str = 3;
+	return CK_MAKE(LIB_CUDA, func, kind, stash, str);
+}
+
+static const struct {
+	int code;
+	const char *name;
+} results[] = {
+	{ 1, "CUDA_ERROR_INVALID_VALUE" },
+	{ 2, "CUDA_ERROR_OUT_OF_MEMORY" },
+	{ 3, "CUDA_ERROR_NOT_INITIALIZED" },
+	{ 4, "CUDA_ERROR_DEINITIALIZED" },
+	{ 34, "CUDA_ERROR_STUB_LIBRARY" },
+	{ 46, "CUDA_ERROR_DEVICE_UNAVAILABLE" },
+	{ 100, "CUDA_ERROR_NO_DEVICE" },
+	{ 101, "CUDA_ERROR_INVALID_DEVICE" },
+	{ 200, "CUDA_ERROR_INVALID_IMAGE" },
+	{ 201, "CUDA_ERROR_INVALID_CONTEXT" },
+	{ 209, "CUDA_ERROR_NO_BINARY_FOR_GPU" },
+	{ 218, "CUDA_ERROR_INVALID_PTX" },
+	{ 301, "CUDA_ERROR_FILE_NOT_FOUND" },
+	{ 400, "CUDA_ERROR_INVALID_HANDLE" },
+	{ 500, "CUDA_ERROR_NOT_FOUND" },
+	{ 600, "CUDA_ERROR_NOT_READY" },
+	{ 700, "CUDA_ERROR_ILLEGAL_ADDRESS" },
+	{ 701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES" },
+	{ 702, "CUDA_ERROR_LAUNCH_TIMEOUT" },
+	{ 719, "CUDA_ERROR_LAUNCH_FAILED" },
+	{ 800, "CUDA_ERROR_NOT_PERMITTED" },
+	{ 801, "CUDA_ERROR_NOT_SUPPORTED" },
+	{ 999, "CUDA_ERROR_UNKNOWN" },
+};
+
+const char *cuda__result_name(int64_t code)
+{
+	for (size_t i = 0; i < sizeof(results) / sizeof(results[0]); i++)
+		if (results[i].code == code)
+			return results[i].name;
+	return NULL;
+}
+
+static const char *func_name(uint16_t func)
+{
+	return func < CU_FN__COUNT ? cuda_funcs[func].name : "cu?";
+}
+
+static bool has_string(uint16_t func)
+{
+	return func < CU_FN__COUNT && (cuda_funcs[func].flags & (CU_F_STR1 | CU_F_STR2));
+}
+
+static void annot_u(struct pf_annot *a, int *n, const char *name, uint64_t v)
+{
+	if (*n >= CALL_ANNOTS)
+		return;
+	a[*n] = (struct pf_annot){ .name = name, .type = PA_UINT, .u = v };
+	(*n)++;
+}
+
+static void annot_p(struct pf_annot *a, int *n, const char *name, uint64_t v)
+{
+	if (*n >= CALL_ANNOTS)
+		return;
+	a[*n] = (struct pf_annot){ .name = name, .type = PA_PTR, .u = v };
+	(*n)++;
+}
+
+static void annot_s(struct pf_annot *a, int *n, const char *name, const char *v)
+{
+	if (*n >= CALL_ANNOTS)
+		return;
+	a[*n] = (struct pf_annot){ .name = name, .type = PA_STR, .s = v };
+	(*n)++;
+}
+
+/* "stream N": an ordinal per process in order of first sight, so the
+ * value is stable, short and interns well. */
+static const char *stream_name(struct proc *p, struct call *c, uint64_t h, bool ptsz,
+			       char *buf, size_t len)
+{
+	uint64_t *v;
+
+	if (h == 0)
+		return ptsz ? "per-thread default" : "default";
+	if (h == 1)
+		return "legacy default";
+	if (h == 2)
+		return "per-thread default";
+	v = hmap__get(&p->streams, h);
+	if (!v) {
+		if (hmap__put(&p->streams, h, p->next_stream))
+			return "stream ?";
+		v = hmap__get(&p->streams, h);
+		p->next_stream++;
+	}
+	snprintf(buf, len, "stream %" PRIu64, *v);
+	return buf;
+}
+
+static const char *const dir_names[DIR__COUNT] = { "", "HtoD", "DtoH", "DtoD", "any" };
+
+static bool is_ptsz(uint16_t func)
+{
+	const char *n = cuda_funcs[func].name;
+	size_t l = strlen(n);
+
+	return l > 5 && (!strcmp(n + l - 5, "_ptsz") || !strcmp(n + l - 5, "_ptds"));
+}
+
+static void decode_launch(struct proc *p, struct call *c, uint32_t g[3], uint32_t b[3],
+			  uint32_t smem, uint64_t fn, uint64_t stream)
+{
+	uint64_t *name = hmap__get(&p->names, fn);
+
+	c->is_launch = true;
+	c->handle = fn;
+	c->kernel = name ? (const char *)(uintptr_t)*name : NULL;
+	if (c->kernel) {
+		annot_s(c->begin, &c->nbegin, "kernel", c->kernel);
+	} else {
+		snprintf(c->scratch[0], sizeof(c->scratch[0]), "unnamed 0x%" PRIx64, fn);
+		annot_s(c->begin, &c->nbegin, "kernel", c->scratch[0]);
+	}
+	/* The CUDA launch syntax in one interned string keeps launches small. */
+	snprintf(c->scratch[1], sizeof(c->scratch[1]), "<<<(%u,%u,%u), (%u,%u,%u), %u>>>",
+		 g[0], g[1], g[2], b[0], b[1], b[2], smem);
+	annot_s(c->begin, &c->nbegin, "launch", c->scratch[1]);
+	annot_s(c->begin, &c->nbegin, "stream",
+		stream_name(p, c, stream, is_ptsz(c->func), c->scratch[2], sizeof(c->scratch[2])));
+}
+
+static void enter(struct model *m, struct thread *t, struct call *c)
+{
+	const struct func_desc *f = &cuda_funcs[c->func];
+	struct proc *p = t->proc;
+	const uint64_t *a = c->args;
+	bool async = f->flags & CU_F_ASYNC;
+	int *n = &c->nbegin;
+
+	c->nbegin = 0;
+	switch (f->cls) {
+	case CU_C_INIT:
+		annot_u(c->begin, n, "flags", (uint32_t)a[0]);
+		break;
+	case CU_C_LAUNCH: {
+		uint32_t g[3] = { a[1], a[2], a[3] }, b[3] = { a[4], a[5], a[6] };
+
+		decode_launch(p, c, g, b, (uint32_t)a[7], a[0], a[8]);
+		break;
+	}
+	case CU_C_LAUNCH_EX: {
+		/* args[6..10] hold the CUlaunchConfig: seven uint32 dimensions and
+		 * shared memory, padding, then hStream. */
+		uint32_t g[3] = { a[6], a[6] >> 32, a[7] }, b[3] = { a[7] >> 32, a[8], a[8] >> 32 };
+
+		decode_launch(p, c, g, b, (uint32_t)a[9], a[1], a[10]);
+		break;
+	}
+	case CU_C_GRAPH_LAUNCH:
+		annot_p(c->begin, n, "graph_exec", a[0]);
+		annot_s(c->begin, n, "stream",
+			stream_name(p, c, a[1], is_ptsz(c->func), c->scratch[2],
+				    sizeof(c->scratch[2])));
+		break;
+	case CU_C_ALLOC:
+		c->bytes = a[1];
+		annot_u(c->begin, n, "bytes", a[1]);
+		if (async)
+			annot_s(c->begin, n, "stream",
+				stream_name(p, c, a[2], is_ptsz(c->func), c->scratch[2],
+					    sizeof(c->scratch[2])));
+		break;
+	case CU_C_FREE:
+		annot_p(c->begin, n, "ptr", a[0]);
+		if (async)
+			annot_s(c->begin, n, "stream",
+				stream_name(p, c, a[1], is_ptsz(c->func), c->scratch[2],
+					    sizeof(c->scratch[2])));
+		break;
+	case CU_C_MEMCPY:
+		c->bytes = a[2];
+		c->dir = f->flags & CU_F_HTOD ? DIR_HTOD : f->flags & CU_F_DTOH ? DIR_DTOH :
+			 f->flags & CU_F_DTOD ? DIR_DTOD : DIR_ANY;
+		annot_u(c->begin, n, "bytes", a[2]);
+		annot_s(c->begin, n, "kind", dir_names[c->dir]);
+		annot_p(c->begin, n, "dst", a[0]);
+		annot_p(c->begin, n, "src", a[1]);
+		if (async)
+			annot_s(c->begin, n, "stream",
+				stream_name(p, c, a[3], is_ptsz(c->func), c->scratch[2],
+					    sizeof(c->scratch[2])));
+		break;
+	case CU_C_MEMSET:
+		c->bytes = a[2] * (f->flags & 0xff);
+		annot_u(c->begin, n, "bytes", c->bytes);
+		annot_p(c->begin, n, "dst", a[0]);
+		annot_u(c->begin, n, "value", (uint32_t)a[1]);
+		if (async)
+			annot_s(c->begin, n, "stream",
+				stream_name(p, c, a[3], is_ptsz(c->func), c->scratch[2],
+					    sizeof(c->scratch[2])));
+		break;
+	case CU_C_STREAM_CREATE:
+		annot_u(c->begin, n, "flags", (uint32_t)a[1]);
+		if (c->func == CU_FN_cuStreamCreateWithPriority)
+			annot_u(c->begin, n, "priority", (uint32_t)a[2]);
+		break;
+	case CU_C_STREAM:
+		annot_s(c->begin, n, "stream",
+			stream_name(p, c, a[0], is_ptsz(c->func), c->scratch[2],
+				    sizeof(c->scratch[2])));
+		break;
+	case CU_C_STREAM_WAIT_EVENT:
+		annot_s(c->begin, n, "stream",
+			stream_name(p, c, a[0], is_ptsz(c->func), c->scratch[2],
+				    sizeof(c->scratch[2])));
+		annot_p(c->begin, n, "event", a[1]);
+		break;
+	case CU_C_EVENT_RECORD:
+		annot_p(c->begin, n, "event", a[0]);
+		annot_s(c->begin, n, "stream",
+			stream_name(p, c, a[1], is_ptsz(c->func), c->scratch[2],
+				    sizeof(c->scratch[2])));
+		break;
+	case CU_C_EVENT:
+		annot_p(c->begin, n, "event", a[0]);
+		break;
+	case CU_C_GET_FUNCTION:
+		annot_p(c->begin, n, c->func == CU_FN_cuLibraryGetKernel ? "library" : "module",
+			a[1]);
+		if (c->str)
+			annot_s(c->begin, n, "name", c->str);
+		break;
+	case CU_C_KERNEL_GET_FUNCTION: {
+		uint64_t *name = hmap__get(&p->names, a[1]);
+
+		annot_p(c->begin, n, "kernel_handle", a[1]);
+		if (name)
+			annot_s(c->begin, n, "kernel", (const char *)(uintptr_t)*name);
+		break;
+	}
+	case CU_C_MODULE_LOAD:
+	case CU_C_LIBRARY_LOAD:
+		if (c->str)
+			annot_s(c->begin, n, "path", c->str);
+		break;
+	}
+}
+
+/* Remembers handle -> demangled name for later launches. */
+static void remember_name(struct proc *p, uint64_t handle, const char *name)
+{
+	char *d = cuda__demangle(name);
+	uint64_t old;
+
+	if (!d)
+		return;
+	if (hmap__del(&p->names, handle, &old))
+		free((void *)(uintptr_t)old);
+	if (hmap__put(&p->names, handle, (uintptr_t)d))
+		free(d);
+}
+
+static void exit_(struct model *m, struct thread *t, struct call *c)
+{
+	const struct func_desc *f = &cuda_funcs[c->func];
+	struct proc *p = t->proc;
+	int *n = &c->nend;
+	bool ok = c->ret == 0;
+
+	c->nend = 0;
+	if (!ok) {
+		const char *r = cuda__result_name(c->ret);
+
+		if (r)
+			snprintf(c->scratch[0], sizeof(c->scratch[0]), "%s (%" PRId64 ")", r, c->ret);
+		else
+			snprintf(c->scratch[0], sizeof(c->scratch[0]), "CUresult %" PRId64, c->ret);
+		annot_s(c->end, n, "result", c->scratch[0]);
+		return;
+	}
+	switch (f->cls) {
+	case CU_C_CTX_CREATE:
+		if (c->has_out)
+			annot_p(c->end, n, "context", c->out);
+		break;
+	case CU_C_MODULE_LOAD:
+	case CU_C_LIBRARY_LOAD:
+		if (c->has_out)
+			annot_p(c->end, n, f->cls == CU_C_MODULE_LOAD ? "module" : "library", c->out);
+		break;
+	case CU_C_GET_FUNCTION:
+		if (c->has_out) {
+			annot_p(c->end, n, "handle", c->out);
+			if (c->str)
+				remember_name(p, c->out, c->str);
+		}
+		break;
+	case CU_C_KERNEL_GET_FUNCTION:
+		if (c->has_out) {
+			uint64_t *name = hmap__get(&p->names, c->args[1]);
+
+			annot_p(c->end, n, "function", c->out);
+			if (name) {
+				char *d = strdup((const char *)(uintptr_t)*name);
+				uint64_t old;
+
+				if (d && hmap__del(&p->names, c->out, &old))
+					free((void *)(uintptr_t)old);
+				if (d && hmap__put(&p->names, c->out, (uintptr_t)d))
+					free(d);
+			}
+		}
+		break;
+	case CU_C_ALLOC:
+		if (c->has_out) {
+			bool host = f->flags & CU_F_HOST;
+
+			annot_p(c->end, n, "ptr", c->out);
+			if (!hmap__put(&p->allocs, c->out, c->bytes << 1 | host))
+				model__mem(m, t, host ? CTR_HOST_PINNED : CTR_GPU_MEM, c->end_ts,
+					   (int64_t)c->bytes);
+		}
+		break;
+	case CU_C_FREE: {
+		uint64_t v;
+
+		/* Memory allocated before cgbpf attached has no known size. */
+		if (hmap__del(&p->allocs, c->args[0], &v)) {
+			c->bytes = v >> 1;
+			annot_u(c->end, n, "bytes", c->bytes);
+			model__mem(m, t, v & 1 ? CTR_HOST_PINNED : CTR_GPU_MEM, c->end_ts,
+				   -(int64_t)c->bytes);
+		}
+		break;
+	}
+	case CU_C_STREAM_CREATE:
+		if (c->has_out)
+			annot_s(c->end, n, "stream",
+				stream_name(p, c, c->out, false, c->scratch[2],
+					    sizeof(c->scratch[2])));
+		break;
+	}
+}
+
+const struct lib_ops cuda_ops = {
+	.name = "cuda",
+	.func_name = func_name,
+	.has_string = has_string,
+	.enter = enter,
+	.exit = exit_,
+};

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: MIT
+/* cgbpf command line: subcommands, options, help. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "log.h"
+#include "record.h"
+
+#ifndef CGBPF_VERSION
+#define CGBPF_VERSION "0.1.0"
+#endif
+
+static const char usage_main[] =
+"Usage: cgbpf <command> [options]\n"
+"\n"
+"eBPF profiler for GPU workloads: traces CUDA driver API calls of running\n"
+"processes through uprobes, with no restart, no code change and no kernel\n"
+"module, and writes Perfetto traces (open them at https://ui.perfetto.dev).\n"
+"\n"
+"Commands:\n"
+"  record     trace processes into a .perfetto-trace file and print a summary\n"
+"\n"
+"Run 'cgbpf record --help' for its options; 'man cgbpf-record' for details.\n"
+"  -h, --help      this help\n"
+"  -V, --version   print the version\n";
+
+static const char usage_record[] =
+"Usage: cgbpf record [options] -p PID[,PID...]\n"
+"       cgbpf record [options] -- COMMAND [ARGS...]\n"
+"\n"
+"Traces CUDA driver API calls (libcuda.so.1) of the given processes, or of\n"
+"COMMAND and its children, until they exit, --duration passes, or Ctrl-C.\n"
+"A process that has not loaded libcuda yet is probed the moment it maps it.\n"
+"\n"
+"Options:\n"
+"  -p, --pid PID[,PID...]    trace these running processes (and their children)\n"
+"  -o, --output FILE         trace file (default cgbpf-YYYYMMDD-HHMMSS.perfetto-trace)\n"
+"  -d, --duration TIME       stop after TIME (e.g. 500ms, 10s, 2m, 1h; plain number: s)\n"
+"      --summary-only        print the summary, write no trace\n"
+"      --no-summary          write the trace, print no summary\n"
+"      --summary-file FILE   also write the summary to FILE\n"
+"      --no-follow           do not trace children forked by the targets\n"
+"      --no-stop             never pause a target that maps libcuda while cgbpf\n"
+"                            attaches (its first calls may then be missed)\n"
+"      --ring-size MIB       BPF ring buffer size in MiB, power of two (default 64)\n"
+"  -v, --verbose             debug messages, including libbpf's\n"
+"  -h, --help                this help\n"
+"\n"
+"Examples:\n"
+"  sudo cgbpf record -p 4242 -o train.perfetto-trace\n"
+"  sudo cgbpf record -p 4242,4243 --duration 10s\n"
+"  sudo cgbpf record -o run.perfetto-trace -- python train.py\n"
+"  sudo cgbpf record --summary-only -- ./my_cuda_app\n"
+"\n"
+"Exit status: 0 on success (with -- COMMAND: the command's exit status),\n"
+"1 when cgbpf could not trace (a message says why), 2 for usage errors.\n";
+
+/* Parses a non-negative decimal integer with nothing after it. */
+static int parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+
+	if (!*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return -EINVAL;
+	return 0;
+}
+
+/* "10s", "500ms", "2m", "1h", "3" (seconds) -> ns. */
+static int parse_duration(const char *s, uint64_t *ns)
+{
+	static const struct { const char *unit; uint64_t mult; } units[] = {
+		{ "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000ull },
+		{ "m", 60000000000ull }, { "h", 3600000000000ull }, { "", 1000000000ull },
+	};
+	char *end;
+	uint64_t v;
+
+	if (!*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].unit))
+			continue;
+		if (v > UINT64_MAX / units[i].mult || v == 0)
+			return -EINVAL;
+		*ns = v * units[i].mult;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int parse_pids(const char *s, struct record_opts *o)
+{
+	char *copy = strdup(s), *tok, *save = NULL;
+	int err = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok && !err; tok = strtok_r(NULL, ",", &save)) {
+		uint64_t v;
+		pid_t *n;
+
+		if (parse_u64(tok, &v) || v == 0 || v > 4194304) {
+			err = -EINVAL;
+			break;
+		}
+		n = realloc(o->pids, (o->npids + 1) * sizeof(*n));
+		if (!n) {
+			err = -ENOMEM;
+			break;
+		}
+		o->pids = n;
+		o->pids[o->npids++] = v;
+	}
+	if (!o->npids)
+		err = -EINVAL;
+	free(copy);
+	return err;
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "cgbpf: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'cgbpf record --help'.\n");
+	return 2;
+}
+
+static int cmd_record(int argc, char **argv)
+{
+	enum { OPT_SUMMARY_ONLY = 256, OPT_NO_SUMMARY, OPT_SUMMARY_FILE, OPT_NO_FOLLOW,
+	       OPT_NO_STOP, OPT_RING };
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "summary-only", no_argument, NULL, OPT_SUMMARY_ONLY },
+		{ "no-summary", no_argument, NULL, OPT_NO_SUMMARY },
+		{ "summary-file", required_argument, NULL, OPT_SUMMARY_FILE },
+		{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },
+		{ "no-stop", no_argument, NULL, OPT_NO_STOP },
+		{ "ring-size", required_argument, NULL, OPT_RING },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct record_opts o = { .follow = true, .stop_on_load = true, .ring_mib = 64 };
+	char default_out[64];
+	int c, ret;
+
+	/* '+': stop at the first non-option so COMMAND keeps its own options. */
+	while ((c = getopt_long(argc, argv, "+p:o:d:vh", opts, NULL)) != -1) {
+		uint64_t v;
+
+		switch (c) {
+		case 'p':
+			if (parse_pids(optarg, &o))
+				return usage_error("invalid --pid '%s': expected PID[,PID...]", optarg);
+			break;
+		case 'o':
+			if (!*optarg)
+				return usage_error("empty --output%s", "");
+			o.output = optarg;
+			break;
+		case 'd':
+			if (parse_duration(optarg, &o.duration_ns))
+				return usage_error("invalid --duration '%s': expected e.g. 500ms, 10s, 2m",
+						   optarg);
+			break;
+		case OPT_SUMMARY_ONLY:
+			o.summary_only = true;
+			break;
+		case OPT_NO_SUMMARY:
+			o.no_summary = true;
+			break;
+		case OPT_SUMMARY_FILE:
+			o.summary_path = optarg;
+			break;
+		case OPT_NO_FOLLOW:
+			o.follow = false;
+			break;
+		case OPT_NO_STOP:
+			o.stop_on_load = false;
+			break;
+		case OPT_RING:
+			if (parse_u64(optarg, &v) || v == 0 || v > 4096 || (v & (v - 1)))
+				return usage_error("invalid --ring-size '%s': a power of two from 1 to 4096 (MiB)",
+						   optarg);
+			o.ring_mib = v;
+			break;
+		case 'v':
+			log_verbosity = LOG_DEBUG;
+			break;
+		case 'h':
+			fputs(usage_record, stdout);
+			return 0;
+		default:
+			fprintf(stderr, "Try 'cgbpf record --help'.\n");
+			return 2;
+		}
+	}
+	if (optind < argc)
+		o.cmd = &argv[optind];
+	if (o.cmd && o.npids)
+		return usage_error("use either -p PID or -- COMMAND, not both%s", "");
+	if (!o.cmd && !o.npids)
+		return usage_error("nothing to trace: give -p PID or -- COMMAND%s", "");
+	if (o.summary_only && o.no_summary)
+		return usage_error("--summary-only and --no-summary exclude each other%s", "");
+	if (o.summary_only && o.output)
+		return usage_error("--summary-only writes no trace: drop --output%s", "");
+	if (!o.summary_only && !o.output) {
+		time_t t = time(NULL);
+		struct tm tm;
+
+		localtime_r(&t, &tm);
+		strftime(default_out, sizeof(default_out), "cgbpf-%Y%m%d-%H%M%S.perfetto-trace", &tm);
+		o.output = default_out;
+	}
+	ret = record__run(&o);
+	free(o.pids);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage_main, stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		fputs(usage_main, stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
+		printf("cgbpf %s\n", CGBPF_VERSION);
+		return 0;
+	}
+	if (!strcmp(argv[1], "record"))
+		return cmd_record(argc - 1, argv + 1);
+	fprintf(stderr, "cgbpf: unknown command '%s'\n\n%s", argv[1], usage_main);
+	return 2;
+}

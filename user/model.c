@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cuda.h"
+#include "log.h"
+#include "model.h"
+#include "procfs.h"
+
+#define EMIT(m, fn, ...) \
+	for (int _i = 0; _i < (m)->nsinks; _i++) \
+		if ((m)->sinks[_i].fn) \
+			(m)->sinks[_i].fn((m)->sinks[_i].ctx, __VA_ARGS__)
+
+void model__init(struct model *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->libs[LIB_CUDA] = &cuda_ops;
+}
+
+int model__add_sink(struct model *m, const struct sink *s)
+{
+	if (m->nsinks == MAX_SINKS)
+		return -E2BIG;
+	m->sinks[m->nsinks++] = *s;
+	return 0;
+}
+
+static void free_names(struct hmap *h)
+{
+	uint64_t v;
+
+	for (size_t it = 0; hmap__next(h, &it, NULL, &v);)
+		free((void *)(uintptr_t)v);
+	hmap__free(h);
+}
+
+void model__free(struct model *m)
+{
+	uint64_t v;
+
+	for (size_t it = 0; hmap__next(&m->threads, &it, NULL, &v);) {
+		struct thread *t = (void *)(uintptr_t)v;
+
+		for (int i = 0; i < t->depth; i++)
+			free(t->stack[i].str);
+		free(t);
+	}
+	for (size_t it = 0; hmap__next(&m->procs, &it, NULL, &v);) {
+		struct proc *p = (void *)(uintptr_t)v;
+
+		free_names(&p->names);
+		hmap__free(&p->allocs);
+		hmap__free(&p->streams);
+		free(p->cmdline);
+		free(p);
+	}
+	hmap__free(&m->threads);
+	hmap__free(&m->procs);
+}
+
+struct proc *model__proc(struct model *m, uint32_t pid)
+{
+	uint64_t *v = hmap__get(&m->procs, pid);
+	struct proc *p;
+
+	if (v)
+		return (void *)(uintptr_t)*v;
+	p = calloc(1, sizeof(*p));
+	if (!p || hmap__put(&m->procs, pid, (uintptr_t)p)) {
+		free(p);
+		return NULL;
+	}
+	p->pid = pid;
+	/* Stream ordinals 0..2 are the NULL, legacy and per-thread streams. */
+	p->next_stream = 1;
+	if (procfs__comm(pid, 0, p->comm, sizeof(p->comm)))
+		snprintf(p->comm, sizeof(p->comm), "pid %u", pid);
+	p->cmdline = procfs__cmdline(pid);
+	EMIT(m, process, p);
+	return p;
+}
+
+struct thread *model__thread(struct model *m, uint32_t pid, uint32_t tid)
+{
+	uint64_t *v = hmap__get(&m->threads, tid);
+	struct thread *t;
+	struct proc *p;
+
+	if (v) {
+		t = (void *)(uintptr_t)*v;
+		if (t->proc->pid == pid)
+			return t;
+		/* The tid was reused by another process: start afresh. */
+		hmap__del(&m->threads, tid, NULL);
+		for (int i = 0; i < t->depth; i++)
+			free(t->stack[i].str);
+		free(t);
+	}
+	p = model__proc(m, pid);
+	if (!p)
+		return NULL;
+	t = calloc(1, sizeof(*t));
+	if (!t || hmap__put(&m->threads, tid, (uintptr_t)t)) {
+		free(t);
+		return NULL;
+	}
+	t->tid = tid;
+	t->proc = p;
+	if (procfs__comm(pid, tid, t->name, sizeof(t->name)))
+		snprintf(t->name, sizeof(t->name), "%s", tid == pid ? p->comm : "");
+	EMIT(m, thread, t);
+	return t;
+}
+
+static bool has_string(const struct model *m, const struct call *c)
+{
+	return m->libs[c->lib]->has_string && m->libs[c->lib]->has_string(c->func);
+}
+
+const char *model__func_name(const struct model *m, uint8_t lib, uint16_t func)
+{
+	if (lib >= LIB__COUNT || !m->libs[lib])
+		return "?";
+	return m->libs[lib]->func_name(func);
+}
+
+void model__call_enter(struct model *m, const struct rec_call_enter *r)
+{
+	struct thread *t = model__thread(m, r->hdr.pid, r->hdr.tid);
+	struct call *c;
+
+	if (!t || r->lib >= LIB__COUNT || !m->libs[r->lib])
+		return;
+	if (t->depth == CALL_DEPTH) {
+		/* Deeper than any real API nesting: returns were lost. Close
+		 * the oldest so the newest calls stay visible. */
+		struct call *old = &t->stack[0];
+
+		old->end_ts = r->hdr.ts;
+		old->ended = false;
+		old->nend = 0;
+		EMIT(m, call_end, t, old);
+		free(old->str);
+		memmove(&t->stack[0], &t->stack[1], (CALL_DEPTH - 1) * sizeof(t->stack[0]));
+		t->depth--;
+		m->lost_exits++;
+	}
+	c = &t->stack[t->depth++];
+	memset(c, 0, offsetof(struct call, scratch));
+	c->lib = r->lib;
+	c->func = r->func;
+	c->name = m->libs[c->lib]->func_name(c->func);
+	c->ts = r->hdr.ts;
+	memcpy(c->args, r->args, sizeof(c->args));
+	m->libs[c->lib]->enter(m, t, c);
+	/* A string argument follows in its own record (model__string) and
+	 * is needed by the begin event, so wait for it. */
+	if (!has_string(m, c))
+		EMIT(m, call_begin, t, c);
+}
+
+void model__string(struct model *m, const struct rec_string *r)
+{
+	uint64_t *v = hmap__get(&m->threads, r->hdr.tid);
+	struct thread *t = v ? (void *)(uintptr_t)*v : NULL;
+	struct call *c;
+
+	if (!t || !t->depth) {
+		m->strings_orphaned++;
+		return;
+	}
+	c = &t->stack[t->depth - 1];
+	if (c->func != r->func || c->lib != r->lib || c->str) {
+		m->strings_orphaned++;
+		return;
+	}
+	c->str = strndup(r->str, r->len);
+	m->libs[c->lib]->enter(m, t, c);
+	EMIT(m, call_begin, t, c);
+}
+
+static void end_call(struct model *m, struct thread *t, struct call *c)
+{
+	if (c->ended)
+		m->libs[c->lib]->exit(m, t, c);
+	EMIT(m, call_end, t, c);
+	free(c->str);
+	c->str = NULL;
+}
+
+void model__call_exit(struct model *m, const struct rec_call_exit *r)
+{
+	uint64_t *v = hmap__get(&m->threads, r->hdr.tid);
+	struct thread *t = v ? (void *)(uintptr_t)*v : NULL;
+	int i;
+
+	if (!t) {
+		m->unmatched_exits++;
+		return;
+	}
+	for (i = t->depth - 1; i >= 0; i--)
+		if (t->stack[i].func == r->func && t->stack[i].lib == r->lib)
+			break;
+	if (i < 0) {
+		/* Entered before cgbpf attached. */
+		m->unmatched_exits++;
+		return;
+	}
+	/* Calls above the match lost their returns (longjmp, a probe that
+	 * missed): close them here. */
+	while (t->depth - 1 > i) {
+		struct call *lost = &t->stack[--t->depth];
+
+		lost->end_ts = r->hdr.ts;
+		lost->nend = 0;
+		if (lost->str == NULL && has_string(m, lost))
+			EMIT(m, call_begin, t, lost);
+		end_call(m, t, lost);
+		m->lost_exits++;
+	}
+	{
+		struct call *c = &t->stack[--t->depth];
+
+		c->end_ts = r->hdr.ts;
+		c->ret = r->ret;
+		c->out = r->out;
+		c->has_out = r->has_out;
+		c->ended = true;
+		/* The string record never came (ring full): begin now. */
+		if (c->str == NULL && has_string(m, c))
+			EMIT(m, call_begin, t, c);
+		end_call(m, t, c);
+	}
+}
+
+void model__thread_exit(struct model *m, const struct rec_proc *r)
+{
+	uint64_t *v = hmap__get(&m->threads, r->hdr.tid);
+	struct thread *t = v ? (void *)(uintptr_t)*v : NULL;
+
+	/* Keep the thread's last name: it may have renamed itself after
+	 * cgbpf first saw it. */
+	if (t && strncmp(t->name, r->comm, sizeof(t->name))) {
+		snprintf(t->name, sizeof(t->name), "%.15s", r->comm);
+		EMIT(m, thread, t);
+	}
+}
+
+void model__proc_exit(struct model *m, const struct rec_proc *r)
+{
+	uint64_t *v = hmap__get(&m->procs, r->hdr.pid);
+
+	model__thread_exit(m, r);
+	if (v)
+		((struct proc *)(uintptr_t)*v)->exited = true;
+}
+
+void model__mem(struct model *m, struct thread *t, enum counter_kind k, uint64_t ts,
+		int64_t delta)
+{
+	struct proc *p = t->proc;
+
+	p->mem[k] += delta;
+	if (p->mem[k] < 0)
+		p->mem[k] = 0;
+	if (p->mem[k] > p->mem_peak[k])
+		p->mem_peak[k] = p->mem[k];
+	EMIT(m, counter, t, k, ts, p->mem[k]);
+}

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The model: processes, threads and API calls built from validated
+ * records. Domain modules (user/cuda.c) interpret each library's calls;
+ * sinks (the Perfetto writer, the summary) see only the model's events,
+ * never records or BPF maps.
+ */
+#ifndef CGBPF_MODEL_H
+#define CGBPF_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "events.h"
+#include "hmap.h"
+#include "perfetto.h"
+
+#define CALL_DEPTH 16		/* open calls per thread (runtime -> driver nests) */
+#define CALL_ANNOTS 8
+
+enum copy_dir { DIR_NONE, DIR_HTOD, DIR_DTOH, DIR_DTOD, DIR_ANY, DIR__COUNT };
+enum counter_kind { CTR_GPU_MEM, CTR_HOST_PINNED, CTR__COUNT };
+
+struct call {
+	uint8_t lib;
+	uint16_t func;
+	const char *name;	/* "cuLaunchKernel" */
+	uint64_t ts, end_ts;
+	uint64_t args[CALL_NARGS];
+	int64_t ret;
+	uint64_t out;
+	bool has_out;
+	bool ended;		/* its return was seen */
+	char *str;		/* copied string argument, or NULL */
+	/* Filled by the domain module. */
+	bool is_launch;
+	const char *kernel;	/* launch: kernel name, NULL if never seen */
+	uint64_t handle;	/* launch: function handle */
+	uint64_t bytes;		/* copy/set/alloc/free bytes */
+	enum copy_dir dir;
+	int nbegin, nend;
+	struct pf_annot begin[CALL_ANNOTS];
+	struct pf_annot end[CALL_ANNOTS];
+	char scratch[3][96];	/* storage for formatted annotation strings */
+};
+
+struct proc;
+
+struct thread {
+	uint32_t tid;
+	struct proc *proc;
+	char name[16];
+	struct call stack[CALL_DEPTH];
+	int depth;
+	struct pfseq *seq;	/* the Perfetto sink's sequence */
+};
+
+struct proc {
+	uint32_t pid;
+	char comm[16];
+	char *cmdline;
+	bool exited;
+	struct hmap names;	/* CUfunction / CUkernel -> char * name */
+	struct hmap allocs;	/* pointer -> size << 1 | host */
+	struct hmap streams;	/* CUstream -> ordinal */
+	uint32_t next_stream;
+	int64_t mem[CTR__COUNT];
+	int64_t mem_peak[CTR__COUNT];
+	bool described;		/* the Perfetto sink emitted its descriptors */
+	bool counter_described[CTR__COUNT];
+};
+
+struct model;
+
+/* Model events; each sink implements what it needs (NULL = ignore). */
+struct sink {
+	void *ctx;
+	void (*process)(void *ctx, struct proc *p);
+	void (*thread)(void *ctx, struct thread *t);
+	void (*call_begin)(void *ctx, struct thread *t, struct call *c);
+	void (*call_end)(void *ctx, struct thread *t, struct call *c);
+	void (*counter)(void *ctx, struct thread *t, enum counter_kind k, uint64_t ts,
+			int64_t value);
+};
+
+/* Per-library decoding (user/cuda.c for LIB_CUDA). */
+struct lib_ops {
+	const char *name;
+	const char *(*func_name)(uint16_t func);
+	bool (*has_string)(uint16_t func);	/* a string record follows the entry */
+	void (*enter)(struct model *m, struct thread *t, struct call *c);
+	void (*exit)(struct model *m, struct thread *t, struct call *c);
+};
+
+#define MAX_SINKS 4
+
+struct model {
+	struct hmap procs;	/* pid -> struct proc * */
+	struct hmap threads;	/* tid -> struct thread * */
+	struct sink sinks[MAX_SINKS];
+	int nsinks;
+	const struct lib_ops *libs[LIB__COUNT];
+	/* What could not be matched, reported in the summary. */
+	uint64_t unmatched_exits;
+	uint64_t lost_exits;	/* calls closed because a caller returned first */
+	uint64_t strings_orphaned;
+};
+
+/* Initializes an empty model with the built-in library decoders. */
+void model__init(struct model *m);
+/* Frees every process and thread. */
+void model__free(struct model *m);
+/* Adds a sink; events are delivered in the order sinks were added. */
+int model__add_sink(struct model *m, const struct sink *s);
+
+/* The process / thread for a pid / tid, created (and announced to sinks)
+ * on first use from /proc. NULL only on ENOMEM. */
+struct proc *model__proc(struct model *m, uint32_t pid);
+struct thread *model__thread(struct model *m, uint32_t pid, uint32_t tid);
+
+/* Record handlers; records are already validated. */
+void model__call_enter(struct model *m, const struct rec_call_enter *r);
+void model__call_exit(struct model *m, const struct rec_call_exit *r);
+void model__string(struct model *m, const struct rec_string *r);
+void model__proc_exit(struct model *m, const struct rec_proc *r);
+void model__thread_exit(struct model *m, const struct rec_proc *r);
+
+/* Changes a process's counter by delta at ts on behalf of thread t. */
+void model__mem(struct model *m, struct thread *t, enum counter_kind k, uint64_t ts,
+		int64_t delta);
+
+/* Name of a function of a library ("cuLaunchKernel"). */
+const char *model__func_name(const struct model *m, uint8_t lib, uint16_t func);
+
+#endif

@@ -1,0 +1,544 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+#include "hmap.h"
+#include "pb.h"
+#include "perfetto.h"
+
+/* Field numbers, from perfetto_trace.proto. */
+enum {
+	TRACE_PACKET = 1,
+
+	PKT_TIMESTAMP = 8,
+	PKT_CLOCK_SNAPSHOT = 6,
+	PKT_SEQ_ID = 10,
+	PKT_TRACK_EVENT = 11,
+	PKT_INTERNED = 12,
+	PKT_SEQ_FLAGS = 13,
+	PKT_SYSTEM_INFO = 45,
+	PKT_TS_CLOCK_ID = 58,
+	PKT_DEFAULTS = 59,
+	PKT_TRACK_DESC = 60,
+
+	DEFAULTS_TS_CLOCK_ID = 58,
+	DEFAULTS_TRACK_EVENT = 11,
+	TE_DEFAULTS_TRACK_UUID = 11,
+
+	CLOCKS = 1,
+	CLOCK_ID = 1,
+	CLOCK_TS = 2,
+	CLOCK_INCREMENTAL = 3,
+	CLOCK_PRIMARY = 2,
+
+	TE_ANNOT = 4,
+	TE_TYPE = 9,
+	TE_NAME_IID = 10,
+	TE_TRACK_UUID = 11,
+	TE_COUNTER_VALUE = 30,
+
+	DA_NAME_IID = 1,
+	DA_BOOL = 2,
+	DA_UINT = 3,
+	DA_INT = 4,
+	DA_POINTER = 7,
+	DA_STRING_IID = 17,
+
+	ID_EVENT_NAMES = 2,
+	ID_ANNOT_NAMES = 3,
+	ID_ANNOT_STRINGS = 29,
+	INTERNED_IID = 1,
+	INTERNED_STR = 2,	/* EventName.name, DebugAnnotationName.name, InternedString.str */
+
+	TD_UUID = 1,
+	TD_NAME = 2,
+	TD_PROCESS = 3,
+	TD_THREAD = 4,
+	TD_PARENT = 5,
+	TD_COUNTER = 8,
+	PD_PID = 1,
+	PD_CMDLINE = 2,
+	PD_NAME = 6,
+	THD_PID = 1,
+	THD_TID = 2,
+	THD_NAME = 5,
+	CD_UNIT = 3,
+
+	SI_UTSNAME = 1,
+	UTS_SYSNAME = 1,
+	UTS_VERSION = 2,
+	UTS_RELEASE = 3,
+	UTS_MACHINE = 4,
+};
+
+enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
+enum { SEQ_INCREMENTAL_STATE_CLEARED = 1 };
+enum { CLOCK_REALTIME_ID = 1, CLOCK_MONOTONIC_ID = 3, CLOCK_BOOTTIME_ID = 6 };
+/* Sequence-scoped incremental clock (ids 64..127 are per sequence). */
+enum { CLOCK_INCR_ID = 64 };
+
+#define FLUSH_BYTES (256u << 10)
+#define INTERN_MAX 4096		/* entries per sequence before a reset */
+#define META_SEQ 1
+
+enum intern_kind { IK_EVENT, IK_ANNOT_NAME, IK_STRING, IK__COUNT };
+
+struct pfseq {
+	uint32_t id;
+	uint64_t track;
+	uint64_t last_ts;
+	bool need_reset;
+	struct hmap iids;	/* hash(kind, string) -> iid */
+	uint64_t next_iid;
+};
+
+struct pftrace {
+	int fd;
+	struct pb out;		/* whole packets not yet written */
+	uint64_t written;
+	int err;
+	uint32_t next_seq;
+	struct pfseq **seqs;
+	size_t nseqs, capseqs;
+};
+
+struct new_str {
+	enum intern_kind kind;
+	uint64_t iid;
+	const char *s;
+};
+
+struct pftrace *pftrace__create(const char *path)
+{
+	struct pftrace *pt = calloc(1, sizeof(*pt));
+
+	if (!pt)
+		return NULL;
+	pt->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (pt->fd < 0) {
+		int e = errno;
+
+		free(pt);
+		errno = e;
+		return NULL;
+	}
+	pb__init(&pt->out);
+	pt->next_seq = META_SEQ + 1;
+	return pt;
+}
+
+int pftrace__error(const struct pftrace *pt)
+{
+	return pt->err;
+}
+
+uint64_t pftrace__bytes(const struct pftrace *pt)
+{
+	return pt->written + pt->out.len;
+}
+
+int pftrace__flush(struct pftrace *pt)
+{
+	size_t off = 0;
+
+	if (pt->err)
+		return pt->err;
+	if (pt->out.err) {
+		pt->err = pt->out.err;
+		return pt->err;
+	}
+	while (off < pt->out.len) {
+		ssize_t n = write(pt->fd, pt->out.buf + off, pt->out.len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			pt->err = n < 0 ? -errno : -ENOSPC;
+			/* Keep the file a sequence of whole packets. */
+			if (ftruncate(pt->fd, pt->written) < 0)
+				pt->err = -errno;
+			pb__reset(&pt->out);
+			return pt->err;
+		}
+		off += n;
+	}
+	pt->written += pt->out.len;
+	pb__reset(&pt->out);
+	return 0;
+}
+
+int pftrace__close(struct pftrace *pt)
+{
+	int err;
+
+	if (!pt)
+		return 0;
+	err = pftrace__flush(pt);
+	if (close(pt->fd) < 0 && !err)
+		err = -errno;
+	for (size_t i = 0; i < pt->nseqs; i++) {
+		hmap__free(&pt->seqs[i]->iids);
+		free(pt->seqs[i]);
+	}
+	free(pt->seqs);
+	pb__free(&pt->out);
+	free(pt);
+	return err;
+}
+
+static void packet_end(struct pftrace *pt)
+{
+	pb__end(&pt->out);
+	if (pt->out.len >= FLUSH_BYTES)
+		pftrace__flush(pt);
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void put_clock(struct pb *pb, uint32_t id, uint64_t ts, bool incremental)
+{
+	pb__begin(pb, CLOCKS);
+	pb__varint(pb, CLOCK_ID, id);
+	pb__varint(pb, CLOCK_TS, ts);
+	if (incremental)
+		pb__bool(pb, CLOCK_INCREMENTAL, true);
+	pb__end(pb);
+}
+
+void pftrace__clock_snapshot(struct pftrace *pt)
+{
+	struct pb *pb = &pt->out;
+	uint64_t boot, mono, real;
+
+	if (pt->err)
+		return;
+	/* Bracket MONOTONIC and REALTIME between two BOOTTIME reads. */
+	boot = clock_ns(CLOCK_BOOTTIME);
+	mono = clock_ns(CLOCK_MONOTONIC);
+	real = clock_ns(CLOCK_REALTIME);
+	boot = (boot + clock_ns(CLOCK_BOOTTIME)) / 2;
+	pb__begin(pb, TRACE_PACKET);
+	pb__varint(pb, PKT_TIMESTAMP, boot);
+	pb__varint(pb, PKT_SEQ_ID, META_SEQ);
+	pb__begin(pb, PKT_CLOCK_SNAPSHOT);
+	put_clock(pb, CLOCK_BOOTTIME_ID, boot, false);
+	put_clock(pb, CLOCK_MONOTONIC_ID, mono, false);
+	put_clock(pb, CLOCK_REALTIME_ID, real, false);
+	pb__varint(pb, CLOCK_PRIMARY, CLOCK_BOOTTIME_ID);
+	pb__end(pb);
+	packet_end(pt);
+}
+
+void pftrace__system_info(struct pftrace *pt)
+{
+	struct pb *pb = &pt->out;
+	struct utsname u;
+
+	if (pt->err || uname(&u))
+		return;
+	pb__begin(pb, TRACE_PACKET);
+	pb__varint(pb, PKT_SEQ_ID, META_SEQ);
+	pb__begin(pb, PKT_SYSTEM_INFO);
+	pb__begin(pb, SI_UTSNAME);
+	pb__string(pb, UTS_SYSNAME, u.sysname);
+	pb__string(pb, UTS_VERSION, u.version);
+	pb__string(pb, UTS_RELEASE, u.release);
+	pb__string(pb, UTS_MACHINE, u.machine);
+	pb__end(pb);
+	pb__end(pb);
+	packet_end(pt);
+}
+
+static void desc_begin(struct pftrace *pt, uint64_t uuid, uint64_t parent)
+{
+	struct pb *pb = &pt->out;
+
+	pb__begin(pb, TRACE_PACKET);
+	pb__varint(pb, PKT_SEQ_ID, META_SEQ);
+	pb__begin(pb, PKT_TRACK_DESC);
+	pb__varint(pb, TD_UUID, uuid);
+	if (parent)
+		pb__varint(pb, TD_PARENT, parent);
+}
+
+static void desc_end(struct pftrace *pt)
+{
+	pb__end(&pt->out);
+	packet_end(pt);
+}
+
+void pftrace__process(struct pftrace *pt, uint64_t uuid, int pid, const char *name,
+		      const char *cmdline)
+{
+	struct pb *pb = &pt->out;
+
+	if (pt->err)
+		return;
+	desc_begin(pt, uuid, 0);
+	pb__begin(pb, TD_PROCESS);
+	pb__varint(pb, PD_PID, (uint32_t)pid);
+	if (cmdline && *cmdline)
+		pb__string(pb, PD_CMDLINE, cmdline);
+	if (name && *name)
+		pb__string(pb, PD_NAME, name);
+	pb__end(pb);
+	desc_end(pt);
+}
+
+void pftrace__thread(struct pftrace *pt, uint64_t uuid, uint64_t parent, int pid, int tid,
+		     const char *name)
+{
+	struct pb *pb = &pt->out;
+
+	if (pt->err)
+		return;
+	desc_begin(pt, uuid, parent);
+	pb__begin(pb, TD_THREAD);
+	pb__varint(pb, THD_PID, (uint32_t)pid);
+	pb__varint(pb, THD_TID, (uint32_t)tid);
+	if (name && *name)
+		pb__string(pb, THD_NAME, name);
+	pb__end(pb);
+	desc_end(pt);
+}
+
+void pftrace__counter_track(struct pftrace *pt, uint64_t uuid, uint64_t parent,
+			    const char *name, enum pf_unit unit)
+{
+	struct pb *pb = &pt->out;
+
+	if (pt->err)
+		return;
+	desc_begin(pt, uuid, parent);
+	pb__string(pb, TD_NAME, name);
+	pb__begin(pb, TD_COUNTER);
+	if (unit)
+		pb__varint(pb, CD_UNIT, unit);
+	pb__end(pb);
+	desc_end(pt);
+}
+
+void pftrace__track(struct pftrace *pt, uint64_t uuid, uint64_t parent, const char *name)
+{
+	if (pt->err)
+		return;
+	desc_begin(pt, uuid, parent);
+	pb__string(&pt->out, TD_NAME, name);
+	desc_end(pt);
+}
+
+/* Clears the sequence's incremental state and restates its defaults and
+ * clock; the next packet's timestamp is a delta from ts. */
+static void seq_reset(struct pftrace *pt, struct pfseq *s, uint64_t ts)
+{
+	struct pb *pb = &pt->out;
+
+	hmap__free(&s->iids);
+	s->next_iid = 1;
+	s->need_reset = false;
+	s->last_ts = ts;
+	pb__begin(pb, TRACE_PACKET);
+	pb__varint(pb, PKT_TIMESTAMP, ts);
+	pb__varint(pb, PKT_TS_CLOCK_ID, CLOCK_BOOTTIME_ID);
+	pb__varint(pb, PKT_SEQ_ID, s->id);
+	pb__varint(pb, PKT_SEQ_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+	pb__begin(pb, PKT_DEFAULTS);
+	pb__varint(pb, DEFAULTS_TS_CLOCK_ID, CLOCK_INCR_ID);
+	pb__begin(pb, DEFAULTS_TRACK_EVENT);
+	pb__varint(pb, TE_DEFAULTS_TRACK_UUID, s->track);
+	pb__end(pb);
+	pb__end(pb);
+	pb__begin(pb, PKT_CLOCK_SNAPSHOT);
+	put_clock(pb, CLOCK_BOOTTIME_ID, ts, false);
+	put_clock(pb, CLOCK_INCR_ID, ts, true);
+	pb__end(pb);
+	packet_end(pt);
+}
+
+struct pfseq *pftrace__seq(struct pftrace *pt, uint64_t default_track, uint64_t ts0)
+{
+	struct pfseq *s;
+
+	if (pt->nseqs == pt->capseqs) {
+		size_t nc = pt->capseqs ? pt->capseqs * 2 : 64;
+		struct pfseq **n = realloc(pt->seqs, nc * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		pt->seqs = n;
+		pt->capseqs = nc;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->id = pt->next_seq++;
+	s->track = default_track;
+	s->need_reset = true;
+	s->last_ts = ts0;
+	pt->seqs[pt->nseqs++] = s;
+	return s;
+}
+
+/* Starts a packet on s at ts: a delta on the incremental clock, or an
+ * absolute BOOTTIME timestamp if ts went backwards. */
+static void seq_packet(struct pftrace *pt, struct pfseq *s, uint64_t ts)
+{
+	struct pb *pb = &pt->out;
+
+	if (s->need_reset || s->next_iid > INTERN_MAX)
+		seq_reset(pt, s, ts);
+	pb__begin(pb, TRACE_PACKET);
+	if (ts >= s->last_ts) {
+		pb__varint(pb, PKT_TIMESTAMP, ts - s->last_ts);
+		s->last_ts = ts;
+	} else {
+		pb__varint(pb, PKT_TIMESTAMP, ts);
+		pb__varint(pb, PKT_TS_CLOCK_ID, CLOCK_BOOTTIME_ID);
+	}
+	pb__varint(pb, PKT_SEQ_ID, s->id);
+}
+
+static uint64_t intern(struct pfseq *s, enum intern_kind k, const char *str,
+		       struct new_str *news, int *nnew, int maxnew)
+{
+	/* A 64-bit hash stands for the string: a collision among a few
+	 * thousand entries per sequence has odds around 1e-12. */
+	uint64_t h = hash__bytes(str, strlen(str)) ^ ((uint64_t)k << 61);
+	uint64_t *v = hmap__get(&s->iids, h);
+
+	if (v)
+		return *v;
+	if (*nnew >= maxnew || hmap__put(&s->iids, h, s->next_iid))
+		return 0;
+	news[*nnew].kind = k;
+	news[*nnew].iid = s->next_iid;
+	news[*nnew].s = str;
+	(*nnew)++;
+	return s->next_iid++;
+}
+
+static void write_interned(struct pb *pb, const struct new_str *news, int n)
+{
+	static const uint32_t field[IK__COUNT] = { ID_EVENT_NAMES, ID_ANNOT_NAMES,
+						   ID_ANNOT_STRINGS };
+
+	if (!n)
+		return;
+	pb__begin(pb, PKT_INTERNED);
+	/* Repeated fields of one kind need not be contiguous. */
+	for (int i = 0; i < n; i++) {
+		pb__begin(pb, field[news[i].kind]);
+		pb__varint(pb, INTERNED_IID, news[i].iid);
+		pb__string(pb, INTERNED_STR, news[i].s);
+		pb__end(pb);
+	}
+	pb__end(pb);
+}
+
+#define MAX_ANNOTS 16
+
+struct event_iids {
+	uint64_t name;
+	uint64_t annot_name[MAX_ANNOTS];
+	uint64_t annot_str[MAX_ANNOTS];
+};
+
+static void event(struct pftrace *pt, struct pfseq *s, uint64_t ts, int type, uint64_t track,
+		  const char *name, const struct pf_annot *a, int n, bool counter,
+		  int64_t value)
+{
+	struct new_str news[1 + 2 * MAX_ANNOTS];
+	struct event_iids ids = { 0 };
+	struct pb *pb = &pt->out;
+	int nnew = 0;
+
+	if (pt->err)
+		return;
+	if (n > MAX_ANNOTS)
+		n = MAX_ANNOTS;
+	seq_packet(pt, s, ts);
+	if (name)
+		ids.name = intern(s, IK_EVENT, name, news, &nnew, 1 + 2 * MAX_ANNOTS);
+	for (int i = 0; i < n; i++) {
+		ids.annot_name[i] = intern(s, IK_ANNOT_NAME, a[i].name, news, &nnew,
+					   1 + 2 * MAX_ANNOTS);
+		if (a[i].type == PA_STR)
+			ids.annot_str[i] = intern(s, IK_STRING, a[i].s ? a[i].s : "", news,
+						  &nnew, 1 + 2 * MAX_ANNOTS);
+	}
+	write_interned(pb, news, nnew);
+	pb__begin(pb, PKT_TRACK_EVENT);
+	pb__varint(pb, TE_TYPE, type);
+	if (track)
+		pb__varint(pb, TE_TRACK_UUID, track);
+	if (ids.name)
+		pb__varint(pb, TE_NAME_IID, ids.name);
+	else if (name)
+		pb__string(pb, 23, name);
+	if (counter)
+		pb__int(pb, TE_COUNTER_VALUE, value);
+	for (int i = 0; i < n; i++) {
+		pb__begin(pb, TE_ANNOT);
+		if (ids.annot_name[i])
+			pb__varint(pb, DA_NAME_IID, ids.annot_name[i]);
+		else
+			pb__string(pb, 10, a[i].name);
+		switch (a[i].type) {
+		case PA_UINT:
+			pb__varint(pb, DA_UINT, a[i].u);
+			break;
+		case PA_INT:
+			pb__int(pb, DA_INT, a[i].i);
+			break;
+		case PA_PTR:
+			pb__varint(pb, DA_POINTER, a[i].u);
+			break;
+		case PA_BOOL:
+			pb__bool(pb, DA_BOOL, a[i].u != 0);
+			break;
+		case PA_STR:
+			if (ids.annot_str[i])
+				pb__varint(pb, DA_STRING_IID, ids.annot_str[i]);
+			else
+				pb__string(pb, 6, a[i].s ? a[i].s : "");
+			break;
+		}
+		pb__end(pb);
+	}
+	pb__end(pb);
+	packet_end(pt);
+}
+
+void pftrace__begin(struct pftrace *pt, struct pfseq *s, uint64_t ts, const char *name,
+		    const struct pf_annot *a, int n)
+{
+	event(pt, s, ts, TYPE_SLICE_BEGIN, 0, name, a, n, false, 0);
+}
+
+void pftrace__end(struct pftrace *pt, struct pfseq *s, uint64_t ts,
+		  const struct pf_annot *a, int n)
+{
+	event(pt, s, ts, TYPE_SLICE_END, 0, NULL, a, n, false, 0);
+}
+
+void pftrace__instant(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
+		      const char *name, const struct pf_annot *a, int n)
+{
+	event(pt, s, ts, TYPE_INSTANT, track, name, a, n, false, 0);
+}
+
+void pftrace__counter(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
+		      int64_t value)
+{
+	event(pt, s, ts, TYPE_COUNTER, track, NULL, NULL, 0, true, value);
+}

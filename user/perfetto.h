@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Streaming Perfetto trace writer. Packets are encoded straight into an
+ * output buffer that is written to the file whenever it passes a threshold
+ * or on pftrace__flush(); only whole packets are ever written, so a file
+ * cut short by a crash holds complete packets up to the last flush.
+ *
+ * Each traced thread gets its own packet sequence: its track is the
+ * sequence default, its timestamps are deltas on a sequence-scoped
+ * incremental clock, and event names, annotation names and string values
+ * are interned per sequence. Interning tables are bounded: a sequence that
+ * fills them clears its incremental state and starts over, so memory does
+ * not grow with trace length.
+ */
+#ifndef CGBPF_PERFETTO_H
+#define CGBPF_PERFETTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum pf_atype { PA_UINT, PA_INT, PA_STR, PA_PTR, PA_BOOL };
+
+/* A debug annotation: name and typed value. Strings are interned. */
+struct pf_annot {
+	const char *name;
+	enum pf_atype type;
+	union {
+		uint64_t u;
+		int64_t i;
+		const char *s;
+	};
+};
+
+enum pf_unit { PF_UNIT_NONE = 0, PF_UNIT_COUNT = 2, PF_UNIT_BYTES = 3 };
+
+struct pftrace;
+struct pfseq;
+
+/* Creates (truncates) the trace file; NULL with errno set. */
+struct pftrace *pftrace__create(const char *path);
+/* Writes buffered packets; 0 or the first write error (-errno). After a
+ * write error the file is cut back to its last whole packet and every
+ * later call is a no-op. */
+int pftrace__flush(struct pftrace *pt);
+/* Flushes, closes and frees; returns the first error seen. Accepts NULL. */
+int pftrace__close(struct pftrace *pt);
+/* First error seen (-errno), 0 if none. */
+int pftrace__error(const struct pftrace *pt);
+/* Bytes written to the file so far plus bytes buffered. */
+uint64_t pftrace__bytes(const struct pftrace *pt);
+
+/* A ClockSnapshot of BOOTTIME, MONOTONIC and REALTIME taken now. */
+void pftrace__clock_snapshot(struct pftrace *pt);
+/* SystemInfo with the kernel's utsname. */
+void pftrace__system_info(struct pftrace *pt);
+/* Track descriptors. Re-emitting one with the same uuid renames it. */
+void pftrace__process(struct pftrace *pt, uint64_t uuid, int pid, const char *name,
+		      const char *cmdline);
+void pftrace__thread(struct pftrace *pt, uint64_t uuid, uint64_t parent, int pid, int tid,
+		     const char *name);
+void pftrace__counter_track(struct pftrace *pt, uint64_t uuid, uint64_t parent,
+			    const char *name, enum pf_unit unit);
+void pftrace__track(struct pftrace *pt, uint64_t uuid, uint64_t parent, const char *name);
+
+/* A new packet sequence whose events go to default_track unless told
+ * otherwise; ts0 is the first timestamp it will carry. NULL on ENOMEM. */
+struct pfseq *pftrace__seq(struct pftrace *pt, uint64_t default_track, uint64_t ts0);
+
+/* Slice begin / end on the sequence's default track. */
+void pftrace__begin(struct pftrace *pt, struct pfseq *s, uint64_t ts, const char *name,
+		    const struct pf_annot *a, int n);
+void pftrace__end(struct pftrace *pt, struct pfseq *s, uint64_t ts,
+		  const struct pf_annot *a, int n);
+/* Instant event on track (0: the default track). */
+void pftrace__instant(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
+		      const char *name, const struct pf_annot *a, int n);
+/* Counter value on a counter track. */
+void pftrace__counter(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
+		      int64_t value);
+
+#endif

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+#include <stdio.h>
+#include "pfsink.h"
+
+static const char *const counter_names[CTR__COUNT] = {
+	[CTR_GPU_MEM] = "GPU memory (cuMemAlloc)",
+	[CTR_HOST_PINNED] = "Pinned host memory (cuMemAllocHost)",
+};
+
+static void on_process(void *ctx, struct proc *p)
+{
+	pftrace__process(ctx, UUID_PROCESS(p->pid), p->pid, p->comm, p->cmdline);
+	p->described = true;
+}
+
+static void on_thread(void *ctx, struct thread *t)
+{
+	pftrace__thread(ctx, UUID_THREAD(t->tid), UUID_PROCESS(t->proc->pid), t->proc->pid,
+			t->tid, t->name);
+}
+
+static struct pfseq *seq_of(struct pftrace *pt, struct thread *t, uint64_t ts)
+{
+	if (!t->seq)
+		t->seq = pftrace__seq(pt, UUID_THREAD(t->tid), ts);
+	return t->seq;
+}
+
+static void on_begin(void *ctx, struct thread *t, struct call *c)
+{
+	struct pfseq *s = seq_of(ctx, t, c->ts);
+
+	if (s)
+		pftrace__begin(ctx, s, c->ts, c->name, c->begin, c->nbegin);
+}
+
+static void on_end(void *ctx, struct thread *t, struct call *c)
+{
+	struct pfseq *s = seq_of(ctx, t, c->end_ts);
+
+	if (s)
+		pftrace__end(ctx, s, c->end_ts, c->end, c->nend);
+}
+
+static void on_counter(void *ctx, struct thread *t, enum counter_kind k, uint64_t ts,
+		       int64_t value)
+{
+	struct pfseq *s = seq_of(ctx, t, ts);
+	struct proc *p = t->proc;
+
+	if (!s)
+		return;
+	if (!p->counter_described[k]) {
+		pftrace__counter_track(ctx, UUID_COUNTER(p->pid, k), UUID_PROCESS(p->pid),
+				       counter_names[k], PF_UNIT_BYTES);
+		p->counter_described[k] = true;
+	}
+	pftrace__counter(ctx, s, ts, UUID_COUNTER(p->pid, k), value);
+}
+
+struct sink pfsink__sink(struct pftrace *pt)
+{
+	return (struct sink){
+		.ctx = pt,
+		.process = on_process,
+		.thread = on_thread,
+		.call_begin = on_begin,
+		.call_end = on_end,
+		.counter = on_counter,
+	};
+}

@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: MIT
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "procfs.h"
+
+static int parse_hex(char **p, uint64_t *v, char stop)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(*p, &end, 16);
+	if (errno || end == *p || *end != stop)
+		return -EINVAL;
+	*p = end + 1;
+	return 0;
+}
+
+int procfs__parse_maps_line(char *line, struct map_entry *e)
+{
+	char *p = line, *end;
+	uint64_t maj, min;
+	size_t n;
+
+	memset(e, 0, sizeof(*e));
+	if (parse_hex(&p, &e->start, '-') || parse_hex(&p, &e->end, ' '))
+		return -EINVAL;
+	if (strlen(p) < 5 || p[4] != ' ')
+		return -EINVAL;
+	memcpy(e->perms, p, 4);
+	p += 5;
+	if (parse_hex(&p, &e->offset, ' ') || parse_hex(&p, &maj, ':') ||
+	    parse_hex(&p, &min, ' '))
+		return -EINVAL;
+	e->dev_major = maj;
+	e->dev_minor = min;
+	errno = 0;
+	e->inode = strtoull(p, &end, 10);
+	if (errno || end == p)
+		return -EINVAL;
+	p = end;
+	while (*p == ' ')
+		p++;
+	n = strlen(p);
+	while (n && (p[n - 1] == '\n'))
+		p[--n] = 0;
+	e->path = p;
+	return 0;
+}
+
+int procfs__for_each_map(pid_t pid, int (*cb)(const struct map_entry *e, void *ctx),
+			 void *ctx)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+	int ret = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		struct map_entry e;
+
+		if (procfs__parse_maps_line(line, &e))
+			continue;
+		ret = cb(&e, ctx);
+		if (ret)
+			break;
+	}
+	free(line);
+	fclose(f);
+	return ret;
+}
+
+static ssize_t read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n, total = 0;
+
+	if (fd < 0)
+		return -errno;
+	while ((size_t)total < len) {
+		n = read(fd, buf + total, len - total);
+		if (n < 0) {
+			n = -errno;
+			close(fd);
+			return n;
+		}
+		if (n == 0)
+			break;
+		total += n;
+	}
+	close(fd);
+	return total;
+}
+
+int procfs__comm(pid_t pid, pid_t tid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+
+	if (tid > 0)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	n = read_file(path, buf, len - 1);
+	if (n < 0)
+		return n;
+	while (n > 0 && buf[n - 1] == '\n')
+		n--;
+	buf[n] = 0;
+	return 0;
+}
+
+char *procfs__cmdline(pid_t pid)
+{
+	char path[64];
+	size_t cap = 4096;
+	char *buf = malloc(cap + 1);
+	ssize_t n;
+
+	if (!buf)
+		return NULL;
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	n = read_file(path, buf, cap);
+	if (n < 0) {
+		free(buf);
+		errno = -n;
+		return NULL;
+	}
+	while (n > 0 && buf[n - 1] == 0)
+		n--;
+	for (ssize_t i = 0; i < n; i++)
+		if (buf[i] == 0)
+			buf[i] = ' ';
+	buf[n] = 0;
+	return buf;
+}
+
+bool procfs__alive(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	n = read_file(path, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	/* The state follows the last ')' (comm may contain parentheses). */
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return false;
+	return p[2] != 'Z' && p[2] != 'X';
+}
+
+static int push(pid_t **out, size_t *n, size_t *cap, pid_t v)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		pid_t *p = realloc(*out, nc * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		*out = p;
+		*cap = nc;
+	}
+	(*out)[(*n)++] = v;
+	return 0;
+}
+
+int procfs__descendants(pid_t pid, pid_t **out, size_t *n)
+{
+	size_t cap = 0, done = 0;
+	int err = 0;
+
+	*out = NULL;
+	*n = 0;
+	err = push(out, n, &cap, pid);
+	/* Breadth first over the list as it grows; the root is dropped at the end. */
+	while (!err && done < *n) {
+		pid_t cur = (*out)[done++];
+		char path[64];
+		DIR *d;
+		struct dirent *de;
+
+		snprintf(path, sizeof(path), "/proc/%d/task", cur);
+		d = opendir(path);
+		if (!d)
+			continue;
+		while (!err && (de = readdir(d))) {
+			char cpath[320], buf[4096], *p, *end;
+			ssize_t len;
+
+			if (!isdigit((unsigned char)de->d_name[0]))
+				continue;
+			snprintf(cpath, sizeof(cpath), "/proc/%d/task/%s/children", cur, de->d_name);
+			len = read_file(cpath, buf, sizeof(buf) - 1);
+			if (len <= 0)
+				continue;
+			buf[len] = 0;
+			for (p = buf; !err; p = end) {
+				long v = strtol(p, &end, 10);
+
+				if (end == p)
+					break;
+				err = push(out, n, &cap, (pid_t)v);
+			}
+		}
+		closedir(d);
+	}
+	if (err) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+		return err;
+	}
+	memmove(*out, *out + 1, (*n - 1) * sizeof(**out));
+	(*n)--;
+	return 0;
+}

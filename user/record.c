@@ -1,0 +1,614 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "attach.h"
+#include "cgbpf.skel.h"
+#include "hmap.h"
+#include "log.h"
+#include "model.h"
+#include "pfsink.h"
+#include "procfs.h"
+#include "record.h"
+#include "summary.h"
+
+#define POLL_MS 50
+#define FLUSH_NS (250ull * 1000000)
+#define SCAN_NS (1000ull * 1000000)
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	if (stop_requested)
+		_exit(128 + sig);	/* second Ctrl-C: leave at once */
+	stop_requested = 1;
+}
+
+static uint64_t now_boot(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+struct rec {
+	const struct record_opts *o;
+	struct cgbpf_bpf *skel;
+	struct attach *attach;
+	struct ring_buffer *rb;
+	struct model model;
+	struct summary *summary;
+	struct pftrace *pt;
+	struct pfseq *meta;		/* cgbpf's own events (drops) */
+	struct hmap live;		/* tgid -> 1 for targets alive */
+	pid_t child;			/* -- CMD */
+	int child_status;
+	bool child_reaped;
+	uint64_t records, invalid;
+	uint64_t drops_reported;
+	int fatal;			/* -errno that ends the capture */
+};
+
+/* ---------------------------------------------------------------- checks */
+
+static int check_caps(void)
+{
+	char line[256];
+	uint64_t eff = 0;
+	FILE *f;
+
+	if (geteuid() == 0)
+		return 0;
+	f = fopen("/proc/self/status", "re");
+	if (f) {
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "CapEff: %" SCNx64, &eff) == 1)
+				break;
+		fclose(f);
+	}
+	/* CAP_BPF = 39, CAP_PERFMON = 38, CAP_SYS_ADMIN = 21. */
+	if (eff & (1ull << 21))
+		return 0;
+	if (!(eff & (1ull << 39)) || !(eff & (1ull << 38))) {
+		err("not root and missing %s%s%s: run with sudo, or grant them "
+		    "(setcap cap_bpf,cap_perfmon+ep cgbpf)",
+		    eff & (1ull << 39) ? "" : "CAP_BPF",
+		    !(eff & (1ull << 39)) && !(eff & (1ull << 38)) ? " and " : "",
+		    eff & (1ull << 38) ? "" : "CAP_PERFMON");
+		return -EPERM;
+	}
+	return 0;
+}
+
+static int check_btf(void)
+{
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		err("this kernel has no BTF (/sys/kernel/btf/vmlinux): cgbpf needs a kernel "
+		    ">= 5.8 built with CONFIG_DEBUG_INFO_BTF=y");
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------------- targets */
+
+static void add_target(struct rec *r, pid_t pid)
+{
+	uint8_t one = 1;
+	uint32_t k = pid;
+
+	hmap__put(&r->live, pid, 1);
+	bpf_map__update_elem(r->skel->maps.targets, &k, sizeof(k), &one, sizeof(one), BPF_ANY);
+}
+
+static void scan(struct rec *r, pid_t pid)
+{
+	int n = attach__scan(r->attach, pid);
+
+	if (n < 0 && n != -ENOENT && n != -ESRCH)
+		dbg("pid %d: scanning maps: %s", pid, strerror(-n));
+}
+
+static void target_gone(struct rec *r, pid_t pid)
+{
+	uint32_t k = pid;
+
+	if (hmap__del(&r->live, pid, NULL)) {
+		dbg("pid %d exited", pid);
+		bpf_map__delete_elem(r->skel->maps.targets, &k, sizeof(k), 0);
+	}
+}
+
+/* Safety net for exits and mappings the BPF side could not report. */
+static void sweep(struct rec *r)
+{
+	uint64_t pid;
+	pid_t *gone = NULL;
+	size_t ngone = 0;
+
+	if (r->child > 0 && !r->child_reaped && waitpid(r->child, &r->child_status, WNOHANG) > 0)
+		r->child_reaped = true;
+	gone = malloc((r->live.count + 1) * sizeof(*gone));
+	if (!gone)
+		return;
+	for (size_t it = 0; hmap__next(&r->live, &it, &pid, NULL);) {
+		if (!procfs__alive(pid))
+			gone[ngone++] = pid;
+		else
+			scan(r, pid);
+	}
+	for (size_t i = 0; i < ngone; i++)
+		target_gone(r, gone[i]);
+	free(gone);
+}
+
+/* ---------------------------------------------------------------- records */
+
+static size_t min_size(uint16_t type)
+{
+	switch (type) {
+	case REC_CALL_ENTER:
+		return sizeof(struct rec_call_enter);
+	case REC_CALL_EXIT:
+		return sizeof(struct rec_call_exit);
+	case REC_STRING:
+		return offsetof(struct rec_string, str) + 1;
+	case REC_PROC_FORK:
+	case REC_PROC_EXEC:
+	case REC_PROC_EXIT:
+	case REC_THREAD_EXIT:
+		return sizeof(struct rec_proc);
+	case REC_MMAP:
+		return sizeof(struct rec_mmap);
+	}
+	return 0;
+}
+
+static void on_mmap(struct rec *r, const struct rec_mmap *m)
+{
+	dbg("pid %u mapped %.*s%s", m->hdr.pid, REC_MMAP_NAME, m->name,
+	    m->stopped ? " (stopped until probed)" : "");
+	scan(r, m->hdr.pid);
+	if (m->stopped)
+		kill(m->hdr.pid, SIGCONT);
+}
+
+static int handle(void *ctx, void *data, size_t size)
+{
+	struct rec *r = ctx;
+	const struct rec_hdr *h = data;
+	size_t need;
+
+	/* The traced process feeds these bytes: check before trusting. */
+	if (size < sizeof(*h) || h->size != size || h->type >= REC__COUNT ||
+	    !(need = min_size(h->type)) || size < need) {
+		r->invalid++;
+		return 0;
+	}
+	r->records++;
+	switch (h->type) {
+	case REC_CALL_ENTER:
+		model__call_enter(&r->model, data);
+		break;
+	case REC_CALL_EXIT:
+		model__call_exit(&r->model, data);
+		break;
+	case REC_STRING: {
+		const struct rec_string *s = data;
+
+		if (s->len > size - offsetof(struct rec_string, str) || memchr(s->str, 0, s->len)) {
+			r->invalid++;
+			break;
+		}
+		model__string(&r->model, s);
+		break;
+	}
+	case REC_PROC_FORK: {
+		const struct rec_proc *p = data;
+
+		if (r->o->follow) {
+			dbg("pid %u forked %u", p->hdr.pid, p->other);
+			hmap__put(&r->live, p->other, 1);
+			scan(r, p->other);
+		}
+		break;
+	}
+	case REC_PROC_EXEC:
+		scan(r, h->pid);
+		break;
+	case REC_PROC_EXIT:
+		model__proc_exit(&r->model, data);
+		target_gone(r, h->pid);
+		break;
+	case REC_THREAD_EXIT:
+		model__thread_exit(&r->model, data);
+		break;
+	case REC_MMAP:
+		on_mmap(r, data);
+		break;
+	}
+	return 0;
+}
+
+static void read_drops(struct rec *r, uint64_t drops[REC__COUNT])
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *vals;
+
+	memset(drops, 0, REC__COUNT * sizeof(drops[0]));
+	if (ncpu <= 0)
+		return;
+	vals = calloc(ncpu, sizeof(*vals));
+	if (!vals)
+		return;
+	for (uint32_t t = 0; t < REC__COUNT; t++) {
+		if (bpf_map__lookup_elem(r->skel->maps.drops, &t, sizeof(t), vals,
+					 ncpu * sizeof(*vals), 0))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			drops[t] += vals[c];
+	}
+	free(vals);
+}
+
+/* Puts the running total of lost records on a counter track so a reader
+ * of the trace sees where data is missing. */
+static void report_drops(struct rec *r, uint64_t ts, bool final)
+{
+	uint64_t drops[REC__COUNT], total = 0;
+
+	read_drops(r, drops);
+	for (int i = 0; i < REC__COUNT; i++)
+		total += drops[i];
+	if (!r->pt || !r->meta || (total == r->drops_reported && !final))
+		return;
+	pftrace__counter(r->pt, r->meta, ts, UUID_CGBPF_DROPS, total);
+	r->drops_reported = total;
+	if (final) {
+		struct pf_annot a[] = {
+			{ .name = "lost_records", .type = PA_UINT, .u = total },
+			{ .name = "lost_call_entries", .type = PA_UINT, .u = drops[REC_CALL_ENTER] },
+			{ .name = "lost_call_returns", .type = PA_UINT, .u = drops[REC_CALL_EXIT] },
+			{ .name = "lost_strings", .type = PA_UINT, .u = drops[REC_STRING] },
+			{ .name = "lost_other", .type = PA_UINT,
+			  .u = total - drops[REC_CALL_ENTER] - drops[REC_CALL_EXIT] - drops[REC_STRING] },
+			{ .name = "records", .type = PA_UINT, .u = r->records },
+			{ .name = "malformed_records", .type = PA_UINT, .u = r->invalid },
+		};
+
+		pftrace__instant(r->pt, r->meta, ts, UUID_CGBPF,
+				 total ? "cgbpf: capture ended, RECORDS LOST" : "cgbpf: capture ended",
+				 a, sizeof(a) / sizeof(a[0]));
+	}
+}
+
+/* ---------------------------------------------------------------- setup */
+
+static int round_pow2_mib(uint32_t mib)
+{
+	uint32_t v = 1;
+
+	while (v < mib && v < (1u << 14))
+		v <<= 1;
+	return v;
+}
+
+static int open_bpf(struct rec *r)
+{
+	const struct record_opts *o = r->o;
+	struct cgbpf_bpf *skel;
+	uint64_t ring = (uint64_t)round_pow2_mib(o->ring_mib) << 20;
+	int err, i;
+
+	skel = cgbpf_bpf__open();
+	if (!skel) {
+		err = -errno;
+		err("opening the BPF object: %s", strerror(-err));
+		return err;
+	}
+	r->skel = skel;
+	skel->rodata->self_tgid = getpid();
+	skel->rodata->wakeup_bytes = ring / 2;
+	skel->rodata->follow_children = o->follow;
+	skel->rodata->stop_on_map = o->stop_on_load;
+	for (i = 0; attach_watch_names[i] && i < 8; i++)
+		snprintf((char *)skel->rodata->watch_names[i], sizeof(skel->rodata->watch_names[i]),
+			 "%s", attach_watch_names[i]);
+	skel->rodata->watch_count = i;
+	err = bpf_map__set_max_entries(skel->maps.events, ring);
+	if (!err)
+		err = cgbpf_bpf__load(skel);
+	if (err) {
+		err("loading BPF programs: %s%s", strerror(-err),
+		    err == -EPERM ? " (are you root? is unprivileged BPF locked down?)" : "");
+		return err;
+	}
+	/* Uprobes are attached per library file by attach.c. */
+	skel->links.proc_fork = bpf_program__attach(skel->progs.proc_fork);
+	skel->links.proc_exec = bpf_program__attach(skel->progs.proc_exec);
+	skel->links.proc_exit = bpf_program__attach(skel->progs.proc_exit);
+	skel->links.sys_exit_mmap = bpf_program__attach(skel->progs.sys_exit_mmap);
+	if (!skel->links.proc_fork || !skel->links.proc_exec || !skel->links.proc_exit ||
+	    !skel->links.sys_exit_mmap) {
+		err = -errno;
+		err("attaching scheduler tracepoints: %s", strerror(-err));
+		return err;
+	}
+	r->attach = attach__new(skel);
+	r->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), handle, r, NULL);
+	if (!r->attach || !r->rb) {
+		err = -errno ? -errno : -ENOMEM;
+		err("setting up the ring buffer: %s", strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+/* Forks the command stopped on a pipe; it execs once released. */
+static pid_t spawn(char **cmd, int *release_fd)
+{
+	int fds[2];
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		int e = -errno;
+
+		close(fds[0]);
+		close(fds[1]);
+		return e;
+	}
+	if (pid == 0) {
+		char c;
+
+		close(fds[1]);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		/* EOF without a byte: cgbpf failed to set up, do not run. */
+		if (read(fds[0], &c, 1) != 1)
+			_exit(127);
+		execvp(cmd[0], cmd);
+		fprintf(stderr, "cgbpf: cannot run %s: %s\n", cmd[0], strerror(errno));
+		_exit(127);
+	}
+	close(fds[0]);
+	*release_fd = fds[1];
+	return pid;
+}
+
+static void describe_cgbpf(struct rec *r, uint64_t ts)
+{
+	pftrace__clock_snapshot(r->pt);
+	pftrace__system_info(r->pt);
+	pftrace__track(r->pt, UUID_CGBPF, 0, "cgbpf");
+	pftrace__counter_track(r->pt, UUID_CGBPF_DROPS, UUID_CGBPF, "cgbpf lost records",
+			       PF_UNIT_COUNT);
+	r->meta = pftrace__seq(r->pt, UUID_CGBPF, ts);
+	pftrace__counter(r->pt, r->meta, ts, UUID_CGBPF_DROPS, 0);
+}
+
+int record__run(const struct record_opts *o)
+{
+	struct rec r = { .o = o, .child = -1 };
+	struct capture_info ci = { 0 };
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct sink sk;
+	uint64_t t0 = now_boot(), last_flush, last_scan, deadline = 0;
+	int release_fd = -1, err = 0, ret = 1;
+
+	err = check_caps();
+	if (!err)
+		err = check_btf();
+	if (err)
+		return 1;
+	for (size_t i = 0; i < o->npids; i++) {
+		if (kill(o->pids[i], 0) && errno == ESRCH) {
+			err("no process with pid %d", o->pids[i]);
+			return 1;
+		}
+		if (!procfs__alive(o->pids[i])) {
+			err("pid %d has exited (zombie)", o->pids[i]);
+			return 1;
+		}
+	}
+	/* Open the output first: a typo in -o must not cost a capture. */
+	if (!o->summary_only) {
+		r.pt = pftrace__create(o->output);
+		if (!r.pt) {
+			err("cannot write %s: %s", o->output, strerror(errno));
+			return 1;
+		}
+	}
+	model__init(&r.model);
+	r.summary = summary__new();
+	if (!r.summary) {
+		err("out of memory");
+		goto cleanup;
+	}
+	if (r.pt) {
+		sk = pfsink__sink(r.pt);
+		model__add_sink(&r.model, &sk);
+	}
+	sk = summary__sink(r.summary);
+	model__add_sink(&r.model, &sk);
+
+	log__hook_libbpf();
+	if (open_bpf(&r))
+		goto cleanup;
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	t0 = now_boot();
+	if (r.pt)
+		describe_cgbpf(&r, t0);
+
+	if (o->cmd) {
+		r.child = spawn(o->cmd, &release_fd);
+		if (r.child < 0) {
+			err("cannot start %s: %s", o->cmd[0], strerror(-r.child));
+			goto cleanup;
+		}
+		add_target(&r, r.child);
+	}
+	for (size_t i = 0; i < o->npids; i++) {
+		add_target(&r, o->pids[i]);
+		if (o->follow) {
+			pid_t *kids;
+			size_t nkids;
+
+			if (!procfs__descendants(o->pids[i], &kids, &nkids)) {
+				for (size_t k = 0; k < nkids; k++)
+					add_target(&r, kids[k]);
+				free(kids);
+			}
+		}
+	}
+	{
+		uint64_t pid;
+
+		for (size_t it = 0; hmap__next(&r.live, &it, &pid, NULL);)
+			scan(&r, pid);
+	}
+	if (release_fd >= 0) {
+		if (write(release_fd, "g", 1) != 1)
+			warn("releasing the command: %s", strerror(errno));
+		close(release_fd);
+		release_fd = -1;
+	}
+	if (o->cmd)
+		info("tracing %s (pid %d); Ctrl-C stops", o->cmd[0], r.child);
+	else
+		info("tracing %zu process(es)%s; Ctrl-C stops", o->npids,
+		     attach__files(r.attach) ? "" : " (libcuda not loaded yet: waiting for it)");
+	if (o->duration_ns)
+		deadline = t0 + o->duration_ns;
+	last_flush = last_scan = t0;
+
+	while (!stop_requested) {
+		uint64_t now;
+		int n = ring_buffer__poll(r.rb, POLL_MS);
+
+		if (n < 0 && n != -EINTR) {
+			err("reading the ring buffer: %s", strerror(-n));
+			break;
+		}
+		/* Records are submitted without wakeups: drain on every timeout. */
+		ring_buffer__consume(r.rb);
+		now = now_boot();
+		if (r.pt && now - last_flush >= FLUSH_NS) {
+			report_drops(&r, now, false);
+			if (pftrace__flush(r.pt)) {
+				r.fatal = pftrace__error(r.pt);
+				break;
+			}
+			last_flush = now;
+		}
+		if (r.pt && pftrace__error(r.pt)) {
+			r.fatal = pftrace__error(r.pt);
+			break;
+		}
+		if (now - last_scan >= SCAN_NS || !r.live.count) {
+			sweep(&r);
+			last_scan = now;
+		}
+		if (!r.live.count) {
+			info("all traced processes exited");
+			break;
+		}
+		if (deadline && now >= deadline)
+			break;
+	}
+	/* The last records of exiting targets may still be in the ring. */
+	ring_buffer__consume(r.rb);
+	ret = 0;
+
+cleanup:
+	if (release_fd >= 0)
+		close(release_fd);	/* the command never runs */
+	if (r.skel) {
+		uint64_t end = now_boot();
+
+		ci.records = r.records;
+		ci.invalid = r.invalid;
+		ci.duration_ns = end - t0;
+		read_drops(&r, ci.drops);
+		if (r.pt && ret == 0) {
+			report_drops(&r, end, true);
+			pftrace__clock_snapshot(r.pt);
+		}
+	}
+	if (r.attach) {
+		ci.lib_files = attach__files(r.attach);
+		ci.probes = attach__probes(r.attach);
+		if (ret == 0 && !ci.lib_files)
+			info("no traced process loaded libcuda: the trace holds no CUDA calls");
+	}
+	if (r.pt) {
+		int e = pftrace__close(r.pt);
+
+		if (!r.fatal)
+			r.fatal = e;
+		ci.trace_path = o->output;
+		{
+			struct stat st;
+
+			if (!stat(o->output, &st))
+				ci.trace_bytes = st.st_size;
+		}
+	}
+	if (r.fatal) {
+		err("writing %s failed: %s; the trace holds everything written before the error "
+		    "and is valid", o->output, strerror(-r.fatal));
+		ret = 1;
+	}
+	if (ret == 0 && !o->no_summary) {
+		summary__print(r.summary, &r.model, &ci, stdout);
+		fflush(stdout);
+		if (o->summary_path) {
+			FILE *f = fopen(o->summary_path, "we");
+
+			if (f) {
+				summary__print(r.summary, &r.model, &ci, f);
+				fclose(f);
+			}
+		}
+	}
+	if (ret == 0 && r.pt)
+		info("wrote %s: open it at https://ui.perfetto.dev", o->output);
+	if (ret == 0 && r.child > 0) {
+		if (!r.child_reaped) {
+			if (stop_requested) {
+				/* Ctrl-C reached the command too (same process group). */
+				info("waiting for %s to exit", o->cmd[0]);
+			}
+			if (waitpid(r.child, &r.child_status, 0) > 0)
+				r.child_reaped = true;
+		}
+		if (r.child_reaped)
+			ret = WIFEXITED(r.child_status) ? WEXITSTATUS(r.child_status) :
+							  128 + WTERMSIG(r.child_status);
+	}
+	ring_buffer__free(r.rb);
+	attach__free(r.attach);
+	cgbpf_bpf__destroy(r.skel);
+	summary__free(r.summary);
+	model__free(&r.model);
+	hmap__free(&r.live);
+	return ret;
+}

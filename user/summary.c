@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cuda.h"
+#include "hmap.h"
+#include "stats.h"
+#include "summary.h"
+
+#define TOP_KERNELS 15
+
+struct kernel_count {
+	char *name;
+	uint64_t launches;
+	struct stats api;	/* launch call durations */
+};
+
+struct summary {
+	struct stats *funcs[LIB__COUNT];	/* per function, lazily allocated */
+	uint16_t nfuncs[LIB__COUNT];
+	const char *names[LIB__COUNT][CU_FN__COUNT];
+	struct hmap kernels;			/* hash(name) -> struct kernel_count * */
+	uint64_t unnamed_launches;
+	uint64_t launches;
+	uint64_t copies[DIR__COUNT], copy_bytes[DIR__COUNT];
+	uint64_t memsets, memset_bytes;
+	uint64_t errors;
+};
+
+struct summary *summary__new(void)
+{
+	struct summary *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->nfuncs[LIB_CUDA] = CU_FN__COUNT;
+	s->funcs[LIB_CUDA] = calloc(CU_FN__COUNT, sizeof(struct stats));
+	if (!s->funcs[LIB_CUDA]) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void summary__free(struct summary *s)
+{
+	uint64_t v;
+
+	if (!s)
+		return;
+	for (int l = 0; l < LIB__COUNT; l++) {
+		for (int f = 0; s->funcs[l] && f < s->nfuncs[l]; f++)
+			stats__free(&s->funcs[l][f]);
+		free(s->funcs[l]);
+	}
+	for (size_t it = 0; hmap__next(&s->kernels, &it, NULL, &v);) {
+		struct kernel_count *k = (void *)(uintptr_t)v;
+
+		stats__free(&k->api);
+		free(k->name);
+		free(k);
+	}
+	hmap__free(&s->kernels);
+	free(s);
+}
+
+uint64_t summary__calls(const struct summary *s, uint8_t lib, uint16_t func)
+{
+	if (lib >= LIB__COUNT || func >= s->nfuncs[lib])
+		return 0;
+	return s->funcs[lib][func].n;
+}
+
+static void count_kernel(struct summary *s, const char *name, uint64_t dur)
+{
+	uint64_t h = hash__bytes(name, strlen(name));
+	uint64_t *v;
+	struct kernel_count *k;
+
+	/* Linear probing on the hash keeps distinct names apart. */
+	for (; (v = hmap__get(&s->kernels, h)); h++) {
+		k = (void *)(uintptr_t)*v;
+		if (!strcmp(k->name, name))
+			goto found;
+	}
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return;
+	k->name = strdup(name);
+	if (!k->name || hmap__put(&s->kernels, h, (uintptr_t)k)) {
+		free(k->name);
+		free(k);
+		return;
+	}
+found:
+	k->launches++;
+	stats__add(&k->api, dur);
+}
+
+static void on_end(void *ctx, struct thread *t, struct call *c)
+{
+	struct summary *s = ctx;
+	uint64_t dur;
+
+	/* A call whose return was never seen has no duration to report. */
+	if (!c->ended || c->lib >= LIB__COUNT || c->func >= s->nfuncs[c->lib])
+		return;
+	dur = c->end_ts - c->ts;
+	s->names[c->lib][c->func] = c->name;
+	stats__add(&s->funcs[c->lib][c->func], dur);
+	if (c->ret)
+		s->errors++;
+	if (c->is_launch) {
+		s->launches++;
+		if (!c->kernel)
+			s->unnamed_launches++;
+		count_kernel(s, c->kernel ? c->kernel : "(unnamed: loaded before cgbpf attached)",
+			     dur);
+	}
+	if (c->dir != DIR_NONE && c->ret == 0) {
+		s->copies[c->dir]++;
+		s->copy_bytes[c->dir] += c->bytes;
+	} else if (c->lib == LIB_CUDA && cuda_funcs[c->func].cls == CU_C_MEMSET && c->ret == 0) {
+		s->memsets++;
+		s->memset_bytes += c->bytes;
+	}
+}
+
+struct sink summary__sink(struct summary *s)
+{
+	return (struct sink){ .ctx = s, .call_end = on_end };
+}
+
+struct row {
+	const char *name;
+	struct stats *st;
+};
+
+static int cmp_rows(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+
+	return x->st->total < y->st->total ? 1 : x->st->total > y->st->total ? -1 : 0;
+}
+
+static int cmp_kernels(const void *a, const void *b)
+{
+	const struct kernel_count *x = *(struct kernel_count *const *)a;
+	const struct kernel_count *y = *(struct kernel_count *const *)b;
+
+	if (x->launches != y->launches)
+		return x->launches < y->launches ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+static void human_bytes(uint64_t b, char *buf, size_t len)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = b;
+	int u = 0;
+
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%" PRIu64 " B", b);
+	else
+		snprintf(buf, len, "%.1f %s", v, unit[u]);
+}
+
+static void print_api(struct summary *s, FILE *f)
+{
+	struct row rows[CU_FN__COUNT * LIB__COUNT];
+	uint64_t total = 0;
+	int n = 0;
+
+	for (int l = 0; l < LIB__COUNT; l++)
+		for (int i = 0; i < s->nfuncs[l]; i++)
+			if (s->funcs[l][i].n) {
+				rows[n].name = s->names[l][i];
+				rows[n].st = &s->funcs[l][i];
+				total += rows[n].st->total;
+				n++;
+			}
+	fprintf(f, "\n** CUDA API Summary (cuda_api_sum):\n\n");
+	if (!n) {
+		fprintf(f, "   no CUDA API calls were traced\n");
+		return;
+	}
+	qsort(rows, n, sizeof(rows[0]), cmp_rows);
+	fprintf(f, " %8s %16s %10s %12s %12s %10s %12s %12s  %s\n", "Time (%)", "Total Time (ns)",
+		"Num Calls", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)", "StdDev (ns)", "Name");
+	for (int i = 0; i < n; i++) {
+		struct stats *st = rows[i].st;
+
+		fprintf(f, " %8.1f %16" PRIu64 " %10" PRIu64 " %12.1f %12" PRIu64 " %10" PRIu64
+			   " %12" PRIu64 " %12.1f  %s\n",
+			total ? 100.0 * st->total / total : 0.0, st->total, st->n, st->mean,
+			stats__median(st), st->min, st->max, stats__stddev(st), rows[i].name);
+	}
+}
+
+static void print_kernels(struct summary *s, FILE *f)
+{
+	struct kernel_count **ks;
+	size_t n = 0;
+	uint64_t v;
+
+	fprintf(f, "\n** Top kernels by launches:\n\n");
+	if (!s->kernels.count) {
+		fprintf(f, "   no kernel launches were traced\n");
+		return;
+	}
+	ks = malloc(s->kernels.count * sizeof(*ks));
+	if (!ks)
+		return;
+	for (size_t it = 0; hmap__next(&s->kernels, &it, NULL, &v);)
+		ks[n++] = (void *)(uintptr_t)v;
+	qsort(ks, n, sizeof(*ks), cmp_kernels);
+	fprintf(f, " %10s %8s %14s  %s\n", "Launches", "(%)", "Avg API (ns)", "Kernel");
+	for (size_t i = 0; i < n && i < TOP_KERNELS; i++)
+		fprintf(f, " %10" PRIu64 " %8.1f %14.1f  %s\n", ks[i]->launches,
+			100.0 * ks[i]->launches / s->launches, ks[i]->api.mean, ks[i]->name);
+	if (n > TOP_KERNELS)
+		fprintf(f, "   ... and %zu more kernels\n", n - TOP_KERNELS);
+	fprintf(f, "   %" PRIu64 " launches of %zu kernels; %" PRIu64
+		   " unnamed (function handle looked up before cgbpf attached)\n",
+		s->launches, n, s->unnamed_launches);
+	free(ks);
+}
+
+static void print_memory(struct summary *s, const struct model *m, FILE *f)
+{
+	static const char *const dirs[DIR__COUNT] = { "", "Host to Device", "Device to Host",
+						      "Device to Device",
+						      "Unified (cuMemcpy, direction by address)" };
+	char b1[32], b2[32];
+	uint64_t v;
+
+	fprintf(f, "\n** Memory copies (cuda_gpu_mem_size_sum, API side):\n\n");
+	fprintf(f, " %10s %16s %12s  %s\n", "Count", "Total (bytes)", "", "Operation");
+	for (int d = 1; d < DIR__COUNT; d++) {
+		if (!s->copies[d])
+			continue;
+		human_bytes(s->copy_bytes[d], b1, sizeof(b1));
+		fprintf(f, " %10" PRIu64 " %16" PRIu64 " %12s  %s\n", s->copies[d],
+			s->copy_bytes[d], b1, dirs[d]);
+	}
+	if (s->memsets) {
+		human_bytes(s->memset_bytes, b1, sizeof(b1));
+		fprintf(f, " %10" PRIu64 " %16" PRIu64 " %12s  %s\n", s->memsets, s->memset_bytes,
+			b1, "Memset");
+	}
+	fprintf(f, "\n** Peak memory allocated per process (since attach):\n\n");
+	fprintf(f, " %8s %-16s %18s %18s\n", "PID", "Process", "GPU (cuMemAlloc*)",
+		"Pinned host");
+	for (size_t it = 0; hmap__next(&m->procs, &it, NULL, &v);) {
+		const struct proc *p = (void *)(uintptr_t)v;
+
+		human_bytes(p->mem_peak[CTR_GPU_MEM], b1, sizeof(b1));
+		human_bytes(p->mem_peak[CTR_HOST_PINNED], b2, sizeof(b2));
+		fprintf(f, " %8u %-16s %18s %18s\n", p->pid, p->comm, b1, b2);
+	}
+}
+
+void summary__print(struct summary *s, const struct model *m, const struct capture_info *ci,
+		    FILE *f)
+{
+	static const char *const rec_names[REC__COUNT] = {
+		[REC_CALL_ENTER] = "call entries", [REC_CALL_EXIT] = "call returns",
+		[REC_STRING] = "string arguments", [REC_PROC_FORK] = "forks",
+		[REC_PROC_EXEC] = "execs", [REC_PROC_EXIT] = "process exits",
+		[REC_THREAD_EXIT] = "thread exits", [REC_MMAP] = "library mappings",
+	};
+	uint64_t dropped = 0;
+	char b[32];
+
+	print_api(s, f);
+	print_kernels(s, f);
+	print_memory(s, m, f);
+	fprintf(f, "\n** Capture:\n\n");
+	fprintf(f, "   duration %.3f s, %" PRIu64 " records, %zu library file(s), %zu probes\n",
+		ci->duration_ns / 1e9, ci->records, ci->lib_files, ci->probes);
+	if (ci->trace_path) {
+		human_bytes(ci->trace_bytes, b, sizeof(b));
+		fprintf(f, "   trace %s (%s)\n", ci->trace_path, b);
+	}
+	for (int i = 0; i < REC__COUNT; i++)
+		dropped += ci->drops[i];
+	if (dropped) {
+		fprintf(f, "   LOST %" PRIu64 " records (ring buffer full; raise --ring-size):", dropped);
+		for (int i = 0; i < REC__COUNT; i++)
+			if (ci->drops[i])
+				fprintf(f, " %s %" PRIu64, rec_names[i] ? rec_names[i] : "?",
+					ci->drops[i]);
+		fputc('\n', f);
+	} else {
+		fprintf(f, "   no records lost\n");
+	}
+	if (ci->invalid)
+		fprintf(f, "   %" PRIu64 " malformed records rejected\n", ci->invalid);
+	if (m->unmatched_exits || m->lost_exits)
+		fprintf(f, "   %" PRIu64 " returns of calls entered before attach, %" PRIu64
+			   " calls whose return was not seen\n",
+			m->unmatched_exits, m->lost_exits);
+	if (s->errors)
+		fprintf(f, "   %" PRIu64 " calls returned an error\n", s->errors);
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* The nsys-stats-like summary, computed online from model events. */
+#ifndef CGBPF_SUMMARY_H
+#define CGBPF_SUMMARY_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "events.h"
+#include "model.h"
+
+struct summary;
+
+/* What the capture itself knows, printed with the tables. */
+struct capture_info {
+	uint64_t drops[REC__COUNT];	/* records lost in the ring buffer */
+	uint64_t records;		/* records received */
+	uint64_t invalid;		/* records rejected by validation */
+	uint64_t duration_ns;
+	uint64_t trace_bytes;		/* 0 with --summary-only */
+	const char *trace_path;		/* NULL with --summary-only */
+	size_t lib_files, probes;
+};
+
+struct summary *summary__new(void);
+/* Frees; accepts NULL. */
+void summary__free(struct summary *s);
+/* The sink feeding s. */
+struct sink summary__sink(struct summary *s);
+/* Prints the tables; model gives processes (peak memory) and counts of
+ * unmatched events. */
+void summary__print(struct summary *s, const struct model *m, const struct capture_info *ci,
+		    FILE *f);
+/* Calls counted for (lib, func) (for tests). */
+uint64_t summary__calls(const struct summary *s, uint8_t lib, uint16_t func);
+
+#endif
