@@ -82,6 +82,33 @@ struct proc *model__proc(struct model *m, uint32_t pid)
 	return p;
 }
 
+void model__proc_refresh(struct model *m, uint32_t pid)
+{
+	uint64_t *v = hmap__get(&m->procs, pid);
+	struct proc *p;
+	char comm[16];
+	char *cmdline;
+
+	if (!v) {
+		model__proc(m, pid);
+		return;
+	}
+	p = (void *)(uintptr_t)*v;
+	cmdline = procfs__cmdline(pid);
+	if (procfs__comm(pid, 0, comm, sizeof(comm)) || !cmdline || !*cmdline) {
+		free(cmdline);
+		return;
+	}
+	if (!strcmp(comm, p->comm) && p->cmdline && !strcmp(cmdline, p->cmdline)) {
+		free(cmdline);
+		return;
+	}
+	memcpy(p->comm, comm, sizeof(comm));
+	free(p->cmdline);
+	p->cmdline = cmdline;
+	EMIT(m, process, p);
+}
+
 struct thread *model__thread(struct model *m, uint32_t pid, uint32_t tid)
 {
 	uint64_t *v = hmap__get(&m->threads, tid);

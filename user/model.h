@@ -116,6 +116,9 @@ int model__add_sink(struct model *m, const struct sink *s);
  * on first use from /proc. NULL only on ENOMEM. */
 struct proc *model__proc(struct model *m, uint32_t pid);
 struct thread *model__thread(struct model *m, uint32_t pid, uint32_t tid);
+/* Re-reads a process's name and command line from /proc (after exec, or
+ * while it is known alive: a zombie has no command line left). */
+void model__proc_refresh(struct model *m, uint32_t pid);
 
 /* Record handlers; records are already validated. */
 void model__call_enter(struct model *m, const struct rec_call_enter *r);

@@ -181,6 +181,8 @@ static void on_mmap(struct rec *r, const struct rec_mmap *m)
 	dbg("pid %u mapped %.*s%s", m->hdr.pid, REC_MMAP_NAME, m->name,
 	    m->stopped ? " (stopped until probed)" : "");
 	scan(r, m->hdr.pid);
+	/* Name it while it is alive: an exited process has no command line. */
+	model__proc_refresh(&r->model, m->hdr.pid);
 	if (m->stopped)
 		kill(m->hdr.pid, SIGCONT);
 }
@@ -226,6 +228,8 @@ static int handle(void *ctx, void *data, size_t size)
 		break;
 	}
 	case REC_PROC_EXEC:
+		if (hmap__get(&r->model.procs, h->pid))
+			model__proc_refresh(&r->model, h->pid);
 		scan(r, h->pid);
 		break;
 	case REC_PROC_EXIT:
@@ -468,6 +472,7 @@ int record__run(const struct record_opts *o)
 	}
 	for (size_t i = 0; i < o->npids; i++) {
 		add_target(&r, o->pids[i]);
+		model__proc(&r.model, o->pids[i]);
 		if (o->follow) {
 			pid_t *kids;
 			size_t nkids;
