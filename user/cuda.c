@@ -175,12 +175,12 @@ static void decode_launch(struct proc *p, struct call *c, uint32_t g[3], uint32_
 		snprintf(c->scratch[0], sizeof(c->scratch[0]), "unnamed 0x%" PRIx64, fn);
 		annot_s(c->begin, &c->nbegin, "kernel", c->scratch[0]);
 	}
-	/* The CUDA launch syntax in one interned string keeps launches small. */
-	snprintf(c->scratch[1], sizeof(c->scratch[1]), "<<<(%u,%u,%u), (%u,%u,%u), %u>>>",
-		 g[0], g[1], g[2], b[0], b[1], b[2], smem);
+	/* CUDA's own launch syntax, <<<grid, block, shared memory, stream>>>,
+	 * as one interned string: readable, and small per launch. */
+	snprintf(c->scratch[1], sizeof(c->scratch[1]), "<<<(%u,%u,%u), (%u,%u,%u), %u, %s>>>",
+		 g[0], g[1], g[2], b[0], b[1], b[2], smem,
+		 stream_name(p, c, stream, is_ptsz(c->func), c->scratch[2], sizeof(c->scratch[2])));
 	annot_s(c->begin, &c->nbegin, "launch", c->scratch[1]);
-	annot_s(c->begin, &c->nbegin, "stream",
-		stream_name(p, c, stream, is_ptsz(c->func), c->scratch[2], sizeof(c->scratch[2])));
 }
 
 static void enter(struct model *m, struct thread *t, struct call *c)

@@ -40,7 +40,7 @@ struct call {
 	int nbegin, nend;
 	struct pf_annot begin[CALL_ANNOTS];
 	struct pf_annot end[CALL_ANNOTS];
-	char scratch[3][96];	/* storage for formatted annotation strings */
+	char scratch[3][128];	/* storage for formatted annotation strings */
 };
 
 struct proc;

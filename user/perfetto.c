@@ -76,7 +76,7 @@ enum {
 };
 
 enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
-enum { SEQ_INCREMENTAL_STATE_CLEARED = 1 };
+enum { SEQ_INCREMENTAL_STATE_CLEARED = 1, SEQ_NEEDS_INCREMENTAL_STATE = 2 };
 enum { CLOCK_REALTIME_ID = 1, CLOCK_MONOTONIC_ID = 3, CLOCK_BOOTTIME_ID = 6 };
 /* Sequence-scoped incremental clock (ids 64..127 are per sequence). */
 enum { CLOCK_INCR_ID = 64 };
@@ -102,6 +102,7 @@ struct pftrace {
 	uint64_t written;
 	int err;
 	uint32_t next_seq;
+	uint64_t last_snapshot;	/* BOOTTIME of the latest clock snapshot */
 	struct pfseq **seqs;
 	size_t nseqs, capseqs;
 };
@@ -227,6 +228,9 @@ void pftrace__clock_snapshot(struct pftrace *pt)
 	mono = clock_ns(CLOCK_MONOTONIC);
 	real = clock_ns(CLOCK_REALTIME);
 	boot = (boot + clock_ns(CLOCK_BOOTTIME)) / 2;
+	if (boot < pt->last_snapshot)
+		boot = pt->last_snapshot;
+	pt->last_snapshot = boot;
 	pb__begin(pb, TRACE_PACKET);
 	pb__varint(pb, PKT_TIMESTAMP, boot);
 	pb__varint(pb, PKT_SEQ_ID, META_SEQ);
@@ -337,12 +341,21 @@ void pftrace__track(struct pftrace *pt, uint64_t uuid, uint64_t parent, const ch
 	desc_end(pt);
 }
 
-/* Clears the sequence's incremental state and restates its defaults and
- * clock; the next packet's timestamp is a delta from ts. */
+/*
+ * Clears the sequence's incremental state and restates its defaults and
+ * clock; later timestamps are deltas from ts. Records reach the writer a
+ * little out of order across threads, and BOOTTIME must not go backwards
+ * from one clock snapshot to the next (trace processors reject such a
+ * snapshot), so the base is never before the previous snapshot; the few
+ * events older than the base are written with absolute timestamps.
+ */
 static void seq_reset(struct pftrace *pt, struct pfseq *s, uint64_t ts)
 {
 	struct pb *pb = &pt->out;
 
+	if (ts < pt->last_snapshot)
+		ts = pt->last_snapshot;
+	pt->last_snapshot = ts;
 	hmap__free(&s->iids);
 	s->next_iid = 1;
 	s->need_reset = false;
@@ -351,7 +364,7 @@ static void seq_reset(struct pftrace *pt, struct pfseq *s, uint64_t ts)
 	pb__varint(pb, PKT_TIMESTAMP, ts);
 	pb__varint(pb, PKT_TS_CLOCK_ID, CLOCK_BOOTTIME_ID);
 	pb__varint(pb, PKT_SEQ_ID, s->id);
-	pb__varint(pb, PKT_SEQ_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+	pb__varint(pb, PKT_SEQ_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED | SEQ_NEEDS_INCREMENTAL_STATE);
 	pb__begin(pb, PKT_DEFAULTS);
 	pb__varint(pb, DEFAULTS_TS_CLOCK_ID, CLOCK_INCR_ID);
 	pb__begin(pb, DEFAULTS_TRACK_EVENT);
@@ -406,6 +419,8 @@ static void seq_packet(struct pftrace *pt, struct pfseq *s, uint64_t ts)
 		pb__varint(pb, PKT_TS_CLOCK_ID, CLOCK_BOOTTIME_ID);
 	}
 	pb__varint(pb, PKT_SEQ_ID, s->id);
+	/* Interned names and the incremental clock live in sequence state. */
+	pb__varint(pb, PKT_SEQ_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
 }
 
 static uint64_t intern(struct pfseq *s, enum intern_kind k, const char *str,
