@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include "log.h"
+#include "check.h"
 #include "record.h"
 
 #ifndef CGBPF_VERSION
@@ -233,6 +234,51 @@ static int cmd_record(int argc, char **argv)
 	return ret;
 }
 
+static const char usage_check[] =
+"Usage: cgbpf check [--attach] LIBRARY [FUNCTION...]\n"
+"\n"
+"Resolves FUNCTIONs (default: every CUDA driver API function cgbpf traces)\n"
+"in LIBRARY's ELF symbols and prints their file offsets; with --attach\n"
+"(root) also attaches and detaches real entry and return uprobes.\n"
+"Exit status 1 when a named FUNCTION is missing or a probe fails.\n"
+"\n"
+"Example:\n"
+"  sudo cgbpf check --attach /usr/lib/x86_64-linux-gnu/libcuda.so.1\n";
+
+static int cmd_check(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "attach", no_argument, NULL, 'a' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	bool attach = false;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "avh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'a':
+			attach = true;
+			break;
+		case 'v':
+			log_verbosity = LOG_DEBUG;
+			break;
+		case 'h':
+			fputs(usage_check, stdout);
+			return 0;
+		default:
+			fprintf(stderr, "Try 'cgbpf check --help'.\n");
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "cgbpf: check needs a LIBRARY\nTry 'cgbpf check --help'.\n");
+		return 2;
+	}
+	return check__run(argv[optind], argv + optind + 1, argc - optind - 1, attach);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -249,6 +295,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "record"))
 		return cmd_record(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "check"))
+		return cmd_check(argc - 1, argv + 1);
 	fprintf(stderr, "cgbpf: unknown command '%s'\n\n%s", argv[1], usage_main);
 	return 2;
 }

@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: MIT
+"""Helpers for cgbpf integration tests: run cgbpf on real workloads,
+decode the trace with the independent decoder (tests/lib/ptrace.py)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OUT = os.path.join(REPO, os.environ.get("OUT", "build"))
+CGBPF = os.path.join(OUT, "cgbpf")
+FAKE = os.path.join(OUT, "fake")
+WL = os.path.join(OUT, "workloads")
+sys.path.insert(0, os.path.join(REPO, "tests", "lib"))
+import ptrace  # noqa: E402
+
+
+class Skip(Exception):
+    """Raised by a test that cannot run here; the message says why."""
+
+
+class Result:
+    def __init__(self, rc, stdout, stderr, trace_path, tmp):
+        self.rc = rc
+        self.stdout = stdout
+        self.stderr = stderr
+        self.trace_path = trace_path
+        self.tmp = tmp
+        self._trace = None
+
+    @property
+    def trace(self):
+        if self._trace is None:
+            self._trace = ptrace.load(self.trace_path)
+        return self._trace
+
+    def manifest(self, name="manifest.json"):
+        with open(os.path.join(self.tmp, name)) as f:
+            return json.load(f)
+
+
+def tmpdir():
+    return tempfile.mkdtemp(prefix="cgbpf-test-")
+
+
+def wl(name):
+    return os.path.join(WL, name)
+
+
+def env_with(**kw):
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = FAKE
+    for k, v in kw.items():
+        env[k] = str(v)
+    return env
+
+
+def record(args, cmd=None, env=None, timeout=120, tmp=None, trace=True):
+    """cgbpf record ARGS [-- CMD]; returns a Result. The manifest of a
+    workload goes to TMP/manifest.json (CGBPF_MANIFEST)."""
+    tmp = tmp or tmpdir()
+    trace_path = os.path.join(tmp, "out.perfetto-trace")
+    argv = [CGBPF, "record"] + list(args)
+    if trace and "-o" not in args and "--summary-only" not in args:
+        argv += ["-o", trace_path]
+    if cmd:
+        argv += ["--"] + list(cmd)
+    if env is None:
+        env = env_with(CGBPF_MANIFEST=os.path.join(tmp, "manifest.json"))
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+    return Result(p.returncode, p.stdout, p.stderr, trace_path, tmp)
+
+
+def start(cmd, env=None, **kw):
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, **kw)
+
+
+def wait_for(pred, timeout=10.0, what="condition"):
+    t = time.time() + timeout
+    while time.time() < t:
+        if pred():
+            return
+        time.sleep(0.01)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def check(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def eq(got, want, what):
+    if got != want:
+        raise AssertionError("%s: got %r, want %r" % (what, got, want))
+
+
+def api_counts(trace, pid):
+    """{function name: slices} of one process's threads."""
+    out = {}
+    for s in trace.slices:
+        if s.pid == pid:
+            out[s.name] = out.get(s.name, 0) + 1
+    return out
+
+
+def clean_trace(trace):
+    """Decoder found no semantic problem."""
+    check(trace.errors == [], "decoder errors: %s" % trace.errors[:5])
+
+
+def capture_end(trace):
+    ends = [i for i in trace.instants if (i.name or "").startswith("cgbpf: capture ended")]
+    check(len(ends) == 1, "one capture-ended instant, got %d" % len(ends))
+    return ends[0]
+
+
+def no_drops(res):
+    end = capture_end(res.trace)
+    eq(end.args.get("lost_records"), 0, "lost records in trace")
+    check("no records lost" in res.stdout, "summary says no records lost")
+
+
+def proc_stopped(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "T"
+    except OSError:
+        return False
+
+
+def kill_quiet(p):
+    if p and p.poll() is None:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
