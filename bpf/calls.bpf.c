@@ -59,8 +59,7 @@ static __always_inline void emit_string(__u64 pid_tgid, __u64 cookie, __u32 arg,
 		count_drop(REC_STRING);
 }
 
-SEC("uprobe")
-int BPF_KPROBE(call_enter)
+static __always_inline int enter(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u64 cookie;
@@ -118,8 +117,7 @@ int BPF_KPROBE(call_enter)
 	return 0;
 }
 
-SEC("uretprobe")
-int BPF_KRETPROBE(call_exit)
+static __always_inline int exit(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u64 cookie;
@@ -153,4 +151,36 @@ int BPF_KRETPROBE(call_exit)
 	}
 	bpf_ringbuf_submit(r, wake_flag());
 	return 0;
+}
+
+/*
+ * Two attachments of the same code: per-probe perf-event uprobes work on
+ * every kernel; uprobe_multi links (Linux >= 6.6) attach all functions of
+ * a library in one syscall and detach them with one RCU grace period
+ * instead of one per probe (about 100 ms each here). User space loads the
+ * _multi pair with expected_attach_type BPF_TRACE_UPROBE_MULTI when the
+ * kernel has it, and does not load it otherwise.
+ */
+SEC("uprobe")
+int BPF_KPROBE(call_enter)
+{
+	return enter(ctx);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(call_exit)
+{
+	return exit(ctx);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(call_enter_multi)
+{
+	return enter(ctx);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(call_exit_multi)
+{
+	return exit(ctx);
 }

@@ -5,8 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "attach.h"
 #include "cgbpf.skel.h"
@@ -27,25 +30,111 @@ struct lib_file {
 
 struct attach {
 	struct cgbpf_bpf *skel;
+	bool multi;
+	int *link_fds;		/* uprobe_multi links */
+	size_t nfds, capfds;
+	size_t nmulti_probes;
 	struct lib_file *files;
 	size_t nfiles, capfiles;
 	struct bpf_link **links;
 	size_t nlinks, caplinks;
 };
 
-struct attach *attach__new(struct cgbpf_bpf *skel)
+/* Not in libbpf 1.1's headers; values from the kernel UAPI. */
+#define ATTACH_TRACE_UPROBE_MULTI 48
+#define UPROBE_MULTI_RETURN 1
+
+bool attach__prepare(struct cgbpf_bpf *skel)
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	bool multi = false;
+
+	/* The link type exists on kernels whose BTF has its struct. */
+	if (vmlinux) {
+		multi = btf__find_by_name_kind(vmlinux, "bpf_uprobe_multi_link", BTF_KIND_STRUCT) > 0;
+		btf__free(vmlinux);
+	}
+	if (getenv("CGBPF_NO_UPROBE_MULTI"))
+		multi = false;
+	if (multi) {
+		bpf_program__set_expected_attach_type(skel->progs.call_enter_multi,
+						      ATTACH_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.call_exit_multi,
+						      ATTACH_TRACE_UPROBE_MULTI);
+	} else {
+		bpf_program__set_autoload(skel->progs.call_enter_multi, false);
+		bpf_program__set_autoload(skel->progs.call_exit_multi, false);
+	}
+	return multi;
+}
+
+struct attach *attach__new(struct cgbpf_bpf *skel, bool multi)
 {
 	struct attach *a = calloc(1, sizeof(*a));
 
-	if (a)
+	if (a) {
 		a->skel = skel;
+		a->multi = multi;
+	}
 	return a;
+}
+
+/* The link_create part of union bpf_attr for uprobe_multi (Linux 6.6). */
+struct uprobe_multi_attr {
+	uint32_t prog_fd;
+	uint32_t target_fd;
+	uint32_t attach_type;
+	uint32_t flags;
+	uint64_t path;
+	uint64_t offsets;
+	uint64_t ref_ctr_offsets;
+	uint64_t cookies;
+	uint32_t cnt;
+	uint32_t multi_flags;
+	uint32_t pid;
+	uint32_t pad[9];	/* zeroed tail up to the size of the kernel's view */
+};
+
+static int multi_link(struct attach *a, struct bpf_program *prog, const char *path,
+		      const uint64_t *offs, const uint64_t *cookies, size_t n, bool ret)
+{
+	struct uprobe_multi_attr attr;
+	int fd;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.prog_fd = bpf_program__fd(prog);
+	attr.attach_type = ATTACH_TRACE_UPROBE_MULTI;
+	attr.path = (uintptr_t)path;
+	attr.offsets = (uintptr_t)offs;
+	attr.cookies = (uintptr_t)cookies;
+	attr.cnt = n;
+	attr.multi_flags = ret ? UPROBE_MULTI_RETURN : 0;
+	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	if (fd < 0)
+		return -errno;
+	if (a->nfds == a->capfds) {
+		size_t nc = a->capfds ? a->capfds * 2 : 16;
+		int *nf = realloc(a->link_fds, nc * sizeof(*nf));
+
+		if (!nf) {
+			close(fd);
+			return -ENOMEM;
+		}
+		a->link_fds = nf;
+		a->capfds = nc;
+	}
+	a->link_fds[a->nfds++] = fd;
+	a->nmulti_probes += n;
+	return 0;
 }
 
 void attach__free(struct attach *a)
 {
 	if (!a)
 		return;
+	for (size_t i = 0; i < a->nfds; i++)
+		close(a->link_fds[i]);
+	free(a->link_fds);
 	for (size_t i = 0; i < a->nlinks; i++)
 		bpf_link__destroy(a->links[i]);
 	for (size_t i = 0; i < a->nfiles; i++)
@@ -62,7 +151,7 @@ size_t attach__files(const struct attach *a)
 
 size_t attach__probes(const struct attach *a)
 {
-	return a->nlinks;
+	return a->nlinks + a->nmulti_probes;
 }
 
 void attach__for_each(const struct attach *a, void (*cb)(const char *path, int funcs, void *ctx),
@@ -126,11 +215,32 @@ static void mark_probed(struct attach *a, dev_t dev, ino_t ino)
 			     BPF_ANY);
 }
 
+int attach__offsets(struct attach *a, const char *path, const uint64_t *offs,
+		    const uint64_t *cookies, size_t n)
+{
+	int err = 0;
+
+	if (a->multi) {
+		err = multi_link(a, a->skel->progs.call_enter_multi, path, offs, cookies, n, false);
+		if (!err)
+			err = multi_link(a, a->skel->progs.call_exit_multi, path, offs, cookies, n,
+					 true);
+		return err;
+	}
+	for (size_t i = 0; i < n && !err; i++) {
+		err = attach_probe(a, path, offs[i], cookies[i], false);
+		if (!err)
+			err = attach_probe(a, path, offs[i], cookies[i], true);
+	}
+	return err;
+}
+
 static int attach_resolved(struct attach *a, const char *path, const char *display,
 			   const struct stat *st)
 {
 	struct elfsym *es;
 	struct hmap offs = { 0 };
+	uint64_t *offv = NULL, *cookiev = NULL;
 	struct lib_file *lf;
 	int funcs = 0, err = 0;
 
@@ -143,6 +253,10 @@ static int attach_resolved(struct attach *a, const char *path, const char *displ
 		warn("%s: cannot read ELF symbols: %s", display, strerror(errno));
 		return err;
 	}
+	offv = calloc(CU_FN__COUNT, sizeof(*offv));
+	cookiev = calloc(CU_FN__COUNT, sizeof(*cookiev));
+	if (!offv || !cookiev)
+		err = -ENOMEM;
 	for (uint16_t f = 0; f < CU_FN__COUNT && !err; f++) {
 		uint64_t off;
 
@@ -154,16 +268,17 @@ static int attach_resolved(struct attach *a, const char *path, const char *displ
 		if (hmap__get(&offs, off))
 			continue;
 		err = hmap__put(&offs, off, f);
-		if (!err)
-			err = attach_probe(a, path, off, cuda__cookie(f), false);
-		if (!err)
-			err = attach_probe(a, path, off, cuda__cookie(f), true);
-		if (err)
-			warn("%s: attaching to %s: %s", display, cuda_funcs[f].name,
-			     strerror(-err));
-		else
-			funcs++;
+		offv[funcs] = off;
+		cookiev[funcs] = cuda__cookie(f);
+		funcs++;
 	}
+	if (!err && funcs) {
+		err = attach__offsets(a, path, offv, cookiev, funcs);
+		if (err)
+			warn("%s: attaching %d uprobes: %s", display, funcs, strerror(-err));
+	}
+	free(offv);
+	free(cookiev);
 	hmap__free(&offs);
 	elfsym__close(es);
 	if (err)

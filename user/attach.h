@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct cgbpf_bpf;
@@ -18,14 +19,22 @@ struct attach;
 /* Library file name prefixes that are watched ("libcuda.so"), NULL ended. */
 extern const char *const attach_watch_names[];
 
-/* A manager attaching the skeleton's call_enter / call_exit programs. */
-struct attach *attach__new(struct cgbpf_bpf *skel);
+/* Between skeleton open and load: picks uprobe_multi links when the
+ * kernel has them (one link per library file and direction) or classic
+ * per-function perf-event uprobes otherwise. Returns true for multi. */
+bool attach__prepare(struct cgbpf_bpf *skel);
+/* A manager attaching the skeleton's call programs, as prepared. */
+struct attach *attach__new(struct cgbpf_bpf *skel, bool multi);
 /* Detaches every probe and frees; accepts NULL. */
 void attach__free(struct attach *a);
 /* Scans pid's maps and attaches to libraries not probed yet. Returns the
  * number of library files newly attached, or -errno (-ENOENT: the process
  * is gone). */
 int attach__scan(struct attach *a, pid_t pid);
+/* Attaches entry and return probes at file offsets with attach cookies;
+ * 0 or -errno. */
+int attach__offsets(struct attach *a, const char *path, const uint64_t *offs,
+		    const uint64_t *cookies, size_t n);
 /* Attaches to one library file by path (for tests and benchmarks). */
 int attach__file(struct attach *a, const char *path, const char *display);
 /* Library files probed and probes attached so far. */

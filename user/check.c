@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "cgbpf.skel.h"
+#include "attach.h"
 #include "check.h"
 #include "cuda.h"
 #include "elfsym.h"
@@ -14,6 +15,9 @@
 int check__run(const char *path, char **names, int n, bool attach)
 {
 	struct cgbpf_bpf *skel = NULL;
+	struct attach *a = NULL;
+	uint64_t *offs = NULL, *cookies = NULL;
+	bool multi = false;
 	struct elfsym *es = elfsym__open(path);
 	int found = 0, missing = 0, attached = 0, failed = 0;
 	int total = n ? n : CU_FN__COUNT;
@@ -24,12 +28,18 @@ int check__run(const char *path, char **names, int n, bool attach)
 	}
 	if (attach) {
 		log__hook_libbpf();
-		skel = cgbpf_bpf__open_and_load();
-		if (!skel) {
+		skel = cgbpf_bpf__open();
+		if (skel)
+			multi = attach__prepare(skel);
+		if (!skel || cgbpf_bpf__load(skel)) {
 			err("loading BPF programs: %s (root needed)", strerror(errno));
+			cgbpf_bpf__destroy(skel);
 			elfsym__close(es);
 			return 1;
 		}
+		a = attach__new(skel, multi);
+		offs = calloc(total, sizeof(*offs));
+		cookies = calloc(total, sizeof(*cookies));
 	}
 	printf("# %s: %zu function symbols, build id %s\n", path, elfsym__count(es),
 	       *elfsym__build_id(es) ? elfsym__build_id(es) : "(none)");
@@ -44,28 +54,34 @@ int check__run(const char *path, char **names, int n, bool attach)
 		}
 		found++;
 		printf("%-36s 0x%" PRIx64, name, off);
-		if (skel) {
-			LIBBPF_OPTS(bpf_uprobe_opts, o);
-			struct bpf_link *in, *out;
-
-			in = bpf_program__attach_uprobe_opts(skel->progs.call_enter, -1, path, off, &o);
-			o.retprobe = true;
-			out = bpf_program__attach_uprobe_opts(skel->progs.call_exit, -1, path, off, &o);
-			if (in && out) {
-				attached++;
-				printf(" attached");
-			} else {
-				failed++;
-				printf(" attach failed: %s", strerror(errno));
-			}
-			bpf_link__destroy(in);
-			bpf_link__destroy(out);
+		if (offs && cookies) {
+			offs[found - 1] = off;
+			cookies[found - 1] = n ? 0 : cuda__cookie(i);
 		}
 		putchar('\n');
+	}
+	if (a && offs && cookies && found) {
+		/* All at once, as record does; one by one only to name a culprit. */
+		int e = attach__offsets(a, path, offs, cookies, found);
+
+		if (!e) {
+			attached = found;
+		} else {
+			warn("attaching %d probes at once: %s; trying one by one", found, strerror(-e));
+			for (int i = 0; i < found; i++) {
+				if (attach__offsets(a, path, &offs[i], &cookies[i], 1))
+					failed++;
+				else
+					attached++;
+			}
+		}
 	}
 	printf("# %d resolved, %d missing%s", found, missing, skel ? "" : "\n");
 	if (skel)
 		printf(", %d attached, %d failed to attach\n", attached, failed);
+	attach__free(a);
+	free(offs);
+	free(cookies);
 	cgbpf_bpf__destroy(skel);
 	elfsym__close(es);
 	return failed || (n && missing) ? 1 : 0;

@@ -24,6 +24,7 @@ static const char usage_main[] =
 "\n"
 "Commands:\n"
 "  record     trace processes into a .perfetto-trace file and print a summary\n"
+"  check      show which API functions cgbpf finds (and can probe) in a library\n"
 "\n"
 "Run 'cgbpf record --help' for its options; 'man cgbpf-record' for details.\n"
 "  -h, --help      this help\n"

@@ -314,6 +314,7 @@ static int open_bpf(struct rec *r)
 	const struct record_opts *o = r->o;
 	struct cgbpf_bpf *skel;
 	uint64_t ring = (uint64_t)round_pow2_mib(o->ring_mib) << 20;
+	bool multi;
 	int err, i;
 
 	skel = cgbpf_bpf__open();
@@ -331,6 +332,7 @@ static int open_bpf(struct rec *r)
 		snprintf((char *)skel->rodata->watch_names[i], sizeof(skel->rodata->watch_names[i]),
 			 "%s", attach_watch_names[i]);
 	skel->rodata->watch_count = i;
+	multi = attach__prepare(skel);
 	err = bpf_map__set_max_entries(skel->maps.events, ring);
 	if (!err)
 		err = cgbpf_bpf__load(skel);
@@ -350,7 +352,7 @@ static int open_bpf(struct rec *r)
 		err("attaching scheduler tracepoints: %s", strerror(-err));
 		return err;
 	}
-	r->attach = attach__new(skel);
+	r->attach = attach__new(skel, multi);
 	r->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), handle, r, NULL);
 	if (!r->attach || !r->rb) {
 		err = -errno ? -errno : -ENOMEM;

@@ -1,0 +1,135 @@
+# SPDX-License-Identifier: MIT
+"""Command line and error paths: clear messages, the right exit codes,
+nothing half-written claiming success."""
+import os
+import subprocess
+import time
+
+from harness import CGBPF, Skip, check, eq, ptrace, record, start, tmpdir, wl
+
+
+def run(args, **kw):
+    return subprocess.run([CGBPF] + args, capture_output=True, text=True, timeout=60, **kw)
+
+
+def test_help_and_version():
+    p = run(["--help"])
+    eq(p.returncode, 0, "--help exit")
+    check("record" in p.stdout and "check" in p.stdout, "--help lists commands")
+    p = run(["record", "--help"])
+    eq(p.returncode, 0, "record --help exit")
+    for opt in ["--pid", "--output", "--duration", "--summary-only", "--ring-size", "Examples"]:
+        check(opt in p.stdout, "record --help mentions %s" % opt)
+    p = run(["--version"])
+    eq(p.returncode, 0, "--version exit")
+    check(p.stdout.startswith("cgbpf "), "version line")
+
+
+def test_usage_errors_exit_2():
+    cases = [
+        ["record"],
+        ["record", "-p", "abc"],
+        ["record", "-p", "12,,x"],
+        ["record", "-p", "0"],
+        ["record", "-p", "1", "--duration", "10parsecs"],
+        ["record", "-p", "1", "--duration", "-5s"],
+        ["record", "-p", "1", "--ring-size", "3"],
+        ["record", "-p", "1", "--summary-only", "--no-summary"],
+        ["record", "-p", "1", "--summary-only", "-o", "x.perfetto-trace"],
+        ["record", "-p", "1", "--", "true"],
+        ["record", "--bogus"],
+        ["frobnicate"],
+    ]
+    for args in cases:
+        p = run(args)
+        eq(p.returncode, 2, "exit code of %s" % args)
+        check(p.stderr.strip(), "a message for %s" % args)
+
+
+def test_no_such_pid():
+    d = tmpdir()
+    out = os.path.join(d, "t.perfetto-trace")
+    p = run(["record", "-p", "4000000", "-o", out])
+    eq(p.returncode, 1, "exit code")
+    check("no process with pid 4000000" in p.stderr, "message: %r" % p.stderr)
+    check(not os.path.exists(out), "no trace written for a bad pid")
+
+
+def test_output_not_writable():
+    p = run(["record", "-o", "/nonexistent-dir/x.perfetto-trace", "--", "true"])
+    eq(p.returncode, 1, "exit code")
+    check("cannot write /nonexistent-dir/x.perfetto-trace" in p.stderr, "message: %r" % p.stderr)
+
+
+def test_not_root_names_capabilities():
+    if not os.path.exists("/usr/bin/setpriv"):
+        raise Skip("setpriv (util-linux) not installed")
+    p = subprocess.run(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        "--inh-caps=-all", CGBPF, "record", "-o", "/tmp/x", "--", "true"],
+                       capture_output=True, text=True, timeout=30)
+    eq(p.returncode, 1, "exit code as nobody")
+    check("CAP_BPF" in p.stderr and "CAP_PERFMON" in p.stderr, "names capabilities: %r" % p.stderr)
+
+
+def test_command_not_found():
+    r = record([], cmd=["/nonexistent/binary"])
+    eq(r.rc, 127, "exit code is the command's (127: not found)")
+    check("cannot run /nonexistent/binary" in r.stderr, "message: %r" % r.stderr)
+    t = r.trace
+    eq(t.errors, [], "trace still valid")
+
+
+def test_pid_exits_before_libcuda():
+    """A target that never loads libcuda: exit 0, an empty but valid trace,
+    and a message saying so."""
+    p = start(["sleep", "0.5"])
+    try:
+        r = record(["-p", str(p.pid)])
+    finally:
+        p.wait()
+    eq(r.rc, 0, "exit code")
+    check("all traced processes exited" in r.stderr, "says targets exited: %r" % r.stderr)
+    check("no traced process loaded libcuda" in r.stderr, "says nothing to trace")
+    t = r.trace
+    eq(t.errors, [], "decoder errors")
+    eq(len(t.slices), 0, "no API slices")
+    eq(len(t.clock_snapshots) >= 2, True, "clock snapshots at start and end")
+    snap = t.clock_snapshots[0]
+    for clock in (1, 3, 6):
+        check(clock in snap, "snapshot has clock %d" % clock)
+
+
+def test_duration_bounds_capture():
+    p = start(["sleep", "30"])
+    try:
+        t0 = time.time()
+        r = record(["-p", str(p.pid), "--duration", "700ms"])
+        el = time.time() - t0
+    finally:
+        p.kill()
+        p.wait()
+    eq(r.rc, 0, "exit code")
+    check(0.6 < el < 10, "stopped after about 700ms (%.2fs)" % el)
+    eq(r.trace.errors, [], "decoder errors")
+
+
+def test_disk_full_keeps_valid_trace():
+    """ENOSPC mid-capture: cgbpf stops, says so, exits non-zero, and what
+    it wrote decodes."""
+    if not os.path.exists(wl("train")):
+        raise Skip("workload train not built")
+    d = tmpdir()
+    mnt = os.path.join(d, "small")
+    os.mkdir(mnt)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", mnt]).returncode:
+        raise Skip("cannot mount a tmpfs here")
+    try:
+        out = os.path.join(mnt, "t.perfetto-trace")
+        r = record(["-o", out], cmd=[wl("train"), "--iters", "20000"], timeout=300)
+        eq(r.rc, 1, "exit code on ENOSPC")
+        check("No space left on device" in r.stderr, "message: %r" % r.stderr[-400:])
+        t = ptrace.load(out)
+        eq(t.truncated_bytes, 0, "no partial packet at the end")
+        check(len(t.slices) > 100, "kept what was written (%d slices)" % len(t.slices))
+    finally:
+        subprocess.run(["umount", "-l", mnt])
