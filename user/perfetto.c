@@ -81,7 +81,7 @@ enum { CLOCK_REALTIME_ID = 1, CLOCK_MONOTONIC_ID = 3, CLOCK_BOOTTIME_ID = 6 };
 /* Sequence-scoped incremental clock (ids 64..127 are per sequence). */
 enum { CLOCK_INCR_ID = 64 };
 
-#define FLUSH_BYTES (256u << 10)
+#define FLUSH_BYTES (64u << 10)
 #define INTERN_MAX 4096		/* entries per sequence before a reset */
 #define META_SEQ 1
 
@@ -142,6 +142,30 @@ uint64_t pftrace__bytes(const struct pftrace *pt)
 	return pt->written + pt->out.len;
 }
 
+/* Length of the longest run of whole top-level packets in buf[0..n). */
+static size_t whole_packets(const uint8_t *buf, size_t len, size_t n)
+{
+	size_t p = 0, good = 0;
+
+	while (p < len) {
+		uint64_t v = 0;
+		size_t q = p + 1;
+		int shift = 0;
+
+		/* Each packet is field 1, wire type 2: 0x0a, varint length, bytes. */
+		while (q < len && shift < 64) {
+			v |= (uint64_t)(buf[q] & 0x7f) << shift;
+			shift += 7;
+			if (!(buf[q++] & 0x80))
+				break;
+		}
+		if (q + v > n)
+			break;
+		p = good = q + v;
+	}
+	return good;
+}
+
 int pftrace__flush(struct pftrace *pt)
 {
 	size_t off = 0;
@@ -159,8 +183,10 @@ int pftrace__flush(struct pftrace *pt)
 			continue;
 		if (n <= 0) {
 			pt->err = n < 0 ? -errno : -ENOSPC;
-			/* Keep the file a sequence of whole packets. */
-			if (ftruncate(pt->fd, pt->written) < 0)
+			/* Keep the file a sequence of whole packets: cut the
+			 * partly written one. */
+			if (ftruncate(pt->fd, pt->written + whole_packets(pt->out.buf, pt->out.len,
+									  off)) < 0)
 				pt->err = -errno;
 			pb__reset(&pt->out);
 			return pt->err;
