@@ -70,7 +70,10 @@ $(OUT)/cgbpf: $(USER_OBJS)
 all: $(OUT)/cgbpf fakes workloads unit-bins
 
 # ---------------------------------------------------------------- fakes
-FAKE_CFLAGS := -O2 -g -fPIC -pthread $(WARN) $(CUDA_INC) -Itests/fake
+# Frame pointers give every exported function a "push %rbp" first
+# instruction, which uprobes emulate; a RIP-relative first instruction
+# would be single-stepped (~15 us here), unlike NVIDIA's own builds.
+FAKE_CFLAGS := -O2 -g -fPIC -pthread -fno-omit-frame-pointer -fno-shrink-wrap -fno-optimize-sibling-calls $(WARN) $(CUDA_INC) -Itests/fake
 
 $(OUT)/fake/libcuda.so.1: tests/fake/libcuda.c $(wildcard tests/fake/*.h) | $(OUT)/fake
 	$(call msg,CC,$@)

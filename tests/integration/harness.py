@@ -136,3 +136,23 @@ def kill_quiet(p):
     if p and p.poll() is None:
         p.send_signal(signal.SIGKILL)
         p.wait()
+
+
+def traced_funcs():
+    """Names of the driver functions cgbpf probes, read from the table."""
+    import re
+    with open(os.path.join(REPO, "bpf", "cuda_funcs.h")) as f:
+        return set(re.findall(r"^\s*X\((cu\w+),", f.read(), re.M))
+
+
+def demangle(names):
+    """Demangled names by binutils' c++filt (independent of cgbpf)."""
+    p = subprocess.run(["c++filt"], input="\n".join(names) + "\n", capture_output=True,
+                       text=True, check=True)
+    return dict(zip(names, p.stdout.splitlines()))
+
+
+def expected_calls(manifest_calls):
+    """The manifest's per-function counts, limited to traced functions."""
+    want = traced_funcs()
+    return {k: v for k, v in manifest_calls.items() if k in want and v}
