@@ -45,7 +45,7 @@ for t in "$out"/unit/test_*; do
 	esac
 done
 suite "decoder self-test" "$py" tests/lib/test_ptrace.py
-suite "fake libcuda exports" bash tests/fake/check-exports.sh "$out/fake/libcuda.so.1"
+suite "fake libcuda behaviour" bash tests/fake/selftest.sh "$out"
 suite "integration" "$py" tests/integration/run.py "$@"
 
 echo

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * demo: a small "training run" for `make demo`, about 2 s long with
+ * realistic kernel durations (the fake's "__ns<digits>" name suffix).
+ *
+ * Usage: demo [--steps N]            (default 50, ~41 ms each)
+ *
+ * Four streams: s_data (input copies), s_compute (GEMMs, optimizer),
+ * s_attn (attention, layer norm), s_comm (a NCCL-like all-reduce), chained
+ * by events the way a data-parallel step is. Each step: batch HtoD copy,
+ * a cuMemAllocAsync'ed activation buffer, 3 GEMMs (8 ms), 2 attention
+ * (3 ms) and 2 layer-norm (0.4 ms) kernels, an all-reduce (9 ms), an
+ * optimizer step (1.5 ms), cuMemFreeAsync, and a 4-byte loss read back
+ * with the stream synchronized (loss.item()). 9 launches per step.
+ *
+ * Sizes are what a model would ask for (weights and gradients 350 MB
+ * each, optimizer state 700 MB, activations 192 MiB per step); the fake
+ * backs device memory lazily, so only the bytes touched cost memory.
+ *
+ * Manifest: the common fields plus "steps".
+ */
+#define _GNU_SOURCE
+#include <cuda.h>
+
+#include "manifest.h"
+
+#define K_GEMM "_ZN7cutlass15gemm__ns8000000ILi128ELi64EEEvPKfS2_Pfiii"
+#define K_ATTN "_Z25flash_attn_fwd__ns3000000PKfS0_Pfi"
+#define K_LN "_Z23layernorm_fwd__ns400000PfPKfi"
+#define K_ADAM "_Z20adam_step__ns1500000PfS_S_fi"
+#define K_ALLREDUCE "ncclKernel_AllReduce_RING_LL_Sum_float__ns9000000"
+
+#define MB 1000000ul
+enum {
+	SZ_WEIGHTS = 350 * MB,
+	SZ_GRADS = 350 * MB,
+	SZ_ADAM = 700 * MB,
+	SZ_ACT = 192ul << 20,
+	SZ_BATCH = 4ul << 20,
+	SZ_INIT = 1ul << 20,	/* the part of the weights actually initialized */
+};
+
+static const unsigned char module_image[] = "\x7f" "ELF fake cubin for cgbpf demo";
+
+static void launch(CUfunction f, const char *name, unsigned int gx, unsigned int gy,
+		   unsigned int bx, unsigned int smem, CUstream s, void **args)
+{
+	CHECK(cuLaunchKernel, f, gx, gy, 1, bx, 1, 1, smem, s, args, NULL);
+	wl_kernel(name, 1);
+}
+
+static void write_extra(FILE *f, void *arg)
+{
+	fprintf(f, ",\n  \"steps\": %lu", *(unsigned long *)arg);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long steps = 50;
+	CUfunction gemm, attn, ln, adam, allreduce;
+	CUstream s_data, s_compute, s_attn, s_comm;
+	CUevent ev_data, ev_fwd, ev_attn, ev_comm;
+	CUdeviceptr weights, grads, adam_state, act, batch, loss;
+	CUcontext ctx;
+	CUmodule mod;
+	CUdevice dev;
+	void *h_batch;
+	float h_loss;
+	int n = 4096;
+	void *args[] = { &weights, &act, &n };
+
+	for (int i = 1; i < argc; i++) {
+		if (!wl_arg_ul(argc, argv, &i, "--steps", &steps))
+			wl_die("usage: demo [--steps N]");
+	}
+
+	wl_gate();
+
+	CHECK(cuInit, 0);
+	CHECK(cuDeviceGet, &dev, 0);
+#if CUDA_VERSION >= 13000
+	CHECK(cuCtxCreate, &ctx, NULL, 0, dev);
+#else
+	CHECK(cuCtxCreate, &ctx, 0, dev);
+#endif
+	CHECK(cuModuleLoadData, &mod, module_image);
+	CHECK(cuModuleGetFunction, &gemm, mod, K_GEMM);
+	CHECK(cuModuleGetFunction, &attn, mod, K_ATTN);
+	CHECK(cuModuleGetFunction, &ln, mod, K_LN);
+	CHECK(cuModuleGetFunction, &adam, mod, K_ADAM);
+	CHECK(cuModuleGetFunction, &allreduce, mod, K_ALLREDUCE);
+
+	CHECK(cuStreamCreate, &s_data, CU_STREAM_NON_BLOCKING);
+	CHECK(cuStreamCreateWithPriority, &s_compute, CU_STREAM_NON_BLOCKING, 0);
+	CHECK(cuStreamCreate, &s_attn, CU_STREAM_NON_BLOCKING);
+	CHECK(cuStreamCreateWithPriority, &s_comm, CU_STREAM_NON_BLOCKING, -5);
+	CHECK(cuEventCreate, &ev_data, CU_EVENT_DISABLE_TIMING);
+	CHECK(cuEventCreate, &ev_fwd, CU_EVENT_DISABLE_TIMING);
+	CHECK(cuEventCreate, &ev_attn, CU_EVENT_DISABLE_TIMING);
+	CHECK(cuEventCreate, &ev_comm, CU_EVENT_DISABLE_TIMING);
+
+	CHECK(cuMemAlloc, &weights, SZ_WEIGHTS);
+	wl_dev_alloc(SZ_WEIGHTS);
+	CHECK(cuMemAlloc, &grads, SZ_GRADS);
+	wl_dev_alloc(SZ_GRADS);
+	CHECK(cuMemAlloc, &adam_state, SZ_ADAM);
+	wl_dev_alloc(SZ_ADAM);
+	CHECK(cuMemAlloc, &batch, SZ_BATCH);
+	wl_dev_alloc(SZ_BATCH);
+	CHECK(cuMemAlloc, &loss, sizeof(h_loss));
+	wl_dev_alloc(sizeof(h_loss));
+	CHECK(cuMemAllocHost, &h_batch, SZ_BATCH);
+	wl_host_alloc(SZ_BATCH);
+	memset(h_batch, 1, SZ_BATCH);
+
+	CHECK(cuMemsetD32, weights, 0x3c23d70au, SZ_INIT / 4);
+	wl_bytes(WL_MEMSET, SZ_INIT);
+	CHECK(cuMemsetD8, loss, 0, sizeof(h_loss));
+	wl_bytes(WL_MEMSET, sizeof(h_loss));
+
+	for (unsigned long step = 0; step < steps; step++) {
+		CHECK(cuMemcpyHtoDAsync, batch, h_batch, SZ_BATCH, s_data);
+		wl_bytes(WL_HTOD, SZ_BATCH);
+		CHECK(cuEventRecord, ev_data, s_data);
+
+		CHECK(cuMemAllocAsync, &act, SZ_ACT, s_compute);
+		wl_dev_alloc(SZ_ACT);
+		CHECK(cuStreamWaitEvent, s_compute, ev_data, 0);
+		for (int i = 0; i < 3; i++)
+			launch(gemm, K_GEMM, 256, 8, 128, 49152, s_compute, args);
+		CHECK(cuEventRecord, ev_fwd, s_compute);
+
+		CHECK(cuStreamWaitEvent, s_attn, ev_fwd, 0);
+		for (int i = 0; i < 2; i++) {
+			launch(attn, K_ATTN, 128, 16, 256, 65536, s_attn, args);
+			launch(ln, K_LN, 1024, 1, 256, 0, s_attn, args);
+		}
+		CHECK(cuEventRecord, ev_attn, s_attn);
+
+		CHECK(cuStreamWaitEvent, s_comm, ev_attn, 0);
+		launch(allreduce, K_ALLREDUCE, 32, 1, 512, 0, s_comm, args);
+		CHECK(cuEventRecord, ev_comm, s_comm);
+
+		CHECK(cuStreamWaitEvent, s_compute, ev_comm, 0);
+		launch(adam, K_ADAM, 2048, 1, 256, 0, s_compute, args);
+		CHECK(cuMemFreeAsync, act, s_compute);
+		wl_dev_free(SZ_ACT);
+
+		CHECK(cuMemcpyDtoHAsync, &h_loss, loss, sizeof(h_loss), s_compute);
+		wl_bytes(WL_DTOH, sizeof(h_loss));
+		CHECK(cuStreamSynchronize, s_compute);
+	}
+
+	CHECK(cuCtxSynchronize);
+	CHECK(cuMemFreeHost, h_batch);
+	wl_host_free(SZ_BATCH);
+	CHECK(cuMemFree, loss);
+	wl_dev_free(sizeof(h_loss));
+	CHECK(cuMemFree, batch);
+	wl_dev_free(SZ_BATCH);
+	CHECK(cuMemFree, adam_state);
+	wl_dev_free(SZ_ADAM);
+	CHECK(cuMemFree, grads);
+	wl_dev_free(SZ_GRADS);
+	CHECK(cuMemFree, weights);
+	wl_dev_free(SZ_WEIGHTS);
+	CHECK(cuEventDestroy, ev_data);
+	CHECK(cuEventDestroy, ev_fwd);
+	CHECK(cuEventDestroy, ev_attn);
+	CHECK(cuEventDestroy, ev_comm);
+	CHECK(cuStreamDestroy, s_data);
+	CHECK(cuStreamDestroy, s_compute);
+	CHECK(cuStreamDestroy, s_attn);
+	CHECK(cuStreamDestroy, s_comm);
+	CHECK(cuModuleUnload, mod);
+	CHECK(cuCtxDestroy, ctx);
+
+	wl_manifest_write(write_extra, &steps);
+	return 0;
+}
