@@ -156,3 +156,44 @@ def expected_calls(manifest_calls):
     """The manifest's per-function counts, limited to traced functions."""
     want = traced_funcs()
     return {k: v for k, v in manifest_calls.items() if k in want and v}
+
+
+class Bg:
+    """cgbpf running in the background; stderr is collected by a thread so
+    a test can wait for a message."""
+
+    def __init__(self, args, tmp=None, env=None):
+        import threading
+        self.tmp = tmp or tmpdir()
+        self.trace_path = os.path.join(self.tmp, "out.perfetto-trace")
+        argv = [CGBPF, "record"] + list(args)
+        if "-o" not in args and "--summary-only" not in args:
+            argv += ["-o", self.trace_path]
+        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, env=env or env_with())
+        self.err_lines = []
+        self.t = threading.Thread(target=self._read, daemon=True)
+        self.t.start()
+
+    def _read(self):
+        for line in self.p.stderr:
+            self.err_lines.append(line)
+
+    def stderr(self):
+        return "".join(self.err_lines)
+
+    def wait_msg(self, text, timeout=20):
+        wait_for(lambda: text in self.stderr() or self.p.poll() is not None, timeout,
+                 "cgbpf to say %r" % text)
+        check(text in self.stderr(), "cgbpf said %r (it said %r)" % (text, self.stderr()))
+
+    def finish(self, timeout=60):
+        out = self.p.stdout.read()
+        self.p.wait(timeout)
+        self.t.join(5)
+        return Result(self.p.returncode, out, self.stderr(), self.trace_path, self.tmp)
+
+
+def touch(path):
+    with open(path, "w"):
+        pass

@@ -32,6 +32,7 @@
 #endif
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -286,6 +287,31 @@ static inline void wl_gate(void)
 		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 			;
 	}
+}
+
+/*
+ * A second gate, in the middle of a run: when CGBPF_PAUSE_FILE is set,
+ * creates "<it>.ready" to say the setup part is done, then waits (at most
+ * 30 s) for the file itself. Lets a test attach after modules were loaded.
+ */
+static inline void wl_pause(void)
+{
+	const char *file = getenv("CGBPF_PAUSE_FILE");
+	struct timespec ms = { 0, 1000000 };
+	char ready[4096];
+	int i, fd;
+
+	if (!file || !*file)
+		return;
+	snprintf(ready, sizeof(ready), "%s.ready", file);
+	fd = open(ready, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		wl_die("cannot create %s: %s", ready, strerror(errno));
+	close(fd);
+	for (i = 0; i < 30000 && access(file, F_OK) != 0; i++)
+		nanosleep(&ms, NULL);
+	if (i == 30000)
+		wl_die("%s did not appear within 30 s", file);
 }
 
 /*

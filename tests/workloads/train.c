@@ -40,6 +40,8 @@
  * CUDA_ERROR_NOT_FOUND (500) and cuMemFree(0xdeadbeef00) ->
  * CUDA_ERROR_INVALID_VALUE (1), listed under "errors".
  *
+ * CGBPF_PAUSE_FILE (see wl_pause) stops it between setup and the loop.
+ *
  * Extra manifest fields: "iters", "launch_configs" (the table above with
  * "count"), "handles" (stream and function handle values as hex strings,
  * as the tracer sees them), "alloc_sizes".
@@ -203,6 +205,7 @@ int main(int argc, char **argv)
 	CHECK(cuMemcpyDtoD, d_grad, d_weights, SZ_GRAD);
 	wl_bytes(WL_DTOD, SZ_GRAD);
 
+	wl_pause();
 	for (unsigned long it = 0; it < st.iters; it++) {
 		unsigned int pattern = 0x3f800000u + (unsigned int)(it & 0xffff);
 		const unsigned int *out = h_out;
