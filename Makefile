@@ -19,7 +19,7 @@ endif
 
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all deps test unit-test integration-test demo bench clean install
+.PHONY: all deps test unit-test integration-test demo bench bench-bins clean install
 
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
@@ -115,6 +115,30 @@ $(OUT)/unit/%: tests/unit/%.c $(UNIT_LIB_SRCS) $(OUT)/cgbpf.skel.h | $(OUT)/unit
 
 unit-bins: $(UNIT_BINS)
 
+# ---------------------------------------------------------------- bench
+# bench/NAME.bpf.c + bench/NAME.c -> $(OUT)/bench/NAME, loaders for the
+# baselines bench/run.sh measures cgbpf against; built by `make bench` only.
+BENCH_BPF_SRCS := $(wildcard bench/*.bpf.c)
+BENCH_BINS := $(patsubst bench/%.bpf.c,$(OUT)/bench/%,$(BENCH_BPF_SRCS))
+
+$(OUT)/bench/%.bpf.o: bench/%.bpf.c | $(OUT)/bench
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
+
+$(OUT)/bench/%.skel.h: $(OUT)/bench/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@
+
+$(OUT)/bench/%: bench/%.c $(OUT)/bench/%.skel.h
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(WARN) -D_GNU_SOURCE -I$(OUT)/bench $(DEPFLAGS) -static $< -o $@ \
+		-lbpf -lelf -lz -lzstd -lpthread
+
+bench-bins: $(BENCH_BINS)
+
+$(OUT)/bench:
+	$(Q)mkdir -p $@
+
 # ---------------------------------------------------------------- entry points
 deps:
 	$(Q)bash scripts/install-deps.sh
@@ -128,7 +152,7 @@ demo: deps
 	$(Q)bash scripts/demo.sh
 
 bench: deps
-	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory all bench-bins
 	$(Q)bash bench/run.sh
 
 clean:

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -306,13 +307,33 @@ static int attach_resolved(struct attach *a, const char *path, const char *displ
 	return 1;
 }
 
+/*
+ * Attaches through an open descriptor: /proc/PID/root/... stops resolving
+ * the moment a short-lived process exits, /proc/self/fd/N does not.
+ */
+static int attach_path(struct attach *a, const char *path, const char *display)
+{
+	char fdpath[64];
+	struct stat st;
+	int fd, ret;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st)) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+	ret = attach_resolved(a, fdpath, display, &st);
+	close(fd);
+	return ret;
+}
+
 int attach__file(struct attach *a, const char *path, const char *display)
 {
-	struct stat st;
-
-	if (stat(path, &st))
-		return -errno;
-	return attach_resolved(a, path, display ? display : path, &st);
+	return attach_path(a, path, display ? display : path);
 }
 
 struct scan_ctx {
@@ -344,7 +365,11 @@ static int scan_map(const struct map_entry *e, void *ctx)
 			return 0;
 		}
 	}
-	n = attach_resolved(s->a, path, e->path, &st);
+	/* Probed already (most scans): no need to open it again. */
+	for (size_t i = 0; i < s->a->nfiles; i++)
+		if (s->a->files[i].dev == st.st_dev && s->a->files[i].ino == st.st_ino)
+			return 0;
+	n = attach_path(s->a, path, e->path);
 	if (n > 0)
 		s->attached += n;
 	else if (n < 0 && !s->err)
