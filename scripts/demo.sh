@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# `make demo`: records the bundled demo workload (a training-loop-like
+# program on the fake CUDA driver in build/fake) into demo.perfetto-trace
+# and prints the summary.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-build}
+cd "$top"
+if [ "$(id -u)" -ne 0 ]; then
+	echo "demo: cgbpf loads BPF programs: run as root (sudo make demo)" >&2
+	exit 1
+fi
+echo "demo: recording $out/workloads/demo (fake libcuda from $out/fake; no GPU needed)"
+LD_LIBRARY_PATH=$top/$out/fake "$out/cgbpf" record -o demo.perfetto-trace -- "$out/workloads/demo"
+echo
+echo "demo: open $top/demo.perfetto-trace at https://ui.perfetto.dev"
