@@ -133,3 +133,15 @@ def test_disk_full_keeps_valid_trace():
         check(len(t.slices) > 100, "kept what was written (%d slices)" % len(t.slices))
     finally:
         subprocess.run(["umount", "-l", mnt])
+
+
+def test_man_page_matches_help():
+    """Every long option of record --help is documented in the man page."""
+    import re
+    from harness import REPO
+    p = run(["record", "--help"])
+    opts = set(re.findall(r"(--[a-z][a-z-]+)", p.stdout))
+    with open(os.path.join(REPO, "docs", "cgbpf-record.1")) as f:
+        man = f.read().replace("\\-", "-")
+    missing = sorted(o for o in opts if o not in man)
+    eq(missing, [], "options missing from docs/cgbpf-record.1")
