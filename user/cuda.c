@@ -161,6 +161,13 @@ static bool is_ptsz(uint16_t func)
 	return l > 5 && (!strcmp(n + l - 5, "_ptsz") || !strcmp(n + l - 5, "_ptds"));
 }
 
+/* The "stream" annotation of a call's begin event. */
+static void annot_stream(struct proc *p, struct call *c, uint64_t h)
+{
+	annot_s(c->begin, &c->nbegin, "stream",
+		stream_name(p, c, h, is_ptsz(c->func), c->scratch[2], sizeof(c->scratch[2])));
+}
+
 static void decode_launch(struct proc *p, struct call *c, uint32_t g[3], uint32_t b[3],
 			  uint32_t smem, uint64_t fn, uint64_t stream)
 {
@@ -212,24 +219,18 @@ static void enter(struct model *m, struct thread *t, struct call *c)
 	}
 	case CU_C_GRAPH_LAUNCH:
 		annot_p(c->begin, n, "graph_exec", a[0]);
-		annot_s(c->begin, n, "stream",
-			stream_name(p, c, a[1], is_ptsz(c->func), c->scratch[2],
-				    sizeof(c->scratch[2])));
+		annot_stream(p, c, a[1]);
 		break;
 	case CU_C_ALLOC:
 		c->bytes = a[1];
 		annot_u(c->begin, n, "bytes", a[1]);
 		if (async)
-			annot_s(c->begin, n, "stream",
-				stream_name(p, c, a[2], is_ptsz(c->func), c->scratch[2],
-					    sizeof(c->scratch[2])));
+			annot_stream(p, c, a[2]);
 		break;
 	case CU_C_FREE:
 		annot_p(c->begin, n, "ptr", a[0]);
 		if (async)
-			annot_s(c->begin, n, "stream",
-				stream_name(p, c, a[1], is_ptsz(c->func), c->scratch[2],
-					    sizeof(c->scratch[2])));
+			annot_stream(p, c, a[1]);
 		break;
 	case CU_C_MEMCPY:
 		c->bytes = a[2];
@@ -240,9 +241,7 @@ static void enter(struct model *m, struct thread *t, struct call *c)
 		annot_p(c->begin, n, "dst", a[0]);
 		annot_p(c->begin, n, "src", a[1]);
 		if (async)
-			annot_s(c->begin, n, "stream",
-				stream_name(p, c, a[3], is_ptsz(c->func), c->scratch[2],
-					    sizeof(c->scratch[2])));
+			annot_stream(p, c, a[3]);
 		break;
 	case CU_C_MEMSET:
 		c->bytes = a[2] * (f->flags & 0xff);
@@ -250,9 +249,7 @@ static void enter(struct model *m, struct thread *t, struct call *c)
 		annot_p(c->begin, n, "dst", a[0]);
 		annot_u(c->begin, n, "value", (uint32_t)a[1]);
 		if (async)
-			annot_s(c->begin, n, "stream",
-				stream_name(p, c, a[3], is_ptsz(c->func), c->scratch[2],
-					    sizeof(c->scratch[2])));
+			annot_stream(p, c, a[3]);
 		break;
 	case CU_C_STREAM_CREATE:
 		annot_u(c->begin, n, "flags", (uint32_t)a[1]);
@@ -260,21 +257,15 @@ static void enter(struct model *m, struct thread *t, struct call *c)
 			annot_u(c->begin, n, "priority", (uint32_t)a[2]);
 		break;
 	case CU_C_STREAM:
-		annot_s(c->begin, n, "stream",
-			stream_name(p, c, a[0], is_ptsz(c->func), c->scratch[2],
-				    sizeof(c->scratch[2])));
+		annot_stream(p, c, a[0]);
 		break;
 	case CU_C_STREAM_WAIT_EVENT:
-		annot_s(c->begin, n, "stream",
-			stream_name(p, c, a[0], is_ptsz(c->func), c->scratch[2],
-				    sizeof(c->scratch[2])));
+		annot_stream(p, c, a[0]);
 		annot_p(c->begin, n, "event", a[1]);
 		break;
 	case CU_C_EVENT_RECORD:
 		annot_p(c->begin, n, "event", a[0]);
-		annot_s(c->begin, n, "stream",
-			stream_name(p, c, a[1], is_ptsz(c->func), c->scratch[2],
-				    sizeof(c->scratch[2])));
+		annot_stream(p, c, a[1]);
 		break;
 	case CU_C_EVENT:
 		annot_p(c->begin, n, "event", a[0]);
