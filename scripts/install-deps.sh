@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: MIT
 # Installs cgbpf's build and test dependencies from Debian packages.
 # Quiet and fast when everything is already there; used by `make test`,
-# `make demo` and CI.
+# `make demo` and CI. With --bench also what bench/ compares against.
 set -euo pipefail
 
-pkgs=(make gcc g++ clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev
-      libzstd-dev pkg-config protobuf-compiler python3-protobuf bpftrace)
+pkgs=(make gcc g++ clang libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev
+      libzstd-dev binutils util-linux protobuf-compiler python3-protobuf)
+[ "${1:-}" = "--bench" ] && pkgs+=(bpftrace linux-perf)
 
 missing=()
 for p in "${pkgs[@]}"; do
