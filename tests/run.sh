@@ -41,6 +41,7 @@ for t in "$out"/unit/test_*; do
 	[ -x "$t" ] || continue
 	case $t in
 	*/test_pb) suite "unit: protobuf encoder (checked with protoc)" bash tests/unit/check_pb.sh "$t" ;;
+	*/test_perfetto) suite "unit: Perfetto trace writer (protoc + independent decoder)" bash tests/unit/check_perfetto.sh "$t" ;;
 	*) suite "unit: $(basename "$t")" "$t" ;;
 	esac
 done

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 #include "hmap.h"
+#include "log.h"
 #include "pb.h"
 #include "perfetto.h"
 
@@ -184,10 +186,11 @@ int pftrace__flush(struct pftrace *pt)
 		if (n <= 0) {
 			pt->err = n < 0 ? -errno : -ENOSPC;
 			/* Keep the file a sequence of whole packets: cut the
-			 * partly written one. */
-			if (ftruncate(pt->fd, pt->written + whole_packets(pt->out.buf, pt->out.len,
-									  off)) < 0)
-				pt->err = -errno;
+			 * partly written one. A pipe or device cannot be cut;
+			 * the write error is the one to report either way. */
+			pt->written += whole_packets(pt->out.buf, pt->out.len, off);
+			if (ftruncate(pt->fd, pt->written) < 0 && errno != EINVAL)
+				warn("cutting the partial packet off the trace: %s", strerror(errno));
 			pb__reset(&pt->out);
 			return pt->err;
 		}

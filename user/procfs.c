@@ -212,7 +212,9 @@ int procfs__descendants(pid_t pid, pid_t **out, size_t *n)
 
 				if (end == p)
 					break;
-				err = push(out, n, &cap, (pid_t)v);
+				/* The children file lists zombies until reaped. */
+				if (procfs__alive((pid_t)v))
+					err = push(out, n, &cap, (pid_t)v);
 			}
 		}
 		closedir(d);
