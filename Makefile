@@ -151,7 +151,8 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)bash scripts/demo.sh
 
-bench: deps
+bench:
+	$(Q)bash scripts/install-deps.sh --bench
 	$(Q)$(MAKE) --no-print-directory all bench-bins
 	$(Q)bash bench/run.sh
 

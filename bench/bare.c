@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bare: attaches bench/bare.bpf.c's empty programs as entry and return
+ * uprobes on one function, in every process (pid -1), until SIGINT or
+ * SIGTERM. It is the baseline bench/run.sh measures cgbpf against.
+ *
+ * Usage: bare [--multi] LIBRARY OFFSET
+ *
+ * OFFSET is the function's file offset (as `cgbpf check LIBRARY FUNC`
+ * prints it). --multi attaches through a uprobe_multi link, as cgbpf does
+ * on kernels that have them; without it, through perf-event uprobes. Prints
+ * "bare: attached" on stdout once both probes are live; exits 3 when the
+ * kernel has no uprobe_multi links.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include "bare.skel.h"
+
+/* Not in libbpf 1.1's headers; values from the kernel UAPI. */
+#define ATTACH_TRACE_UPROBE_MULTI 48
+#define UPROBE_MULTI_RETURN 1
+
+/* The link_create part of union bpf_attr for uprobe_multi (Linux 6.6). */
+struct uprobe_multi_attr {
+	uint32_t prog_fd;
+	uint32_t target_fd;
+	uint32_t attach_type;
+	uint32_t flags;
+	uint64_t path;
+	uint64_t offsets;
+	uint64_t ref_ctr_offsets;
+	uint64_t cookies;
+	uint32_t cnt;
+	uint32_t multi_flags;
+	uint32_t pid;
+	uint32_t pad[9];	/* zeroed tail up to the size of the kernel's view */
+};
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	stop = 1;
+}
+
+static int quiet(enum libbpf_print_level lvl, const char *fmt, va_list ap)
+{
+	return lvl == LIBBPF_WARN ? vfprintf(stderr, fmt, ap) : 0;
+}
+
+static bool have_multi(void)
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	bool ok = false;
+
+	if (vmlinux) {
+		ok = btf__find_by_name_kind(vmlinux, "bpf_uprobe_multi_link", BTF_KIND_STRUCT) > 0;
+		btf__free(vmlinux);
+	}
+	return ok;
+}
+
+static int multi_link(struct bpf_program *prog, const char *path, uint64_t off, bool ret)
+{
+	struct uprobe_multi_attr attr;
+	uint64_t cookie = 0;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.prog_fd = bpf_program__fd(prog);
+	attr.attach_type = ATTACH_TRACE_UPROBE_MULTI;
+	attr.path = (uintptr_t)path;
+	attr.offsets = (uintptr_t)&off;
+	attr.cookies = (uintptr_t)&cookie;
+	attr.cnt = 1;
+	attr.multi_flags = ret ? UPROBE_MULTI_RETURN : 0;
+	return syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+}
+
+int main(int argc, char **argv)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, eopts, .retprobe = false);
+	LIBBPF_OPTS(bpf_uprobe_opts, ropts, .retprobe = true);
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct bpf_link *el = NULL, *rl = NULL;
+	struct bare_bpf *skel;
+	sigset_t block, old;
+	int efd = -1, rfd = -1, ret = 1;
+	const char *path;
+	bool multi = false;
+	uint64_t off;
+	char *end;
+	int ai = 1;
+
+	if (argc > 1 && !strcmp(argv[1], "--multi")) {
+		multi = true;
+		ai++;
+	}
+	if (argc - ai != 2) {
+		fprintf(stderr, "usage: bare [--multi] LIBRARY OFFSET\n");
+		return 2;
+	}
+	path = argv[ai];
+	errno = 0;
+	off = strtoull(argv[ai + 1], &end, 0);
+	if (errno || !*argv[ai + 1] || *end) {
+		fprintf(stderr, "bare: bad offset %s\n", argv[ai + 1]);
+		return 2;
+	}
+	if (multi && !have_multi()) {
+		fprintf(stderr, "bare: this kernel has no uprobe_multi links\n");
+		return 3;
+	}
+	libbpf_set_print(quiet);
+	skel = bare_bpf__open();
+	if (!skel) {
+		fprintf(stderr, "bare: opening the BPF object: %s\n", strerror(errno));
+		return 1;
+	}
+	/* Load only the pair in use: the other pair's attach type may not exist. */
+	if (multi) {
+		bpf_program__set_expected_attach_type(skel->progs.bare_enter_multi,
+						      ATTACH_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.bare_exit_multi,
+						      ATTACH_TRACE_UPROBE_MULTI);
+		bpf_program__set_autoload(skel->progs.bare_enter, false);
+		bpf_program__set_autoload(skel->progs.bare_exit, false);
+	} else {
+		bpf_program__set_autoload(skel->progs.bare_enter_multi, false);
+		bpf_program__set_autoload(skel->progs.bare_exit_multi, false);
+	}
+	if (bare_bpf__load(skel)) {
+		fprintf(stderr, "bare: loading BPF programs: %s (root needed)\n", strerror(errno));
+		goto out;
+	}
+	if (multi) {
+		efd = multi_link(skel->progs.bare_enter_multi, path, off, false);
+		rfd = efd < 0 ? -1 : multi_link(skel->progs.bare_exit_multi, path, off, true);
+		if (efd < 0 || rfd < 0) {
+			fprintf(stderr, "bare: uprobe_multi link on %s+%#llx: %s\n", path,
+				(unsigned long long)off, strerror(errno));
+			goto out;
+		}
+	} else {
+		el = bpf_program__attach_uprobe_opts(skel->progs.bare_enter, -1, path, off, &eopts);
+		rl = el ? bpf_program__attach_uprobe_opts(skel->progs.bare_exit, -1, path, off,
+							  &ropts) : NULL;
+		if (!el || !rl) {
+			fprintf(stderr, "bare: uprobe on %s+%#llx: %s\n", path,
+				(unsigned long long)off, strerror(errno));
+			goto out;
+		}
+	}
+	/* Blocked until sigsuspend: a signal between the test and the wait is not lost. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	printf("bare: attached (%s)\n", multi ? "uprobe_multi" : "perf-event uprobes");
+	fflush(stdout);
+	while (!stop)
+		sigsuspend(&old);
+	ret = 0;
+out:
+	if (efd >= 0)
+		close(efd);
+	if (rfd >= 0)
+		close(rfd);
+	bpf_link__destroy(el);
+	bpf_link__destroy(rl);
+	bare_bpf__destroy(skel);
+	return ret;
+}
