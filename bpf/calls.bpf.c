@@ -87,14 +87,28 @@ static __always_inline int enter(struct pt_regs *ctx)
 	r->args[4] = PT_REGS_PARM5(ctx);
 	r->args[5] = PT_REGS_PARM6(ctx);
 	r->args[9] = r->args[10] = 0;
+	/*
+	 * User memory is read into the BPF stack, then copied: reading straight
+	 * into ring memory (vmalloc'ed) makes hardened usercopy look the
+	 * destination up in the vmap tree on every call (~150 ns here).
+	 */
 	if (kind == PK_STACK3) {
+		__u64 st[3] = {};
+
 		/* x86-64: at entry the return address is at sp, argument 7 at sp + 8. */
-		if (bpf_probe_read_user(&r->args[6], 3 * sizeof(__u64),
-					(void *)(PT_REGS_SP(ctx) + 8)))
-			r->args[6] = r->args[7] = r->args[8] = 0;
+		bpf_probe_read_user(st, sizeof(st), (void *)(PT_REGS_SP(ctx) + 8));
+		r->args[6] = st[0];
+		r->args[7] = st[1];
+		r->args[8] = st[2];
 	} else if (kind == PK_DEREF_A0) {
-		if (bpf_probe_read_user(&r->args[6], 5 * sizeof(__u64), (void *)r->args[0]))
-			r->args[6] = r->args[7] = r->args[8] = r->args[9] = r->args[10] = 0;
+		__u64 cfg[5] = {};
+
+		bpf_probe_read_user(cfg, sizeof(cfg), (void *)r->args[0]);
+		r->args[6] = cfg[0];
+		r->args[7] = cfg[1];
+		r->args[8] = cfg[2];
+		r->args[9] = cfg[3];
+		r->args[10] = cfg[4];
 	} else {
 		r->args[6] = r->args[7] = r->args[8] = 0;
 	}
@@ -144,8 +158,12 @@ static __always_inline int exit(struct pt_regs *ctx)
 		__u64 *p = bpf_map_lookup_elem(&stash, &k);
 
 		if (p) {
-			if (*p && !bpf_probe_read_user(&r->out, sizeof(r->out), (void *)*p))
+			__u64 out = 0;
+
+			if (*p && !bpf_probe_read_user(&out, sizeof(out), (void *)*p)) {
+				r->out = out;
 				r->has_out = 1;
+			}
 			bpf_map_delete_elem(&stash, &k);
 		}
 	}

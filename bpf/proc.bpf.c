@@ -62,13 +62,12 @@ SEC("tp_btf/sched_process_fork")
 int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = parent->tgid, ctgid = child->tgid;
-	__u8 one = 1;
 
 	/* New threads share the tgid and are covered already. */
 	if (ptgid == ctgid || !is_target(ptgid))
 		return 0;
 	if (follow_children && !trace_all)
-		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+		set_target(ctgid, 1);
 	emit_proc(REC_PROC_FORK, parent, ctgid);
 	return 0;
 }
@@ -93,7 +92,7 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 	if (BPF_CORE_READ(p, signal, live.counter) == 0) {
 		emit_proc(REC_PROC_EXIT, p, p->exit_code);
 		if (!trace_all)
-			bpf_map_delete_elem(&targets, &tgid);
+			set_target(tgid, 0);
 	} else {
 		emit_proc(REC_THREAD_EXIT, p, p->exit_code);
 	}

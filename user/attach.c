@@ -339,6 +339,7 @@ int attach__file(struct attach *a, const char *path, const char *display)
 struct scan_ctx {
 	struct attach *a;
 	pid_t pid;
+	bool mapped;
 	int attached;
 	int err;
 };
@@ -352,6 +353,7 @@ static int scan_map(const struct map_entry *e, void *ctx)
 
 	if (e->perms[2] != 'x' || e->path[0] != '/' || !watched(e->path))
 		return 0;
+	s->mapped = true;
 	/* The path is the target's view: resolve it in its mount namespace. */
 	n = snprintf(path, sizeof(path), "/proc/%d/root%s", s->pid, e->path);
 	if (n < 0 || (size_t)n >= sizeof(path))
@@ -377,11 +379,13 @@ static int scan_map(const struct map_entry *e, void *ctx)
 	return 0;
 }
 
-int attach__scan(struct attach *a, pid_t pid)
+int attach__scan(struct attach *a, pid_t pid, bool *mapped)
 {
 	struct scan_ctx s = { .a = a, .pid = pid };
 	int err = procfs__for_each_map(pid, scan_map, &s);
 
+	if (mapped)
+		*mapped = s.mapped;
 	if (err)
 		return err;
 	return s.attached ? s.attached : s.err;

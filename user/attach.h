@@ -27,10 +27,11 @@ bool attach__prepare(struct cgbpf_bpf *skel);
 struct attach *attach__new(struct cgbpf_bpf *skel, bool multi);
 /* Detaches every probe and frees; accepts NULL. */
 void attach__free(struct attach *a);
-/* Scans pid's maps and attaches to libraries not probed yet. Returns the
- * number of library files newly attached, or -errno (-ENOENT: the process
- * is gone). */
-int attach__scan(struct attach *a, pid_t pid);
+/* Scans pid's maps and attaches to libraries not probed yet; *mapped
+ * (if not NULL) says whether pid maps a watched library at all. Returns
+ * the number of library files newly attached, or -errno (-ENOENT: the
+ * process is gone). */
+int attach__scan(struct attach *a, pid_t pid, bool *mapped);
 /* Attaches entry and return probes at file offsets with attach cookies;
  * 0 or -errno. */
 int attach__offsets(struct attach *a, const char *path, const uint64_t *offs,

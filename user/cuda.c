@@ -168,6 +168,47 @@ static void annot_stream(struct proc *p, struct call *c, uint64_t h)
 		stream_name(p, c, h, is_ptsz(c->func), c->scratch[2], sizeof(c->scratch[2])));
 }
 
+#define LAUNCH_FMT_SLOTS 64
+
+/* A formatted launch configuration, cached: a training loop repeats a few
+ * configurations millions of times, and snprintf was a third of the
+ * consumer's time per launch. */
+struct launch_fmt {
+	uint64_t key[5];
+	char str[112];
+};
+
+/* CUDA's own launch syntax, <<<grid, block, shared memory, stream>>>, as
+ * one interned string: readable, and small per launch. */
+static const char *launch_fmt(struct proc *p, struct call *c, const uint32_t g[3],
+			      const uint32_t b[3], uint32_t smem, uint64_t stream)
+{
+	bool ptsz = is_ptsz(c->func);
+	uint64_t key[5] = {
+		g[0] | (uint64_t)g[1] << 32, g[2] | (uint64_t)b[0] << 32,
+		b[1] | (uint64_t)b[2] << 32, smem | (uint64_t)ptsz << 32, stream,
+	};
+	struct launch_fmt *slot;
+
+	if (!p->launch_fmt)
+		p->launch_fmt = calloc(LAUNCH_FMT_SLOTS, sizeof(struct launch_fmt));
+	if (!p->launch_fmt) {
+		slot = (struct launch_fmt *)c->scratch[1];	/* no cache: format in place */
+		_Static_assert(sizeof(c->scratch[1]) >= sizeof(struct launch_fmt),
+			       "scratch holds one entry");
+	} else {
+		slot = (struct launch_fmt *)p->launch_fmt +
+		       (hash__bytes(key, sizeof(key)) & (LAUNCH_FMT_SLOTS - 1));
+		if (slot->str[0] && !memcmp(slot->key, key, sizeof(key)))
+			return slot->str;
+	}
+	memcpy(slot->key, key, sizeof(key));
+	snprintf(slot->str, sizeof(slot->str), "<<<(%u,%u,%u), (%u,%u,%u), %u, %s>>>", g[0],
+		 g[1], g[2], b[0], b[1], b[2], smem,
+		 stream_name(p, c, stream, ptsz, c->scratch[2], sizeof(c->scratch[2])));
+	return slot->str;
+}
+
 static void decode_launch(struct proc *p, struct call *c, uint32_t g[3], uint32_t b[3],
 			  uint32_t smem, uint64_t fn, uint64_t stream)
 {
@@ -182,12 +223,7 @@ static void decode_launch(struct proc *p, struct call *c, uint32_t g[3], uint32_
 		snprintf(c->scratch[0], sizeof(c->scratch[0]), "unnamed 0x%" PRIx64, fn);
 		annot_s(c->begin, &c->nbegin, "kernel", c->scratch[0]);
 	}
-	/* CUDA's own launch syntax, <<<grid, block, shared memory, stream>>>,
-	 * as one interned string: readable, and small per launch. */
-	snprintf(c->scratch[1], sizeof(c->scratch[1]), "<<<(%u,%u,%u), (%u,%u,%u), %u, %s>>>",
-		 g[0], g[1], g[2], b[0], b[1], b[2], smem,
-		 stream_name(p, c, stream, is_ptsz(c->func), c->scratch[2], sizeof(c->scratch[2])));
-	annot_s(c->begin, &c->nbegin, "launch", c->scratch[1]);
+	annot_s(c->begin, &c->nbegin, "launch", launch_fmt(p, c, g, b, smem, stream));
 }
 
 static void enter(struct model *m, struct thread *t, struct call *c)

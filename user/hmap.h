@@ -31,7 +31,7 @@ void hmap__free(struct hmap *m);
 /* Iteration: for (size_t i = 0; hmap__next(m, &i, &k, &v);) */
 bool hmap__next(const struct hmap *m, size_t *it, uint64_t *key, uint64_t *val);
 
-/* 64-bit hash of bytes (FNV-1a folded through a mixer). */
+/* 64-bit hash of bytes, eight at a time, through a final mixer. */
 uint64_t hash__bytes(const void *p, size_t n);
 /* Mixes a 64-bit integer. */
 static inline uint64_t hash__u64(uint64_t x)

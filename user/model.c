@@ -53,6 +53,7 @@ void model__free(struct model *m)
 		free_names(&p->names);
 		hmap__free(&p->allocs);
 		hmap__free(&p->streams);
+		free(p->launch_fmt);
 		free(p->cmdline);
 		free(p);
 	}

@@ -40,7 +40,7 @@ struct call {
 	int nbegin, nend;
 	struct pf_annot begin[CALL_ANNOTS];
 	struct pf_annot end[CALL_ANNOTS];
-	char scratch[3][128];	/* storage for formatted annotation strings */
+	char scratch[3][160];	/* storage for formatted annotation strings */
 };
 
 struct proc;
@@ -65,6 +65,7 @@ struct proc {
 	uint32_t next_stream;
 	int64_t mem[CTR__COUNT];
 	int64_t mem_peak[CTR__COUNT];
+	void *launch_fmt;	/* user/cuda.c's cache of formatted launch configs (one block) */
 	bool described;		/* the Perfetto sink emitted its descriptors */
 	bool counter_described[CTR__COUNT];
 };

@@ -53,6 +53,7 @@ struct rec {
 	struct pftrace *pt;
 	struct pfseq *meta;		/* cgbpf's own events (drops) */
 	struct hmap live;		/* tgid -> 1 for targets alive */
+	struct hmap waiting;		/* live targets that have not mapped libcuda */
 	pid_t child;			/* -- CMD */
 	int child_status;
 	bool child_reaped;
@@ -110,24 +111,58 @@ static void add_target(struct rec *r, pid_t pid)
 	uint32_t k = pid;
 
 	hmap__put(&r->live, pid, 1);
-	bpf_map__update_elem(r->skel->maps.targets, &k, sizeof(k), &one, sizeof(one), BPF_ANY);
+	if (bpf_map__update_elem(r->skel->maps.targets, &k, sizeof(k), &one, sizeof(one), BPF_ANY))
+		warn("pid %d: cannot mark it traced: %s", pid, strerror(errno));
+}
+
+/*
+ * The mmap watch (tp_btf/sys_exit) is attached only while some target has
+ * not mapped libcuda yet: an enabled syscall tracepoint sends every
+ * syscall on the machine through the slow path, the uretprobe return of
+ * each traced call included (~100 ns a call here).
+ */
+static void update_mmap_watch(struct rec *r)
+{
+	struct cgbpf_bpf *skel = r->skel;
+
+	if (r->waiting.count && !skel->links.sys_exit_mmap) {
+		skel->links.sys_exit_mmap = bpf_program__attach(skel->progs.sys_exit_mmap);
+		if (!skel->links.sys_exit_mmap)
+			warn("watching for libcuda to be loaded: %s; relying on a 1 s rescan",
+			     strerror(errno));
+		else
+			dbg("mmap watch on (%zu process(es) without libcuda)", r->waiting.count);
+	} else if (!r->waiting.count && skel->links.sys_exit_mmap) {
+		bpf_link__destroy(skel->links.sys_exit_mmap);
+		skel->links.sys_exit_mmap = NULL;
+		dbg("mmap watch off");
+	}
 }
 
 static void scan(struct rec *r, pid_t pid)
 {
-	int n = attach__scan(r->attach, pid);
+	bool mapped = false;
+	int n = attach__scan(r->attach, pid, &mapped);
 
 	if (n < 0 && n != -ENOENT && n != -ESRCH)
 		dbg("pid %d: scanning maps: %s", pid, strerror(-n));
+	if (mapped || n == -ENOENT || n == -ESRCH || !hmap__get(&r->live, pid))
+		hmap__del(&r->waiting, pid, NULL);
+	else
+		hmap__put(&r->waiting, pid, 1);
+	update_mmap_watch(r);
 }
 
 static void target_gone(struct rec *r, pid_t pid)
 {
 	uint32_t k = pid;
+	uint8_t zero = 0;
 
+	hmap__del(&r->waiting, pid, NULL);
 	if (hmap__del(&r->live, pid, NULL)) {
 		dbg("pid %d exited", pid);
-		bpf_map__delete_elem(r->skel->maps.targets, &k, sizeof(k), 0);
+		bpf_map__update_elem(r->skel->maps.targets, &k, sizeof(k), &zero, sizeof(zero),
+				     BPF_ANY);
 	}
 }
 
@@ -230,6 +265,7 @@ static int handle(void *ctx, void *data, size_t size)
 	case REC_PROC_EXEC:
 		if (hmap__get(&r->model.procs, h->pid))
 			model__proc_refresh(&r->model, h->pid);
+		/* A new program: it may load a libcuda not probed yet. */
 		scan(r, h->pid);
 		break;
 	case REC_PROC_EXIT:
@@ -300,6 +336,21 @@ static void report_drops(struct rec *r, uint64_t ts, bool final)
 
 /* ---------------------------------------------------------------- setup */
 
+/* Size of the pid-indexed targets array: every pid is below pid_max. */
+static uint32_t pid_max(void)
+{
+	unsigned long v = 0;
+	FILE *f = fopen("/proc/sys/kernel/pid_max", "re");
+
+	if (f) {
+		if (fscanf(f, "%lu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	/* The kernel's ceiling (PID_MAX_LIMIT on 64-bit) if unreadable. */
+	return v && v <= 4194304 ? v : 4194304;
+}
+
 static int round_pow2_mib(uint32_t mib)
 {
 	uint32_t v = 1;
@@ -335,6 +386,8 @@ static int open_bpf(struct rec *r)
 	multi = attach__prepare(skel);
 	err = bpf_map__set_max_entries(skel->maps.events, ring);
 	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.targets, pid_max());
+	if (!err)
 		err = cgbpf_bpf__load(skel);
 	if (err) {
 		err("loading BPF programs: %s%s", strerror(-err),
@@ -345,9 +398,7 @@ static int open_bpf(struct rec *r)
 	skel->links.proc_fork = bpf_program__attach(skel->progs.proc_fork);
 	skel->links.proc_exec = bpf_program__attach(skel->progs.proc_exec);
 	skel->links.proc_exit = bpf_program__attach(skel->progs.proc_exit);
-	skel->links.sys_exit_mmap = bpf_program__attach(skel->progs.sys_exit_mmap);
-	if (!skel->links.proc_fork || !skel->links.proc_exec || !skel->links.proc_exit ||
-	    !skel->links.sys_exit_mmap) {
+	if (!skel->links.proc_fork || !skel->links.proc_exec || !skel->links.proc_exit) {
 		err = -errno;
 		err("attaching scheduler tracepoints: %s", strerror(-err));
 		return err;
@@ -617,5 +668,6 @@ cleanup:
 	summary__free(r.summary);
 	model__free(&r.model);
 	hmap__free(&r.live);
+	hmap__free(&r.waiting);
 	return ret;
 }
