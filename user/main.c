@@ -42,6 +42,7 @@ static const char usage_record[] =
 "  -p, --pid PID[,PID...]    trace these running processes (and their children)\n"
 "  -o, --output FILE         trace file (default cgbpf-YYYYMMDD-HHMMSS.perfetto-trace)\n"
 "  -d, --duration TIME       stop after TIME (e.g. 500ms, 10s, 2m, 1h; plain number: s)\n"
+"                            (with -- COMMAND the command keeps running)\n"
 "      --summary-only        print the summary, write no trace\n"
 "      --no-summary          write the trace, print no summary\n"
 "      --summary-file FILE   also write the summary to FILE\n"

@@ -32,7 +32,7 @@ static void on_signal(int sig)
 {
 	if (stop_requested)
 		_exit(128 + sig);	/* second Ctrl-C: leave at once */
-	stop_requested = 1;
+	stop_requested = sig;
 }
 
 static uint64_t now_boot(void)
@@ -649,19 +649,29 @@ cleanup:
 	}
 	if (ret == 0 && r.pt)
 		info("wrote %s: open it at https://ui.perfetto.dev", o->output);
-	if (ret == 0 && r.child > 0) {
-		if (!r.child_reaped) {
-			if (stop_requested) {
-				/* Ctrl-C reached the command too (same process group). */
-				info("waiting for %s to exit", o->cmd[0]);
-			}
+	if (ret == 0 && r.child > 0 && !r.child_reaped &&
+	    waitpid(r.child, &r.child_status, WNOHANG) > 0)
+		r.child_reaped = true;
+	if (ret == 0 && r.child > 0 && !r.child_reaped) {
+		if (!stop_requested) {
+			/* --duration ended the capture, not the command. */
+			info("%s (pid %d) keeps running; the capture ended after --duration",
+			     o->cmd[0], r.child);
+			r.child = -1;
+		} else {
+			/* A terminal's Ctrl-C reached the command too (same process
+			 * group); SIGTERM was for cgbpf alone: pass it on. */
+			if (stop_requested == SIGTERM)
+				kill(r.child, SIGTERM);
+			info("waiting for %s (pid %d) to exit; Ctrl-C again to leave it", o->cmd[0],
+			     r.child);
 			if (waitpid(r.child, &r.child_status, 0) > 0)
 				r.child_reaped = true;
 		}
-		if (r.child_reaped)
-			ret = WIFEXITED(r.child_status) ? WEXITSTATUS(r.child_status) :
-							  128 + WTERMSIG(r.child_status);
 	}
+	if (ret == 0 && r.child_reaped)
+		ret = WIFEXITED(r.child_status) ? WEXITSTATUS(r.child_status) :
+						  128 + WTERMSIG(r.child_status);
 	ring_buffer__free(r.rb);
 	attach__free(r.attach);
 	cgbpf_bpf__destroy(r.skel);

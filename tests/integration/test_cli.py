@@ -145,3 +145,40 @@ def test_man_page_matches_help():
         man = f.read().replace("\\-", "-")
     missing = sorted(o for o in opts if o not in man)
     eq(missing, [], "options missing from docs/cgbpf-record.1")
+
+
+def test_command_outlives_duration_and_sigterm_is_passed_on():
+    """--duration ends the capture, not the command; SIGTERM to cgbpf
+    reaches the command it started."""
+    import signal
+    from harness import env_with, proc_stopped
+    d = tmpdir()
+    # Files, not pipes: the command inherits them and outlives cgbpf.
+    out = open(os.path.join(d, "stdout"), "w")
+    errpath = os.path.join(d, "stderr")
+    t0 = time.time()
+    with open(errpath, "w") as err:
+        p = subprocess.Popen([CGBPF, "record", "--summary-only", "-d", "500ms", "--",
+                              wl("train"), "--iters", "100000000"], stdout=out, stderr=err,
+                             env=env_with())
+        rc = p.wait(60)
+    msg = open(errpath).read()
+    eq(rc, 0, "exit code after --duration")
+    check(time.time() - t0 < 20, "returned without waiting for the command")
+    check("keeps running" in msg, "says the command keeps running: %r" % msg[-300:])
+    pids = [int(x) for x in subprocess.run(["pgrep", "-f", "train --iters 100000000"],
+                                           capture_output=True, text=True).stdout.split()]
+    check(pids and not any(proc_stopped(x) for x in pids), "command still running, not stopped")
+    for x in pids:
+        os.kill(x, signal.SIGKILL)
+
+    with open(errpath, "w") as err:
+        p = subprocess.Popen([CGBPF, "record", "--summary-only", "--", wl("train"), "--iters",
+                              "100000000"], stdout=out, stderr=err, env=env_with())
+        time.sleep(1.0)
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(60)
+    eq(rc, 128 + signal.SIGTERM, "exit code is the command's (killed by SIGTERM)")
+    time.sleep(0.2)
+    eq(subprocess.run(["pgrep", "-f", "train --iters 100000000"]).returncode, 1,
+       "the command is gone")
