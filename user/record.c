@@ -466,6 +466,7 @@ int record__run(const struct record_opts *o)
 	struct sink sk;
 	uint64_t t0 = now_boot(), last_flush, last_scan, deadline = 0;
 	int release_fd = -1, err = 0, ret = 1;
+	bool timed_out = false;
 
 	err = check_caps();
 	if (!err)
@@ -589,8 +590,10 @@ int record__run(const struct record_opts *o)
 			info("all traced processes exited");
 			break;
 		}
-		if (deadline && now >= deadline)
+		if (deadline && now >= deadline) {
+			timed_out = true;
 			break;
+		}
 	}
 	/* The last records of exiting targets may still be in the ring. */
 	ring_buffer__consume(r.rb);
@@ -653,18 +656,20 @@ cleanup:
 	    waitpid(r.child, &r.child_status, WNOHANG) > 0)
 		r.child_reaped = true;
 	if (ret == 0 && r.child > 0 && !r.child_reaped) {
-		if (!stop_requested) {
+		if (timed_out && procfs__alive(r.child)) {
 			/* --duration ended the capture, not the command. */
 			info("%s (pid %d) keeps running; the capture ended after --duration",
 			     o->cmd[0], r.child);
 			r.child = -1;
 		} else {
 			/* A terminal's Ctrl-C reached the command too (same process
-			 * group); SIGTERM was for cgbpf alone: pass it on. */
+			 * group); SIGTERM was for cgbpf alone: pass it on. Without a
+			 * signal the command exited and only needs reaping. */
 			if (stop_requested == SIGTERM)
 				kill(r.child, SIGTERM);
-			info("waiting for %s (pid %d) to exit; Ctrl-C again to leave it", o->cmd[0],
-			     r.child);
+			if (stop_requested)
+				info("waiting for %s (pid %d) to exit; Ctrl-C again to leave it",
+				     o->cmd[0], r.child);
 			if (waitpid(r.child, &r.child_status, 0) > 0)
 				r.child_reaped = true;
 		}
