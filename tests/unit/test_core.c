@@ -40,42 +40,15 @@
 #include "hmap.h"
 #include "procfs.h"
 #include "stats.h"
+#include "tap.h"
 
 extern char **environ;
 
-static int n_pass, n_fail;
 static int g_argc;
 static char **g_argv;
 static char tmpdir[PATH_MAX];
 
-/* Record one test result; returns cond so callers can add diagnostics. */
-static bool __attribute__((format(printf, 2, 3))) check(bool cond, const char *fmt, ...)
-{
-	va_list ap;
 
-	printf("%s %d - ", cond ? "ok" : "not ok", n_pass + n_fail + 1);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (cond)
-		n_pass++;
-	else
-		n_fail++;
-	return cond;
-}
-
-static void __attribute__((format(printf, 1, 2))) skip(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("ok %d - # SKIP ", n_pass + n_fail + 1);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	n_pass++;
-}
 
 /* Deterministic, so a failure reproduces (splitmix64). */
 static uint64_t rng_state = 0x243f6a8885a308d3ull;

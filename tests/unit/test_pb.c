@@ -20,25 +20,9 @@
 #include <unistd.h>
 
 #include "pb.h"
+#include "tap.h"
 
-static int n_pass, n_fail;
 
-/* Record one test result; returns cond so callers can add diagnostics. */
-static bool __attribute__((format(printf, 2, 3))) check(bool cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s %d - ", cond ? "ok" : "not ok", n_pass + n_fail + 1);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (cond)
-		n_pass++;
-	else
-		n_fail++;
-	return cond;
-}
 
 static void dump(const char *what, const uint8_t *p, size_t n)
 {

@@ -32,38 +32,11 @@
 #include <unistd.h>
 
 #include "perfetto.h"
+#include "tap.h"
 
-static int n_pass, n_fail;
 static const char *outdir;
 
-/* Record one test result; returns cond so callers can add diagnostics. */
-static bool __attribute__((format(printf, 2, 3))) check(bool cond, const char *fmt, ...)
-{
-	va_list ap;
 
-	printf("%s %d - ", cond ? "ok" : "not ok", n_pass + n_fail + 1);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (cond)
-		n_pass++;
-	else
-		n_fail++;
-	return cond;
-}
-
-static void __attribute__((format(printf, 1, 2))) skip(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("ok %d - # SKIP ", n_pass + n_fail + 1);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	n_pass++;
-}
 
 static uint64_t boottime_ns(void)
 {
