@@ -26,7 +26,6 @@ struct lib_file {
 	dev_t dev;
 	ino_t ino;
 	char *path;		/* as seen by the first process that mapped it */
-	int funcs;
 };
 
 struct attach {
@@ -155,13 +154,6 @@ size_t attach__probes(const struct attach *a)
 	return a->nlinks + a->nmulti_probes;
 }
 
-void attach__for_each(const struct attach *a, void (*cb)(const char *path, int funcs, void *ctx),
-		      void *ctx)
-{
-	for (size_t i = 0; i < a->nfiles; i++)
-		cb(a->files[i].path, a->files[i].funcs, ctx);
-}
-
 static int add_link(struct attach *a, struct bpf_link *l)
 {
 	if (a->nlinks == a->caplinks) {
@@ -236,6 +228,15 @@ int attach__offsets(struct attach *a, const char *path, const uint64_t *offs,
 	return err;
 }
 
+/* True when the library file (device + inode) has its probes already. */
+static bool probed(const struct attach *a, const struct stat *st)
+{
+	for (size_t i = 0; i < a->nfiles; i++)
+		if (a->files[i].dev == st->st_dev && a->files[i].ino == st->st_ino)
+			return true;
+	return false;
+}
+
 static int attach_resolved(struct attach *a, const char *path, const char *display,
 			   const struct stat *st)
 {
@@ -245,9 +246,8 @@ static int attach_resolved(struct attach *a, const char *path, const char *displ
 	struct lib_file *lf;
 	int funcs = 0, err = 0;
 
-	for (size_t i = 0; i < a->nfiles; i++)
-		if (a->files[i].dev == st->st_dev && a->files[i].ino == st->st_ino)
-			return 0;
+	if (probed(a, st))
+		return 0;
 	es = elfsym__open(path);
 	if (!es) {
 		err = -errno;
@@ -297,7 +297,6 @@ static int attach_resolved(struct attach *a, const char *path, const char *displ
 	lf->dev = st->st_dev;
 	lf->ino = st->st_ino;
 	lf->path = strdup(display);
-	lf->funcs = funcs;
 	mark_probed(a, st->st_dev, st->st_ino);
 	if (!funcs)
 		warn("%s: none of the %d CUDA driver functions cgbpf knows is exported",
@@ -368,9 +367,8 @@ static int scan_map(const struct map_entry *e, void *ctx)
 		}
 	}
 	/* Probed already (most scans): no need to open it again. */
-	for (size_t i = 0; i < s->a->nfiles; i++)
-		if (s->a->files[i].dev == st.st_dev && s->a->files[i].ino == st.st_ino)
-			return 0;
+	if (probed(s->a, &st))
+		return 0;
 	n = attach_path(s->a, path, e->path);
 	if (n > 0)
 		s->attached += n;

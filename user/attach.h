@@ -41,8 +41,5 @@ int attach__file(struct attach *a, const char *path, const char *display);
 /* Library files probed and probes attached so far. */
 size_t attach__files(const struct attach *a);
 size_t attach__probes(const struct attach *a);
-/* Calls cb for each probed file: display path and number of functions. */
-void attach__for_each(const struct attach *a, void (*cb)(const char *path, int funcs, void *ctx),
-		      void *ctx);
 
 #endif

@@ -66,7 +66,6 @@ struct proc {
 	int64_t mem[CTR__COUNT];
 	int64_t mem_peak[CTR__COUNT];
 	void *launch_fmt;	/* user/cuda.c's cache of formatted launch configs (one block) */
-	bool described;		/* the Perfetto sink emitted its descriptors */
 	bool counter_described[CTR__COUNT];
 };
 

@@ -10,7 +10,6 @@ static const char *const counter_names[CTR__COUNT] = {
 static void on_process(void *ctx, struct proc *p)
 {
 	pftrace__process(ctx, UUID_PROCESS(p->pid), p->pid, p->comm, p->cmdline);
-	p->described = true;
 }
 
 static void on_thread(void *ctx, struct thread *t)
