@@ -305,6 +305,9 @@ void summary__print(struct summary *s, const struct model *m, const struct captu
 		fprintf(f, "   %" PRIu64 " returns of calls entered before attach, %" PRIu64
 			   " calls whose return was not seen\n",
 			m->unmatched_exits, m->lost_exits);
+	if (m->strings_orphaned)
+		fprintf(f, "   %" PRIu64 " string arguments without their call (entry lost)\n",
+			m->strings_orphaned);
 	if (s->errors)
 		fprintf(f, "   %" PRIu64 " calls returned an error\n", s->errors);
 }
