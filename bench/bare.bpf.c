@@ -38,3 +38,74 @@ int BPF_KRETPROBE(bare_exit_multi)
 {
 	return 0;
 }
+
+/*
+ * The "floor" pair (bare --floor): the least any tracer must do to record
+ * a call with its entry and exit timestamps. The entry program reads the
+ * clock into task-local storage; the return program reads the clock again
+ * and writes one 32-byte ring record (no wakeup; bare drains the ring on a
+ * 50 ms poll). No arguments, no filtering, no header fields beyond the two
+ * timestamps and the thread. It bounds from below what a design with both
+ * timestamps can cost, whatever its record layout.
+ */
+/* Parts of the floor work to do (bare --floor=MASK, to see what each costs). */
+#define FLOOR_CLOCK	1	/* bpf_ktime_get_boot_ns at entry and return */
+#define FLOOR_STORAGE	2	/* task-local storage at entry and return */
+#define FLOOR_RECORD	4	/* one ring record at return */
+const volatile __u32 floor_parts = FLOOR_CLOCK | FLOOR_STORAGE | FLOOR_RECORD;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 << 20);
+} floor_ring SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u64);
+} floor_entry SEC(".maps");
+
+struct floor_rec {
+	__u64 tid;
+	__u64 func;
+	__u64 ts_enter;
+	__u64 ts_exit;
+};
+
+SEC("uprobe")
+int BPF_KPROBE(floor_enter_multi)
+{
+	__u64 t = 0, *ts;
+
+	if (floor_parts & FLOOR_CLOCK)
+		t = bpf_ktime_get_boot_ns();
+	if (floor_parts & FLOOR_STORAGE) {
+		ts = bpf_task_storage_get(&floor_entry, bpf_get_current_task_btf(), 0,
+					  BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (ts)
+			*ts = t;
+	}
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(floor_exit_multi)
+{
+	struct floor_rec r = {};
+	__u64 *ts;
+
+	if (floor_parts & FLOOR_STORAGE) {
+		ts = bpf_task_storage_get(&floor_entry, bpf_get_current_task_btf(), 0, 0);
+		if (ts)
+			r.ts_enter = *ts;
+	}
+	if (floor_parts & FLOOR_CLOCK)
+		r.ts_exit = bpf_ktime_get_boot_ns();
+	if (floor_parts & FLOOR_RECORD) {
+		r.tid = bpf_get_current_pid_tgid();
+		r.func = bpf_get_attach_cookie(ctx);
+		bpf_ringbuf_output(&floor_ring, &r, sizeof(r), BPF_RB_NO_WAKEUP);
+	}
+	return 0;
+}

@@ -4,15 +4,20 @@
  * uprobes on one function, in every process (pid -1), until SIGINT or
  * SIGTERM. It is the baseline bench/run.sh measures cgbpf against.
  *
- * Usage: bare [--multi] LIBRARY OFFSET
+ * Usage: bare [--multi | --floor[=MASK]] LIBRARY OFFSET
  *
  * OFFSET is the function's file offset (as `cgbpf check LIBRARY FUNC`
  * prints it). --multi attaches through a uprobe_multi link, as cgbpf does
- * on kernels that have them; without it, through perf-event uprobes. Prints
+ * on kernels that have them; without it, through perf-event uprobes.
+ * --floor attaches the "floor" pair through uprobe_multi: two timestamps
+ * and one 32-byte ring record per call, drained by a thread here; MASK
+ * picks parts of that work (1 clock reads, 2 task storage, 4 the record;
+ * default 7) to see what each costs. Prints
  * "bare: attached" on stdout once both probes are live; exits 3 when the
  * kernel has no uprobe_multi links.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -51,6 +56,22 @@ static volatile sig_atomic_t stop;
 static void on_signal(int sig)
 {
 	stop = 1;
+}
+
+static int drain_one(void *ctx, void *data, size_t size)
+{
+	(*(uint64_t *)ctx)++;
+	return 0;
+}
+
+/* The consumer of --floor: polls like cgbpf (50 ms timeout, no wakeups). */
+static void *drain(void *arg)
+{
+	struct ring_buffer *rb = arg;
+
+	while (!stop)
+		ring_buffer__poll(rb, 50);
+	return NULL;
 }
 
 static int quiet(enum libbpf_print_level lvl, const char *fmt, va_list ap)
@@ -96,17 +117,26 @@ int main(int argc, char **argv)
 	sigset_t block, old;
 	int efd = -1, rfd = -1, ret = 1;
 	const char *path;
-	bool multi = false;
-	uint64_t off;
+	bool multi = false, floor_ = false;
+	struct ring_buffer *rb = NULL;
+	uint64_t off, drained = 0;
+	unsigned long parts = 7;
+	pthread_t drainer;
+	bool draining = false;
 	char *end;
 	int ai = 1;
 
 	if (argc > 1 && !strcmp(argv[1], "--multi")) {
 		multi = true;
 		ai++;
+	} else if (argc > 1 && !strncmp(argv[1], "--floor", 7) &&
+		   (!argv[1][7] || argv[1][7] == '=')) {
+		multi = floor_ = true;
+		parts = argv[1][7] ? strtoul(argv[1] + 8, NULL, 0) : 7;
+		ai++;
 	}
 	if (argc - ai != 2) {
-		fprintf(stderr, "usage: bare [--multi] LIBRARY OFFSET\n");
+		fprintf(stderr, "usage: bare [--multi | --floor[=MASK]] LIBRARY OFFSET\n");
 		return 2;
 	}
 	path = argv[ai];
@@ -126,25 +156,31 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bare: opening the BPF object: %s\n", strerror(errno));
 		return 1;
 	}
-	/* Load only the pair in use: the other pair's attach type may not exist. */
+	skel->rodata->floor_parts = parts;
+	/* Load only the pair in use: the other pairs' attach type may not exist. */
+	bpf_program__set_autoload(skel->progs.bare_enter, !multi);
+	bpf_program__set_autoload(skel->progs.bare_exit, !multi);
+	bpf_program__set_autoload(skel->progs.bare_enter_multi, multi && !floor_);
+	bpf_program__set_autoload(skel->progs.bare_exit_multi, multi && !floor_);
+	bpf_program__set_autoload(skel->progs.floor_enter_multi, floor_);
+	bpf_program__set_autoload(skel->progs.floor_exit_multi, floor_);
 	if (multi) {
-		bpf_program__set_expected_attach_type(skel->progs.bare_enter_multi,
+		bpf_program__set_expected_attach_type(floor_ ? skel->progs.floor_enter_multi :
+						      skel->progs.bare_enter_multi,
 						      ATTACH_TRACE_UPROBE_MULTI);
-		bpf_program__set_expected_attach_type(skel->progs.bare_exit_multi,
+		bpf_program__set_expected_attach_type(floor_ ? skel->progs.floor_exit_multi :
+						      skel->progs.bare_exit_multi,
 						      ATTACH_TRACE_UPROBE_MULTI);
-		bpf_program__set_autoload(skel->progs.bare_enter, false);
-		bpf_program__set_autoload(skel->progs.bare_exit, false);
-	} else {
-		bpf_program__set_autoload(skel->progs.bare_enter_multi, false);
-		bpf_program__set_autoload(skel->progs.bare_exit_multi, false);
 	}
 	if (bare_bpf__load(skel)) {
 		fprintf(stderr, "bare: loading BPF programs: %s (root needed)\n", strerror(errno));
 		goto out;
 	}
 	if (multi) {
-		efd = multi_link(skel->progs.bare_enter_multi, path, off, false);
-		rfd = efd < 0 ? -1 : multi_link(skel->progs.bare_exit_multi, path, off, true);
+		efd = multi_link(floor_ ? skel->progs.floor_enter_multi :
+				 skel->progs.bare_enter_multi, path, off, false);
+		rfd = efd < 0 ? -1 : multi_link(floor_ ? skel->progs.floor_exit_multi :
+						skel->progs.bare_exit_multi, path, off, true);
 		if (efd < 0 || rfd < 0) {
 			fprintf(stderr, "bare: uprobe_multi link on %s+%#llx: %s\n", path,
 				(unsigned long long)off, strerror(errno));
@@ -167,12 +203,29 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &block, &old);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	printf("bare: attached (%s)\n", multi ? "uprobe_multi" : "perf-event uprobes");
+	/* Created with the signals blocked: only this thread takes them. */
+	if (floor_) {
+		rb = ring_buffer__new(bpf_map__fd(skel->maps.floor_ring), drain_one, &drained, NULL);
+		if (!rb || pthread_create(&drainer, NULL, drain, rb)) {
+			fprintf(stderr, "bare: ring consumer: %s\n", strerror(errno));
+			goto out;
+		}
+		draining = true;
+	}
+	printf("bare: attached (%s)\n", floor_ ? "uprobe_multi, floor programs" :
+	       multi ? "uprobe_multi" : "perf-event uprobes");
 	fflush(stdout);
 	while (!stop)
 		sigsuspend(&old);
 	ret = 0;
 out:
+	if (draining) {
+		stop = 1;
+		pthread_join(drainer, NULL);
+		ring_buffer__consume(rb);
+		printf("bare: %llu records drained\n", (unsigned long long)drained);
+	}
+	ring_buffer__free(rb);
 	if (efd >= 0)
 		close(efd);
 	if (rfd >= 0)

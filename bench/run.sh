@@ -162,10 +162,11 @@ run_untraced() {
 	R_NS=$(ns_of "$TMP/wl.out")
 }
 
-# run_bare perf|multi N; returns 3 when the kernel has no uprobe_multi.
+# run_bare perf|multi|floor N; returns 3 when the kernel has no uprobe_multi.
 run_bare() {
 	local flag="" b rc
 	[ "$1" = multi ] && flag=--multi
+	[ "$1" = floor ] && flag=--floor
 	# Gone first, or wait_for could read the last run's line before the
 	# new process truncates the file.
 	rm -f "$TMP/bare.out"
@@ -302,12 +303,12 @@ printf '  %-10s %s\n' date "$DATE" kernel "$KERNEL" cpu "$CPU" nproc "$NPROC" \
 echo
 
 # ------------------------------------------------------------ 1. per-call cost
-echo "running 1: per-call cost ($RUNS interleaved rounds of 6 configurations)..." >&2
+echo "running 1: per-call cost ($RUNS interleaved rounds of 7 configurations)..." >&2
 run_untraced 100000	# warm up: page cache, frequency
 # A 1000-launch capture: cgbpf's fixed costs, for the slopes of 1. and 3.
 run_cgbpf 1000 "" n1k
 S1K=$R_SIZE CPU1K=$R_CPU
-U=() BP=() BM=() CG=() CG_LOST=() CG_SIZE=() CG_CPU=() BT_HIST=() BT_EMPTY=()
+U=() BP=() BM=() FL=() CG=() CG_LOST=() CG_SIZE=() CG_CPU=() BT_HIST=() BT_EMPTY=()
 BT_SCRIPT_EMPTY="uprobe:$LIB:cuLaunchKernel { } uretprobe:$LIB:cuLaunchKernel { }"
 BT_SCRIPT_HIST="uprobe:$LIB:cuLaunchKernel { @s[tid] = nsecs; }
 	uretprobe:$LIB:cuLaunchKernel { @d = hist(nsecs - @s[tid]); delete(@s[tid]); }"
@@ -318,6 +319,7 @@ for ((r = 1; r <= RUNS; r++)); do
 	if [ $HAVE_MULTI = 1 ]; then
 		if run_bare multi "$N"; then BM+=("$R_NS"); else HAVE_MULTI=0; fi
 	fi
+	[ $HAVE_MULTI = 1 ] && { run_bare floor "$N"; FL+=("$R_NS"); }
 	# bpftrace starts in well under a second here: once per round too.
 	bpftrace_start "$BT_SCRIPT_EMPTY"
 	run_untraced "$N"; BT_EMPTY+=("$R_NS")
@@ -329,7 +331,7 @@ for ((r = 1; r <= RUNS; r++)); do
 	# Less the fixed part (loading and verifying the BPF programs, setup).
 	CG_CPU+=("$(calc "($R_CPU - $CPU1K) * 1e9 / ($N - 1000)" 0)")
 	rm -f "$TMP/cg.r$r.pftrace"	# 40 MB each
-	echo "  round $r: untraced ${U[-1]}  bare/perf ${BP[-1]}  bare/multi $([ $HAVE_MULTI = 1 ] && echo "${BM[-1]}" || echo n/a)" \
+	echo "  round $r: untraced ${U[-1]}  bare/perf ${BP[-1]}  bare/multi $([ $HAVE_MULTI = 1 ] && echo "${BM[-1]} floor ${FL[-1]}" || echo n/a)" \
 		" bpftrace ${BT_EMPTY[-1]}/${BT_HIST[-1]}  cgbpf ${CG[-1]} (lost ${CG_LOST[-1]})" >&2
 done
 
@@ -363,6 +365,7 @@ M_U=$(median "${U[@]}")
 M_CPU=$(median "${CG_CPU[@]}")
 M_BP=$(median "${BP[@]}")
 M_BM=$([ $HAVE_MULTI = 1 ] && median "${BM[@]}" || echo "")
+M_FL=$([ $HAVE_MULTI = 1 ] && median "${FL[@]}" || echo "")
 M_CG=$(median "${CG[@]}")
 M_BTH=$(median "${BT_HIST[@]}")
 M_BTE=$(median "${BT_EMPTY[@]}")
@@ -389,6 +392,7 @@ if [ -n "$M_BM" ]; then
 else
 	printf '  %-46s %9s\n' "bare trap, empty progs, uprobe_multi" "n/a (kernel has no uprobe_multi)"
 fi
+[ -n "$M_FL" ] && row "floor: 2 clock reads + 1 record (uprobe_multi)" "$M_FL" "${FL[@]}"
 row "bpftrace, empty actions (perf-event uprobes)" "$M_BTE" "${BT_EMPTY[@]}"
 row "bpftrace, @s[tid]=nsecs; hist(delta)" "$M_BTH" "${BT_HIST[@]}"
 row "cgbpf record -p PID ($BARE_KIND)" "$M_CG" "${CG[@]}"
@@ -402,6 +406,11 @@ echo "  x bare = (config - untraced) / (bare $BARE_KIND - untraced); x bpftrace 
 echo "  cgbpf per-call overhead: ${RATIO}x the bare entry+return trap ($BARE_KIND, the mechanism cgbpf uses);" \
 	"target <= ${TARGET_RATIO}x: $VERDICT"
 echo "  against the bare perf-event trap: ${RATIO_PERF}x; bare uprobe_multi vs bare perf-event: ${MULTI_VS_PERF}x"
+if [ -n "$M_FL" ]; then
+	FLOOR_RATIO=$(rat "$M_FL" "$M_BARE")
+	echo "  floor (the least a tracer recording entry and exit timestamps does: two clock reads, task"
+	echo "    storage, one 32-byte record): ${FLOOR_RATIO}x the bare trap; cgbpf is $(rat "$M_CG" "$M_FL")x the floor"
+fi
 echo "  cgbpf overhead vs bpftrace (hist): ${VS_BT}x ($(calc "$M_CG - $M_BTH") ns/call difference)"
 echo "  cgbpf's consumer (decoding, summary, Perfetto encoding, writing) on its own thread: $M_CPU ns"
 echo "    of CPU per call (median of (CPU time - CPU time of a 1000-launch capture) / calls; runs:"
@@ -519,6 +528,8 @@ runs=$RUNS
 untraced_ns=$M_U
 bare_perf_ns=$M_BP
 bare_multi_ns=${M_BM:-na}
+floor_ns=${M_FL:-na}
+floor_x_bare=${FLOOR_RATIO:-na}
 bpftrace_empty_ns=$M_BTE
 bpftrace_hist_ns=$M_BTH
 cgbpf_ns=$M_CG
