@@ -17,6 +17,7 @@ Q = @
 msg = @printf '  %-9s %s\n' "$(1)" "$(2)";
 endif
 
+.DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
 .SECONDARY:
 .PHONY: all deps test unit-test integration-test demo bench bench-bins clean install

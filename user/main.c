@@ -50,6 +50,16 @@ static const char usage_record[] =
 "      --no-stop             never pause a target that maps libcuda while cgbpf\n"
 "                            attaches (its first calls may then be missed)\n"
 "      --ring-size MIB       BPF ring buffer size in MiB, power of two (default 64)\n"
+"      --sched SCOPE         scheduler events: all (every CPU's context switches,\n"
+"                            default), targets (only traced threads) or off\n"
+"      --syscall-threshold TIME\n"
+"                            syscalls of traced threads lasting at least TIME\n"
+"                            become slices (default 1us; 'off' disables)\n"
+"      --sample-hz HZ        CPU stack samples of traced threads per second\n"
+"                            (default 99; 0 disables)\n"
+"      --backtrace-threshold TIME\n"
+"                            user stack of every CUDA API call lasting at least\n"
+"                            TIME (default 100us; 'off' disables)\n"
 "  -v, --verbose             debug messages, including libbpf's\n"
 "  -h, --help                this help\n"
 "\n"
@@ -103,6 +113,26 @@ static int parse_duration(const char *s, uint64_t *ns)
 	return -EINVAL;
 }
 
+/* A duration as parse_duration (a plain number is us here), "0" or "off". */
+static int parse_threshold(const char *s, uint64_t *ns)
+{
+	char buf[32];
+
+	if (!strcmp(s, "off")) {
+		*ns = THRESHOLD_OFF;
+		return 0;
+	}
+	if (!strcmp(s, "0")) {
+		*ns = 0;
+		return 0;
+	}
+	if (*s && strspn(s, "0123456789") == strlen(s) && strlen(s) < sizeof(buf) - 2) {
+		snprintf(buf, sizeof(buf), "%sus", s);
+		s = buf;
+	}
+	return parse_duration(s, ns);
+}
+
 static int parse_pids(const char *s, struct record_opts *o)
 {
 	char *copy = strdup(s), *tok, *save = NULL;
@@ -143,7 +173,8 @@ static int usage_error(const char *fmt, const char *arg)
 static int cmd_record(int argc, char **argv)
 {
 	enum { OPT_SUMMARY_ONLY = 256, OPT_NO_SUMMARY, OPT_SUMMARY_FILE, OPT_NO_FOLLOW,
-	       OPT_NO_STOP, OPT_RING };
+	       OPT_NO_STOP, OPT_RING, OPT_SCHED, OPT_SYSCALL_THRESHOLD, OPT_SAMPLE_HZ,
+	       OPT_BACKTRACE_THRESHOLD };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
@@ -154,11 +185,18 @@ static int cmd_record(int argc, char **argv)
 		{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },
 		{ "no-stop", no_argument, NULL, OPT_NO_STOP },
 		{ "ring-size", required_argument, NULL, OPT_RING },
+		{ "sched", required_argument, NULL, OPT_SCHED },
+		{ "syscall-threshold", required_argument, NULL, OPT_SYSCALL_THRESHOLD },
+		{ "sample-hz", required_argument, NULL, OPT_SAMPLE_HZ },
+		{ "backtrace-threshold", required_argument, NULL, OPT_BACKTRACE_THRESHOLD },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct record_opts o = { .follow = true, .stop_on_load = true, .ring_mib = 64 };
+	struct record_opts o = {
+		.follow = true, .stop_on_load = true, .ring_mib = 64, .sched = SCHED_ALL,
+		.syscall_threshold_ns = 1000, .sample_hz = 99, .backtrace_threshold_ns = 100000,
+	};
 	char default_out[64];
 	int c, ret;
 
@@ -201,6 +239,32 @@ static int cmd_record(int argc, char **argv)
 				return usage_error("invalid --ring-size '%s': a power of two from 1 to 4096 (MiB)",
 						   optarg);
 			o.ring_mib = v;
+			break;
+		case OPT_SCHED:
+			if (!strcmp(optarg, "all"))
+				o.sched = SCHED_ALL;
+			else if (!strcmp(optarg, "targets"))
+				o.sched = SCHED_TARGETS;
+			else if (!strcmp(optarg, "off"))
+				o.sched = SCHED_OFF;
+			else
+				return usage_error("invalid --sched '%s': expected all, targets or off",
+						   optarg);
+			break;
+		case OPT_SYSCALL_THRESHOLD:
+			if (parse_threshold(optarg, &o.syscall_threshold_ns))
+				return usage_error("invalid --syscall-threshold '%s': expected e.g. 1us, 50us, 2ms or off",
+						   optarg);
+			break;
+		case OPT_SAMPLE_HZ:
+			if (parse_u64(optarg, &v) || v > 10000)
+				return usage_error("invalid --sample-hz '%s': 0 (off) to 10000", optarg);
+			o.sample_hz = v;
+			break;
+		case OPT_BACKTRACE_THRESHOLD:
+			if (parse_threshold(optarg, &o.backtrace_threshold_ns))
+				return usage_error("invalid --backtrace-threshold '%s': expected e.g. 100us, 1ms or off",
+						   optarg);
 			break;
 		case 'v':
 			log_verbosity = LOG_DEBUG;

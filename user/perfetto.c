@@ -227,6 +227,24 @@ static void packet_end(struct pftrace *pt)
 		pftrace__flush(pt);
 }
 
+struct pb *pftrace__packet_begin(struct pftrace *pt)
+{
+	if (pt->err)
+		return NULL;
+	pb__begin(&pt->out, TRACE_PACKET);
+	return &pt->out;
+}
+
+void pftrace__packet_end(struct pftrace *pt)
+{
+	packet_end(pt);
+}
+
+uint32_t pftrace__new_seq_id(struct pftrace *pt)
+{
+	return pt->next_seq++;
+}
+
 static uint64_t clock_ns(clockid_t id)
 {
 	struct timespec ts;

@@ -75,6 +75,17 @@ void pftrace__end(struct pftrace *pt, struct pfseq *s, uint64_t ts,
 /* Instant event on track (0: the default track). */
 void pftrace__instant(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
 		      const char *name, const struct pf_annot *a, int n);
+/*
+ * Raw packets, for writers of other packet kinds (scheduler bundles, stack
+ * samples): opens a TracePacket in the output buffer and returns the
+ * encoder, or NULL after a write error. The caller writes its fields with
+ * pb.h and must close it with pftrace__packet_end() before any other call.
+ */
+struct pb *pftrace__packet_begin(struct pftrace *pt);
+void pftrace__packet_end(struct pftrace *pt);
+/* A trusted_packet_sequence_id no other writer uses. */
+uint32_t pftrace__new_seq_id(struct pftrace *pt);
+
 /* Counter value on a counter track. */
 void pftrace__counter(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
 		      int64_t value);

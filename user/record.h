@@ -7,6 +7,15 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* Which scheduler events are recorded (--sched). */
+enum sched_scope {
+	SCHED_ALL,		/* every CPU's complete switch stream (default) */
+	SCHED_TARGETS,		/* only switches and wakeups of target threads */
+	SCHED_OFF,
+};
+
+#define THRESHOLD_OFF UINT64_MAX
+
 struct record_opts {
 	pid_t *pids;		/* -p */
 	size_t npids;
@@ -18,6 +27,10 @@ struct record_opts {
 	bool follow;		/* forks of targets become targets */
 	bool stop_on_load;	/* stop a target mapping libcuda until probed */
 	uint32_t ring_mib;
+	enum sched_scope sched;	/* --sched */
+	uint64_t syscall_threshold_ns;	/* --syscall-threshold; UINT64_MAX: off */
+	uint32_t sample_hz;	/* --sample-hz; 0: off */
+	uint64_t backtrace_threshold_ns;	/* --backtrace-threshold; UINT64_MAX: off */
 	const char *summary_path; /* also write the summary here (tests) */
 };
 
