@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * User and kernel stacks: unwinding of copied user stacks and symbolization
+ * of addresses, on elfutils' libdwfl. One symbolizer serves a whole
+ * capture; it keeps a Dwfl per traced process (modules reported from
+ * /proc/PID/maps, files opened inside the target's mount namespace through
+ * /proc/PID/root or /proc/PID/map_files) and caches symbols per module file
+ * (build-id, else device + inode), so a process that exits later, or a file
+ * that is replaced or deleted, still symbolizes what was seen before.
+ *
+ * Strings returned (function, module path, build id) are owned by the
+ * symbolizer and live until symbolizer__free().
+ */
+#ifndef CGBPF_SYMBOLIZE_H
+#define CGBPF_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* User registers at the sampled instruction (x86-64 names). */
+struct sym_regs {
+	uint64_t ip, sp, bp;
+};
+
+/* One symbolized frame. */
+struct sym_frame {
+	uint64_t ip;
+	const char *function;	/* demangled; NULL when unknown */
+	uint64_t function_off;	/* ip - symbol start */
+	const char *module;	/* path of the mapped file as the target sees it; NULL if unmapped */
+	uint64_t module_off;	/* relative pc within the module (ip - load bias) */
+	uint64_t module_start, module_end;	/* the mapping's address range in the process */
+	const char *build_id;	/* lowercase hex, NULL if the file has none */
+	bool kernel;
+};
+
+struct symbolizer;
+
+struct symbolizer *symbolizer__new(void);
+void symbolizer__free(struct symbolizer *s);
+
+/*
+ * Unwinds a user stack of thread tid in process pid from a copy: regs at
+ * the sampled instruction and len bytes of stack memory copied from regs.sp
+ * upward. DWARF CFI (.eh_frame / .debug_frame) first, frame pointers where
+ * a module has no CFI for the pc. Writes at most max return addresses
+ * (ips[0] = regs.ip) and returns how many; *truncated is set when the
+ * unwind stopped for lack of copied stack rather than at the outermost
+ * frame. Negative errno when the process is unknown and gone.
+ */
+int symbolizer__unwind(struct symbolizer *s, pid_t pid, pid_t tid, const struct sym_regs *regs,
+		       const void *stack, size_t len, uint64_t *ips, int max, bool *truncated);
+
+/* Symbolizes one user address of pid. 0, or negative errno (frame still
+ * filled with what is known: at least ip). */
+int symbolizer__user(struct symbolizer *s, pid_t pid, uint64_t ip, struct sym_frame *out);
+
+/* Symbolizes one kernel address from /proc/kallsyms (root only: addresses
+ * read as zero otherwise, and then function stays NULL). */
+int symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym_frame *out);
+
+/* The process mapped or unmapped files (re-read its maps on next use). */
+void symbolizer__invalidate(struct symbolizer *s, pid_t pid);
+/* The process exited: its Dwfl may go, cached module symbols stay. */
+void symbolizer__proc_exit(struct symbolizer *s, pid_t pid);
+
+#endif
