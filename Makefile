@@ -20,7 +20,7 @@ endif
 .DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all deps test unit-test integration-test demo bench bench-bins clean install
+.PHONY: all deps test unit-test integration-test demo bench bench-bins stacks clean install
 
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
@@ -64,11 +64,18 @@ $(OUT)/user/%.o: user/%.c $(OUT)/cgbpf.skel.h | $(OUT)/user
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS_CGBPF) $(DEPFLAGS) -c $< -o $@
 
+# libdw (the symbolizer) statically too; its debuginfod client (a dlopen of
+# libdebuginfod) is wrapped out: no network lookups, no dlopen in a static
+# binary (see user/symbolize.c).
+LIBS_DW := -ldw -lelf -lz -lzstd -llzma -lbz2
+DW_WRAP := -Wl,--wrap=__libdwfl_debuginfod_find_debuginfo \
+	-Wl,--wrap=__libdwfl_debuginfod_find_executable -Wl,--wrap=__libdwfl_debuginfod_end
+
 $(OUT)/cgbpf: $(USER_OBJS)
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS_CGBPF) $^ -o $@ -lbpf -lelf -lz -lzstd -lstdc++ -lm -lpthread
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS_CGBPF) $(DW_WRAP) $^ -o $@ -lbpf $(LIBS_DW) -lstdc++ -lm -lpthread
 
-all: $(OUT)/cgbpf fakes workloads unit-bins
+all: $(OUT)/cgbpf fakes workloads unit-bins stacks
 
 # ---------------------------------------------------------------- fakes
 # Frame pointers give every exported function a "push %rbp" first
@@ -112,9 +119,55 @@ UNIT_LIB_SRCS := $(filter-out user/main.c,$(USER_SRCS))
 
 $(OUT)/unit/%: tests/unit/%.c $(UNIT_LIB_SRCS) $(OUT)/cgbpf.skel.h | $(OUT)/unit
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(UNIT_CFLAGS) $(DEPFLAGS) $< $(UNIT_LIB_SRCS) -o $@ -lbpf -lelf -lz -lstdc++ -lm -lpthread
+	$(Q)$(CC) $(UNIT_CFLAGS) $(DEPFLAGS) $< $(UNIT_LIB_SRCS) -o $@ -lbpf -ldw -lelf -lz -lstdc++ -lm -lpthread
 
 unit-bins: $(UNIT_BINS)
+
+# ---------------------------------------------------------------- stack test binaries
+# tests/stacks/chain.c (main -> level_a -> level_b -> level_c) in the
+# flavours test_symbolize unwinds and symbolizes: frame pointers, no frame
+# pointers (CFI only), frame pointers without any CFI, non-PIE, C++, the
+# levels in a shared library, stripped with a .gnu_debuglink file.
+STK := $(OUT)/stacks
+STK_CFLAGS := -O2 $(WARN) -Itests/stacks -fno-optimize-sibling-calls -fno-inline
+STK_NOFP := -g -fomit-frame-pointer -fasynchronous-unwind-tables
+STK_BINS := $(addprefix $(STK)/,chain_fp chain_nofp chain_nopie chain_fp_nocfi chain_cxx \
+	chain_lib libchain.so chain_stripped chain_stripped.debug)
+STK_DEPS := tests/stacks/chain.c tests/stacks/capture.h
+
+$(STK)/chain_fp: $(STK_DEPS) | $(STK)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(STK_CFLAGS) -g -fno-omit-frame-pointer -fPIE -pie $< -o $@
+$(STK)/chain_nofp: $(STK_DEPS) | $(STK)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(STK_CFLAGS) $(STK_NOFP) -fPIE -pie $< -o $@
+$(STK)/chain_nopie: $(STK_DEPS) | $(STK)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(STK_CFLAGS) $(STK_NOFP) -fno-pie -no-pie $< -o $@
+# -g0: -g would emit .debug_frame, which is CFI too.
+$(STK)/chain_fp_nocfi: $(STK_DEPS) | $(STK)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(STK_CFLAGS) -g0 -fno-omit-frame-pointer -fno-asynchronous-unwind-tables \
+		-fno-unwind-tables -fPIE -pie $< -o $@
+$(STK)/chain_cxx: $(STK_DEPS) | $(STK)
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -x c++ $(STK_CFLAGS) $(STK_NOFP) -fPIE -pie $< -o $@
+$(STK)/libchain.so: $(STK_DEPS) | $(STK)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(STK_CFLAGS) $(STK_NOFP) -DCHAIN_LIB -fPIC -shared $< -o $@
+$(STK)/chain_lib: $(STK_DEPS) $(STK)/libchain.so | $(STK)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(STK_CFLAGS) $(STK_NOFP) -DCHAIN_MAIN_ONLY -fPIE -pie $< -o $@ \
+		-L$(STK) -lchain -Wl,-rpath,'$$ORIGIN'
+$(STK)/chain_stripped.debug: $(STK)/chain_stripped
+$(STK)/chain_stripped: $(STK_DEPS) | $(STK)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(STK_CFLAGS) $(STK_NOFP) -fPIE -pie $< -o $@.full
+	$(Q)objcopy --only-keep-debug $@.full $@.debug
+	$(Q)objcopy --strip-all --add-gnu-debuglink=$@.debug $@.full $@
+	$(Q)rm -f $@.full
+
+stacks: $(STK_BINS)
 
 # ---------------------------------------------------------------- bench
 # bench/NAME.bpf.c + bench/NAME.c -> $(OUT)/bench/NAME, loaders for the
@@ -161,7 +214,7 @@ clean:
 	$(call msg,CLEAN,$(OUT))
 	$(Q)rm -rf $(OUT)
 
-$(OUT)/bpf $(OUT)/user $(OUT)/fake $(OUT)/workloads $(OUT)/unit:
+$(OUT)/bpf $(OUT)/user $(OUT)/fake $(OUT)/workloads $(OUT)/unit $(OUT)/stacks:
 	$(Q)mkdir -p $@
 
 -include $(wildcard $(OUT)/*/*.d)

@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The unwinder and symbolizer on live processes with a known call chain
+ * (tests/stacks/chain.c: main -> level_a -> level_b -> level_c), in every
+ * flavour the Makefile builds: the copied stack of level_c must unwind and
+ * symbolize to level_c, level_b, level_a, main in this order. Also: a
+ * short copy is reported truncated, an exited process still symbolizes
+ * what was seen, a deleted and a replaced binary symbolize through
+ * map_files (root), kernel symbols from /proc/kallsyms (root).
+ *
+ * With --bench N it prints timings instead (not a test).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "../stacks/capture.h"
+#include "symbolize.h"
+#include "tap.h"
+
+#define MAX_FRAMES 64
+
+static char stacks_dir[PATH_MAX];
+
+/* A started chain binary stopped in level_c, and what it sent. */
+struct child {
+	pid_t pid;
+	int in_fd;		/* its stdin: closing it lets it exit */
+	struct capture_hdr h;
+	void *stack;
+};
+
+static int read_all(int fd, void *p, size_t n)
+{
+	char *c = p;
+
+	while (n) {
+		ssize_t r = read(fd, c, n);
+
+		if (r <= 0)
+			return -1;
+		c += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* Starts path and reads its capture; 0 or -1. */
+static int child_start(const char *path, struct child *c)
+{
+	int in[2], out[2];
+
+	memset(c, 0, sizeof(*c));
+	if (pipe(in) || pipe(out))
+		return -1;
+	c->pid = fork();
+	if (c->pid < 0)
+		return -1;
+	if (c->pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		execl(path, path, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	c->in_fd = in[1];
+	if (read_all(out[0], &c->h, sizeof(c->h)) || c->h.magic != CAPTURE_MAGIC ||
+	    c->h.len > (64u << 20)) {
+		close(out[0]);
+		return -1;
+	}
+	c->stack = malloc(c->h.len ? c->h.len : 1);
+	if (!c->stack || read_all(out[0], c->stack, c->h.len)) {
+		close(out[0]);
+		return -1;
+	}
+	close(out[0]);
+	return 0;
+}
+
+/* Lets the child return from level_c and exit; waits for it. */
+static void child_finish(struct child *c)
+{
+	int st;
+
+	if (c->in_fd > 0)
+		close(c->in_fd);
+	c->in_fd = -1;
+	if (c->pid > 0)
+		waitpid(c->pid, &st, 0);
+	c->pid = -1;
+	free(c->stack);
+	c->stack = NULL;
+}
+
+static int unwind(struct symbolizer *s, struct child *c, size_t len, uint64_t *ips,
+		  bool *truncated)
+{
+	struct sym_regs r = { c->h.ip, c->h.sp, c->h.bp };
+
+	return symbolizer__unwind(s, (pid_t)c->h.pid, (pid_t)c->h.pid, &r, c->stack,
+				  len, ips, MAX_FRAMES, truncated);
+}
+
+static void symbolize(struct symbolizer *s, pid_t pid, const uint64_t *ips, int n,
+		      struct sym_frame *fr)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (i == 0)
+			symbolizer__user(s, pid, ips[i], &fr[i]);
+		else
+			symbolizer__user_ret(s, pid, ips[i], &fr[i]);
+	}
+}
+
+static void print_frames(const struct sym_frame *fr, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		printf("#   #%d %#" PRIx64 " %s+%#" PRIx64 " (%s+%#" PRIx64 ")\n", i, fr[i].ip,
+		       fr[i].function ? fr[i].function : "?", fr[i].function_off,
+		       fr[i].module ? fr[i].module : "?", fr[i].module_off);
+}
+
+static const char *base(const char *path)
+{
+	const char *b = path ? strrchr(path, '/') : NULL;
+
+	return b ? b + 1 : path ? path : "";
+}
+
+/* The four frames of the chain in order, in the expected modules. */
+static bool chain_ok(const struct sym_frame *fr, int n, const char *const names[4],
+		     const char *exe, const char *lib)
+{
+	int i;
+
+	if (n < 5)	/* and something above main (libc, _start) */
+		return false;
+	for (i = 0; i < 4; i++) {
+		const char *want_mod = i < 3 && lib ? lib : exe;
+
+		if (!fr[i].function || strcmp(fr[i].function, names[i]))
+			return false;
+		if (strcmp(base(fr[i].module), want_mod) || !fr[i].build_id)
+			return false;
+	}
+	return true;
+}
+
+static const char *const c_names[4] = { "level_c", "level_b", "level_a", "main" };
+static const char *const cxx_names[4] = { "level_c(int)", "level_b(int)", "level_a(int)", "main" };
+
+struct flavour {
+	const char *bin;
+	const char *what;
+	const char *const *names;
+	const char *lib;
+	bool pie;
+};
+
+static const struct flavour flavours[] = {
+	{ "chain_fp", "frame pointers, PIE", c_names, NULL, true },
+	{ "chain_nofp", "no frame pointers (CFI), PIE", c_names, NULL, true },
+	{ "chain_nopie", "no frame pointers, non-PIE", c_names, NULL, false },
+	{ "chain_fp_nocfi", "frame pointers, no CFI at all", c_names, NULL, true },
+	{ "chain_cxx", "C++, demangled", cxx_names, NULL, true },
+	{ "chain_lib", "levels in a shared library", c_names, "libchain.so", true },
+	{ "chain_stripped", "stripped, symbols from the .gnu_debuglink file", c_names, NULL, true },
+};
+
+static void test_flavour(const struct flavour *fl)
+{
+	struct symbolizer *s = symbolizer__new();
+	struct sym_frame fr[MAX_FRAMES], again[MAX_FRAMES];
+	uint64_t ips[MAX_FRAMES], short_ips[MAX_FRAMES];
+	char path[PATH_MAX + 32];
+	bool truncated = true, short_trunc = false, same = true;
+	struct child c;
+	int n, ns, i;
+
+	snprintf(path, sizeof(path), "%s/%s", stacks_dir, fl->bin);
+	if (!check(s && !child_start(path, &c), "%s: started, captured its stack", fl->bin)) {
+		symbolizer__free(s);
+		return;
+	}
+	n = unwind(s, &c, c.h.len, ips, &truncated);
+	symbolize(s, (pid_t)c.h.pid, ips, n > 0 ? n : 0, fr);
+	if (!check(n > 0 && chain_ok(fr, n, fl->names, fl->bin, fl->lib),
+		   "%s (%s): level_c, level_b, level_a, main in order (%d frames)", fl->bin,
+		   fl->what, n))
+		print_frames(fr, n > 0 ? n : 0);
+	check(n > 0 && !truncated, "%s: whole stack copied, unwind reached the outermost frame",
+	      fl->bin);
+	if (n >= 4) {
+		bool rel_ok = fl->pie ? fr[0].module_off < fr[0].module_start
+				      : fr[0].module_off == fr[0].ip;
+
+		check(rel_ok && fr[0].module_start <= fr[0].ip && fr[0].ip < fr[0].module_end,
+		      "%s: module offset %#" PRIx64 " is %s", fl->bin, fr[0].module_off,
+		      fl->pie ? "relative to the load bias" : "the address (non-PIE)");
+	}
+
+	/* 64 bytes of stack: not enough for level_b's caller frames. */
+	ns = unwind(s, &c, c.h.len < 64 ? c.h.len : 64, short_ips, &short_trunc);
+	check(ns > 0 && ns < n && short_trunc && short_ips[0] == c.h.ip,
+	      "%s: a 64-byte copy gives %d frames, marked truncated", fl->bin, ns);
+
+	/* The process exits: what was seen still resolves, from the cache. */
+	child_finish(&c);
+	symbolizer__proc_exit(s, (pid_t)c.h.pid);
+	symbolize(s, (pid_t)c.h.pid, ips, n > 0 ? n : 0, again);
+	for (i = 0; i < n && i < 4; i++)
+		same = same && again[i].function && fr[i].function &&
+		       !strcmp(again[i].function, fr[i].function) &&
+		       again[i].module_off == fr[i].module_off;
+	check(n >= 4 && same, "%s: after exit the same frames symbolize from the cache", fl->bin);
+	symbolizer__free(s);
+}
+
+/* Copies src to dst (mode 0755). */
+static int copy_file(const char *src, const char *dst)
+{
+	char buf[65536];
+	int in = open(src, O_RDONLY), out;
+	ssize_t r;
+
+	if (in < 0)
+		return -1;
+	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+	if (out < 0) {
+		close(in);
+		return -1;
+	}
+	while ((r = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)r) != r) {
+			r = -1;
+			break;
+		}
+	close(in);
+	close(out);
+	return r < 0 ? -1 : 0;
+}
+
+/* The binary is deleted (or replaced by another build) while it runs:
+ * map_files still opens the mapped inode. */
+static void test_gone_file(bool replace)
+{
+	char dir[] = "/tmp/cgbpf-sym-XXXXXX", src[PATH_MAX + 32], path[PATH_MAX + 32];
+	const char *what = replace ? "replaced" : "deleted";
+	struct symbolizer *s;
+	struct sym_frame fr[MAX_FRAMES];
+	uint64_t ips[MAX_FRAMES];
+	bool truncated;
+	struct child c;
+	int n;
+
+	if (geteuid() != 0) {
+		skip("%s binary: /proc/PID/map_files needs root", what);
+		return;
+	}
+	if (!mkdtemp(dir)) {
+		check(false, "%s binary: mkdtemp: %s", what, strerror(errno));
+		return;
+	}
+	snprintf(src, sizeof(src), "%s/chain_nofp", stacks_dir);
+	snprintf(path, sizeof(path), "%s/chain_nofp", dir);
+	s = symbolizer__new();
+	if (!check(s && !copy_file(src, path) && !child_start(path, &c),
+		   "%s binary: copy started", what)) {
+		unlink(path);
+		rmdir(dir);
+		symbolizer__free(s);
+		return;
+	}
+	unlink(path);
+	/* A different build at the same path: its level_* lie elsewhere. */
+	if (replace) {
+		snprintf(src, sizeof(src), "%s/chain_fp", stacks_dir);
+		copy_file(src, path);
+	}
+	n = unwind(s, &c, c.h.len, ips, &truncated);
+	symbolize(s, (pid_t)c.h.pid, ips, n > 0 ? n : 0, fr);
+	if (!check(n > 0 && chain_ok(fr, n, c_names, "chain_nofp", NULL) && !truncated,
+		   "%s binary: level_c, level_b, level_a, main from the mapped file", what))
+		print_frames(fr, n > 0 ? n : 0);
+	child_finish(&c);
+	unlink(path);
+	rmdir(dir);
+	symbolizer__free(s);
+}
+
+static void test_kernel(void)
+{
+	struct symbolizer *s = symbolizer__new();
+	unsigned long long addr = 0, a;
+	char line[512], type, name[256];
+	struct sym_frame fr;
+	FILE *f = fopen("/proc/kallsyms", "r");
+	int rc;
+
+	/* Read independently: the address of a well-known text symbol. */
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx %c %255s", &a, &type, name) == 3 &&
+		    (type == 'T' || type == 't') && !strcmp(name, "schedule")) {
+			addr = a;
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	if (!addr) {
+		rc = symbolizer__kernel(s, 0xffffffff81000000ull, &fr);
+		check(rc < 0 && !fr.function && fr.kernel,
+		      "kernel: without readable kallsyms addresses no name (rc %d)", rc);
+		skip("kernel symbols: /proc/kallsyms shows no addresses (needs root)");
+		symbolizer__free(s);
+		return;
+	}
+	rc = symbolizer__kernel(s, addr, &fr);
+	check(!rc && fr.function && !strcmp(fr.function, "schedule") && fr.function_off == 0 &&
+	      fr.kernel, "kernel: schedule's address is schedule+0");
+	rc = symbolizer__kernel(s, addr + 3, &fr);
+	check(!rc && fr.function && !strcmp(fr.function, "schedule") && fr.function_off == 3,
+	      "kernel: schedule+3");
+	symbolizer__free(s);
+}
+
+/* An unknown, dead pid is an error with only ip filled. */
+static void test_unknown_pid(void)
+{
+	struct symbolizer *s = symbolizer__new();
+	struct sym_frame fr;
+	pid_t pid = fork();
+	int rc, st;
+
+	if (pid == 0)
+		_exit(0);
+	waitpid(pid, &st, 0);
+	rc = symbolizer__user(s, pid, 0x401000, &fr);
+	check(rc < 0 && fr.ip == 0x401000 && !fr.function && !fr.module,
+	      "a process gone before its first use: error %d, ip kept", rc);
+	symbolizer__free(s);
+}
+
+static double secs(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	size_t i;
+
+	if (n <= 0)
+		return 1;
+	self[n] = 0;
+	/* build/unit/test_symbolize -> build/stacks */
+	snprintf(stacks_dir, sizeof(stacks_dir), "%s/../stacks", dirname(self));
+	signal(SIGPIPE, SIG_IGN);
+	(void)secs;
+
+	for (i = 0; i < sizeof(flavours) / sizeof(flavours[0]); i++)
+		test_flavour(&flavours[i]);
+	test_gone_file(false);
+	test_gone_file(true);
+	test_kernel();
+	test_unknown_pid();
+	printf("%d passed, %d failed\n", n_pass, n_fail);
+	return n_fail ? 1 : 0;
+}
