@@ -188,7 +188,14 @@ $(OUT)/bench/%: bench/%.c $(OUT)/bench/%.skel.h
 	$(Q)$(CC) $(CFLAGS) $(WARN) -D_GNU_SOURCE -I$(OUT)/bench $(DEPFLAGS) -static $< -o $@ \
 		-lbpf -lelf -lz -lzstd -lpthread
 
-bench-bins: $(BENCH_BINS)
+# bench/symbolize.c: the unwinder and symbolizer alone (no BPF), on the
+# chain binaries of tests/stacks.
+$(OUT)/bench/symbolize: bench/symbolize.c $(filter-out $(OUT)/user/main.o,$(USER_OBJS)) | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS_CGBPF) -Itests/stacks $(DEPFLAGS) -static $(DW_WRAP) \
+		$^ -o $@ -lbpf $(LIBS_DW) -lstdc++ -lm -lpthread
+
+bench-bins: $(BENCH_BINS) $(OUT)/bench/symbolize stacks
 
 $(OUT)/bench:
 	$(Q)mkdir -p $@

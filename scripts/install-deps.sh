@@ -6,7 +6,7 @@
 set -euo pipefail
 
 pkgs=(make gcc g++ clang libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev
-      libzstd-dev binutils util-linux protobuf-compiler python3-protobuf)
+      libzstd-dev liblzma-dev libbz2-dev binutils util-linux protobuf-compiler python3-protobuf)
 [ "${1:-}" = "--bench" ] && pkgs+=(bpftrace linux-perf)
 
 missing=()

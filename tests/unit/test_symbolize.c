@@ -15,10 +15,14 @@
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
+#include <gelf.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,8 +57,12 @@ static int read_all(int fd, void *p, size_t n)
 	return 0;
 }
 
-/* Starts path and reads its capture; 0 or -1. */
-static int child_start(const char *path, struct child *c)
+/* Starts path and reads its capture; 0 or -1. With ns_dir, the child
+ * first enters a new mount namespace with a tmpfs on ns_dir holding a copy
+ * of path and its .debug file, invisible from ours, and runs that copy. */
+static int copy_file(const char *src, const char *dst);
+
+static int child_start_ns(const char *path, const char *ns_dir, struct child *c)
 {
 	int in[2], out[2];
 
@@ -69,6 +77,20 @@ static int child_start(const char *path, struct child *c)
 		dup2(out[1], 1);
 		close(in[1]);
 		close(out[0]);
+		if (ns_dir) {
+			char dst[PATH_MAX + 32], dbg[PATH_MAX + 32], dbg_dst[PATH_MAX + 64];
+
+			snprintf(dst, sizeof(dst), "%s/%s", ns_dir, strrchr(path, '/') + 1);
+			snprintf(dbg, sizeof(dbg), "%s.debug", path);
+			snprintf(dbg_dst, sizeof(dbg_dst), "%s.debug", dst);
+			if (unshare(CLONE_NEWNS) ||
+			    mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+			    mount("tmpfs", ns_dir, "tmpfs", 0, NULL) || copy_file(path, dst) ||
+			    copy_file(dbg, dbg_dst))
+				_exit(126);
+			execl(dst, dst, (char *)NULL);
+			_exit(127);
+		}
 		execl(path, path, (char *)NULL);
 		_exit(127);
 	}
@@ -87,6 +109,11 @@ static int child_start(const char *path, struct child *c)
 	}
 	close(out[0]);
 	return 0;
+}
+
+static int child_start(const char *path, struct child *c)
+{
+	return child_start_ns(path, NULL, c);
 }
 
 /* Lets the child return from level_c and exit; waits for it. */
@@ -304,6 +331,127 @@ static void test_gone_file(bool replace)
 	symbolizer__free(s);
 }
 
+/* A stripped binary and its debug file that exist only in the target's
+ * mount namespace: found through /proc/PID/root. */
+static void test_mount_ns(void)
+{
+	char dir[] = "/tmp/cgbpf-symns-XXXXXX", path[PATH_MAX + 32], hidden[PATH_MAX + 32];
+	struct symbolizer *s;
+	struct sym_frame fr[MAX_FRAMES];
+	uint64_t ips[MAX_FRAMES];
+	bool truncated;
+	struct child c;
+	int n;
+
+	if (geteuid() != 0) {
+		skip("mount namespace: unshare(CLONE_NEWNS) needs root");
+		return;
+	}
+	if (!mkdtemp(dir)) {
+		check(false, "mount namespace: mkdtemp: %s", strerror(errno));
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/chain_stripped", stacks_dir);
+	snprintf(hidden, sizeof(hidden), "%s/chain_stripped.debug", dir);
+	s = symbolizer__new();
+	if (!check(s && !child_start_ns(path, dir, &c),
+		   "mount namespace: stripped binary started in its own namespace")) {
+		rmdir(dir);
+		symbolizer__free(s);
+		return;
+	}
+	check(access(hidden, F_OK) != 0, "mount namespace: its debug file is not visible here");
+	n = unwind(s, &c, c.h.len, ips, &truncated);
+	symbolize(s, (pid_t)c.h.pid, ips, n > 0 ? n : 0, fr);
+	if (!check(n > 0 && chain_ok(fr, n, c_names, "chain_stripped", NULL),
+		   "mount namespace: level_c, level_b, level_a, main via the target's root"))
+		print_frames(fr, n > 0 ? n : 0);
+	child_finish(&c);
+	rmdir(dir);
+	symbolizer__free(s);
+}
+
+/* An ip outside every module (JIT code): frame pointers on the copy. */
+static void test_fp_fallback(void)
+{
+	struct symbolizer *s = symbolizer__new();
+	struct sym_frame fr[MAX_FRAMES];
+	uint64_t ips[MAX_FRAMES];
+	char path[PATH_MAX + 32];
+	struct sym_regs r;
+	bool truncated, ok;
+	struct child c;
+	int n;
+
+	snprintf(path, sizeof(path), "%s/chain_fp", stacks_dir);
+	if (!check(s && !child_start(path, &c), "jit fallback: chain_fp started")) {
+		symbolizer__free(s);
+		return;
+	}
+	r = (struct sym_regs){ 0x10000, c.h.sp, c.h.bp };
+	n = symbolizer__unwind(s, (pid_t)c.h.pid, (pid_t)c.h.pid, &r, c.stack, c.h.len, ips,
+			       MAX_FRAMES, &truncated);
+	symbolize(s, (pid_t)c.h.pid, ips, n > 0 ? n : 0, fr);
+	ok = n >= 4 && ips[0] == 0x10000 && !fr[0].function && !fr[0].module;
+	ok = ok && fr[1].function && !strcmp(fr[1].function, "level_b");
+	ok = ok && fr[2].function && !strcmp(fr[2].function, "level_a");
+	ok = ok && fr[3].function && !strcmp(fr[3].function, "main");
+	if (!check(ok, "jit fallback: unknown pc, then level_b, level_a, main by frame pointers"))
+		print_frames(fr, n > 0 ? n : 0);
+	child_finish(&c);
+	symbolizer__free(s);
+}
+
+/* The vDSO of a process (clock_gettime lives there) symbolizes. */
+static void test_vdso(void)
+{
+	struct symbolizer *s = symbolizer__new();
+	uint64_t base = getauxval(AT_SYSINFO_EHDR), addr = 0;
+	struct sym_frame fr;
+	Elf_Scn *scn = NULL;
+	Elf *e;
+	int rc;
+
+	if (!base || elf_version(EV_CURRENT) == EV_NONE) {
+		skip("vdso: none here");
+		symbolizer__free(s);
+		return;
+	}
+	/* Our own vDSO image: the address of __vdso_clock_gettime in it. */
+	e = elf_memory((char *)(uintptr_t)base, 8192);
+	while (e && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		size_t i;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *name;
+
+			if (!gelf_getsym(d, (int)i, &sym))
+				continue;
+			name = elf_strptr(e, sh.sh_link, sym.st_name);
+			if (name && !strcmp(name, "__vdso_clock_gettime"))
+				addr = base + sym.st_value;
+		}
+	}
+	elf_end(e);
+	if (!addr) {
+		skip("vdso: no __vdso_clock_gettime in it");
+		symbolizer__free(s);
+		return;
+	}
+	rc = symbolizer__user(s, getpid(), addr + 1, &fr);
+	check(!rc && fr.function && strstr(fr.function, "clock_gettime") && fr.function_off == 1 &&
+	      fr.module && !strcmp(fr.module, "[vdso]"),
+	      "vdso: __vdso_clock_gettime+1 (%s+%#" PRIx64 " in %s)",
+	      fr.function ? fr.function : "?", fr.function_off, fr.module ? fr.module : "?");
+	symbolizer__free(s);
+}
+
 static void test_kernel(void)
 {
 	struct symbolizer *s = symbolizer__new();
@@ -373,6 +521,7 @@ int main(int argc, char **argv)
 
 	if (n <= 0)
 		return 1;
+	elf_version(EV_CURRENT);
 	self[n] = 0;
 	/* build/unit/test_symbolize -> build/stacks */
 	snprintf(stacks_dir, sizeof(stacks_dir), "%s/../stacks", dirname(self));
@@ -381,8 +530,11 @@ int main(int argc, char **argv)
 
 	for (i = 0; i < sizeof(flavours) / sizeof(flavours[0]); i++)
 		test_flavour(&flavours[i]);
+	test_fp_fallback();
 	test_gone_file(false);
 	test_gone_file(true);
+	test_mount_ns();
+	test_vdso();
 	test_kernel();
 	test_unknown_pid();
 	printf("%d passed, %d failed\n", n_pass, n_fail);
