@@ -50,10 +50,24 @@ char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 #define REFRESH_NS	100000000ull	/* re-read maps on a miss at most this often */
 #define RELPC_BITS	40
 
-/* One module file, shared by every process that maps it. */
+/* A function symbol of a module file, at its ELF address. */
+struct fsym {
+	uint64_t addr, size;
+	uint32_t name;		/* offset in the file's names */
+	uint8_t rank;		/* among aliases the highest wins */
+};
+
+/* One module file, shared by every process that maps it. Its function
+ * symbols are read once (libdwfl's own lookup scans every symbol on every
+ * call), sorted, and kept with their names, so lookups are a binary search
+ * and need no Dwfl: frames of an exited process still resolve. */
 struct sfile {
 	uint32_t id;
 	const char *build_id;	/* interned hex or NULL */
+	bool syms_read;
+	struct fsym *syms;
+	size_t nsyms;
+	char *names;
 };
 
 /* One executable file mapping group of a process. Individually allocated:
@@ -659,6 +673,92 @@ static int mod_load(struct symbolizer *s, struct smod *m)
 	return 0;
 }
 
+static int fsym_cmp(const void *a, const void *b)
+{
+	const struct fsym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return (int)x->rank - (int)y->rank;
+}
+
+/* Reads the function symbols of m's file (.symtab of the file or of its
+ * debug file, else .dynsym: libdwfl's choice) into f. */
+static int file_read_syms(struct sfile *f, struct smod *m)
+{
+	size_t cap = 0, names_len = 0, names_cap = 0;
+	int n, i;
+	void *p;
+
+	f->syms_read = true;
+	n = dwfl_module_getsymtab(m->mod);
+	for (i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		GElf_Word shndx;
+		Elf *elf;
+		Dwarf_Addr bias;
+		const char *name = dwfl_module_getsym_info(m->mod, i, &sym, &addr, &shndx, &elf,
+							   &bias);
+		int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+		size_t len;
+
+		if (!name || !*name || shndx == SHN_UNDEF ||
+		    (type != STT_FUNC && type != STT_GNU_IFUNC))
+			continue;
+		len = strlen(name) + 1;
+		if (names_len + len > names_cap || names_len + len > UINT32_MAX) {
+			if (names_len + len > UINT32_MAX)
+				break;
+			names_cap = (names_cap ? 2 * names_cap : 65536) + len;
+			p = realloc(f->names, names_cap);
+			if (!p)
+				return -ENOMEM;
+			f->names = p;
+		}
+		if (f->nsyms == cap) {
+			cap = cap ? 2 * cap : 1024;
+			p = realloc(f->syms, cap * sizeof(*f->syms));
+			if (!p)
+				return -ENOMEM;
+			f->syms = p;
+		}
+		memcpy(f->names + names_len, name, len);
+		/* Aliases: global over weak over local, sized over sizeless. */
+		f->syms[f->nsyms++] = (struct fsym){
+			.addr = addr - m->bias,
+			.size = sym.st_size,
+			.name = (uint32_t)names_len,
+			.rank = (uint8_t)((bind == STB_GLOBAL ? 4 : bind == STB_WEAK ? 2 : 0) +
+					  (sym.st_size != 0)),
+		};
+		names_len += len;
+	}
+	qsort(f->syms, f->nsyms, sizeof(*f->syms), fsym_cmp);
+	return 0;
+}
+
+/* The function symbol of f holding rel: the highest at or below it, if
+ * sizeless or rel is within its size. */
+static const struct fsym *file_find_sym(const struct sfile *f, uint64_t rel)
+{
+	size_t lo = 0, hi = f->nsyms;
+	const struct fsym *y;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (f->syms[mid].addr <= rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	y = &f->syms[lo - 1];
+	return !y->size || rel - y->addr < y->size ? y : NULL;
+}
+
 static char *demangle(const char *name)
 {
 	int status = -1;
@@ -707,7 +807,7 @@ static int sym_user(struct symbolizer *s, pid_t pid, uint64_t ip, uint64_t looku
 	struct smod *m;
 	uint64_t key, relpc, *v, off = 0;
 	const char *name, *function = NULL;
-	GElf_Sym sym;
+	const struct fsym *y;
 	char *d;
 	int err;
 
@@ -738,10 +838,17 @@ static int sym_user(struct symbolizer *s, pid_t pid, uint64_t ip, uint64_t looku
 		out->function_off = s->cache[*v].off + (ip - lookup);
 		return out->function ? 0 : -ENOENT;
 	}
-	if (!m->mod)
-		return -ESRCH;
-	name = dwfl_module_addrinfo(m->mod, lookup, &off, &sym, NULL, NULL, NULL);
-	if (name) {
+	if (!m->file->syms_read) {
+		if (!m->mod)
+			return -ESRCH;
+		err = file_read_syms(m->file, m);
+		if (err)
+			return err;
+	}
+	y = file_find_sym(m->file, relpc);
+	if (y) {
+		name = m->file->names + y->name;
+		off = relpc - y->addr;
 		d = demangle(name);
 		function = intern(s, d ? d : name);
 		free(d);
@@ -1020,8 +1127,13 @@ void symbolizer__free(struct symbolizer *s)
 	for (i = 0; hmap__next(&s->procs, &i, &k, &v);)
 		proc_free((struct sproc *)(uintptr_t)v);
 	hmap__free(&s->procs);
-	for (i = 0; hmap__next(&s->files, &i, &k, &v);)
-		free((void *)(uintptr_t)v);
+	for (i = 0; hmap__next(&s->files, &i, &k, &v);) {
+		struct sfile *f = (struct sfile *)(uintptr_t)v;
+
+		free(f->syms);
+		free(f->names);
+		free(f);
+	}
 	hmap__free(&s->files);
 	hmap__free(&s->syms);
 	free(s->cache);

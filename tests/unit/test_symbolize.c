@@ -67,7 +67,7 @@ static int child_start_ns(const char *path, const char *ns_dir, struct child *c)
 	int in[2], out[2];
 
 	memset(c, 0, sizeof(*c));
-	if (pipe(in) || pipe(out))
+	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC))
 		return -1;
 	c->pid = fork();
 	if (c->pid < 0)
@@ -256,6 +256,16 @@ static void test_flavour(const struct flavour *fl)
 		       !strcmp(again[i].function, fr[i].function) &&
 		       again[i].module_off == fr[i].module_off;
 	check(n >= 4 && same, "%s: after exit the same frames symbolize from the cache", fl->bin);
+	/* Never asked before the exit: the file's symbol table still has it. */
+	if (n >= 4) {
+		struct sym_frame f;
+		uint64_t start = fr[1].ip - fr[1].function_off;
+		int rc = symbolizer__user(s, (pid_t)c.h.pid, start, &f);
+
+		check(!rc && f.function && !strcmp(f.function, fl->names[1]) && !f.function_off,
+		      "%s: after exit an address never asked before (%s+0) still resolves",
+		      fl->bin, fl->names[1]);
+	}
 	symbolizer__free(s);
 }
 
