@@ -49,6 +49,7 @@ char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 #define EXITED_MAX	256		/* exited processes whose tables are kept */
 #define REFRESH_NS	100000000ull	/* re-read maps on a miss at most this often */
 #define RELPC_BITS	40
+#define KSYM_MAX_SIZE	(1u << 20)	/* no kernel function is larger */
 
 /* A function symbol of a module file, at its ELF address. */
 struct fsym {
@@ -1055,7 +1056,9 @@ int symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym_frame *out)
 		else
 			hi = mid;
 	}
-	if (!lo)
+	/* kallsyms has no sizes: past the last symbol of a region (module
+	 * gaps, the end of text) nothing is known. */
+	if (!lo || ip - s->ksyms[lo - 1].addr >= KSYM_MAX_SIZE)
 		return -ENOENT;
 	out->function = s->ksyms[lo - 1].name;
 	out->function_off = ip - s->ksyms[lo - 1].addr;
