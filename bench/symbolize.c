@@ -287,6 +287,25 @@ int main(int argc, char **argv)
 		fp[k] = (now() - t0) / (reps * 10);
 		symbolizer__free(s);
 	}
+	/* What was measured, for the eye. */
+	{
+		struct symbolizer *s = symbolizer__new();
+		struct sym_regs r = { c.h.ip, c.h.sp, c.h.bp };
+		bool tr;
+		int nn = symbolizer__unwind(s, c.pid, c.pid, &r, c.stack, c.h.len, ips,
+					    MAX_FRAMES, &tr);
+
+		printf("stack measured (%s):\n", tr ? "truncated" : "complete");
+		for (i = 0; i < nn; i++) {
+			if (i)
+				symbolizer__user_ret(s, c.pid, ips[i], &fr);
+			else
+				symbolizer__user(s, c.pid, ips[i], &fr);
+			printf("  #%d %s+%#" PRIx64 " (%s)\n", i, fr.function ? fr.function : "?",
+			       fr.function_off, fr.module ? fr.module : "?");
+		}
+		symbolizer__free(s);
+	}
 	child_finish(&c);
 	child_finish(&cfp);
 

@@ -725,13 +725,14 @@ static int file_read_syms(struct sfile *f, struct smod *m)
 			f->syms = p;
 		}
 		memcpy(f->names + names_len, name, len);
-		/* Aliases: global over weak over local, sized over sizeless. */
+		/* Aliases: global over weak over local, sized over sizeless,
+		 * plain over a .symver name ("memcpy@GLIBC_2.2.5"). */
 		f->syms[f->nsyms++] = (struct fsym){
 			.addr = addr - m->bias,
 			.size = sym.st_size,
 			.name = (uint32_t)names_len,
-			.rank = (uint8_t)((bind == STB_GLOBAL ? 4 : bind == STB_WEAK ? 2 : 0) +
-					  (sym.st_size != 0)),
+			.rank = (uint8_t)((bind == STB_GLOBAL ? 8 : bind == STB_WEAK ? 4 : 0) +
+					  (sym.st_size != 0) * 2 + !strchr(name, '@')),
 		};
 		names_len += len;
 	}
