@@ -707,7 +707,12 @@ static int file_read_syms(struct sfile *f, struct smod *m)
 		if (!name || !*name || shndx == SHN_UNDEF ||
 		    (type != STT_FUNC && type != STT_GNU_IFUNC))
 			continue;
-		len = strlen(name) + 1;
+		/* .symver names of glibc's own .symtab: "memcpy@GLIBC_2.2.5"
+		 * reads as memcpy, like its .dynsym entry. */
+		len = strcspn(name, "@");
+		if (!len)
+			len = strlen(name);
+		len++;
 		if (names_len + len > names_cap || names_len + len > UINT32_MAX) {
 			if (names_len + len > UINT32_MAX)
 				break;
@@ -724,9 +729,10 @@ static int file_read_syms(struct sfile *f, struct smod *m)
 				return -ENOMEM;
 			f->syms = p;
 		}
-		memcpy(f->names + names_len, name, len);
+		memcpy(f->names + names_len, name, len - 1);
+		f->names[names_len + len - 1] = 0;
 		/* Aliases: global over weak over local, sized over sizeless,
-		 * plain over a .symver name ("memcpy@GLIBC_2.2.5"). */
+		 * plain over a .symver name. */
 		f->syms[f->nsyms++] = (struct fsym){
 			.addr = addr - m->bias,
 			.size = sym.st_size,
