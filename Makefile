@@ -127,12 +127,13 @@ unit-bins: $(UNIT_BINS)
 # tests/stacks/chain.c (main -> level_a -> level_b -> level_c) in the
 # flavours test_symbolize unwinds and symbolizes: frame pointers, no frame
 # pointers (CFI only), frame pointers without any CFI, non-PIE, C++, the
-# levels in a shared library, stripped with a .gnu_debuglink file.
+# levels in a shared library (linked, or dlopened later), stripped with a
+# .gnu_debuglink file.
 STK := $(OUT)/stacks
 STK_CFLAGS := -O2 $(WARN) -Itests/stacks -fno-optimize-sibling-calls -fno-inline
 STK_NOFP := -g -fomit-frame-pointer -fasynchronous-unwind-tables
 STK_BINS := $(addprefix $(STK)/,chain_fp chain_nofp chain_nopie chain_fp_nocfi chain_cxx \
-	chain_lib libchain.so chain_stripped chain_stripped.debug)
+	chain_lib chain_dl libchain.so chain_stripped chain_stripped.debug)
 STK_DEPS := tests/stacks/chain.c tests/stacks/capture.h
 
 $(STK)/chain_fp: $(STK_DEPS) | $(STK)
@@ -159,6 +160,9 @@ $(STK)/chain_lib: $(STK_DEPS) $(STK)/libchain.so | $(STK)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(STK_CFLAGS) $(STK_NOFP) -DCHAIN_MAIN_ONLY -fPIE -pie $< -o $@ \
 		-L$(STK) -lchain -Wl,-rpath,'$$ORIGIN'
+$(STK)/chain_dl: $(STK_DEPS) $(STK)/libchain.so | $(STK)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(STK_CFLAGS) $(STK_NOFP) -DCHAIN_MAIN_ONLY -DCHAIN_DL -fPIE -pie $< -o $@ -ldl
 $(STK)/chain_stripped.debug: $(STK)/chain_stripped
 $(STK)/chain_stripped: $(STK_DEPS) | $(STK)
 	$(call msg,CC,$@)

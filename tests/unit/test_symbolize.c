@@ -38,6 +38,7 @@ static char stacks_dir[PATH_MAX];
 struct child {
 	pid_t pid;
 	int in_fd;		/* its stdin: closing it lets it exit */
+	int out_fd;		/* its stdout, until the capture is read */
 	struct capture_hdr h;
 	void *stack;
 };
@@ -62,7 +63,7 @@ static int read_all(int fd, void *p, size_t n)
  * of path and its .debug file, invisible from ours, and runs that copy. */
 static int copy_file(const char *src, const char *dst);
 
-static int child_start_ns(const char *path, const char *ns_dir, struct child *c)
+static int child_spawn(const char *path, const char *ns_dir, struct child *c)
 {
 	int in[2], out[2];
 
@@ -97,18 +98,33 @@ static int child_start_ns(const char *path, const char *ns_dir, struct child *c)
 	close(in[0]);
 	close(out[1]);
 	c->in_fd = in[1];
-	if (read_all(out[0], &c->h, sizeof(c->h)) || c->h.magic != CAPTURE_MAGIC ||
+	c->out_fd = out[0];
+	return 0;
+}
+
+/* Reads the capture a spawned child sends from level_c. */
+static int child_capture(struct child *c)
+{
+	int fd = c->out_fd;
+
+	c->out_fd = -1;
+	if (read_all(fd, &c->h, sizeof(c->h)) || c->h.magic != CAPTURE_MAGIC ||
 	    c->h.len > (64u << 20)) {
-		close(out[0]);
+		close(fd);
 		return -1;
 	}
 	c->stack = malloc(c->h.len ? c->h.len : 1);
-	if (!c->stack || read_all(out[0], c->stack, c->h.len)) {
-		close(out[0]);
+	if (!c->stack || read_all(fd, c->stack, c->h.len)) {
+		close(fd);
 		return -1;
 	}
-	close(out[0]);
+	close(fd);
 	return 0;
+}
+
+static int child_start_ns(const char *path, const char *ns_dir, struct child *c)
+{
+	return child_spawn(path, ns_dir, c) ? -1 : child_capture(c);
 }
 
 static int child_start(const char *path, struct child *c)
@@ -124,6 +140,9 @@ static void child_finish(struct child *c)
 	if (c->in_fd > 0)
 		close(c->in_fd);
 	c->in_fd = -1;
+	if (c->out_fd > 0)
+		close(c->out_fd);
+	c->out_fd = -1;
 	if (c->pid > 0)
 		waitpid(c->pid, &st, 0);
 	c->pid = -1;
@@ -393,6 +412,41 @@ static void test_mount_ns(void)
 	symbolizer__free(s);
 }
 
+/* A library dlopened after the maps were first read: found once the
+ * process is invalidated (as on an mmap event). */
+static void test_dlopen(void)
+{
+	struct symbolizer *s = symbolizer__new();
+	struct sym_frame fr[MAX_FRAMES], f;
+	uint64_t ips[MAX_FRAMES];
+	char path[PATH_MAX + 32];
+	bool truncated;
+	struct child c;
+	int n;
+
+	snprintf(path, sizeof(path), "%s/chain_dl", stacks_dir);
+	if (!check(s && !child_spawn(path, NULL, &c), "dlopen: chain_dl started")) {
+		symbolizer__free(s);
+		return;
+	}
+	/* First use: maps read before libchain.so is there. */
+	symbolizer__user(s, c.pid, 0x1000, &f);
+	if (!check(write(c.in_fd, "g", 1) == 1 && !child_capture(&c),
+		   "dlopen: libchain.so loaded, stack captured")) {
+		child_finish(&c);
+		symbolizer__free(s);
+		return;
+	}
+	symbolizer__invalidate(s, c.pid);
+	n = unwind(s, &c, c.h.len, ips, &truncated);
+	symbolize(s, (pid_t)c.h.pid, ips, n > 0 ? n : 0, fr);
+	if (!check(n > 0 && chain_ok(fr, n, c_names, "chain_dl", "libchain.so") && !truncated,
+		   "dlopen: level_c, level_b, level_a in the dlopened library, then main"))
+		print_frames(fr, n > 0 ? n : 0);
+	child_finish(&c);
+	symbolizer__free(s);
+}
+
 /* An ip outside every module (JIT code): frame pointers on the copy. */
 static void test_fp_fallback(void)
 {
@@ -556,6 +610,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < sizeof(flavours) / sizeof(flavours[0]); i++)
 		test_flavour(&flavours[i]);
 	test_fp_fallback();
+	test_dlopen();
 	test_gone_file(false);
 	test_gone_file(true);
 	test_mount_ns();
