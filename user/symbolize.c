@@ -79,6 +79,7 @@ struct smod {
 	uint64_t dev, ino;
 	const char *path;	/* interned, as the target sees it */
 	bool deleted, vdso;
+	bool exec;		/* some mapping of the group is executable */
 	bool loaded;		/* bias and file known */
 	bool no_elf;		/* libdwfl found no ELF for it */
 	uint64_t bias;
@@ -209,8 +210,13 @@ void __wrap___libdwfl_debuginfod_end(void *client)
 static int open_checked(const char *path, uint64_t dev, uint64_t ino)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd;
 
+	/* Never open a device or a FIFO a process happens to map. */
+	if (stat(path, &st) || !S_ISREG(st.st_mode) || st.st_ino != ino ||
+	    (uint64_t)st.st_dev != dev)
+		return -1;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -1;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_ino != ino ||
@@ -425,7 +431,7 @@ static int add_map(const struct map_entry *e, void *ctx)
 	}
 	b->maps[b->nmaps++] = (struct smap){ e->start, e->end };
 
-	if (!vdso && (path[0] != '/' || !e->inode)) {
+	if (!vdso && (path[0] != '/' || !e->inode || !strncmp(path, "/dev/", 5))) {
 		b->cur = NULL;
 		return 0;
 	}
@@ -433,6 +439,7 @@ static int add_map(const struct map_entry *e, void *ctx)
 	if (b->cur && !vdso && b->cur->ino == e->inode && b->cur->dev == dev &&
 	    b->cur->end == e->start) {
 		b->cur->end = e->end;
+		b->cur->exec |= e->perms[2] == 'x';
 		return 0;
 	}
 	/* Groups start at the file's first page: libdwfl takes the bias from
@@ -458,6 +465,7 @@ static int add_map(const struct map_entry *e, void *ctx)
 	m = reuse_or_new(b, e, dev, path, deleted, vdso);
 	if (!m)
 		return b->err = -ENOMEM;
+	m->exec = e->perms[2] == 'x';
 	if (b->nmods == b->cap) {
 		b->cap = b->cap ? 2 * b->cap : 32;
 		n = realloc(b->mods, b->cap * sizeof(*b->mods));
@@ -475,12 +483,18 @@ static int add_map(const struct map_entry *e, void *ctx)
 static int proc_read_maps(struct symbolizer *s, struct sproc *p)
 {
 	struct maps_build b = { .p = p, .s = s };
-	size_t i;
+	size_t i, j;
 	int err;
 
 	err = procfs__for_each_map(p->pid, add_map, &b);
 	if (!err)
 		err = b.err;
+	/* Only code makes frames: data files (fonts, locale archives, model
+	 * weights) are never reported, nor opened. */
+	for (i = j = 0; i < b.nmods; i++)
+		if (b.mods[i]->exec)
+			b.mods[j++] = b.mods[i];
+	b.nmods = j;
 	p->read_ns = now_ns();
 	if (err || !b.nmods) {
 		free(b.mods);
@@ -563,6 +577,8 @@ static struct sproc *proc_get(struct symbolizer *s, pid_t pid, int *err)
 	p->pid = pid;
 	p->mem_fd = -1;
 	*err = proc_read_maps(s, p);
+	if (*err == -ENOENT)
+		*err = -ESRCH;
 	if (*err || hmap__put(&s->procs, (uint64_t)pid, (uintptr_t)p)) {
 		if (!*err)
 			*err = -ENOMEM;

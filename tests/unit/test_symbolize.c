@@ -576,7 +576,7 @@ static void test_unknown_pid(void)
 		_exit(0);
 	waitpid(pid, &st, 0);
 	rc = symbolizer__user(s, pid, 0x401000, &fr);
-	check(rc < 0 && fr.ip == 0x401000 && !fr.function && !fr.module,
+	check(rc == -ESRCH && fr.ip == 0x401000 && !fr.function && !fr.module,
 	      "a process gone before its first use: error %d, ip kept", rc);
 	symbolizer__free(s);
 }
