@@ -758,7 +758,8 @@ static int file_read_syms(struct sfile *f, struct smod *m)
 		};
 		names_len += len;
 	}
-	qsort(f->syms, f->nsyms, sizeof(*f->syms), fsym_cmp);
+	if (f->nsyms)
+		qsort(f->syms, f->nsyms, sizeof(*f->syms), fsym_cmp);
 	return 0;
 }
 
@@ -1054,7 +1055,8 @@ static void ksyms_read(struct symbolizer *s)
 	}
 	free(line);
 	fclose(f);
-	qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
+	if (s->nksyms)
+		qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
 	s->ksyms_ok = s->nksyms > 0;
 }
 
