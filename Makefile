@@ -132,7 +132,7 @@ unit-bins: $(UNIT_BINS)
 STK := $(OUT)/stacks
 STK_CFLAGS := -O2 $(WARN) -Itests/stacks -fno-optimize-sibling-calls -fno-inline
 STK_NOFP := -g -fomit-frame-pointer -fasynchronous-unwind-tables
-STK_BINS := $(addprefix $(STK)/,chain_fp chain_nofp chain_nopie chain_fp_nocfi chain_cxx \
+STK_BINS := $(addprefix $(STK)/,chain_fp chain_nofp chain_nopie chain_nopie_fp chain_fp_nocfi chain_cxx \
 	chain_lib chain_dl libchain.so chain_stripped chain_stripped.debug)
 STK_DEPS := tests/stacks/chain.c tests/stacks/capture.h
 
@@ -145,6 +145,9 @@ $(STK)/chain_nofp: $(STK_DEPS) | $(STK)
 $(STK)/chain_nopie: $(STK_DEPS) | $(STK)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(STK_CFLAGS) $(STK_NOFP) -fno-pie -no-pie $< -o $@
+$(STK)/chain_nopie_fp: $(STK_DEPS) | $(STK)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(STK_CFLAGS) -g -fno-omit-frame-pointer -fno-pie -no-pie $< -o $@
 # -g0: -g would emit .debug_frame, which is CFI too.
 $(STK)/chain_fp_nocfi: $(STK_DEPS) | $(STK)
 	$(call msg,CC,$@)

@@ -566,8 +566,14 @@ static struct sproc *proc_get(struct symbolizer *s, pid_t pid, int *err)
 	uint64_t *v = hmap__get(&s->procs, (uint64_t)pid);
 	struct sproc *p;
 
-	if (v)
-		return (struct sproc *)(uintptr_t)*v;
+	if (v) {
+		p = (struct sproc *)(uintptr_t)*v;
+		/* Invalidated (exec, a new executable mapping): old modules may
+		 * sit where the new ones are. On failure the old tables stay. */
+		if (p->stale && !p->exited)
+			proc_read_maps(s, p);
+		return p;
+	}
 	p = calloc(1, sizeof(*p));
 	if (!p) {
 		*err = -ENOMEM;
@@ -911,7 +917,8 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	struct frames_ctx *f = arg;
 	Dwarf_Addr pc;
 
-	if (!dwfl_frame_pc(state, &pc, NULL))
+	/* pc 0: a bogus unwind (no CFI, no frame pointer), not a frame. */
+	if (!dwfl_frame_pc(state, &pc, NULL) || !pc)
 		return DWARF_CB_ABORT;
 	/* Frame 0 is the sampled instruction: libdwfl reports it as given. */
 	f->ips[f->n++] = pc;

@@ -71,7 +71,10 @@ int symbolizer__user_ret(struct symbolizer *s, pid_t pid, uint64_t ret, struct s
  * read as zero otherwise, and then function stays NULL). */
 int symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym_frame *out);
 
-/* The process mapped or unmapped files (re-read its maps on next use). */
+/* The process exec'ed or mapped executable code (dlopen): its maps are
+ * re-read on next use. Needed for exec (a new image may lie where the old
+ * one was); a dlopen is also found without it, on the first miss, within
+ * 100 ms. Data mmaps need no call. */
 void symbolizer__invalidate(struct symbolizer *s, pid_t pid);
 /* The process exited: its Dwfl may go, cached module symbols stay. */
 void symbolizer__proc_exit(struct symbolizer *s, pid_t pid);

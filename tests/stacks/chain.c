@@ -76,9 +76,11 @@ LEVEL_API __attribute__((noinline)) int level_c(int x)
 	h.len = end - sp;
 	write_all(&h, sizeof(h));
 	write_all((const void *)sp, h.len);
-	/* Stay in level_c until the parent is done with us. */
+	/* Stay in level_c until the parent is done with us; 'e' execs
+	 * $CHAIN_EXEC (a new image in the same process). */
 	while (read(0, buf, 1) > 0)
-		;
+		if (buf[0] == 'e' && getenv("CHAIN_EXEC"))
+			execl(getenv("CHAIN_EXEC"), getenv("CHAIN_EXEC"), (char *)NULL);
 	return x + 1;
 }
 

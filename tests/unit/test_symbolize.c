@@ -102,23 +102,16 @@ static int child_spawn(const char *path, const char *ns_dir, struct child *c)
 	return 0;
 }
 
-/* Reads the capture a spawned child sends from level_c. */
+/* Reads the capture a spawned child sends from level_c (its stdout stays
+ * open: an exec'ed image sends another). */
 static int child_capture(struct child *c)
 {
-	int fd = c->out_fd;
-
-	c->out_fd = -1;
-	if (read_all(fd, &c->h, sizeof(c->h)) || c->h.magic != CAPTURE_MAGIC ||
-	    c->h.len > (64u << 20)) {
-		close(fd);
+	if (read_all(c->out_fd, &c->h, sizeof(c->h)) || c->h.magic != CAPTURE_MAGIC ||
+	    c->h.len > (64u << 20))
 		return -1;
-	}
 	c->stack = malloc(c->h.len ? c->h.len : 1);
-	if (!c->stack || read_all(fd, c->stack, c->h.len)) {
-		close(fd);
+	if (!c->stack || read_all(c->out_fd, c->stack, c->h.len))
 		return -1;
-	}
-	close(fd);
 	return 0;
 }
 
@@ -223,6 +216,7 @@ static const struct flavour flavours[] = {
 	{ "chain_fp", "frame pointers, PIE", c_names, NULL, true },
 	{ "chain_nofp", "no frame pointers (CFI), PIE", c_names, NULL, true },
 	{ "chain_nopie", "no frame pointers, non-PIE", c_names, NULL, false },
+	{ "chain_nopie_fp", "frame pointers, non-PIE", c_names, NULL, false },
 	{ "chain_fp_nocfi", "frame pointers, no CFI at all", c_names, NULL, true },
 	{ "chain_cxx", "C++, demangled", cxx_names, NULL, true },
 	{ "chain_lib", "levels in a shared library", c_names, "libchain.so", true },
@@ -447,6 +441,48 @@ static void test_dlopen(void)
 	symbolizer__free(s);
 }
 
+/* The process execs another non-PIE image, loaded where the first one
+ * was: after symbolizer__invalidate the new image's symbols are used. */
+static void test_exec(void)
+{
+	struct symbolizer *s = symbolizer__new();
+	struct sym_frame fr[MAX_FRAMES];
+	uint64_t ips[MAX_FRAMES];
+	char path[PATH_MAX + 32], next[PATH_MAX + 32];
+	bool truncated;
+	struct child c;
+	int n;
+
+	snprintf(path, sizeof(path), "%s/chain_nopie", stacks_dir);
+	snprintf(next, sizeof(next), "%s/chain_nopie_fp", stacks_dir);
+	setenv("CHAIN_EXEC", next, 1);
+	if (!check(s && !child_start(path, &c), "exec: chain_nopie started")) {
+		unsetenv("CHAIN_EXEC");
+		symbolizer__free(s);
+		return;
+	}
+	unsetenv("CHAIN_EXEC");
+	n = unwind(s, &c, c.h.len, ips, &truncated);
+	symbolize(s, (pid_t)c.h.pid, ips, n > 0 ? n : 0, fr);
+	check(n > 0 && chain_ok(fr, n, c_names, "chain_nopie", NULL), "exec: first image symbolized");
+	free(c.stack);
+	c.stack = NULL;
+	if (!check(write(c.in_fd, "e", 1) == 1 && !child_capture(&c),
+		   "exec: chain_nopie_fp exec'ed in the same process, stack captured")) {
+		child_finish(&c);
+		symbolizer__free(s);
+		return;
+	}
+	symbolizer__invalidate(s, c.pid);
+	n = unwind(s, &c, c.h.len, ips, &truncated);
+	symbolize(s, (pid_t)c.h.pid, ips, n > 0 ? n : 0, fr);
+	if (!check(n > 0 && chain_ok(fr, n, c_names, "chain_nopie_fp", NULL) && !truncated,
+		   "exec: level_c, level_b, level_a, main of the new image"))
+		print_frames(fr, n > 0 ? n : 0);
+	child_finish(&c);
+	symbolizer__free(s);
+}
+
 /* An ip outside every module (JIT code): frame pointers on the copy. */
 static void test_fp_fallback(void)
 {
@@ -611,6 +647,7 @@ int main(int argc, char **argv)
 		test_flavour(&flavours[i]);
 	test_fp_fallback();
 	test_dlopen();
+	test_exec();
 	test_gone_file(false);
 	test_gone_file(true);
 	test_mount_ns();
