@@ -275,6 +275,12 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
 	fd = open_checked(mf_path, m->dev, m->ino);
 	if (fd < 0 && !m->deleted)
 		fd = open_checked(root_path, m->dev, m->ino);
+	/* The process is gone (its /proc entries with it) but the very file
+	 * may still be at the same path in our namespace. */
+	if (fd < 0 && !m->deleted && (fd = open_checked(m->path, m->dev, m->ino)) >= 0) {
+		*file_name = strdup(m->path);
+		return fd;
+	}
 	if (fd < 0)
 		return -1;
 	/* Debug files are looked up next to the name libdwfl is given: the

@@ -483,6 +483,40 @@ static void test_exec(void)
 	symbolizer__free(s);
 }
 
+/* The process exits after its maps were read but before any of its
+ * files was opened (no proc_exit yet): the files, unchanged at their
+ * paths, are opened there, device and inode checked. */
+static void test_exit_before_load(void)
+{
+	struct symbolizer *s = symbolizer__new();
+	struct sym_frame fr[MAX_FRAMES], f;
+	uint64_t ips[MAX_FRAMES];
+	char path[PATH_MAX + 32];
+	bool truncated;
+	struct child c;
+	pid_t pid;
+	int n;
+
+	snprintf(path, sizeof(path), "%s/chain_nofp", stacks_dir);
+	if (!check(s && !child_start(path, &c), "exit before load: chain_nofp started")) {
+		symbolizer__free(s);
+		return;
+	}
+	pid = c.pid;
+	symbolizer__user(s, pid, 0x1000, &f);	/* maps read, nothing opened */
+	close(c.in_fd);
+	c.in_fd = -1;
+	waitpid(pid, NULL, 0);
+	c.pid = -1;
+	n = unwind(s, &c, c.h.len, ips, &truncated);
+	symbolize(s, (pid_t)c.h.pid, ips, n > 0 ? n : 0, fr);
+	if (!check(n > 0 && chain_ok(fr, n, c_names, "chain_nofp", NULL),
+		   "exit before load: level_c, level_b, level_a, main from the files at their paths"))
+		print_frames(fr, n > 0 ? n : 0);
+	child_finish(&c);
+	symbolizer__free(s);
+}
+
 /* An ip outside every module (JIT code): frame pointers on the copy. */
 static void test_fp_fallback(void)
 {
@@ -648,6 +682,7 @@ int main(int argc, char **argv)
 	test_fp_fallback();
 	test_dlopen();
 	test_exec();
+	test_exit_before_load();
 	test_gone_file(false);
 	test_gone_file(true);
 	test_mount_ns();
