@@ -974,6 +974,8 @@ int symbolizer__unwind(struct symbolizer *s, pid_t pid, pid_t tid, const struct 
 	*truncated = false;
 	if (max <= 0)
 		return 0;
+	if (u.tid <= 0)
+		u.tid = pid;	/* next_thread's 0 means "no thread" */
 	p = proc_get(s, pid, &err);
 	if (!p)
 		return err;
