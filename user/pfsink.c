@@ -33,11 +33,39 @@ static void on_begin(void *ctx, struct thread *t, struct call *c)
 		pftrace__begin(ctx, s, c->ts, c->name, c->begin, c->nbegin);
 }
 
+#define BT_FRAMES 192
+
+/* The backtrace of a slow call goes inline on its slice's end: the slice
+ * is on the thread's sequence, whose interning holds only names. */
+static void end_with_stack(struct pftrace *pt, struct pfseq *s, struct call *c)
+{
+	const struct stack *bt = c->bt;
+	const char *names[BT_FRAMES];
+	char unknown[BT_FRAMES][40];
+	int n = 0;
+
+	for (int i = bt->n - 1; i >= 0 && n < BT_FRAMES; i--, n++) {
+		const struct sym_frame *f = &bt->frames[i];
+
+		if (f->function) {
+			names[n] = f->function;
+			continue;
+		}
+		snprintf(unknown[n], sizeof(unknown[n]), "0x%llx", (unsigned long long)f->ip);
+		names[n] = unknown[n];
+	}
+	pftrace__end_stack(pt, s, c->end_ts, c->end, c->nend, names, n);
+}
+
 static void on_end(void *ctx, struct thread *t, struct call *c)
 {
 	struct pfseq *s = seq_of(ctx, t, c->end_ts);
 
-	if (s)
+	if (!s)
+		return;
+	if (c->bt && c->bt->n)
+		end_with_stack(ctx, s, c);
+	else
 		pftrace__end(ctx, s, c->end_ts, c->end, c->nend);
 }
 
