@@ -85,7 +85,9 @@ static __always_inline void bt_exit(struct pt_regs *ctx, __u64 pid_tgid, __u64 c
 	fill_hdr(&r->hdr, REC_STACK_BT, size, pid_tgid);
 	if (size > sizeof(*r))
 		return;
-	if (bpf_ringbuf_output(&events, r, size, wake_flag()))
+	/* Rare and slow anyway: wake the consumer, which symbolizes best
+	 * while the process still lives. */
+	if (bpf_ringbuf_output(&events, r, size, BPF_RB_FORCE_WAKEUP))
 		count_drop(REC_STACK_BT);
 }
 

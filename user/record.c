@@ -223,7 +223,8 @@ static void on_mmap(struct rec *r, const struct rec_mmap *m)
 	dbg("pid %u mapped %.*s%s", m->hdr.pid, REC_MMAP_NAME, m->name,
 	    m->stopped ? " (stopped until probed)" : "");
 	scan(r, m->hdr.pid);
-	stacks__proc_changed(r->stacks, m->hdr.pid);
+	if (r->o->sample_hz || r->o->backtrace_threshold_ns != THRESHOLD_OFF)
+		stacks__proc_changed(r->stacks, m->hdr.pid);
 	/* Name it while it is alive: an exited process has no command line. */
 	model__proc_refresh(&r->model, m->hdr.pid);
 	if (m->stopped)
@@ -245,6 +246,8 @@ static int handle(void *ctx, void *data, size_t size)
 	r->records++;
 	switch (h->type) {
 	case REC_CALL_ENTER:
+		if (r->o->sample_hz || r->o->backtrace_threshold_ns != THRESHOLD_OFF)
+			stacks__proc_seen(r->stacks, h->pid);
 		model__call_enter(&r->model, data);
 		break;
 	case REC_CALL_EXIT:
@@ -275,7 +278,8 @@ static int handle(void *ctx, void *data, size_t size)
 			model__proc_refresh(&r->model, h->pid);
 		/* A new program: it may load a libcuda not probed yet. */
 		scan(r, h->pid);
-		stacks__proc_changed(r->stacks, h->pid);
+		if (r->o->sample_hz || r->o->backtrace_threshold_ns != THRESHOLD_OFF)
+			stacks__proc_changed(r->stacks, h->pid);
 		break;
 	case REC_PROC_EXIT:
 		model__proc_exit(&r->model, data);

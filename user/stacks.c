@@ -22,6 +22,7 @@ struct stacks {
 	int nlinks;
 	struct stacks_stats st;
 	struct hmap self;		/* hash(name) -> index + 1 in tops */
+	struct hmap warm;		/* pids whose maps the symbolizer has read */
 	struct top { const char *name; uint64_t n; } *tops;
 	size_t ntops, captops;
 	struct sym_frame frames[MAX_FRAMES];	/* the sample being decoded */
@@ -54,6 +55,7 @@ void stacks__free(struct stacks *s)
 	free(s->links);
 	free(s->tops);
 	hmap__free(&s->self);
+	hmap__free(&s->warm);
 	symbolizer__free(s->sym);
 	free(s);
 }
@@ -233,16 +235,39 @@ int stacks__record(struct stacks *s, const struct rec_stack *r, size_t size)
 	return 0;
 }
 
+/*
+ * Has the symbolizer read the process's maps now, while it is alive: a
+ * record decoded after the process exited can only use what was read
+ * before (a short program's last backtrace often is such a record).
+ */
+static void warm(struct stacks *s, uint32_t pid)
+{
+	struct sym_frame f;
+
+	symbolizer__user(s->sym, pid, 0, &f);
+	hmap__put(&s->warm, pid, 1);
+}
+
 void stacks__proc_changed(struct stacks *s, uint32_t pid)
 {
-	if (s)
-		symbolizer__invalidate(s->sym, pid);
+	if (!s)
+		return;
+	symbolizer__invalidate(s->sym, pid);
+	warm(s, pid);
+}
+
+void stacks__proc_seen(struct stacks *s, uint32_t pid)
+{
+	if (s && !hmap__get(&s->warm, pid))
+		warm(s, pid);
 }
 
 void stacks__proc_exit(struct stacks *s, uint32_t pid)
 {
-	if (s)
-		symbolizer__proc_exit(s->sym, pid);
+	if (!s)
+		return;
+	hmap__del(&s->warm, pid, NULL);
+	symbolizer__proc_exit(s->sym, pid);
 }
 
 const struct stacks_stats *stacks__stats(const struct stacks *s)

@@ -39,8 +39,10 @@ size_t stacks__min_size(void);
 /* Decodes a REC_STACK_SAMPLE / REC_STACK_BT record of size bytes (header
  * already checked); 0, or -EINVAL for a malformed one. */
 int stacks__record(struct stacks *s, const struct rec_stack *r, size_t size);
-/* The process exec'ed or mapped files / exited. */
+/* The process exec'ed or mapped files (its maps are read again now) /
+ * made an API call (its maps are read if they never were) / exited. */
 void stacks__proc_changed(struct stacks *s, uint32_t pid);
+void stacks__proc_seen(struct stacks *s, uint32_t pid);
 void stacks__proc_exit(struct stacks *s, uint32_t pid);
 const struct stacks_stats *stacks__stats(const struct stacks *s);
 /* Prints the "CPU samples" summary section (top functions by self
