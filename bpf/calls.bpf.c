@@ -138,15 +138,17 @@ static __always_inline int enter(struct pt_regs *ctx)
 	if (!is_target(pid_tgid >> 32))
 		return 0;
 	cookie = bpf_get_attach_cookie(ctx);
-	/* Pushed even when the record is lost, so the return pops the right slot. */
-	if (backtrace_ns)
-		bt_enter(bpf_ktime_get_boot_ns());
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
+		/* Pushed even so, for the return to pop the right slot. */
+		if (backtrace_ns)
+			bt_enter(bpf_ktime_get_boot_ns());
 		count_drop(REC_CALL_ENTER);
 		return 0;
 	}
 	fill_hdr(&r->hdr, REC_CALL_ENTER, sizeof(*r), pid_tgid);
+	if (backtrace_ns)
+		bt_enter(r->hdr.ts);
 	kind = CK_KIND(cookie);
 	r->func = CK_FUNC(cookie);
 	r->lib = CK_LIB(cookie);

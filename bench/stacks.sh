@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Cost of CPU stacks (not a test: `make test` never runs it).
+#
+#   sudo bash bench/stacks.sh          (after `make`; `sudo make bench` first
+#                                       installs what bench/run.sh needs)
+#
+# Measures, in one run:
+#   A. what the backtrace knob adds to every traced call: ns per
+#      cuLaunchKernel of build/workloads/bench_launch untraced, under a bare
+#      uprobe_multi trap (build/bench/bare --multi), and under cgbpf with
+#      --backtrace-threshold off / 100us (sampling off in both), and with
+#      the defaults (99 Hz sampling + 100us backtraces); interleaved rounds,
+#      medians, ratios of overheads to the bare trap's;
+#   B. cost per sampled stack: a target spinning on one CPU
+#      (build/stacks/chain_fp_pie) under --sample-hz 999 with --stack-copy
+#      8192 (default) and 0: BPF run time per sample (kernel.bpf_stats_enabled
+#      for the duration, restored after), cgbpf's CPU time per sample
+#      (against the same capture with --sample-hz 0), trace bytes per
+#      sample, ring bytes per sample.
+# Knobs (environment): BENCH_N (calls per run, 1000000), BENCH_RUNS (5),
+# BENCH_SPIN_MS (spin of B, 3000; cgbpf records -p it for SPIN - 800 ms).
+set -euo pipefail
+
+N=${BENCH_N:-1000000}
+RUNS=${BENCH_RUNS:-5}
+SPIN=${BENCH_SPIN_MS:-3000}
+HZ=999
+
+[ "$(id -u)" -eq 0 ] || { echo "bench/stacks.sh: needs root" >&2; exit 1; }
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+make -s --no-print-directory all bench-bins >&2
+CGBPF=$ROOT/build/cgbpf
+BARE=$ROOT/build/bench/bare
+TMP=$(mktemp -d /tmp/cgbpf-bench-stacks.XXXXXX)
+STATS0=$(sysctl -n kernel.bpf_stats_enabled)
+cleanup() {
+	sysctl -q -w kernel.bpf_stats_enabled="$STATS0" || true
+	[ -n "${BB:-}" ] && kill "$BB" 2>/dev/null || true
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+median() {
+	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
+		END { if (NR % 2) printf "%.1f\n", v[(NR + 1) / 2];
+		      else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+calc() { awk "BEGIN { printf \"%.${2:-1}f\", $1 }"; }
+ns_of() { sed -n 's/.*ns_per_call=\([0-9.]*\).*/\1/p' "$1"; }
+child_cpu() {
+	tail -1 "$1" | awk '{ n = 0
+		for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); n += a[1] * 60 + a[2] }
+		printf "%.3f", n }'
+}
+wait_for() {	# FILE REGEX SECONDS
+	local i
+	for ((i = 0; i < $3 * 50; i++)); do
+		grep -Eq "$2" "$1" 2>/dev/null && return 0
+		sleep 0.02
+	done
+	return 1
+}
+
+# Private copies: probes other tools hold on build/fake fire nowhere here.
+mkdir -p "$TMP/fake" "$TMP/workloads" "$TMP/stacks"
+cp build/fake/libcuda.so.1 "$TMP/fake/"
+cp build/workloads/bench_launch "$TMP/workloads/"
+cp build/stacks/chain_fp_pie "$TMP/stacks/"
+LIB=$TMP/fake/libcuda.so.1
+WL=$TMP/workloads/bench_launch
+CHAIN=$TMP/stacks/chain_fp_pie
+OFF=$("$CGBPF" check "$LIB" cuLaunchKernel | awk '$1 == "cuLaunchKernel" { print $2 }')
+
+echo "== cgbpf stacks benchmark: $(date -u +%FT%TZ), $(uname -r), $(nproc) CPUs," \
+	"git $(git describe --always --dirty 2>/dev/null)"
+
+# ------------------------------------------------------------ A
+run_untraced() { "$WL" "$N" > "$TMP/wl.out" 2>&1; R=$(ns_of "$TMP/wl.out"); }
+run_bare() {
+	rm -f "$TMP/bare.out"
+	"$BARE" --multi "$LIB" "$OFF" > "$TMP/bare.out" 2>&1 &
+	BB=$!
+	wait_for "$TMP/bare.out" "^bare: attached" 10 || { echo "bare did not attach" >&2; exit 1; }
+	run_untraced
+	kill -TERM $BB; wait $BB 2>/dev/null || true; BB=
+}
+run_cgbpf() {	# ARGS...
+	local gate=$TMP/gate w c
+	rm -f "$gate" "$TMP/a.err" "$TMP/a.sum"
+	CGBPF_WAIT_FILE=$gate "$WL" "$N" > "$TMP/wl.out" 2>&1 &
+	w=$!
+	"$CGBPF" record -p $w -o "$TMP/a.pftrace" "$@" > "$TMP/a.sum" 2> "$TMP/a.err" &
+	c=$!
+	wait_for "$TMP/a.err" "probing [0-9]+ CUDA driver functions" 30 ||
+		{ echo "cgbpf did not attach: $(cat "$TMP/a.err")" >&2; exit 1; }
+	touch "$gate"
+	wait $w
+	wait $c
+	grep -q "no records lost" "$TMP/a.sum" || echo "  (records lost in a run: $*)" >&2
+	R=$(ns_of "$TMP/wl.out")
+	rm -f "$TMP/a.pftrace"
+}
+U=() B=() OFFK=() ONK=() DEF=()
+echo "running A ($RUNS rounds of $N calls)..." >&2
+for ((r = 1; r <= RUNS; r++)); do
+	run_untraced; U+=("$R")
+	run_bare; B+=("$R")
+	run_cgbpf --sample-hz 0 --backtrace-threshold off; OFFK+=("$R")
+	run_cgbpf --sample-hz 0 --backtrace-threshold 100us; ONK+=("$R")
+	run_cgbpf; DEF+=("$R")
+	echo "  round $r: untraced ${U[-1]} bare ${B[-1]} bt-off ${OFFK[-1]} bt-100us ${ONK[-1]} defaults ${DEF[-1]}" >&2
+done
+MU=$(median "${U[@]}") MB=$(median "${B[@]}") MOFF=$(median "${OFFK[@]}")
+MON=$(median "${ONK[@]}") MDEF=$(median "${DEF[@]}")
+rat() { calc "($1 - $MU) / ($MB - $MU)" 2; }
+echo
+echo "== A. ns per cuLaunchKernel (median of $RUNS x $N; overhead = ns - untraced)"
+printf '  %-52s %8s %9s %7s\n' config ns/call overhead "x bare"
+printf '  %-52s %8s %9s %7s\n' "untraced" "$MU" - -
+printf '  %-52s %8s %9s %7s\n' "bare trap, empty progs (uprobe_multi)" "$MB" "$(calc "$MB - $MU")" 1.00
+printf '  %-52s %8s %9s %7s\n' "cgbpf --sample-hz 0 --backtrace-threshold off" "$MOFF" "$(calc "$MOFF - $MU")" "$(rat "$MOFF")"
+printf '  %-52s %8s %9s %7s\n' "cgbpf --sample-hz 0 --backtrace-threshold 100us" "$MON" "$(calc "$MON - $MU")" "$(rat "$MON")"
+printf '  %-52s %8s %9s %7s\n' "cgbpf (defaults: 99 Hz, 100us)" "$MDEF" "$(calc "$MDEF - $MU")" "$(rat "$MDEF")"
+echo "  backtrace knob adds $(calc "$MON - $MOFF") ns per call"
+
+# ------------------------------------------------------------ B
+run_chain() {	# TAG ARGS...: sets S_SAMPLES S_CPU S_SIZE S_RUN_NS S_RUN_CNT
+	local tag=$1 c w dur
+	shift
+	dur=$((SPIN - 800))
+	LD_LIBRARY_PATH=$TMP/fake "$CHAIN" "$SPIN" 0 &
+	w=$!
+	times > "$TMP/t0"
+	"$CGBPF" record -p $w -d ${dur}ms -o "$TMP/$tag.pftrace" --backtrace-threshold off "$@" \
+		> "$TMP/$tag.sum" 2> "$TMP/$tag.err" &
+	c=$!
+	S_RUN_NS=0 S_RUN_CNT=0
+	# The sampler's counters near the end of the capture, while loaded.
+	sleep "$(calc "$dur / 1000 - 0.2" 2)"
+	if bpftool prog show name sample > "$TMP/prog" 2>/dev/null; then
+		S_RUN_NS=$(sed -n 's/.*run_time_ns \([0-9]*\).*/\1/p' "$TMP/prog" | head -1)
+		S_RUN_CNT=$(sed -n 's/.*run_cnt \([0-9]*\).*/\1/p' "$TMP/prog" | head -1)
+	fi
+	wait $c
+	# Only cgbpf was reaped in between: the CPU time is its own.
+	times > "$TMP/t1"
+	wait $w
+	S_CPU=$(calc "$(child_cpu "$TMP/t1") - $(child_cpu "$TMP/t0")" 3)
+	S_SAMPLES=$(sed -n 's/^ *\([0-9]*\) samples at.*/\1/p' "$TMP/$tag.sum")
+	S_SIZE=$(stat -c %s "$TMP/$tag.pftrace")
+	S_SAMPLES=${S_SAMPLES:-0}
+	S_RUN_NS=${S_RUN_NS:-0} S_RUN_CNT=${S_RUN_CNT:-0}
+}
+echo "running B (spin ${SPIN} ms at $HZ Hz)..." >&2
+sysctl -q -w kernel.bpf_stats_enabled=1
+run_chain off --sample-hz 0
+OFF_CPU=$S_CPU OFF_SIZE=$S_SIZE
+echo
+echo "== B. cost per sampled stack (target spinning ${SPIN} ms, --sample-hz $HZ)"
+printf '  %-22s %8s %14s %16s %16s %14s\n' "--stack-copy" samples "bpf ns/run" "bpf us/sample" "cgbpf us/sample" "trace B/sample"
+for copy in 8192 0; do
+	run_chain c$copy --sample-hz $HZ --stack-copy $copy
+	[ "$S_SAMPLES" -gt 0 ] || { echo "no samples: $(cat "$TMP/c$copy.err")" >&2; exit 1; }
+	# The program runs on every CPU tick, idle ones included (they return
+	# at once): charging all of its time to the samples is an upper bound.
+	printf '  %-22s %8s %14s %16s %16s %14s\n' "$copy" "$S_SAMPLES" \
+		"$([ "$S_RUN_CNT" -gt 0 ] && calc "$S_RUN_NS / $S_RUN_CNT" 0 || echo n/a)" \
+		"$(calc "$S_RUN_NS / 1000 / $S_SAMPLES" 2)" \
+		"$(calc "($S_CPU - $OFF_CPU) * 1e6 / $S_SAMPLES" 1)" \
+		"$(calc "($S_SIZE - $OFF_SIZE) / $S_SAMPLES" 1)"
+done
+echo "  ring bytes per sample record: $(( $(grep -o 'STACK_USER_MAX [0-9]*' bpf/stack_rec.h | awk '{print $2}') * 8 + 64 * 8 + 56 )) + stack copy"
