@@ -16,16 +16,17 @@
 #   B. cost per sampled stack: a target spinning on one CPU
 #      (build/stacks/chain_fp_pie) under --sample-hz 999 with --stack-copy
 #      8192 (default) and 0: BPF run time per sample (kernel.bpf_stats_enabled
-#      for the duration, restored after), cgbpf's CPU time per sample
-#      (against the same capture with --sample-hz 0), trace bytes per
-#      sample, ring bytes per sample.
+#      for the duration, restored after), cgbpf's CPU time per sample (its
+#      steady-state CPU rate, schedstat, on vs off), trace bytes per sample
+#      (slope between a long and a short capture), ring bytes per sample.
 # Knobs (environment): BENCH_N (calls per run, 1000000), BENCH_RUNS (5),
-# BENCH_SPIN_MS (spin of B, 3000; cgbpf records -p it for SPIN - 800 ms).
+# BENCH_SPIN_MS (spin of B, 6000; cgbpf records -p it for SPIN - 800 ms),
+# BENCH_PARTS ("A B").
 set -euo pipefail
 
 N=${BENCH_N:-1000000}
 RUNS=${BENCH_RUNS:-5}
-SPIN=${BENCH_SPIN_MS:-3000}
+SPIN=${BENCH_SPIN_MS:-6000}
 HZ=999
 
 [ "$(id -u)" -eq 0 ] || { echo "bench/stacks.sh: needs root" >&2; exit 1; }
@@ -103,6 +104,8 @@ run_cgbpf() {	# ARGS...
 	R=$(ns_of "$TMP/wl.out")
 	rm -f "$TMP/a.pftrace"
 }
+PARTS=${BENCH_PARTS:-A B}
+if [[ " $PARTS " == *" A "* ]]; then
 U=() B=() OFFK=() ONK=() DEF=()
 echo "running A ($RUNS rounds of $N calls)..." >&2
 for ((r = 1; r <= RUNS; r++)); do
@@ -125,51 +128,64 @@ printf '  %-52s %8s %9s %7s\n' "cgbpf --sample-hz 0 --backtrace-threshold off" "
 printf '  %-52s %8s %9s %7s\n' "cgbpf --sample-hz 0 --backtrace-threshold 100us" "$MON" "$(calc "$MON - $MU")" "$(rat "$MON")"
 printf '  %-52s %8s %9s %7s\n' "cgbpf (defaults: 99 Hz, 100us)" "$MDEF" "$(calc "$MDEF - $MU")" "$(rat "$MDEF")"
 echo "  backtrace knob adds $(calc "$MON - $MOFF") ns per call"
+fi
+[[ " $PARTS " == *" B "* ]] || exit 0
 
 # ------------------------------------------------------------ B
-run_chain() {	# TAG ARGS...: sets S_SAMPLES S_CPU S_SIZE S_RUN_NS S_RUN_CNT
-	local tag=$1 c w dur
-	shift
-	dur=$((SPIN - 800))
-	LD_LIBRARY_PATH=$TMP/fake "$CHAIN" "$SPIN" 0 &
+run_chain() {	# TAG SPIN_MS ARGS...: sets S_SAMPLES S_CPU S_SIZE S_RUN_NS S_RUN_CNT
+	local tag=$1 spin=$2 c w dur a0 a1 t0 t1
+	shift 2
+	dur=$((spin - 800))
+	LD_LIBRARY_PATH=$TMP/fake "$CHAIN" "$spin" 0 &
 	w=$!
-	times > "$TMP/t0"
 	"$CGBPF" record -p $w -d ${dur}ms -o "$TMP/$tag.pftrace" --backtrace-threshold off "$@" \
 		> "$TMP/$tag.sum" 2> "$TMP/$tag.err" &
 	c=$!
 	S_RUN_NS=0 S_RUN_CNT=0
-	# The sampler's counters near the end of the capture, while loaded.
-	sleep "$(calc "$dur / 1000 - 0.2" 2)"
+	# cgbpf's CPU time over a window in the steady state (schedstat: ns),
+	# after setup and before the end, so fixed costs stay out.
+	sleep 1
+	read -r a0 _ < "/proc/$c/schedstat"
+	t0=$(date +%s%N)
+	sleep "$(calc "$dur / 1000 - 1.4" 2)"
+	read -r a1 _ < "/proc/$c/schedstat"
+	t1=$(date +%s%N)
+	S_RATE=$(calc "($a1 - $a0) / ($t1 - $t0)" 6)	# CPU s per s
 	if bpftool prog show name sample > "$TMP/prog" 2>/dev/null; then
 		S_RUN_NS=$(sed -n 's/.*run_time_ns \([0-9]*\).*/\1/p' "$TMP/prog" | head -1)
 		S_RUN_CNT=$(sed -n 's/.*run_cnt \([0-9]*\).*/\1/p' "$TMP/prog" | head -1)
 	fi
 	wait $c
-	# Only cgbpf was reaped in between: the CPU time is its own.
-	times > "$TMP/t1"
 	wait $w
-	S_CPU=$(calc "$(child_cpu "$TMP/t1") - $(child_cpu "$TMP/t0")" 3)
 	S_SAMPLES=$(sed -n 's/^ *\([0-9]*\) samples at.*/\1/p' "$TMP/$tag.sum")
 	S_SIZE=$(stat -c %s "$TMP/$tag.pftrace")
 	S_SAMPLES=${S_SAMPLES:-0}
 	S_RUN_NS=${S_RUN_NS:-0} S_RUN_CNT=${S_RUN_CNT:-0}
+	S_DUR=$dur
 }
 echo "running B (spin ${SPIN} ms at $HZ Hz)..." >&2
 sysctl -q -w kernel.bpf_stats_enabled=1
-run_chain off --sample-hz 0
-OFF_CPU=$S_CPU OFF_SIZE=$S_SIZE
+# Trace bytes per sample: the slope between a long and a short capture
+# (fixed parts cancel). cgbpf's CPU per sample: its CPU rate in the steady
+# state with sampling on, less the rate with sampling off, over the sample
+# rate.
+SHORT=$(( (SPIN + 1600) / 3 ))
+run_chain off "$SPIN" --sample-hz 0
+OFF_RATE=$S_RATE
 echo
-echo "== B. cost per sampled stack (target spinning ${SPIN} ms, --sample-hz $HZ)"
-printf '  %-22s %8s %14s %16s %16s %14s\n' "--stack-copy" samples "bpf ns/run" "bpf us/sample" "cgbpf us/sample" "trace B/sample"
+echo "== B. cost per sampled stack (target spinning, captures of $((SPIN - 800)) and $((SHORT - 800)) ms, --sample-hz $HZ)"
+printf '  %-14s %8s %12s %15s %17s %16s\n' "--stack-copy" samples "bpf ns/run" "bpf us/sample" "cgbpf us/sample" "trace B/sample"
 for copy in 8192 0; do
-	run_chain c$copy --sample-hz $HZ --stack-copy $copy
-	[ "$S_SAMPLES" -gt 0 ] || { echo "no samples: $(cat "$TMP/c$copy.err")" >&2; exit 1; }
+	run_chain s$copy "$SHORT" --sample-hz $HZ --stack-copy $copy
+	S1=$S_SAMPLES Z1=$S_SIZE
+	run_chain c$copy "$SPIN" --sample-hz $HZ --stack-copy $copy
+	[ "$S_SAMPLES" -gt "$S1" ] || { echo "no more samples in the long run: $(cat "$TMP/c$copy.err")" >&2; exit 1; }
 	# The program runs on every CPU tick, idle ones included (they return
 	# at once): charging all of its time to the samples is an upper bound.
-	printf '  %-22s %8s %14s %16s %16s %14s\n' "$copy" "$S_SAMPLES" \
+	printf '  %-14s %8s %12s %15s %17s %16s\n' "$copy" "$S_SAMPLES" \
 		"$([ "$S_RUN_CNT" -gt 0 ] && calc "$S_RUN_NS / $S_RUN_CNT" 0 || echo n/a)" \
 		"$(calc "$S_RUN_NS / 1000 / $S_SAMPLES" 2)" \
-		"$(calc "($S_CPU - $OFF_CPU) * 1e6 / $S_SAMPLES" 1)" \
-		"$(calc "($S_SIZE - $OFF_SIZE) / $S_SAMPLES" 1)"
+		"$(calc "($S_RATE - $OFF_RATE) * 1e6 / ($S_SAMPLES * 1000 / $S_DUR)" 1)" \
+		"$(calc "($S_SIZE - $Z1) / ($S_SAMPLES - $S1)" 1)"
 done
 echo "  ring bytes per sample record: $(( $(grep -o 'STACK_USER_MAX [0-9]*' bpf/stack_rec.h | awk '{print $2}') * 8 + 64 * 8 + 56 )) + stack copy"
