@@ -127,7 +127,44 @@ printf '  %-52s %8s %9s %7s\n' "bare trap, empty progs (uprobe_multi)" "$MB" "$(
 printf '  %-52s %8s %9s %7s\n' "cgbpf --sample-hz 0 --backtrace-threshold off" "$MOFF" "$(calc "$MOFF - $MU")" "$(rat "$MOFF")"
 printf '  %-52s %8s %9s %7s\n' "cgbpf --sample-hz 0 --backtrace-threshold 100us" "$MON" "$(calc "$MON - $MU")" "$(rat "$MON")"
 printf '  %-52s %8s %9s %7s\n' "cgbpf (defaults: 99 Hz, 100us)" "$MDEF" "$(calc "$MDEF - $MU")" "$(rat "$MDEF")"
-echo "  backtrace knob adds $(calc "$MON - $MOFF") ns per call"
+echo "  backtrace knob adds $(calc "$MON - $MOFF") ns per call (difference of medians)"
+
+# The programs' own run time per call (kernel.bpf_stats_enabled), knob off
+# and on: what the knob adds inside BPF, free of the trap's noise.
+prog_ns() {	# NAME: ns per run of that program (bpftool prog show, run_time_ns / run_cnt)
+	bpftool prog show 2>/dev/null | awk -v n="$1" '
+		{ for (i = 1; i < NF; i++) if ($i == "name" && $(i + 1) == n) hit = 1 }
+		hit { for (i = 1; i < NF; i++) { if ($i == "run_time_ns") t = $(i + 1); if ($i == "run_cnt") c = $(i + 1) }
+		      if (c > 0) printf "%.1f\n", t / c; exit }'
+}
+run_stats() {	# ARGS...: sets E_NS X_NS
+	local gate=$TMP/gate w c e x
+	rm -f "$gate" "$TMP/a.err" "$TMP/a.sum"
+	CGBPF_WAIT_FILE=$gate "$WL" "$N" > "$TMP/wl.out" 2>&1 &
+	w=$!
+	"$CGBPF" record -p $w -o "$TMP/a.pftrace" "$@" > "$TMP/a.sum" 2> "$TMP/a.err" &
+	c=$!
+	wait_for "$TMP/a.err" "probing [0-9]+ CUDA driver functions" 30 || exit 1
+	touch "$gate"
+	E_NS=n/a X_NS=n/a
+	while kill -0 $w 2>/dev/null; do
+		e=$(prog_ns call_enter_multi) x=$(prog_ns call_exit_multi)
+		[ -n "$e" ] && E_NS=$e
+		[ -n "$x" ] && X_NS=$x
+		sleep 0.2
+	done
+	wait $w; wait $c
+	rm -f "$TMP/a.pftrace"
+}
+sysctl -q -w kernel.bpf_stats_enabled=1
+EOFF=() XOFF=() EON=() XON=()
+for ((r = 1; r <= 3; r++)); do
+	run_stats --sample-hz 0 --backtrace-threshold off; EOFF+=("$E_NS"); XOFF+=("$X_NS")
+	run_stats --sample-hz 0 --backtrace-threshold 100us; EON+=("$E_NS"); XON+=("$X_NS")
+done
+sysctl -q -w kernel.bpf_stats_enabled="$STATS0"
+echo "  BPF run time per call (bpf_stats, median of 3): entry $(median "${EOFF[@]}") ns -> $(median "${EON[@]}") ns," \
+	"return $(median "${XOFF[@]}") ns -> $(median "${XON[@]}") ns (knob off -> 100us)"
 fi
 [[ " $PARTS " == *" B "* ]] || exit 0
 

@@ -260,7 +260,9 @@ void model__call_exit(struct model *m, const struct rec_call_exit *r)
 		c->out = r->out;
 		c->has_out = r->has_out;
 		c->ended = true;
-		c->bt = t->bt;
+		/* Sent right before this return; another call's is stale. */
+		if (t->bt && t->bt->lib == c->lib && t->bt->func == c->func)
+			c->bt = t->bt;
 		/* The string record never came (ring full): begin now. */
 		if (c->str == NULL && has_string(m, c))
 			EMIT(m, call_begin, t, c);

@@ -29,6 +29,8 @@ struct stack {
 	int n, nkernel;
 	bool truncated;		/* the unwind stopped before the outermost frame */
 	bool kernel_mode;	/* the sample interrupted kernel code */
+	uint8_t lib;		/* backtrace: the call it belongs to */
+	uint16_t func;
 	struct sym_frame *frames;
 };
 

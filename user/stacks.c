@@ -215,6 +215,8 @@ int stacks__record(struct stacks *s, const struct rec_stack *r, size_t size)
 	st.truncated = truncated;
 	st.kernel_mode = r->flags & STACK_F_KERNEL_MODE;
 	st.frames = s->frames;
+	st.lib = r->lib;
+	st.func = r->func;
 	s->st.truncated += truncated;
 	if (r->hdr.type == REC_STACK_SAMPLE) {
 		s->st.samples++;
