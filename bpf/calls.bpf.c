@@ -61,34 +61,35 @@ static __always_inline void bt_enter(__u64 ts)
  * address: the stack is the call site's, which is what a backtrace of
  * the call should show.
  */
-static __always_inline void bt_exit(struct pt_regs *ctx, __u64 pid_tgid, __u64 cookie)
+static __always_inline __u64 bt_exit(struct pt_regs *ctx, __u64 pid_tgid, __u64 cookie)
 {
 	struct call_ts *c = bpf_task_storage_get(&call_ts, bpf_get_current_task_btf(), 0, 0);
 	struct rec_stack *r;
 	__u32 d, zero = 0, size;
-	__u64 t0;
+	__u64 now;
 
 	if (!c || !c->depth)
-		return;
+		return 0;
 	d = --c->depth;
 	if (d >= BT_DEPTH)
-		return;
-	t0 = c->ts[d];
-	if (bpf_ktime_get_boot_ns() - t0 < backtrace_ns)
-		return;
+		return 0;
+	now = bpf_ktime_get_boot_ns();
+	if (now - c->ts[d] < backtrace_ns)
+		return now;
 	r = bpf_map_lookup_elem(&stack_scratch, &zero);
 	if (!r)
-		return;
+		return now;
 	size = fill_stack(r, ctx, ctx, false);
 	r->lib = CK_LIB(cookie);
 	r->func = CK_FUNC(cookie);
 	fill_hdr(&r->hdr, REC_STACK_BT, size, pid_tgid);
 	if (size > sizeof(*r))
-		return;
+		return now;
 	/* Rare and slow anyway: wake the consumer, which symbolizes best
 	 * while the process still lives. */
 	if (bpf_ringbuf_output(&events, r, size, BPF_RB_FORCE_WAKEUP))
 		count_drop(REC_STACK_BT);
+	return now;
 }
 
 /* Scratch space for variable-length string records. */
@@ -208,7 +209,7 @@ static __always_inline int enter(struct pt_regs *ctx)
 static __always_inline int exit(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u64 cookie;
+	__u64 cookie, now = 0;
 	struct rec_call_exit *r;
 
 	if (!is_target(pid_tgid >> 32))
@@ -216,13 +217,17 @@ static __always_inline int exit(struct pt_regs *ctx)
 	cookie = bpf_get_attach_cookie(ctx);
 	/* Before the exit record: the model attaches it to the call ending next. */
 	if (backtrace_ns)
-		bt_exit(ctx, pid_tgid, cookie);
+		now = bt_exit(ctx, pid_tgid, cookie);
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
 		count_drop(REC_CALL_EXIT);
 		return 0;
 	}
-	fill_hdr(&r->hdr, REC_CALL_EXIT, sizeof(*r), pid_tgid);
+	/* One clock read serves both when the knob read it already. */
+	if (now)
+		fill_hdr_at(&r->hdr, REC_CALL_EXIT, sizeof(*r), pid_tgid, now);
+	else
+		fill_hdr(&r->hdr, REC_CALL_EXIT, sizeof(*r), pid_tgid);
 	r->func = CK_FUNC(cookie);
 	r->lib = CK_LIB(cookie);
 	r->has_out = 0;

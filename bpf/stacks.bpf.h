@@ -30,6 +30,18 @@ struct {
 	__type(value, struct rec_stack);
 } stack_scratch SEC(".maps") __weak;
 
+/* fill_hdr() with a timestamp the caller has read already. */
+static __always_inline void fill_hdr_at(struct rec_hdr *h, __u16 type, __u16 size,
+					__u64 pid_tgid, __u64 ts)
+{
+	h->type = type;
+	h->size = size;
+	h->cpu = bpf_get_smp_processor_id();
+	h->pid = pid_tgid >> 32;
+	h->tid = (__u32)pid_tgid;
+	h->ts = ts;
+}
+
 /*
  * Fills r (everything but hdr) for the current task. uregs are the task's
  * user registers; ctx the program's context; kernel: also the kernel
