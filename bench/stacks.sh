@@ -98,8 +98,8 @@ run_cgbpf() {	# ARGS...
 	wait_for "$TMP/a.err" "probing [0-9]+ CUDA driver functions" 30 ||
 		{ echo "cgbpf did not attach: $(cat "$TMP/a.err")" >&2; exit 1; }
 	touch "$gate"
-	wait $w
-	wait $c
+	wait $w || { echo "bench_launch failed: $(cat "$TMP/wl.out")" >&2; exit 1; }
+	wait $c || { echo "cgbpf failed: $(tail -3 "$TMP/a.err")" >&2; exit 1; }
 	grep -q "no records lost" "$TMP/a.sum" || echo "  (records lost in a run: $*)" >&2
 	R=$(ns_of "$TMP/wl.out")
 	rm -f "$TMP/a.pftrace"
@@ -135,7 +135,7 @@ prog_ns() {	# NAME: ns per run of that program (bpftool prog show, run_time_ns /
 	bpftool prog show 2>/dev/null | awk -v n="$1" '
 		{ for (i = 1; i < NF; i++) if ($i == "name" && $(i + 1) == n) hit = 1 }
 		hit { for (i = 1; i < NF; i++) { if ($i == "run_time_ns") t = $(i + 1); if ($i == "run_cnt") c = $(i + 1) }
-		      if (c > 0) printf "%.1f\n", t / c; exit }'
+		      if (c > 0) printf "%.1f\n", t / c; exit }' || true	# bpftool may get SIGPIPE
 }
 run_stats() {	# ARGS...: sets E_NS X_NS
 	local gate=$TMP/gate w c e x
@@ -144,7 +144,8 @@ run_stats() {	# ARGS...: sets E_NS X_NS
 	w=$!
 	"$CGBPF" record -p $w -o "$TMP/a.pftrace" "$@" > "$TMP/a.sum" 2> "$TMP/a.err" &
 	c=$!
-	wait_for "$TMP/a.err" "probing [0-9]+ CUDA driver functions" 30 || exit 1
+	wait_for "$TMP/a.err" "probing [0-9]+ CUDA driver functions" 30 ||
+		{ echo "cgbpf did not attach: $(cat "$TMP/a.err")" >&2; exit 1; }
 	touch "$gate"
 	E_NS=n/a X_NS=n/a
 	while kill -0 $w 2>/dev/null; do
@@ -153,7 +154,8 @@ run_stats() {	# ARGS...: sets E_NS X_NS
 		[ -n "$x" ] && X_NS=$x
 		sleep 0.2
 	done
-	wait $w; wait $c
+	wait $w || { echo "bench_launch failed: $(cat "$TMP/wl.out")" >&2; exit 1; }
+	wait $c || { echo "cgbpf failed: $(tail -3 "$TMP/a.err")" >&2; exit 1; }
 	rm -f "$TMP/a.pftrace"
 }
 sysctl -q -w kernel.bpf_stats_enabled=1
