@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <stdio.h>
+#include <string.h>
 #include "pfsink.h"
 
 static const char *const counter_names[CTR__COUNT] = {
@@ -41,7 +42,7 @@ static void end_with_stack(struct pftrace *pt, struct pfseq *s, struct call *c)
 {
 	const struct stack *bt = c->bt;
 	const char *names[BT_FRAMES];
-	char unknown[BT_FRAMES][40];
+	char unknown[BT_FRAMES][48];
 	int n = 0;
 
 	for (int i = bt->n - 1; i >= 0 && n < BT_FRAMES; i--, n++) {
@@ -51,7 +52,16 @@ static void end_with_stack(struct pftrace *pt, struct pfseq *s, struct call *c)
 			names[n] = f->function;
 			continue;
 		}
-		snprintf(unknown[n], sizeof(unknown[n]), "0x%llx", (unsigned long long)f->ip);
+		/* Unsymbolized: where it is, as perf prints it. */
+		if (f->module) {
+			const char *base = strrchr(f->module, '/');
+
+			snprintf(unknown[n], sizeof(unknown[n]), "%.24s+0x%llx",
+				 base ? base + 1 : f->module, (unsigned long long)f->module_off);
+		} else {
+			snprintf(unknown[n], sizeof(unknown[n]), "0x%llx",
+				 (unsigned long long)f->ip);
+		}
 		names[n] = unknown[n];
 	}
 	pftrace__end_stack(pt, s, c->end_ts, c->end, c->nend, names, n);

@@ -615,6 +615,7 @@ int record__run(const struct record_opts *o)
 		}
 		/* Records are submitted without wakeups: drain on every timeout. */
 		ring_buffer__consume(r.rb);
+		stacks__drained(r.stacks);
 		now = now_boot();
 		if (r.pt && now - last_flush >= FLUSH_NS) {
 			report_drops(&r, now, false);

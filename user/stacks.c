@@ -23,6 +23,8 @@ struct stacks {
 	struct stacks_stats st;
 	struct hmap self;		/* hash(name) -> index + 1 in tops */
 	struct hmap warm;		/* pids whose maps the symbolizer has read */
+	uint32_t *exited;		/* exits to pass on once the rings are drained */
+	size_t nexited, capexited;
 	struct top { const char *name; uint64_t n; } *tops;
 	size_t ntops, captops;
 	struct sym_frame frames[MAX_FRAMES];	/* the sample being decoded */
@@ -56,6 +58,7 @@ void stacks__free(struct stacks *s)
 	free(s->tops);
 	hmap__free(&s->self);
 	hmap__free(&s->warm);
+	free(s->exited);
 	symbolizer__free(s->sym);
 	free(s);
 }
@@ -264,12 +267,35 @@ void stacks__proc_seen(struct stacks *s, uint32_t pid)
 		warm(s, pid);
 }
 
+/*
+ * The exit record comes through the API ring, the process's last samples
+ * through the samples ring, which the consumer may drain later: the
+ * symbolizer hears of the exit only after both rings were drained.
+ */
 void stacks__proc_exit(struct stacks *s, uint32_t pid)
 {
 	if (!s)
 		return;
 	hmap__del(&s->warm, pid, NULL);
-	symbolizer__proc_exit(s->sym, pid);
+	if (s->nexited == s->capexited) {
+		size_t nc = s->capexited ? 2 * s->capexited : 16;
+		uint32_t *n = realloc(s->exited, nc * sizeof(*n));
+
+		if (!n)
+			return;	/* the symbolizer keeps that process's state */
+		s->exited = n;
+		s->capexited = nc;
+	}
+	s->exited[s->nexited++] = pid;
+}
+
+void stacks__drained(struct stacks *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nexited; i++)
+		symbolizer__proc_exit(s->sym, s->exited[i]);
+	s->nexited = 0;
 }
 
 const struct stacks_stats *stacks__stats(const struct stacks *s)

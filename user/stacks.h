@@ -43,6 +43,8 @@ int stacks__record(struct stacks *s, const struct rec_stack *r, size_t size);
  * made an API call (its maps are read if they never were) / exited. */
 void stacks__proc_changed(struct stacks *s, uint32_t pid);
 void stacks__proc_seen(struct stacks *s, uint32_t pid);
+/* Every ring was drained: exits seen before are passed to the symbolizer. */
+void stacks__drained(struct stacks *s);
 void stacks__proc_exit(struct stacks *s, uint32_t pid);
 const struct stacks_stats *stacks__stats(const struct stacks *s);
 /* Prints the "CPU samples" summary section (top functions by self
