@@ -5,6 +5,7 @@ build flavour: each expected frame symbolized, in order."""
 import os
 import re
 import subprocess
+import time
 
 from harness import OUT, REPO, Skip, check, clean_trace, eq, no_drops, record
 
@@ -174,3 +175,36 @@ def test_trace_decodes_with_protoc():
                  "function_names {", "mapping_paths {", "str: \"level_c\"",
                  "function_name: \"level_c\""):
         check(want in p.stdout, "protoc output has %r" % want)
+
+
+def test_deleted_executable():
+    """The program file was deleted before cgbpf attached (-p): its frames
+    still resolve, through /proc/PID/map_files, named by the path the
+    process saw."""
+    import shutil
+    import tempfile
+    d = tempfile.mkdtemp(prefix="cgbpf-stacks-")
+    os.makedirs(os.path.join(d, "stacks"))
+    os.symlink(os.path.join(OUT, "fake"), os.path.join(d, "fake"))
+    exe = os.path.join(d, "stacks", "chain_del")
+    shutil.copy(os.path.join(ST, "chain_fp_pie"), exe)
+    p = subprocess.Popen([exe, "2000", str(SYNC_MS)])
+    try:
+        time.sleep(0.1)
+        os.unlink(exe)
+        r = record(["-p", str(p.pid), "--sample-hz", "499", "--backtrace-threshold", "5ms"])
+    finally:
+        p.wait(timeout=60)
+        shutil.rmtree(d, ignore_errors=True)
+    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-400:])
+    clean_trace(r.trace)
+    user = [s for s in r.trace.perf_samples if s.pid == p.pid and s.cpu_mode == 2]
+    full = [s for s in user if _user_chain(s)[-4:] == CHAIN]
+    check(len(user) >= 20 and len(full) >= 0.7 * len(user),
+          "%d of %d samples end in the chain" % (len(full), len(user)))
+    check(all(f.mapping.startswith(exe) for s in full for f in s.frames
+              if f.function in CHAIN), "frames name the deleted file's path: %s" %
+          sorted({f.mapping for s in full for f in s.frames}))
+    syncs = r.trace.slices_on(pid=p.pid, name="cuStreamSynchronize")
+    eq(len(syncs), 1, "the synchronize after attach")
+    eq(syncs[0].callstack[-4:], CHAIN, "its backtrace")
