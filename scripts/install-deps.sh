@@ -5,7 +5,7 @@
 # `make demo` and CI. With --bench also what bench/ compares against.
 set -euo pipefail
 
-pkgs=(make gcc g++ clang libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev
+pkgs=(make gcc g++ clang libbpf-dev bpftool libelf-dev libdw-dev liblzma-dev libbz2-dev zlib1g-dev
       libzstd-dev binutils util-linux protobuf-compiler python3-protobuf)
 [ "${1:-}" = "--bench" ] && pkgs+=(bpftrace linux-perf)
 
