@@ -192,8 +192,10 @@ int stacks__record(struct stacks *s, const struct rec_stack *r, size_t size)
 	st.nkernel = n;
 	/*
 	 * The copied stack unwinds with DWARF CFI what frame pointers cannot
-	 * (code built without them); the kernel's frame-pointer walk stays
-	 * when it went further.
+	 * (code built without them: there the kernel's walk follows a
+	 * clobbered rbp and may even find more, bogus, frames). The kernel's
+	 * walk stays only when the unwind ran out of copied stack before it
+	 * or failed outright.
 	 */
 	if (r->copy_len) {
 		struct sym_regs regs = { .ip = r->ip, .sp = r->sp, .bp = r->bp };
@@ -201,7 +203,7 @@ int stacks__record(struct stacks *s, const struct rec_stack *r, size_t size)
 		int k = symbolizer__unwind(s->sym, r->hdr.pid, r->hdr.tid, &regs, r->data,
 					   r->copy_len, ips, STACK_USER_MAX, &trunc);
 
-		if (k > 0 && k >= nuser) {
+		if (k > 0 && (k >= nuser || (k > 1 && !trunc))) {
 			user = ips;
 			nuser = k;
 			truncated = trunc;
