@@ -102,38 +102,39 @@ $(OUT)/workloads/%: tests/workloads/%.c $(OUT)/fake/libcuda.so.1 | $(OUT)/worklo
 workloads: $(WL_BINS)
 
 # ---------------------------------------------------------------- stack tests
-# tests/stacks/chain.c in the flavours the stack tests unwind: frame
-# pointers or not, PIE or not, the chain in a shared library, and a
-# stripped program whose symbols are in a .gnu_debuglink file.
-ST := $(OUT)/stacks
+# tests/stacks/api_chain.c (a call chain ending in a slow CUDA call) in the
+# flavours tests/integration/test_stacks.py records: frame pointers or not,
+# PIE or not, the chain in a shared library, and a stripped program whose
+# symbols are in a .gnu_debuglink file.
+ST := $(OUT)/apichain
 ST_CFLAGS := -O2 -g -fno-optimize-sibling-calls $(WARN) $(CUDA_INC)
 ST_LINK = -L$(OUT)/fake -lcuda -Wl,-rpath,'$$ORIGIN/../fake'
 ST_FP := -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
 ST_BINS := $(ST)/chain_fp_pie $(ST)/chain_fp_nopie $(ST)/chain_nofp $(ST)/chain_lib \
 	$(ST)/libchain.so $(ST)/chain_stripped $(ST)/chain_stripped.debug
 
-$(ST)/chain_fp_pie: tests/stacks/chain.c $(OUT)/fake/libcuda.so.1 | $(ST)
+$(ST)/chain_fp_pie: tests/stacks/api_chain.c $(OUT)/fake/libcuda.so.1 | $(ST)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ST_CFLAGS) $(ST_FP) -fPIE -pie $< -o $@ $(ST_LINK)
 
-$(ST)/chain_fp_nopie: tests/stacks/chain.c $(OUT)/fake/libcuda.so.1 | $(ST)
+$(ST)/chain_fp_nopie: tests/stacks/api_chain.c $(OUT)/fake/libcuda.so.1 | $(ST)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ST_CFLAGS) $(ST_FP) -fno-pie -no-pie $< -o $@ $(ST_LINK)
 
-$(ST)/chain_nofp: tests/stacks/chain.c $(OUT)/fake/libcuda.so.1 | $(ST)
+$(ST)/chain_nofp: tests/stacks/api_chain.c $(OUT)/fake/libcuda.so.1 | $(ST)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ST_CFLAGS) -fomit-frame-pointer -fPIE -pie $< -o $@ $(ST_LINK)
 
-$(ST)/libchain.so: tests/stacks/chain.c $(OUT)/fake/libcuda.so.1 | $(ST)
+$(ST)/libchain.so: tests/stacks/api_chain.c $(OUT)/fake/libcuda.so.1 | $(ST)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ST_CFLAGS) $(ST_FP) -fPIC -shared -DCHAIN_LIB_ONLY $< -o $@ $(ST_LINK)
 
-$(ST)/chain_lib: tests/stacks/chain.c $(ST)/libchain.so | $(ST)
+$(ST)/chain_lib: tests/stacks/api_chain.c $(ST)/libchain.so | $(ST)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ST_CFLAGS) $(ST_FP) -DCHAIN_MAIN_ONLY $< -o $@ -L$(ST) -lchain \
 		-Wl,-rpath,'$$ORIGIN' $(ST_LINK)
 
-$(ST)/chain_stripped $(ST)/chain_stripped.debug &: tests/stacks/chain.c $(OUT)/fake/libcuda.so.1 | $(ST)
+$(ST)/chain_stripped $(ST)/chain_stripped.debug &: tests/stacks/api_chain.c $(OUT)/fake/libcuda.so.1 | $(ST)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ST_CFLAGS) $(ST_FP) -fPIE -pie $< -o $(ST)/chain_stripped $(ST_LINK)
 	$(Q)objcopy --only-keep-debug $(ST)/chain_stripped $(ST)/chain_stripped.debug

@@ -14,7 +14,7 @@
 #      the defaults (99 Hz sampling + 100us backtraces); interleaved rounds,
 #      medians, ratios of overheads to the bare trap's;
 #   B. cost per sampled stack: a target spinning on one CPU
-#      (build/stacks/chain_fp_pie) under --sample-hz 999 with --stack-copy
+#      (build/apichain/chain_fp_pie) under --sample-hz 999 with --stack-copy
 #      8192 (default) and 0: BPF run time per sample (kernel.bpf_stats_enabled
 #      for the duration, restored after), cgbpf's CPU time per sample (its
 #      steady-state CPU rate, schedstat, on vs off), trace bytes per sample
@@ -69,7 +69,7 @@ wait_for() {	# FILE REGEX SECONDS
 mkdir -p "$TMP/fake" "$TMP/workloads" "$TMP/stacks"
 cp build/fake/libcuda.so.1 "$TMP/fake/"
 cp build/workloads/bench_launch "$TMP/workloads/"
-cp build/stacks/chain_fp_pie "$TMP/stacks/"
+cp build/apichain/chain_fp_pie "$TMP/stacks/"
 LIB=$TMP/fake/libcuda.so.1
 WL=$TMP/workloads/bench_launch
 CHAIN=$TMP/stacks/chain_fp_pie

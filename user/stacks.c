@@ -121,22 +121,24 @@ size_t stacks__min_size(void)
 	return offsetof(struct rec_stack, data);
 }
 
-/* Symbolizes one frame. Return addresses (every user frame but the first,
- * every kernel frame but the first) are looked up at ip - 1: a call at the
- * very end of a function returns past its last byte. */
+/* Symbolizes one frame. Return addresses (every frame but the innermost)
+ * are looked up at ip - 1: a call at the very end of a function returns
+ * past its last byte. */
 static void symbolize(struct stacks *s, uint32_t pid, uint64_t ip, bool kernel, bool ret,
 		      struct sym_frame *f)
 {
-	uint64_t at = ret && ip ? ip - 1 : ip;
+	if (!kernel) {
+		if (ret)
+			symbolizer__user_ret(s->sym, pid, ip, f);
+		else
+			symbolizer__user(s->sym, pid, ip, f);
+	} else {
+		uint64_t at = ret && ip ? ip - 1 : ip;
 
-	if (kernel)
 		symbolizer__kernel(s->sym, at, f);
-	else
-		symbolizer__user(s->sym, pid, at, f);
-	if (f->function_off || f->function)
-		f->function_off += ip - at;
-	if (f->module)
-		f->module_off += ip - at;
+		if (f->function)
+			f->function_off += ip - at;
+	}
 	f->ip = ip;
 	f->kernel = kernel;
 	s->st.frames++;

@@ -340,6 +340,18 @@ int symbolizer__user(struct symbolizer *s, pid_t pid, uint64_t ip, struct sym_fr
 	return 0;
 }
 
+int symbolizer__user_ret(struct symbolizer *s, pid_t pid, uint64_t ret, struct sym_frame *out)
+{
+	int err = symbolizer__user(s, pid, ret ? ret - 1 : ret, out);
+
+	out->ip = ret;
+	if (ret && out->function)
+		out->function_off++;
+	if (ret && out->module)
+		out->module_off++;
+	return err;
+}
+
 int symbolizer__unwind(struct symbolizer *s, pid_t pid, pid_t tid, const struct sym_regs *regs,
 		       const void *stack, size_t len, uint64_t *ips, int max, bool *truncated)
 {

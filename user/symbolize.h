@@ -46,22 +46,35 @@ void symbolizer__free(struct symbolizer *s);
  * the sampled instruction and len bytes of stack memory copied from regs.sp
  * upward. DWARF CFI (.eh_frame / .debug_frame) first, frame pointers where
  * a module has no CFI for the pc. Writes at most max return addresses
- * (ips[0] = regs.ip) and returns how many; *truncated is set when the
- * unwind stopped for lack of copied stack rather than at the outermost
- * frame. Negative errno when the process is unknown and gone.
+ * (ips[0] = regs.ip, then return addresses: symbolize those with
+ * symbolizer__user_ret) and returns how many; *truncated is set when the
+ * unwind did not reach the outermost frame: the copy ended, no CFI and no
+ * frame pointer for some frame, or max reached. Negative errno when the
+ * process is unknown and gone.
  */
 int symbolizer__unwind(struct symbolizer *s, pid_t pid, pid_t tid, const struct sym_regs *regs,
 		       const void *stack, size_t len, uint64_t *ips, int max, bool *truncated);
 
-/* Symbolizes one user address of pid. 0, or negative errno (frame still
- * filled with what is known: at least ip). */
+/* Symbolizes one user address of pid: an exact instruction address, as
+ * ips[0] of a stack (the sampled ip, a uprobe's function entry). 0, or
+ * negative errno (frame still filled with what is known: at least ip;
+ * module fields too when the address is in a mapped file). */
 int symbolizer__user(struct symbolizer *s, pid_t pid, uint64_t ip, struct sym_frame *out);
+
+/* Same for a return address (ips[1..] of a stack, from this unwinder or
+ * from frame-pointer stacks captured by BPF): looks up ret - 1, the call
+ * instruction, since a call to a noreturn function can end its caller.
+ * The frame reports ret as ip and function_off relative to ret. */
+int symbolizer__user_ret(struct symbolizer *s, pid_t pid, uint64_t ret, struct sym_frame *out);
 
 /* Symbolizes one kernel address from /proc/kallsyms (root only: addresses
  * read as zero otherwise, and then function stays NULL). */
 int symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym_frame *out);
 
-/* The process mapped or unmapped files (re-read its maps on next use). */
+/* The process exec'ed or mapped executable code (dlopen): its maps are
+ * re-read on next use. Needed for exec (a new image may lie where the old
+ * one was); a dlopen is also found without it, on the first miss, within
+ * 100 ms. Data mmaps need no call. */
 void symbolizer__invalidate(struct symbolizer *s, pid_t pid);
 /* The process exited: its Dwfl may go, cached module symbols stay. */
 void symbolizer__proc_exit(struct symbolizer *s, pid_t pid);

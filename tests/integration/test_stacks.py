@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """CPU samples and backtraces of slow API calls on a known call chain
-(tests/stacks/chain.c: main -> level_a -> level_b -> level_c), in every
-build flavour: each expected frame symbolized, in order."""
+(tests/stacks/api_chain.c: main -> level_a -> level_b -> level_c), in every
+build flavour (built into build/apichain/): each expected frame symbolized,
+in order."""
 import os
 import re
 import subprocess
@@ -9,7 +10,7 @@ import time
 
 from harness import OUT, REPO, Skip, check, clean_trace, eq, no_drops, record
 
-ST = os.path.join(OUT, "stacks")
+ST = os.path.join(OUT, "apichain")
 CHAIN = ["main", "level_a", "level_b", "level_c"]   # outermost first
 SPIN_MS, SYNC_MS = 400, 60
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * chain: a known call chain for the stack tests.
+ * api_chain: a known call chain for the CPU stack tests of cgbpf record.
  *
  *   main -> level_a -> level_b -> level_c
  *
@@ -8,7 +8,7 @@
  * launches a fake kernel lasting SYNC_MS and waits for it with
  * cuStreamSynchronize (a slow API call whose backtrace is the chain).
  *
- * Usage: chain SPIN_MS SYNC_MS
+ * Usage: chain_<flavour> SPIN_MS SYNC_MS
  *
  * Built in several flavours by the Makefile (frame pointers or not, PIE or
  * not, the chain in a shared library, stripped with a debuglink file);
