@@ -10,6 +10,7 @@
 #include <bpf/libbpf.h>
 #include "hmap.h"
 #include "log.h"
+#include "procfs.h"
 #include "stacks.h"
 #include "symbolize.h"
 
@@ -244,16 +245,32 @@ int stacks__record(struct stacks *s, const struct rec_stack *r, size_t size)
 	return 0;
 }
 
+struct warm_ctx {
+	struct symbolizer *sym;
+	uint32_t pid;
+};
+
+static int warm_map(const struct map_entry *e, void *ctx)
+{
+	struct warm_ctx *w = ctx;
+	struct sym_frame f;
+
+	if (e->perms[2] == 'x' && e->inode && e->path[0] == '/')
+		symbolizer__user(w->sym, w->pid, e->start, &f);
+	return 0;
+}
+
 /*
- * Has the symbolizer read the process's maps now, while it is alive: a
- * record decoded after the process exited can only use what was read
- * before (a short program's last backtrace often is such a record).
+ * Has the symbolizer open every executable file of the process now, while
+ * it is alive: a record decoded after the process exited can only use what
+ * was opened before (a short program's last backtrace often is such a
+ * record). One lookup per mapped file does it.
  */
 static void warm(struct stacks *s, uint32_t pid)
 {
-	struct sym_frame f;
+	struct warm_ctx w = { .sym = s->sym, .pid = pid };
 
-	symbolizer__user(s->sym, pid, 0, &f);
+	procfs__for_each_map(pid, warm_map, &w);
 	hmap__put(&s->warm, pid, 1);
 }
 
