@@ -20,7 +20,7 @@ endif
 .DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all deps test unit-test integration-test demo bench bench-bins stacks clean install
+.PHONY: all deps test unit-test integration-test demo bench bench-bins stacks stack-bins clean install
 
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
@@ -75,7 +75,7 @@ $(OUT)/cgbpf: $(USER_OBJS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS_CGBPF) $(DW_WRAP) $^ -o $@ -lbpf $(LIBS_DW) -lstdc++ -lm -lpthread
 
-all: $(OUT)/cgbpf fakes workloads unit-bins stacks
+all: $(OUT)/cgbpf fakes workloads unit-bins stacks stack-bins
 
 # ---------------------------------------------------------------- fakes
 # Frame pointers give every exported function a "push %rbp" first
@@ -108,6 +108,51 @@ $(OUT)/workloads/%: tests/workloads/%.c $(OUT)/fake/libcuda.so.1 | $(OUT)/worklo
 
 workloads: $(WL_BINS)
 
+# ---------------------------------------------------------------- stack tests
+# tests/stacks/api_chain.c (a call chain ending in a slow CUDA call) in the
+# flavours tests/integration/test_stacks.py records: frame pointers or not,
+# PIE or not, the chain in a shared library, and a stripped program whose
+# symbols are in a .gnu_debuglink file.
+ST := $(OUT)/apichain
+ST_CFLAGS := -O2 -g -fno-optimize-sibling-calls $(WARN) $(CUDA_INC)
+ST_LINK = -L$(OUT)/fake -lcuda -Wl,-rpath,'$$ORIGIN/../fake'
+ST_FP := -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
+ST_BINS := $(ST)/chain_fp_pie $(ST)/chain_fp_nopie $(ST)/chain_nofp $(ST)/chain_lib \
+	$(ST)/libchain.so $(ST)/chain_stripped $(ST)/chain_stripped.debug
+
+$(ST)/chain_fp_pie: tests/stacks/api_chain.c $(OUT)/fake/libcuda.so.1 | $(ST)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ST_CFLAGS) $(ST_FP) -fPIE -pie $< -o $@ $(ST_LINK)
+
+$(ST)/chain_fp_nopie: tests/stacks/api_chain.c $(OUT)/fake/libcuda.so.1 | $(ST)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ST_CFLAGS) $(ST_FP) -fno-pie -no-pie $< -o $@ $(ST_LINK)
+
+$(ST)/chain_nofp: tests/stacks/api_chain.c $(OUT)/fake/libcuda.so.1 | $(ST)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ST_CFLAGS) -fomit-frame-pointer -fPIE -pie $< -o $@ $(ST_LINK)
+
+$(ST)/libchain.so: tests/stacks/api_chain.c $(OUT)/fake/libcuda.so.1 | $(ST)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ST_CFLAGS) $(ST_FP) -fPIC -shared -DCHAIN_LIB_ONLY $< -o $@ $(ST_LINK)
+
+$(ST)/chain_lib: tests/stacks/api_chain.c $(ST)/libchain.so | $(ST)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ST_CFLAGS) $(ST_FP) -DCHAIN_MAIN_ONLY $< -o $@ -L$(ST) -lchain \
+		-Wl,-rpath,'$$ORIGIN' $(ST_LINK)
+
+$(ST)/chain_stripped $(ST)/chain_stripped.debug &: tests/stacks/api_chain.c $(OUT)/fake/libcuda.so.1 | $(ST)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ST_CFLAGS) $(ST_FP) -fPIE -pie $< -o $(ST)/chain_stripped $(ST_LINK)
+	$(Q)objcopy --only-keep-debug $(ST)/chain_stripped $(ST)/chain_stripped.debug
+	$(Q)strip --strip-all $(ST)/chain_stripped
+	$(Q)cd $(ST) && objcopy --add-gnu-debuglink=chain_stripped.debug chain_stripped
+
+stack-bins: $(ST_BINS)
+
+$(ST):
+	$(Q)mkdir -p $@
+
 # ---------------------------------------------------------------- unit tests
 # tests/unit/test_NAME.c links with every user/ module except main.c, under
 # ASan and UBSan.
@@ -119,7 +164,7 @@ UNIT_LIB_SRCS := $(filter-out user/main.c,$(USER_SRCS))
 
 $(OUT)/unit/%: tests/unit/%.c $(UNIT_LIB_SRCS) $(OUT)/cgbpf.skel.h | $(OUT)/unit
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(UNIT_CFLAGS) $(DEPFLAGS) $< $(UNIT_LIB_SRCS) -o $@ -lbpf -ldw -lelf -lz -lstdc++ -lm -lpthread
+	$(Q)$(CC) $(UNIT_CFLAGS) $(DEPFLAGS) $< $(UNIT_LIB_SRCS) -o $@ -lbpf -ldw -lelf -lz -lzstd -llzma -lbz2 -lstdc++ -lm -lpthread
 
 unit-bins: $(UNIT_BINS)
 

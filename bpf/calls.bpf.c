@@ -6,6 +6,7 @@
  * new function is a table line in user space, never a new program here.
  */
 #include "common.bpf.h"
+#include "stacks.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -21,6 +22,75 @@ struct {
 	__type(key, struct stash_key);
 	__type(value, __u64);
 } stash SEC(".maps");
+
+/* Calls slower than this get a backtrace (--backtrace-threshold); 0: off. */
+const volatile __u64 backtrace_ns = 0;
+
+#define BT_DEPTH 8
+
+/* Entry times of the calls in flight on a thread, for backtraces. */
+struct call_ts {
+	__u64 ts[BT_DEPTH];
+	__u32 depth;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct call_ts);
+} call_ts SEC(".maps");
+
+static __always_inline void bt_enter(__u64 ts)
+{
+	struct call_ts *c = bpf_task_storage_get(&call_ts, bpf_get_current_task_btf(), 0,
+						 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	__u32 d;
+
+	if (!c)
+		return;
+	d = c->depth;
+	if (d < BT_DEPTH)
+		c->ts[d] = ts;
+	c->depth = d + 1;
+}
+
+/*
+ * At the return probe the callee's frame is gone and ip is the return
+ * address: the stack is the call site's, which is what a backtrace of
+ * the call should show.
+ */
+static __always_inline __u64 bt_exit(struct pt_regs *ctx, __u64 pid_tgid, __u64 cookie)
+{
+	struct call_ts *c = bpf_task_storage_get(&call_ts, bpf_get_current_task_btf(), 0, 0);
+	struct rec_stack *r;
+	__u32 d, zero = 0, size;
+	__u64 now;
+
+	if (!c || !c->depth)
+		return 0;
+	d = --c->depth;
+	if (d >= BT_DEPTH)
+		return 0;
+	now = bpf_ktime_get_boot_ns();
+	if (now - c->ts[d] < backtrace_ns)
+		return now;
+	r = bpf_map_lookup_elem(&stack_scratch, &zero);
+	if (!r)
+		return now;
+	size = fill_stack(r, ctx, ctx, false);
+	r->lib = CK_LIB(cookie);
+	r->func = CK_FUNC(cookie);
+	fill_hdr(&r->hdr, REC_STACK_BT, size, pid_tgid);
+	if (size > sizeof(*r))
+		return now;
+	/* Rare and slow anyway: wake the consumer, which symbolizes best
+	 * while the process still lives. */
+	if (bpf_ringbuf_output(&events, r, size, BPF_RB_FORCE_WAKEUP))
+		count_drop(REC_STACK_BT);
+	return now;
+}
 
 /* Scratch space for variable-length string records. */
 struct {
@@ -71,10 +141,15 @@ static __always_inline int enter(struct pt_regs *ctx)
 	cookie = bpf_get_attach_cookie(ctx);
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
+		/* Pushed even so, for the return to pop the right slot. */
+		if (backtrace_ns)
+			bt_enter(bpf_ktime_get_boot_ns());
 		count_drop(REC_CALL_ENTER);
 		return 0;
 	}
 	fill_hdr(&r->hdr, REC_CALL_ENTER, sizeof(*r), pid_tgid);
+	if (backtrace_ns)
+		bt_enter(r->hdr.ts);
 	kind = CK_KIND(cookie);
 	r->func = CK_FUNC(cookie);
 	r->lib = CK_LIB(cookie);
@@ -134,18 +209,25 @@ static __always_inline int enter(struct pt_regs *ctx)
 static __always_inline int exit(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u64 cookie;
+	__u64 cookie, now = 0;
 	struct rec_call_exit *r;
 
 	if (!is_target(pid_tgid >> 32))
 		return 0;
 	cookie = bpf_get_attach_cookie(ctx);
+	/* Before the exit record: the model attaches it to the call ending next. */
+	if (backtrace_ns)
+		now = bt_exit(ctx, pid_tgid, cookie);
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
 		count_drop(REC_CALL_EXIT);
 		return 0;
 	}
-	fill_hdr(&r->hdr, REC_CALL_EXIT, sizeof(*r), pid_tgid);
+	/* One clock read serves both when the knob read it already. */
+	if (now)
+		fill_hdr_at(&r->hdr, REC_CALL_EXIT, sizeof(*r), pid_tgid, now);
+	else
+		fill_hdr(&r->hdr, REC_CALL_EXIT, sizeof(*r), pid_tgid);
 	r->func = CK_FUNC(cookie);
 	r->lib = CK_LIB(cookie);
 	r->has_out = 0;

@@ -20,6 +20,8 @@ enum rec_type {
 	REC_PROC_EXIT,		/* struct rec_proc */
 	REC_THREAD_EXIT,	/* struct rec_proc */
 	REC_MMAP,		/* struct rec_mmap */
+	REC_STACK_SAMPLE,	/* struct rec_stack (bpf/stack_rec.h): a CPU sample */
+	REC_STACK_BT,		/* struct rec_stack: backtrace of a slow call, before its exit */
 	REC__COUNT,
 };
 

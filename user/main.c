@@ -60,6 +60,9 @@ static const char usage_record[] =
 "      --backtrace-threshold TIME\n"
 "                            user stack of every CUDA API call lasting at least\n"
 "                            TIME (default 100us; 'off' disables)\n"
+"      --stack-copy BYTES    user stack bytes copied per sample/backtrace for\n"
+"                            DWARF unwinding of code without frame pointers\n"
+"                            (default 8192, max 16384; 0: frame pointers only)\n"
 "  -v, --verbose             debug messages, including libbpf's\n"
 "  -h, --help                this help\n"
 "\n"
@@ -174,7 +177,7 @@ static int cmd_record(int argc, char **argv)
 {
 	enum { OPT_SUMMARY_ONLY = 256, OPT_NO_SUMMARY, OPT_SUMMARY_FILE, OPT_NO_FOLLOW,
 	       OPT_NO_STOP, OPT_RING, OPT_SCHED, OPT_SYSCALL_THRESHOLD, OPT_SAMPLE_HZ,
-	       OPT_BACKTRACE_THRESHOLD };
+	       OPT_BACKTRACE_THRESHOLD, OPT_STACK_COPY };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
@@ -189,6 +192,7 @@ static int cmd_record(int argc, char **argv)
 		{ "syscall-threshold", required_argument, NULL, OPT_SYSCALL_THRESHOLD },
 		{ "sample-hz", required_argument, NULL, OPT_SAMPLE_HZ },
 		{ "backtrace-threshold", required_argument, NULL, OPT_BACKTRACE_THRESHOLD },
+		{ "stack-copy", required_argument, NULL, OPT_STACK_COPY },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -196,6 +200,7 @@ static int cmd_record(int argc, char **argv)
 	struct record_opts o = {
 		.follow = true, .stop_on_load = true, .ring_mib = 64, .sched = SCHED_ALL,
 		.syscall_threshold_ns = 1000, .sample_hz = 99, .backtrace_threshold_ns = 100000,
+		.stack_copy = 8192,
 	};
 	char default_out[64];
 	int c, ret;
@@ -265,6 +270,11 @@ static int cmd_record(int argc, char **argv)
 			if (parse_threshold(optarg, &o.backtrace_threshold_ns))
 				return usage_error("invalid --backtrace-threshold '%s': expected e.g. 100us, 1ms or off",
 						   optarg);
+			break;
+		case OPT_STACK_COPY:
+			if (parse_u64(optarg, &v) || v > 16384)
+				return usage_error("invalid --stack-copy '%s': 0 to 16384 bytes", optarg);
+			o.stack_copy = v;
 			break;
 		case 'v':
 			log_verbosity = LOG_DEBUG;

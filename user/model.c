@@ -45,6 +45,7 @@ void model__free(struct model *m)
 
 		for (int i = 0; i < t->depth; i++)
 			free(t->stack[i].str);
+		free(t->bt);
 		free(t);
 	}
 	for (size_t it = 0; hmap__next(&m->procs, &it, NULL, &v);) {
@@ -124,6 +125,7 @@ struct thread *model__thread(struct model *m, uint32_t pid, uint32_t tid)
 		hmap__del(&m->threads, tid, NULL);
 		for (int i = 0; i < t->depth; i++)
 			free(t->stack[i].str);
+		free(t->bt);
 		free(t);
 	}
 	p = model__proc(m, pid);
@@ -234,6 +236,8 @@ void model__call_exit(struct model *m, const struct rec_call_exit *r)
 	if (i < 0) {
 		/* Entered before cgbpf attached. */
 		m->unmatched_exits++;
+		free(t->bt);
+		t->bt = NULL;
 		return;
 	}
 	/* Calls above the match lost their returns (longjmp, a probe that
@@ -256,10 +260,16 @@ void model__call_exit(struct model *m, const struct rec_call_exit *r)
 		c->out = r->out;
 		c->has_out = r->has_out;
 		c->ended = true;
+		/* Sent right before this return; another call's is stale. */
+		if (t->bt && t->bt->lib == c->lib && t->bt->func == c->func)
+			c->bt = t->bt;
 		/* The string record never came (ring full): begin now. */
 		if (c->str == NULL && has_string(m, c))
 			EMIT(m, call_begin, t, c);
 		end_call(m, t, c);
+		c->bt = NULL;
+		free(t->bt);
+		t->bt = NULL;
 	}
 }
 
@@ -296,4 +306,25 @@ void model__mem(struct model *m, struct thread *t, enum counter_kind k, uint64_t
 	if (p->mem[k] > p->mem_peak[k])
 		p->mem_peak[k] = p->mem[k];
 	EMIT(m, counter, t, k, ts, p->mem[k]);
+}
+
+void model__sample(struct model *m, uint32_t pid, uint32_t tid, const struct stack *st)
+{
+	struct thread *t = model__thread(m, pid, tid);
+
+	if (t)
+		EMIT(m, sample, t, st);
+}
+
+void model__backtrace(struct model *m, uint32_t pid, uint32_t tid, struct stack *st)
+{
+	struct thread *t = model__thread(m, pid, tid);
+
+	if (!t) {
+		free(st);
+		return;
+	}
+	/* One that found no return (its exit record was lost) gives way. */
+	free(t->bt);
+	t->bt = st;
 }

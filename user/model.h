@@ -13,9 +13,26 @@
 #include "events.h"
 #include "hmap.h"
 #include "perfetto.h"
+#include "symbolize.h"
 
 #define CALL_DEPTH 16		/* open calls per thread (runtime -> driver nests) */
 #define CALL_ANNOTS 8
+
+/*
+ * A symbolized stack (user/stacks.c): kernel frames first, then user
+ * frames, each group innermost first. Frame strings belong to the
+ * symbolizer and outlive the capture's sinks.
+ */
+struct stack {
+	uint64_t ts;
+	uint32_t cpu;
+	int n, nkernel;
+	bool truncated;		/* the unwind stopped before the outermost frame */
+	bool kernel_mode;	/* the sample interrupted kernel code */
+	uint8_t lib;		/* backtrace: the call it belongs to */
+	uint16_t func;
+	struct sym_frame *frames;
+};
 
 enum copy_dir { DIR_NONE, DIR_HTOD, DIR_DTOH, DIR_DTOD, DIR_ANY, DIR__COUNT };
 enum counter_kind { CTR_GPU_MEM, CTR_HOST_PINNED, CTR__COUNT };
@@ -41,6 +58,7 @@ struct call {
 	struct pf_annot begin[CALL_ANNOTS];
 	struct pf_annot end[CALL_ANNOTS];
 	char scratch[3][160];	/* storage for formatted annotation strings */
+	const struct stack *bt;	/* at call_end: backtrace of a slow call, or NULL */
 };
 
 struct proc;
@@ -52,6 +70,7 @@ struct thread {
 	struct call stack[CALL_DEPTH];
 	int depth;
 	struct pfseq *seq;	/* the Perfetto sink's sequence */
+	struct stack *bt;	/* backtrace for the call returning next (owned) */
 };
 
 struct proc {
@@ -80,6 +99,7 @@ struct sink {
 	void (*call_end)(void *ctx, struct thread *t, struct call *c);
 	void (*counter)(void *ctx, struct thread *t, enum counter_kind k, uint64_t ts,
 			int64_t value);
+	void (*sample)(void *ctx, struct thread *t, const struct stack *st);
 };
 
 /* Per-library decoding (user/cuda.c for LIB_CUDA). */
@@ -91,7 +111,7 @@ struct lib_ops {
 	void (*exit)(struct model *m, struct thread *t, struct call *c);
 };
 
-#define MAX_SINKS 4
+#define MAX_SINKS 8
 
 struct model {
 	struct hmap procs;	/* pid -> struct proc * */
@@ -126,6 +146,11 @@ void model__call_exit(struct model *m, const struct rec_call_exit *r);
 void model__string(struct model *m, const struct rec_string *r);
 void model__proc_exit(struct model *m, const struct rec_proc *r);
 void model__thread_exit(struct model *m, const struct rec_proc *r);
+/* A CPU sample of thread tid (user/stacks.c). */
+void model__sample(struct model *m, uint32_t pid, uint32_t tid, const struct stack *st);
+/* The backtrace of the call of tid returning next; takes ownership of st
+ * (malloc'ed together with its frames). */
+void model__backtrace(struct model *m, uint32_t pid, uint32_t tid, struct stack *st);
 
 /* Changes a process's counter by delta at ts on behalf of thread t. */
 void model__mem(struct model *m, struct thread *t, enum counter_kind k, uint64_t ts,

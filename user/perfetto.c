@@ -42,6 +42,9 @@ enum {
 	TE_NAME_IID = 10,
 	TE_TRACK_UUID = 11,
 	TE_COUNTER_VALUE = 30,
+	TE_CALLSTACK = 55,
+	ICS_FRAMES = 1,
+	ICS_FUNCTION_NAME = 1,
 
 	DA_NAME_IID = 1,
 	DA_BOOL = 2,
@@ -515,9 +518,14 @@ struct event_iids {
 	uint64_t annot_str[MAX_ANNOTS];
 };
 
+struct inline_stack {
+	const char *const *frames;
+	int n;
+};
+
 static void event(struct pftrace *pt, struct pfseq *s, uint64_t ts, int type, uint64_t track,
 		  const char *name, const struct pf_annot *a, int n, bool counter,
-		  int64_t value)
+		  int64_t value, const struct inline_stack *cs)
 {
 	struct new_str news[1 + 2 * MAX_ANNOTS];
 	struct event_iids ids = { 0 };
@@ -577,6 +585,15 @@ static void event(struct pftrace *pt, struct pfseq *s, uint64_t ts, int type, ui
 		}
 		pb__end(pb);
 	}
+	if (cs && cs->n) {
+		pb__begin(pb, TE_CALLSTACK);
+		for (int i = 0; i < cs->n; i++) {
+			pb__begin(pb, ICS_FRAMES);
+			pb__string(pb, ICS_FUNCTION_NAME, cs->frames[i]);
+			pb__end(pb);
+		}
+		pb__end(pb);
+	}
 	pb__end(pb);
 	packet_end(pt);
 }
@@ -584,23 +601,31 @@ static void event(struct pftrace *pt, struct pfseq *s, uint64_t ts, int type, ui
 void pftrace__begin(struct pftrace *pt, struct pfseq *s, uint64_t ts, const char *name,
 		    const struct pf_annot *a, int n)
 {
-	event(pt, s, ts, TYPE_SLICE_BEGIN, 0, name, a, n, false, 0);
+	event(pt, s, ts, TYPE_SLICE_BEGIN, 0, name, a, n, false, 0, NULL);
 }
 
 void pftrace__end(struct pftrace *pt, struct pfseq *s, uint64_t ts,
 		  const struct pf_annot *a, int n)
 {
-	event(pt, s, ts, TYPE_SLICE_END, 0, NULL, a, n, false, 0);
+	event(pt, s, ts, TYPE_SLICE_END, 0, NULL, a, n, false, 0, NULL);
 }
 
 void pftrace__instant(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
 		      const char *name, const struct pf_annot *a, int n)
 {
-	event(pt, s, ts, TYPE_INSTANT, track, name, a, n, false, 0);
+	event(pt, s, ts, TYPE_INSTANT, track, name, a, n, false, 0, NULL);
 }
 
 void pftrace__counter(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
 		      int64_t value)
 {
-	event(pt, s, ts, TYPE_COUNTER, track, NULL, NULL, 0, true, value);
+	event(pt, s, ts, TYPE_COUNTER, track, NULL, NULL, 0, true, value, NULL);
+}
+
+void pftrace__end_stack(struct pftrace *pt, struct pfseq *s, uint64_t ts,
+			const struct pf_annot *a, int n, const char *const *frames, int nframes)
+{
+	struct inline_stack cs = { .frames = frames, .n = nframes };
+
+	event(pt, s, ts, TYPE_SLICE_END, 0, NULL, a, n, false, 0, &cs);
 }

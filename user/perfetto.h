@@ -72,6 +72,10 @@ void pftrace__begin(struct pftrace *pt, struct pfseq *s, uint64_t ts, const char
 		    const struct pf_annot *a, int n);
 void pftrace__end(struct pftrace *pt, struct pfseq *s, uint64_t ts,
 		  const struct pf_annot *a, int n);
+/* Slice end carrying the inline callstack of the call site (TrackEvent
+ * field callstack): frames[] are function names, outermost first. */
+void pftrace__end_stack(struct pftrace *pt, struct pfseq *s, uint64_t ts,
+			const struct pf_annot *a, int n, const char *const *frames, int nframes);
 /* Instant event on track (0: the default track). */
 void pftrace__instant(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
 		      const char *name, const struct pf_annot *a, int n);

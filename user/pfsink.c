@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <stdio.h>
+#include <string.h>
 #include "pfsink.h"
 
 static const char *const counter_names[CTR__COUNT] = {
@@ -33,11 +34,48 @@ static void on_begin(void *ctx, struct thread *t, struct call *c)
 		pftrace__begin(ctx, s, c->ts, c->name, c->begin, c->nbegin);
 }
 
+#define BT_FRAMES 192
+
+/* The backtrace of a slow call goes inline on its slice's end: the slice
+ * is on the thread's sequence, whose interning holds only names. */
+static void end_with_stack(struct pftrace *pt, struct pfseq *s, struct call *c)
+{
+	const struct stack *bt = c->bt;
+	const char *names[BT_FRAMES];
+	char unknown[BT_FRAMES][48];
+	int n = 0;
+
+	for (int i = bt->n - 1; i >= 0 && n < BT_FRAMES; i--, n++) {
+		const struct sym_frame *f = &bt->frames[i];
+
+		if (f->function) {
+			names[n] = f->function;
+			continue;
+		}
+		/* Unsymbolized: where it is, as perf prints it. */
+		if (f->module) {
+			const char *base = strrchr(f->module, '/');
+
+			snprintf(unknown[n], sizeof(unknown[n]), "%.24s+0x%llx",
+				 base ? base + 1 : f->module, (unsigned long long)f->module_off);
+		} else {
+			snprintf(unknown[n], sizeof(unknown[n]), "0x%llx",
+				 (unsigned long long)f->ip);
+		}
+		names[n] = unknown[n];
+	}
+	pftrace__end_stack(pt, s, c->end_ts, c->end, c->nend, names, n);
+}
+
 static void on_end(void *ctx, struct thread *t, struct call *c)
 {
 	struct pfseq *s = seq_of(ctx, t, c->end_ts);
 
-	if (s)
+	if (!s)
+		return;
+	if (c->bt && c->bt->n)
+		end_with_stack(ctx, s, c);
+	else
 		pftrace__end(ctx, s, c->end_ts, c->end, c->nend);
 }
 

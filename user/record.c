@@ -19,7 +19,9 @@
 #include "model.h"
 #include "pfsink.h"
 #include "procfs.h"
+#include "pfstacks.h"
 #include "record.h"
+#include "stacks.h"
 #include "summary.h"
 
 #define POLL_MS 50
@@ -52,6 +54,8 @@ struct rec {
 	struct summary *summary;
 	struct pftrace *pt;
 	struct pfseq *meta;		/* cgbpf's own events (drops) */
+	struct stacks *stacks;		/* CPU samples and backtraces */
+	struct pfstacks *pfstacks;
 	struct hmap live;		/* tgid -> 1 for targets alive */
 	struct hmap waiting;		/* live targets that have not mapped libcuda */
 	pid_t child;			/* -- CMD */
@@ -207,6 +211,9 @@ static size_t min_size(uint16_t type)
 		return sizeof(struct rec_proc);
 	case REC_MMAP:
 		return sizeof(struct rec_mmap);
+	case REC_STACK_SAMPLE:
+	case REC_STACK_BT:
+		return stacks__min_size();
 	}
 	return 0;
 }
@@ -216,6 +223,8 @@ static void on_mmap(struct rec *r, const struct rec_mmap *m)
 	dbg("pid %u mapped %.*s%s", m->hdr.pid, REC_MMAP_NAME, m->name,
 	    m->stopped ? " (stopped until probed)" : "");
 	scan(r, m->hdr.pid);
+	if (r->o->sample_hz || r->o->backtrace_threshold_ns != THRESHOLD_OFF)
+		stacks__proc_changed(r->stacks, m->hdr.pid);
 	/* Name it while it is alive: an exited process has no command line. */
 	model__proc_refresh(&r->model, m->hdr.pid);
 	if (m->stopped)
@@ -237,6 +246,8 @@ static int handle(void *ctx, void *data, size_t size)
 	r->records++;
 	switch (h->type) {
 	case REC_CALL_ENTER:
+		if (r->o->sample_hz || r->o->backtrace_threshold_ns != THRESHOLD_OFF)
+			stacks__proc_seen(r->stacks, h->pid);
 		model__call_enter(&r->model, data);
 		break;
 	case REC_CALL_EXIT:
@@ -267,16 +278,24 @@ static int handle(void *ctx, void *data, size_t size)
 			model__proc_refresh(&r->model, h->pid);
 		/* A new program: it may load a libcuda not probed yet. */
 		scan(r, h->pid);
+		if (r->o->sample_hz || r->o->backtrace_threshold_ns != THRESHOLD_OFF)
+			stacks__proc_changed(r->stacks, h->pid);
 		break;
 	case REC_PROC_EXIT:
 		model__proc_exit(&r->model, data);
 		target_gone(r, h->pid);
+		stacks__proc_exit(r->stacks, h->pid);
 		break;
 	case REC_THREAD_EXIT:
 		model__thread_exit(&r->model, data);
 		break;
 	case REC_MMAP:
 		on_mmap(r, data);
+		break;
+	case REC_STACK_SAMPLE:
+	case REC_STACK_BT:
+		if (stacks__record(r->stacks, data, size))
+			r->invalid++;
 		break;
 	}
 	return 0;
@@ -383,8 +402,17 @@ static int open_bpf(struct rec *r)
 		snprintf((char *)skel->rodata->watch_names[i], sizeof(skel->rodata->watch_names[i]),
 			 "%s", attach_watch_names[i]);
 	skel->rodata->watch_count = i;
+	skel->rodata->backtrace_ns = o->backtrace_threshold_ns == THRESHOLD_OFF ? 0 :
+				     o->backtrace_threshold_ns ? o->backtrace_threshold_ns : 1;
+	skel->rodata->stack_copy = o->stack_copy;
+	bpf_program__set_autoload(skel->progs.sample, o->sample_hz > 0);
 	multi = attach__prepare(skel);
 	err = bpf_map__set_max_entries(skel->maps.events, ring);
+	/* Samples of 2 CPUs at 99 Hz fill ~2 MB/s with 8 KiB stack copies. */
+	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.samples,
+					       o->sample_hz ? (ring / 4 > (8u << 20) ? ring / 4 : 8u << 20) :
+					       4096);
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.targets, pid_max());
 	if (!err)
@@ -405,10 +433,16 @@ static int open_bpf(struct rec *r)
 	}
 	r->attach = attach__new(skel, multi);
 	r->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), handle, r, NULL);
-	if (!r->attach || !r->rb) {
+	if (!r->attach || !r->rb ||
+	    (o->sample_hz && ring_buffer__add(r->rb, bpf_map__fd(skel->maps.samples), handle, r))) {
 		err = -errno ? -errno : -ENOMEM;
 		err("setting up the ring buffer: %s", strerror(-err));
 		return err;
+	}
+	if (o->sample_hz) {
+		err = stacks__start_sampling(r->stacks, skel->progs.sample, o->sample_hz);
+		if (err)
+			return err;
 	}
 	return 0;
 }
@@ -497,8 +531,20 @@ int record__run(const struct record_opts *o)
 		err("out of memory");
 		goto cleanup;
 	}
+	r.stacks = stacks__new(&r.model);
+	if (!r.stacks) {
+		err("starting the symbolizer: %s", strerror(errno));
+		goto cleanup;
+	}
 	if (r.pt) {
 		sk = pfsink__sink(r.pt);
+		model__add_sink(&r.model, &sk);
+		r.pfstacks = pfstacks__new(r.pt);
+		if (!r.pfstacks) {
+			err("out of memory");
+			goto cleanup;
+		}
+		sk = pfstacks__sink(r.pfstacks);
 		model__add_sink(&r.model, &sk);
 	}
 	sk = summary__sink(r.summary);
@@ -569,6 +615,7 @@ int record__run(const struct record_opts *o)
 		}
 		/* Records are submitted without wakeups: drain on every timeout. */
 		ring_buffer__consume(r.rb);
+		stacks__drained(r.stacks);
 		now = now_boot();
 		if (r.pt && now - last_flush >= FLUSH_NS) {
 			report_drops(&r, now, false);
@@ -606,6 +653,8 @@ cleanup:
 		uint64_t end = now_boot();
 
 		ci.records = r.records;
+		ci.stacks = r.stacks;
+		ci.backtrace_ns = o->backtrace_threshold_ns;
 		ci.invalid = r.invalid;
 		ci.duration_ns = end - t0;
 		read_drops(&r, ci.drops);
@@ -678,6 +727,8 @@ cleanup:
 		ret = WIFEXITED(r.child_status) ? WEXITSTATUS(r.child_status) :
 						  128 + WTERMSIG(r.child_status);
 	ring_buffer__free(r.rb);
+	stacks__free(r.stacks);	/* before the BPF object: it holds the sampler's links */
+	pfstacks__free(r.pfstacks);
 	attach__free(r.attach);
 	cgbpf_bpf__destroy(r.skel);
 	summary__free(r.summary);

@@ -31,6 +31,7 @@ struct record_opts {
 	uint64_t syscall_threshold_ns;	/* --syscall-threshold; UINT64_MAX: off */
 	uint32_t sample_hz;	/* --sample-hz; 0: off */
 	uint64_t backtrace_threshold_ns;	/* --backtrace-threshold; UINT64_MAX: off */
+	uint32_t stack_copy;	/* --stack-copy: bytes of user stack per stack record */
 	const char *summary_path; /* also write the summary here (tests) */
 };
 

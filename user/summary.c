@@ -5,6 +5,7 @@
 #include <string.h>
 #include "cuda.h"
 #include "hmap.h"
+#include "stacks.h"
 #include "stats.h"
 #include "summary.h"
 
@@ -273,6 +274,7 @@ void summary__print(struct summary *s, const struct model *m, const struct captu
 		[REC_STRING] = "string arguments", [REC_PROC_FORK] = "forks",
 		[REC_PROC_EXEC] = "execs", [REC_PROC_EXIT] = "process exits",
 		[REC_THREAD_EXIT] = "thread exits", [REC_MMAP] = "library mappings",
+		[REC_STACK_SAMPLE] = "CPU samples", [REC_STACK_BT] = "backtraces",
 	};
 	uint64_t dropped = 0;
 	char b[32];
@@ -280,6 +282,8 @@ void summary__print(struct summary *s, const struct model *m, const struct captu
 	print_api(s, f);
 	print_kernels(s, f);
 	print_memory(s, m, f);
+	if (ci->stacks)
+		stacks__summary(ci->stacks, ci->backtrace_ns, f);
 	fprintf(f, "\n** Capture:\n\n");
 	fprintf(f, "   duration %.3f s, %" PRIu64 " records, %zu library file(s), %zu probes\n",
 		ci->duration_ns / 1e9, ci->records, ci->lib_files, ci->probes);

@@ -9,6 +9,7 @@
 #include "model.h"
 
 struct summary;
+struct stacks;
 
 /* What the capture itself knows, printed with the tables. */
 struct capture_info {
@@ -19,6 +20,8 @@ struct capture_info {
 	uint64_t trace_bytes;		/* 0 with --summary-only */
 	const char *trace_path;		/* NULL with --summary-only */
 	size_t lib_files, probes;
+	struct stacks *stacks;		/* CPU samples and backtraces, or NULL */
+	uint64_t backtrace_ns;		/* --backtrace-threshold; UINT64_MAX: off */
 };
 
 struct summary *summary__new(void);

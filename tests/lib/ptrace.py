@@ -240,6 +240,7 @@ class Slice:
     args: Dict[str, Any]         # BEGIN args updated with END args
     seq_id: int
     end_args: Dict[str, Any] = field(default_factory=dict)
+    callstack: Optional[List[str]] = None   # function names, outermost first
 
     @property
     def end(self):
@@ -281,6 +282,7 @@ class Trace:
         self.compressed_bundles = 0
         self.sequences = {}          # seq id -> dict of stats
         self.skipped_packets = 0     # SEQ_NEEDS_INCREMENTAL_STATE on invalid seq
+        self.perf_samples = []       # PerfSampleRec (CPU stacks block)
 
     # -- helpers ---------------------------------------------------------
     def tracks_named(self, name):
@@ -556,6 +558,7 @@ class _Ev:
     args: Dict[str, Any] = field(default_factory=dict)
     counter: Any = None                      # raw absolute value (after incr.)
     extra: List[Tuple[int, Any]] = field(default_factory=list)
+    callstack: Optional[List[str]] = None    # TrackEvent callstack (stacks block)
 
 
 class _Loader:
@@ -715,6 +718,8 @@ class _Loader:
                             uses_incr)
         elif kind == "track_descriptor":
             self._descriptor(where, seq_id, pf[kind])
+        elif kind == "perf_sample":
+            _stacks_perf_sample(self, where, st, pf[kind], tsref, uses_incr)
 
         if uses_incr[0] and not flags & SEQ_NEEDS_INCREMENTAL_STATE:
             # TracePacket.trace_packet_defaults: "Requires that any future
@@ -991,6 +996,7 @@ class _Loader:
                          (where, len(vals), vals_f, len(uuids)))
             for u, v in zip(uuids, vals):
                 ev.extra.append((u, self._counter_value(st, u, v)))
+        ev.callstack = _stacks_track_event(self, where, st, te, uses_incr)
         self.events.append(ev)
 
     def _counter_value(self, st, uuid, v):
@@ -1088,6 +1094,7 @@ class _Loader:
                 s = Slice(track_uuid=u, pid=pid, tid=tid, name=ev.name,
                           categories=ev.categories, ts=ts, dur=None,
                           depth=len(st), args=dict(ev.args), seq_id=ev.seq_id)
+                s.callstack = ev.callstack
                 st.append(s)
                 t.slices.append(s)
                 last_ts[u] = (ts, "begin %r" % ev.name)
@@ -1109,6 +1116,8 @@ class _Loader:
                     self.warn("%s: %s: SLICE_END named %r closes slice %r" %
                               (where, tname(u), ev.name, s.name))
                 s.dur = ts - s.ts
+                if ev.callstack is not None:
+                    s.callstack = ev.callstack
                 s.end_args = dict(ev.args)
                 s.args.update(ev.args)
                 last_ts[u] = (ts, "end %r" % s.name)
@@ -1146,6 +1155,7 @@ class _Loader:
                      "TrackDescriptor" % (u, n))
         t.slices.sort(key=lambda s: (s.ts, s.depth))
         t.instants.sort(key=lambda i: i.ts)
+        _stacks_finish(self)
         for u, vals in counters.items():
             ordered = all(vals[i][0] <= vals[i + 1][0]
                           for i in range(len(vals) - 1))
@@ -1223,6 +1233,128 @@ def _nested(n):
         if n.HasField(f):
             return getattr(n, f)
     return None
+
+
+# --------------------------------------------------------------------------
+# CPU stacks: PerfSample packets with interned callstacks, and callstacks
+# on track events (inline InlineCallstack or interned callstack_iid).
+# --------------------------------------------------------------------------
+
+@dataclass
+class StackFrame:
+    function: Optional[str]      # None: unsymbolized
+    mapping: Optional[str]       # path joined from mapping_paths components
+    build_id: Optional[str]
+    rel_pc: Optional[int]
+
+
+@dataclass
+class PerfSampleRec:
+    ts: Optional[int]            # BOOTTIME ns
+    pid: int
+    tid: int
+    cpu: Optional[int]
+    cpu_mode: int
+    frames: List[StackFrame]     # outermost first (Callstack.frame_ids order)
+    seq_id: int
+    tsref: Any = None
+
+    @property
+    def functions(self):
+        """Function names, outermost first (None for unsymbolized frames)."""
+        return [f.function for f in self.frames]
+
+
+def _stacks_resolve(ld, where, st, cs_iid, uses_incr):
+    """Interned callstack -> [StackFrame], outermost first; None on error."""
+    cs = ld._lookup(where, st, "callstacks", cs_iid, uses_incr)
+    if cs is None:
+        return None
+    tables = st.interned
+    out = []
+    for fid in tables["callstacks"][cs_iid][0].frame_ids:
+        fr = tables.get("frames", {}).get(fid)
+        if fr is None:
+            ld.err("%s: callstack %d: frame iid %d not interned" %
+                   (where, cs_iid, fid))
+            return None
+        fr = fr[0]
+        fn = mp = bid = None
+        if fr.function_name_id:
+            v = tables.get("function_names", {}).get(fr.function_name_id)
+            if v is None:
+                ld.err("%s: frame %d: function name iid %d not interned" %
+                       (where, fid, fr.function_name_id))
+            else:
+                fn = v[0].str.decode("utf-8", "replace")
+        if fr.mapping_id:
+            m = tables.get("mappings", {}).get(fr.mapping_id)
+            if m is None:
+                ld.err("%s: frame %d: mapping iid %d not interned" %
+                       (where, fid, fr.mapping_id))
+            else:
+                m = m[0]
+                if not fr.HasField("rel_pc"):
+                    ld.err("%s: frame %d has a mapping but no rel_pc" % (where, fid))
+                parts = []
+                for pid_ in m.path_string_ids:
+                    v = tables.get("mapping_paths", {}).get(pid_)
+                    if v is None:
+                        ld.err("%s: mapping %d: path iid %d not interned" %
+                               (where, fr.mapping_id, pid_))
+                    else:
+                        parts.append(v[0].str.decode("utf-8", "replace"))
+                mp = "/" + "/".join(parts) if parts and not parts[0].startswith("[") \
+                    else "/".join(parts)
+                if m.build_id:
+                    v = tables.get("build_ids", {}).get(m.build_id)
+                    if v is None:
+                        ld.err("%s: mapping %d: build id iid %d not interned" %
+                               (where, fr.mapping_id, m.build_id))
+                    else:
+                        bid = v[0].str.decode("utf-8", "replace")
+        out.append(StackFrame(fn, mp, bid, fr.rel_pc if fr.mapping_id else None))
+    return out
+
+
+def _stacks_perf_sample(ld, where, st, ps, tsref, uses_incr):
+    if tsref is None:
+        ld.err("%s: perf_sample without timestamp" % where)
+        return
+    frames = []
+    if ps.HasField("callstack_iid"):
+        frames = _stacks_resolve(ld, where, st, ps.callstack_iid, uses_incr)
+        if frames is None:
+            return
+    ld.t.perf_samples.append(PerfSampleRec(
+        ts=None, pid=ps.pid, tid=ps.tid,
+        cpu=ps.cpu if ps.HasField("cpu") else None, cpu_mode=ps.cpu_mode,
+        frames=frames, seq_id=where.seq, tsref=tsref))
+
+
+def _stacks_track_event(ld, where, st, te, uses_incr):
+    """TrackEvent callstack as function names, outermost first, or None."""
+    which = te.WhichOneof("callstack_field") if hasattr(te, "WhichOneof") else None
+    if which == "callstack":
+        return [f.function_name for f in te.callstack.frames]
+    if which == "callstack_iid":
+        frames = _stacks_resolve(ld, where, st, te.callstack_iid, uses_incr)
+        return None if frames is None else [f.function for f in frames]
+    return None
+
+
+def _stacks_finish(ld):
+    t = ld.t
+    for s in t.perf_samples:
+        s.ts = ld._resolve_ts(s.tsref)
+        s.tsref = None
+    t.perf_samples.sort(key=lambda s: (s.ts or 0))
+
+
+def chain_in(functions, chain):
+    """True when `chain` (outermost first) appears as consecutive frames."""
+    n = len(chain)
+    return any(functions[i:i + n] == chain for i in range(len(functions) - n + 1))
 
 
 # --------------------------------------------------------------------------

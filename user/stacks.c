@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "hmap.h"
+#include "log.h"
+#include "procfs.h"
+#include "stacks.h"
+#include "symbolize.h"
+
+#define MAX_FRAMES (STACK_KERNEL_MAX + STACK_USER_MAX)
+
+struct stacks {
+	struct model *m;
+	struct symbolizer *sym;
+	struct bpf_link **links;
+	int nlinks;
+	struct stacks_stats st;
+	struct hmap self;		/* hash(name) -> index + 1 in tops */
+	struct hmap warm;		/* pids whose maps the symbolizer has read */
+	uint32_t *exited;		/* exits to pass on once the rings are drained */
+	size_t nexited, capexited;
+	struct top { const char *name; uint64_t n; } *tops;
+	size_t ntops, captops;
+	struct sym_frame frames[MAX_FRAMES];	/* the sample being decoded */
+};
+
+struct stacks *stacks__new(struct model *m)
+{
+	struct stacks *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->m = m;
+	s->sym = symbolizer__new();
+	if (!s->sym) {
+		int e = errno;
+
+		free(s);
+		errno = e;
+		return NULL;
+	}
+	return s;
+}
+
+void stacks__free(struct stacks *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->nlinks; i++)
+		bpf_link__destroy(s->links[i]);	/* closes the perf event too */
+	free(s->links);
+	free(s->tops);
+	hmap__free(&s->self);
+	hmap__free(&s->warm);
+	free(s->exited);
+	symbolizer__free(s->sym);
+	free(s);
+}
+
+static int open_cpu_clock(int cpu, uint32_t hz)
+{
+	struct perf_event_attr a = {
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.size = sizeof(a),
+		.freq = 1,
+		.sample_freq = hz,
+	};
+
+	return syscall(__NR_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+int stacks__start_sampling(struct stacks *s, struct bpf_program *prog, uint32_t hz)
+{
+	int ncpu = libbpf_num_possible_cpus(), err = 0;
+
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -ENODEV;
+	s->links = calloc(ncpu, sizeof(*s->links));
+	if (!s->links)
+		return -ENOMEM;
+	s->st.hz = hz;
+	for (int cpu = 0; cpu < ncpu; cpu++) {
+		int fd = open_cpu_clock(cpu, hz);
+		struct bpf_link *l;
+
+		if (fd < 0) {
+			err = -errno;
+			if (err == -ENODEV)	/* offline */
+				continue;
+			if (err == -EINVAL)
+				err("--sample-hz %u: the kernel refuses this rate (see "
+				    "/proc/sys/kernel/perf_event_max_sample_rate); use a lower one "
+				    "or --sample-hz 0", hz);
+			else
+				err("opening the CPU clock perf event on CPU %d: %s", cpu,
+				    strerror(-err));
+			return err;
+		}
+		l = bpf_program__attach_perf_event(prog, fd);
+		if (!l) {
+			err = -errno;
+			close(fd);
+			err("attaching the sampler on CPU %d: %s", cpu, strerror(-err));
+			return err;
+		}
+		s->links[s->nlinks++] = l;
+	}
+	s->st.cpus = s->nlinks;
+	return 0;
+}
+
+size_t stacks__min_size(void)
+{
+	return offsetof(struct rec_stack, data);
+}
+
+/* Symbolizes one frame. Return addresses (every frame but the innermost)
+ * are looked up at ip - 1: a call at the very end of a function returns
+ * past its last byte. */
+static void symbolize(struct stacks *s, uint32_t pid, uint64_t ip, bool kernel, bool ret,
+		      struct sym_frame *f)
+{
+	if (!kernel) {
+		if (ret)
+			symbolizer__user_ret(s->sym, pid, ip, f);
+		else
+			symbolizer__user(s->sym, pid, ip, f);
+	} else {
+		uint64_t at = ret && ip ? ip - 1 : ip;
+
+		symbolizer__kernel(s->sym, at, f);
+		if (f->function)
+			f->function_off += ip - at;
+	}
+	f->ip = ip;
+	f->kernel = kernel;
+	s->st.frames++;
+	if (!f->function)
+		s->st.unsymbolized++;
+}
+
+/* Self samples per function (the innermost frame), for the summary. */
+static void count_self(struct stacks *s, const struct sym_frame *f)
+{
+	const char *name = f->function;
+	uint64_t h, *v;
+
+	if (!name) {
+		const char *slash = f->module ? strrchr(f->module, '/') : NULL;
+
+		name = slash ? slash + 1 : f->module ? f->module : "[unknown]";
+	}
+	h = hash__bytes(name, strlen(name));
+	v = hmap__get(&s->self, h);
+	if (v) {
+		s->tops[*v - 1].n++;
+		return;
+	}
+	if (s->ntops == s->captops) {
+		size_t nc = s->captops ? 2 * s->captops : 64;
+		struct top *t = realloc(s->tops, nc * sizeof(*t));
+
+		if (!t)
+			return;
+		s->tops = t;
+		s->captops = nc;
+	}
+	s->tops[s->ntops].name = name;
+	s->tops[s->ntops].n = 1;
+	if (!hmap__put(&s->self, h, s->ntops + 1))
+		s->ntops++;
+}
+
+int stacks__record(struct stacks *s, const struct rec_stack *r, size_t size)
+{
+	uint64_t ips[STACK_USER_MAX];
+	const uint64_t *user = (const uint64_t *)r->user;
+	int nuser = r->nuser, n = 0;
+	bool truncated = false;
+	struct stack st = { 0 };
+
+	if (size != offsetof(struct rec_stack, data) + r->copy_len ||
+	    r->nuser > STACK_USER_MAX || r->nkernel > STACK_KERNEL_MAX)
+		return -EINVAL;
+	for (int i = 0; i < r->nkernel; i++)
+		symbolize(s, r->hdr.pid, r->kernel[i], true, i > 0, &s->frames[n++]);
+	st.nkernel = n;
+	/*
+	 * The copied stack unwinds with DWARF CFI what frame pointers cannot
+	 * (code built without them: there the kernel's walk follows a
+	 * clobbered rbp and may even find more, bogus, frames). The kernel's
+	 * walk stays only when the unwind ran out of copied stack before it
+	 * or failed outright.
+	 */
+	if (r->copy_len) {
+		struct sym_regs regs = { .ip = r->ip, .sp = r->sp, .bp = r->bp };
+		bool trunc = false;
+		int k = symbolizer__unwind(s->sym, r->hdr.pid, r->hdr.tid, &regs, r->data,
+					   r->copy_len, ips, STACK_USER_MAX, &trunc);
+
+		if (k > 0 && (k >= nuser || (k > 1 && !trunc))) {
+			user = ips;
+			nuser = k;
+			truncated = trunc;
+			s->st.dwarf++;
+		}
+	}
+	if (user != ips && r->nuser == STACK_USER_MAX)
+		truncated = true;
+	for (int i = 0; i < nuser; i++)
+		symbolize(s, r->hdr.pid, user[i], false, i > 0, &s->frames[n++]);
+	st.ts = r->hdr.ts;
+	st.cpu = r->hdr.cpu;
+	st.n = n;
+	st.truncated = truncated;
+	st.kernel_mode = r->flags & STACK_F_KERNEL_MODE;
+	st.frames = s->frames;
+	st.lib = r->lib;
+	st.func = r->func;
+	s->st.truncated += truncated;
+	if (r->hdr.type == REC_STACK_SAMPLE) {
+		s->st.samples++;
+		if (n)
+			count_self(s, &s->frames[0]);
+		model__sample(s->m, r->hdr.pid, r->hdr.tid, &st);
+	} else {
+		struct stack *bt = malloc(sizeof(*bt) + n * sizeof(*bt->frames));
+
+		s->st.backtraces++;
+		if (!bt)
+			return 0;
+		*bt = st;
+		bt->frames = (struct sym_frame *)(bt + 1);
+		memcpy(bt->frames, s->frames, n * sizeof(*bt->frames));
+		model__backtrace(s->m, r->hdr.pid, r->hdr.tid, bt);
+	}
+	return 0;
+}
+
+struct warm_ctx {
+	struct symbolizer *sym;
+	uint32_t pid;
+};
+
+static int warm_map(const struct map_entry *e, void *ctx)
+{
+	struct warm_ctx *w = ctx;
+	struct sym_frame f;
+
+	if (e->perms[2] == 'x' && e->inode && e->path[0] == '/')
+		symbolizer__user(w->sym, w->pid, e->start, &f);
+	return 0;
+}
+
+/*
+ * Has the symbolizer open every executable file of the process now, while
+ * it is alive: a record decoded after the process exited can only use what
+ * was opened before (a short program's last backtrace often is such a
+ * record). One lookup per mapped file does it.
+ */
+static void warm(struct stacks *s, uint32_t pid)
+{
+	struct warm_ctx w = { .sym = s->sym, .pid = pid };
+
+	procfs__for_each_map(pid, warm_map, &w);
+	hmap__put(&s->warm, pid, 1);
+}
+
+void stacks__proc_changed(struct stacks *s, uint32_t pid)
+{
+	if (!s)
+		return;
+	symbolizer__invalidate(s->sym, pid);
+	warm(s, pid);
+}
+
+void stacks__proc_seen(struct stacks *s, uint32_t pid)
+{
+	if (s && !hmap__get(&s->warm, pid))
+		warm(s, pid);
+}
+
+/*
+ * The exit record comes through the API ring, the process's last samples
+ * through the samples ring, which the consumer may drain later: the
+ * symbolizer hears of the exit only after both rings were drained.
+ */
+void stacks__proc_exit(struct stacks *s, uint32_t pid)
+{
+	if (!s)
+		return;
+	hmap__del(&s->warm, pid, NULL);
+	if (s->nexited == s->capexited) {
+		size_t nc = s->capexited ? 2 * s->capexited : 16;
+		uint32_t *n = realloc(s->exited, nc * sizeof(*n));
+
+		if (!n)
+			return;	/* the symbolizer keeps that process's state */
+		s->exited = n;
+		s->capexited = nc;
+	}
+	s->exited[s->nexited++] = pid;
+}
+
+void stacks__drained(struct stacks *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nexited; i++)
+		symbolizer__proc_exit(s->sym, s->exited[i]);
+	s->nexited = 0;
+}
+
+const struct stacks_stats *stacks__stats(const struct stacks *s)
+{
+	return &s->st;
+}
+
+static int cmp_tops(const void *a, const void *b)
+{
+	const struct top *x = a, *y = b;
+
+	if (x->n != y->n)
+		return x->n < y->n ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+void stacks__summary(struct stacks *s, uint64_t backtrace_ns, FILE *f)
+{
+	const struct stacks_stats *st = &s->st;
+
+	if (!st->hz && backtrace_ns == UINT64_MAX)
+		return;
+	fprintf(f, "\n** CPU samples:\n\n");
+	if (st->hz)
+		fprintf(f, "   %" PRIu64 " samples at %u Hz on %d CPU(s)\n", st->samples, st->hz,
+			st->cpus);
+	else
+		fprintf(f, "   sampling off (--sample-hz 0)\n");
+	if (backtrace_ns != UINT64_MAX)
+		fprintf(f, "   backtraces: %" PRIu64 " API calls >= %.3f ms\n", st->backtraces,
+			backtrace_ns / 1e6);
+	if (st->samples + st->backtraces)
+		fprintf(f, "   truncated stacks: %" PRIu64 " of %" PRIu64
+			"; unsymbolized frames: %" PRIu64 " of %" PRIu64 "\n",
+			st->truncated, st->samples + st->backtraces, st->unsymbolized, st->frames);
+	if (!s->ntops)
+		return;
+	qsort(s->tops, s->ntops, sizeof(*s->tops), cmp_tops);
+	/* hmap indexes are stale after sorting: counting is over. */
+	hmap__free(&s->self);
+	fprintf(f, "\n   %8s %6s  %s\n", "Self", "%", "Function");
+	for (size_t i = 0; i < s->ntops && i < 10; i++)
+		fprintf(f, "   %8" PRIu64 " %5.1f%%  %s\n", s->tops[i].n,
+			100.0 * s->tops[i].n / st->samples, s->tops[i].name);
+}
