@@ -20,6 +20,7 @@ enum rec_type {
 	REC_PROC_EXIT,		/* struct rec_proc */
 	REC_THREAD_EXIT,	/* struct rec_proc */
 	REC_MMAP,		/* struct rec_mmap */
+	REC_SYSCALL,		/* struct rec_syscall (bpf/syscalls.h) */
 	REC__COUNT,
 };
 

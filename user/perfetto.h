@@ -72,6 +72,9 @@ void pftrace__begin(struct pftrace *pt, struct pfseq *s, uint64_t ts, const char
 		    const struct pf_annot *a, int n);
 void pftrace__end(struct pftrace *pt, struct pfseq *s, uint64_t ts,
 		  const struct pf_annot *a, int n);
+/* Slice begin with a category (interned), e.g. "syscall". */
+void pftrace__begin_cat(struct pftrace *pt, struct pfseq *s, uint64_t ts, const char *cat,
+			const char *name, const struct pf_annot *a, int n);
 /* Instant event on track (0: the default track). */
 void pftrace__instant(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
 		      const char *name, const struct pf_annot *a, int n);
