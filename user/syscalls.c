@@ -134,7 +134,14 @@ static void decode(struct syscall_ev *e, const struct rec_syscall *r, bool has_f
 	}
 	x[e->nend++] = (struct pf_annot){ .name = "ret", .type = PA_INT, .i = r->ret };
 	if (r->ret < 0 && r->ret >= -4095) {
-		const char *en = strerrorname_np((int)-r->ret);
+		/* Kernel-internal codes a syscall interrupted by a signal
+		 * returns to the tracepoint before it is restarted. */
+		static const char *const restart[] = { "ERESTARTSYS", "ERESTARTNOINTR",
+						       "ERESTARTNOHAND", "ENOIOCTLCMD",
+						       "ERESTART_RESTARTBLOCK" };
+		int err = (int)-r->ret;
+		const char *en = err >= 512 && err <= 516 ? restart[err - 512] :
+				 strerrorname_np(err);
 
 		x[e->nend++] = (struct pf_annot){ .name = "errno", .type = PA_STR,
 						  .s = en ? en : "?" };

@@ -64,6 +64,10 @@ def test_names_counts_and_results():
     check(40 * MS <= p[0].dur <= 500 * MS, "poll lasted %d ns" % p[0].dur)
     # getpid: short, but all there at threshold 0.
     check(len(sys_on(r, tid=main, name="getpid")) >= GETPIDS, "getpid slices at threshold 0")
+    # The uretprobe trampoline's syscall (one per traced API return) is
+    # cgbpf's own work: never a slice, though every CUDA call made one.
+    check(r.trace.slices_on(tid=main), "API calls traced on the main thread")
+    eq(sys_on(r, name="uretprobe"), [], "uretprobe syscall slices")
     # Errno names on failures.
     errs = [x for x in r.trace.syscall_slices if x.args.get("ret", 0) < 0]
     check(errs and all(x.args.get("errno", "").startswith("E") for x in errs),

@@ -133,6 +133,12 @@ static void test_model_events(void)
 	a = annot(last.end, last.nend, "ret");
 	check(a && a->i == -25, "ret -25");
 
+	r.ret = -512;
+	model__syscall(&m, &r);
+	a = annot(last.end, last.nend, "errno");
+	check(a && !strcmp(a->s, "ERESTARTSYS"), "kernel-internal ERESTARTSYS named");
+	r.ret = -25;
+
 	r.hdr.size = REC_SYSCALL_BASE_SIZE;	/* an ioctl record without its fd part */
 	model__syscall(&m, &r);
 	check(!annot(last.begin, last.nbegin, "target"), "no target without the fd part");
