@@ -3,6 +3,8 @@
 values, ioctl fd targets, futex ops, nesting inside API calls, the
 threshold, off, non-targets, and the osrt_sum-like summary table."""
 import os
+import re
+import subprocess
 
 from harness import (FAKE, check, clean_trace, env_with, eq, no_drops, record, start, tmpdir,
                      touch, wl, kill_quiet)
@@ -204,3 +206,22 @@ def test_non_target_syscalls_absent():
        "the traced one's sleeps")
     check(other.pid not in {x.pid for x in r.trace.syscall_slices},
           "the untraced pid is nowhere among the syscall slices")
+
+
+def test_protoc_decodes_categories():
+    """Second, independent check of the wire format: stock protoc against
+    Perfetto's schema sees interned category "syscall" and category_iids."""
+    r = res()
+    proto = ptrace.proto_path()
+    with open(r.trace_path, "rb") as f:
+        p = subprocess.run(["protoc", "--decode=perfetto.protos.Trace", "-I",
+                            os.path.dirname(proto), os.path.basename(proto)],
+                           stdin=f, capture_output=True, timeout=120)
+    eq(p.returncode, 0, "protoc exit (%s)" % p.stderr[-300:])
+    text = p.stdout.decode("utf-8", "replace")
+    cats = re.findall(r'event_categories \{\s*iid: (\d+)\s*name: "syscall"', text)
+    check(cats, "interned event category \"syscall\"")
+    check(re.search(r"category_iids: (%s)\b" % "|".join(cats), text),
+          "track events refer to it by category_iids")
+    check('name: "FUTEX_WAIT_PRIVATE"' in text or 'str: "FUTEX_WAIT_PRIVATE"' in text,
+          "futex op string interned")
