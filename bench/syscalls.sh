@@ -152,6 +152,7 @@ for ((r = 1; r <= RUNS; r++)); do
 done
 
 med() { median ${V[$1]}; }
+range() { printf '%s\n' ${V[$1]} | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s-%s", lo, hi }'; }
 echo
 echo "== Syscall tracepoints: ns per call (median of $RUNS runs; $N syscalls, $NL launches per run)"
 printf '  %-34s %10s %10s\n' "" getpid read
@@ -163,7 +164,8 @@ for k in untraced off nontarget target all; do
 	target) l="cgbpf, syscalls on, target (1 us)" ;;
 	all) l="cgbpf, target, threshold 0" ;;
 	esac
-	printf '  %-34s %10s %10s\n' "$l" "$(med getpid.$k)" "$(med read.$k)"
+	printf '  %-34s %10s %10s   (runs: getpid %s, read %s)\n' "$l" "$(med getpid.$k)" \
+		"$(med read.$k)" "$(range getpid.$k)" "$(range read.$k)"
 done
 for m in getpid read; do
 	u=$(med $m.untraced)
@@ -175,7 +177,8 @@ done
 lo=$(med launch.off)
 lon=$(med launch.on)
 echo "  cuLaunchKernel under cgbpf: $lo ns/call with --syscall-threshold off, $lon ns/call with" \
-	"syscalls on: +$(calc "$lon - $lo" 1) ns per traced call ($(calc "$lon / $lo")x)"
+	"syscalls on: +$(calc "$lon - $lo" 1) ns per traced call ($(calc "$lon / $lo")x;" \
+	"runs: off $(range launch.off), on $(range launch.on))"
 echo
 for m in getpid read; do
 	for k in untraced off nontarget target all; do
