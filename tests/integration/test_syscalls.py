@@ -91,6 +91,11 @@ def test_ioctl_targets():
     eq(len(pipe), s["pipe_ioctls"], "ioctls on the pipe")
     check(all(x.args.get("ret") == 0 and x.args.get("fd") == s["pipe_fd"] for x in pipe),
           "FIONREAD on the pipe succeeded on its fd")
+    # A regular file four components deep: the last three, marked as cut.
+    f = [x for x in io if x.args.get("fd") == s["file_fd"] and x.args.get("ret") == 0 and
+         not str(x.args.get("target", "")).startswith("pipe:[")]
+    want = ".../" + "/".join(s["file_path"].split("/")[-3:])
+    eq([x.args.get("target") for x in f], [want], "ioctl on the file: its path")
     targets = {x.args["target"] for x in pipe}
     eq(len(targets), 1, "one pipe")
     check(targets.pop()[len("pipe:["):-1].isdigit(), "pipe:[inode]")

@@ -8,8 +8,10 @@
  * In order, on the main thread unless said otherwise:
  *   - N nanosleep(2) of 20 ms (the raw syscall: glibc's nanosleep() is
  *     clock_nanosleep) and N clock_nanosleep(CLOCK_REALTIME, 0, 10 ms);
- *   - a 64 KiB file written with 8 write(2) of 8192 bytes, fsync, lseek,
- *     then read back with 8 read(2) of 8192 bytes, closed and removed;
+ *   - a 64 KiB file, /tmp/cgbpf-sys_mix-XXXXXX/a/data, written with 8
+ *     write(2) of 8192 bytes, fsync, lseek, one ioctl(FIONREAD) on it (a
+ *     path deeper than cgbpf's three components), then read back with 8
+ *     read(2) of 8192 bytes, closed and removed;
  *   - 3 ioctl(FIONREAD) on /dev/null (ENOTTY) and 2 ioctl(FIONREAD) on the
  *     read end of a pipe holding 5 bytes (returns 0);
  *   - one poll(2) on the empty read end of another pipe with a 50 ms
@@ -24,7 +26,7 @@
  *     inside the synchronize).
  *
  * Manifest: the common fields plus "sys": {"main_tid", "holder_tid",
- * "waiter_tid", "file_fd", "null_fd", "pipe_fd", "poll_fd", "sleeps",
+ * "waiter_tid", "file_fd", "file_path", "null_fd", "pipe_fd", "poll_fd", "sleeps",
  * "getpids", "writes", "reads", "io_bytes", "null_ioctls", "pipe_ioctls",
  * "rounds"}.
  */
@@ -32,6 +34,7 @@
 #include <cuda.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 
 #include "manifest.h"
 
@@ -51,6 +54,7 @@ static long g_holder_tid, g_waiter_tid;
 struct info {
 	long main_tid;
 	int file_fd, null_fd, pipe_fd, poll_fd;
+	char file_path[64];
 	unsigned long sleeps, getpids;
 };
 
@@ -90,12 +94,16 @@ static void *waiter(void *arg)
 
 static void file_io(struct info *in)
 {
-	char path[] = "/tmp/cgbpf-sys_mix-XXXXXX";
+	char dir[] = "/tmp/cgbpf-sys_mix-XXXXXX", sub[64];
 	static char buf[IO_CHUNK];
-	int fd = mkstemp(path);
+	int fd, n;
 
-	if (fd < 0)
-		wl_die("mkstemp: %s", strerror(errno));
+	if (!mkdtemp(dir))
+		wl_die("mkdtemp: %s", strerror(errno));
+	snprintf(sub, sizeof(sub), "%s/a", dir);
+	snprintf(in->file_path, sizeof(in->file_path), "%s/a/data", dir);
+	if (mkdir(sub, 0700) || (fd = open(in->file_path, O_RDWR | O_CREAT | O_EXCL, 0600)) < 0)
+		wl_die("%s: %s", in->file_path, strerror(errno));
 	in->file_fd = fd;
 	memset(buf, 'x', sizeof(buf));
 	for (int i = 0; i < IO_CHUNKS; i++)
@@ -103,11 +111,15 @@ static void file_io(struct info *in)
 			wl_die("write: %s", strerror(errno));
 	fsync(fd);
 	lseek(fd, 0, SEEK_SET);
+	if (ioctl(fd, FIONREAD, &n) || n != IO_CHUNK * IO_CHUNKS)
+		wl_die("FIONREAD on the file: %d", n);
 	for (int i = 0; i < IO_CHUNKS; i++)
 		if (read(fd, buf, sizeof(buf)) != sizeof(buf))
 			wl_die("read: %s", strerror(errno));
 	close(fd);
-	unlink(path);
+	unlink(in->file_path);
+	rmdir(sub);
+	rmdir(dir);
 }
 
 static void ioctls(struct info *in)
@@ -168,10 +180,10 @@ static void write_extra(FILE *f, void *arg)
 	struct info *in = arg;
 
 	fprintf(f, ",\n  \"sys\": {\"main_tid\": %ld, \"holder_tid\": %ld, \"waiter_tid\": %ld, "
-		"\"file_fd\": %d, \"null_fd\": %d, \"pipe_fd\": %d, \"poll_fd\": %d, "
+		"\"file_fd\": %d, \"file_path\": \"%s\", \"null_fd\": %d, \"pipe_fd\": %d, \"poll_fd\": %d, "
 		"\"sleeps\": %lu, \"getpids\": %lu, \"writes\": %d, \"reads\": %d, "
 		"\"io_bytes\": %d, \"null_ioctls\": %d, \"pipe_ioctls\": %d, \"rounds\": %d}",
-		in->main_tid, g_holder_tid, g_waiter_tid, in->file_fd, in->null_fd, in->pipe_fd,
+		in->main_tid, g_holder_tid, g_waiter_tid, in->file_fd, in->file_path, in->null_fd, in->pipe_fd,
 		in->poll_fd, in->sleeps, in->getpids, IO_CHUNKS, IO_CHUNKS, IO_CHUNK, NULL_IOCTLS,
 		PIPE_IOCTLS, ROUNDS);
 }
