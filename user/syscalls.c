@@ -68,6 +68,10 @@ const char *syscalls__fd_name(const struct sys_fd *fd, char *buf, size_t len)
 		snprintf(buf, len, "(not open)");
 		return buf;
 	}
+	if (!fd->pseudo && fd->rooted && !n) {
+		snprintf(buf, len, "/");	/* the root directory itself */
+		return buf;
+	}
 	if (fd->pseudo || !n) {
 		if (fd->magic == PIPEFS_MAGIC)
 			snprintf(buf, len, "pipe:[%" PRIu64 "]", (uint64_t)fd->ino);

@@ -82,6 +82,9 @@ static void test_fd_names(void)
 	syscalls__fd_name(&fd, b, 20);
 	check(strlen(b) == 19 && b[0] == '/', "unterminated parts cut to the buffer (%s)", b);
 	memset(&fd, 0, sizeof(fd));
+	fd.found = fd.rooted = 1;
+	check(!strcmp(syscalls__fd_name(&fd, b, sizeof(b)), "/"), "the root directory");
+	memset(&fd, 0, sizeof(fd));
 	fd.found = 1;
 	fd.pseudo = 1;
 	fd.nparts = 1;
