@@ -22,6 +22,7 @@ enum rec_type {
 	REC_MMAP,		/* struct rec_mmap */
 	REC_STACK_SAMPLE,	/* struct rec_stack (bpf/stack_rec.h): a CPU sample */
 	REC_STACK_BT,		/* struct rec_stack: backtrace of a slow call, before its exit */
+	REC_SYSCALL,		/* struct rec_syscall (bpf/syscalls.h) */
 	REC__COUNT,
 };
 

@@ -89,6 +89,7 @@ struct proc {
 };
 
 struct model;
+struct syscall_ev;	/* user/syscalls.h */
 
 /* Model events; each sink implements what it needs (NULL = ignore). */
 struct sink {
@@ -100,6 +101,8 @@ struct sink {
 	void (*counter)(void *ctx, struct thread *t, enum counter_kind k, uint64_t ts,
 			int64_t value);
 	void (*sample)(void *ctx, struct thread *t, const struct stack *st);
+	/* A syscall of t that lasted at least the threshold (user/syscalls.c). */
+	void (*syscall)(void *ctx, struct thread *t, const struct syscall_ev *e);
 };
 
 /* Per-library decoding (user/cuda.c for LIB_CUDA). */

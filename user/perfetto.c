@@ -37,6 +37,7 @@ enum {
 	CLOCK_INCREMENTAL = 3,
 	CLOCK_PRIMARY = 2,
 
+	TE_CATEGORY_IIDS = 3,
 	TE_ANNOT = 4,
 	TE_TYPE = 9,
 	TE_NAME_IID = 10,
@@ -53,6 +54,7 @@ enum {
 	DA_POINTER = 7,
 	DA_STRING_IID = 17,
 
+	ID_EVENT_CATEGORIES = 1,
 	ID_EVENT_NAMES = 2,
 	ID_ANNOT_NAMES = 3,
 	ID_ANNOT_STRINGS = 29,
@@ -90,7 +92,7 @@ enum { CLOCK_INCR_ID = 64 };
 #define INTERN_MAX 4096		/* entries per sequence before a reset */
 #define META_SEQ 1
 
-enum intern_kind { IK_EVENT, IK_ANNOT_NAME, IK_STRING, IK__COUNT };
+enum intern_kind { IK_EVENT, IK_ANNOT_NAME, IK_STRING, IK_CATEGORY, IK__COUNT };
 
 struct pfseq {
 	uint32_t id;
@@ -495,7 +497,7 @@ static uint64_t intern(struct pfseq *s, enum intern_kind k, const char *str,
 static void write_interned(struct pb *pb, const struct new_str *news, int n)
 {
 	static const uint32_t field[IK__COUNT] = { ID_EVENT_NAMES, ID_ANNOT_NAMES,
-						   ID_ANNOT_STRINGS };
+						   ID_ANNOT_STRINGS, ID_EVENT_CATEGORIES };
 
 	if (!n)
 		return;
@@ -514,6 +516,7 @@ static void write_interned(struct pb *pb, const struct new_str *news, int n)
 
 struct event_iids {
 	uint64_t name;
+	uint64_t cat;
 	uint64_t annot_name[MAX_ANNOTS];
 	uint64_t annot_str[MAX_ANNOTS];
 };
@@ -524,10 +527,10 @@ struct inline_stack {
 };
 
 static void event(struct pftrace *pt, struct pfseq *s, uint64_t ts, int type, uint64_t track,
-		  const char *name, const struct pf_annot *a, int n, bool counter,
-		  int64_t value, const struct inline_stack *cs)
+		  const char *cat, const char *name, const struct pf_annot *a, int n,
+		  bool counter, int64_t value, const struct inline_stack *cs)
 {
-	struct new_str news[1 + 2 * MAX_ANNOTS];
+	struct new_str news[2 + 2 * MAX_ANNOTS];
 	struct event_iids ids = { 0 };
 	struct pb *pb = &pt->out;
 	int nnew = 0;
@@ -539,6 +542,8 @@ static void event(struct pftrace *pt, struct pfseq *s, uint64_t ts, int type, ui
 	seq_packet(pt, s, ts);
 	if (name)
 		ids.name = intern(s, IK_EVENT, name, news, &nnew, 1 + 2 * MAX_ANNOTS);
+	if (cat)
+		ids.cat = intern(s, IK_CATEGORY, cat, news, &nnew, 2 + 2 * MAX_ANNOTS);
 	for (int i = 0; i < n; i++) {
 		ids.annot_name[i] = intern(s, IK_ANNOT_NAME, a[i].name, news, &nnew,
 					   1 + 2 * MAX_ANNOTS);
@@ -551,6 +556,10 @@ static void event(struct pftrace *pt, struct pfseq *s, uint64_t ts, int type, ui
 	pb__varint(pb, TE_TYPE, type);
 	if (track)
 		pb__varint(pb, TE_TRACK_UUID, track);
+	if (ids.cat)
+		pb__varint(pb, TE_CATEGORY_IIDS, ids.cat);
+	else if (cat)
+		pb__string(pb, 22, cat);
 	if (ids.name)
 		pb__varint(pb, TE_NAME_IID, ids.name);
 	else if (name)
@@ -601,25 +610,31 @@ static void event(struct pftrace *pt, struct pfseq *s, uint64_t ts, int type, ui
 void pftrace__begin(struct pftrace *pt, struct pfseq *s, uint64_t ts, const char *name,
 		    const struct pf_annot *a, int n)
 {
-	event(pt, s, ts, TYPE_SLICE_BEGIN, 0, name, a, n, false, 0, NULL);
+	event(pt, s, ts, TYPE_SLICE_BEGIN, 0, NULL, name, a, n, false, 0, NULL);
+}
+
+void pftrace__begin_cat(struct pftrace *pt, struct pfseq *s, uint64_t ts, const char *cat,
+			const char *name, const struct pf_annot *a, int n)
+{
+	event(pt, s, ts, TYPE_SLICE_BEGIN, 0, cat, name, a, n, false, 0, NULL);
 }
 
 void pftrace__end(struct pftrace *pt, struct pfseq *s, uint64_t ts,
 		  const struct pf_annot *a, int n)
 {
-	event(pt, s, ts, TYPE_SLICE_END, 0, NULL, a, n, false, 0, NULL);
+	event(pt, s, ts, TYPE_SLICE_END, 0, NULL, NULL, a, n, false, 0, NULL);
 }
 
 void pftrace__instant(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
 		      const char *name, const struct pf_annot *a, int n)
 {
-	event(pt, s, ts, TYPE_INSTANT, track, name, a, n, false, 0, NULL);
+	event(pt, s, ts, TYPE_INSTANT, track, NULL, name, a, n, false, 0, NULL);
 }
 
 void pftrace__counter(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
 		      int64_t value)
 {
-	event(pt, s, ts, TYPE_COUNTER, track, NULL, NULL, 0, true, value, NULL);
+	event(pt, s, ts, TYPE_COUNTER, track, NULL, NULL, NULL, 0, true, value, NULL);
 }
 
 void pftrace__end_stack(struct pftrace *pt, struct pfseq *s, uint64_t ts,
@@ -627,5 +642,5 @@ void pftrace__end_stack(struct pftrace *pt, struct pfseq *s, uint64_t ts,
 {
 	struct inline_stack cs = { .frames = frames, .n = nframes };
 
-	event(pt, s, ts, TYPE_SLICE_END, 0, NULL, a, n, false, 0, &cs);
+	event(pt, s, ts, TYPE_SLICE_END, 0, NULL, NULL, a, n, false, 0, &cs);
 }

@@ -76,6 +76,9 @@ void pftrace__end(struct pftrace *pt, struct pfseq *s, uint64_t ts,
  * field callstack): frames[] are function names, outermost first. */
 void pftrace__end_stack(struct pftrace *pt, struct pfseq *s, uint64_t ts,
 			const struct pf_annot *a, int n, const char *const *frames, int nframes);
+/* Slice begin with a category (interned), e.g. "syscall". */
+void pftrace__begin_cat(struct pftrace *pt, struct pfseq *s, uint64_t ts, const char *cat,
+			const char *name, const struct pf_annot *a, int n);
 /* Instant event on track (0: the default track). */
 void pftrace__instant(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
 		      const char *name, const struct pf_annot *a, int n);

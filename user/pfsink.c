@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "pfsink.h"
+#include "syscalls.h"
 
 static const char *const counter_names[CTR__COUNT] = {
 	[CTR_GPU_MEM] = "GPU memory (cuMemAlloc)",
@@ -95,6 +96,19 @@ static void on_counter(void *ctx, struct thread *t, enum counter_kind k, uint64_
 	pftrace__counter(ctx, s, ts, UUID_COUNTER(p->pid, k), value);
 }
 
+/* A syscall is a slice on its thread's track, nested inside the API call
+ * it happened in: its record arrives after that call's entry and before
+ * its return on the same thread. */
+static void on_syscall(void *ctx, struct thread *t, const struct syscall_ev *e)
+{
+	struct pfseq *s = seq_of(ctx, t, e->ts);
+
+	if (!s)
+		return;
+	pftrace__begin_cat(ctx, s, e->ts, "syscall", e->name, e->begin, e->nbegin);
+	pftrace__end(ctx, s, e->end_ts, e->end, e->nend);
+}
+
 struct sink pfsink__sink(struct pftrace *pt)
 {
 	return (struct sink){
@@ -104,5 +118,6 @@ struct sink pfsink__sink(struct pftrace *pt)
 		.call_begin = on_begin,
 		.call_end = on_end,
 		.counter = on_counter,
+		.syscall = on_syscall,
 	};
 }

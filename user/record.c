@@ -23,6 +23,7 @@
 #include "record.h"
 #include "stacks.h"
 #include "summary.h"
+#include "syscalls.h"
 
 #define POLL_MS 50
 #define FLUSH_NS (250ull * 1000000)
@@ -214,6 +215,8 @@ static size_t min_size(uint16_t type)
 	case REC_STACK_SAMPLE:
 	case REC_STACK_BT:
 		return stacks__min_size();
+	case REC_SYSCALL:
+		return REC_SYSCALL_BASE_SIZE;
 	}
 	return 0;
 }
@@ -296,6 +299,14 @@ static int handle(void *ctx, void *data, size_t size)
 	case REC_STACK_BT:
 		if (stacks__record(r->stacks, data, size))
 			r->invalid++;
+		break;
+	case REC_SYSCALL:
+		/* Two sizes: without and with the fd description. */
+		if (size != REC_SYSCALL_BASE_SIZE && size != sizeof(struct rec_syscall)) {
+			r->invalid++;
+			break;
+		}
+		model__syscall(&r->model, data);
 		break;
 	}
 	return 0;
@@ -398,6 +409,8 @@ static int open_bpf(struct rec *r)
 	skel->rodata->wakeup_bytes = ring / 2;
 	skel->rodata->follow_children = o->follow;
 	skel->rodata->stop_on_map = o->stop_on_load;
+	if (o->syscall_threshold_ns != THRESHOLD_OFF)
+		skel->rodata->syscall_threshold_ns = o->syscall_threshold_ns;
 	for (i = 0; attach_watch_names[i] && i < 8; i++)
 		snprintf((char *)skel->rodata->watch_names[i], sizeof(skel->rodata->watch_names[i]),
 			 "%s", attach_watch_names[i]);
@@ -430,6 +443,18 @@ static int open_bpf(struct rec *r)
 		err = -errno;
 		err("attaching scheduler tracepoints: %s", strerror(-err));
 		return err;
+	}
+	/* Syscall tracepoints cost every syscall on the machine a detour
+	 * (docs/performance.md): attach them only when asked for. */
+	if (o->syscall_threshold_ns != THRESHOLD_OFF) {
+		skel->links.syscall_enter = bpf_program__attach(skel->progs.syscall_enter);
+		skel->links.syscall_exit = bpf_program__attach(skel->progs.syscall_exit);
+		if (!skel->links.syscall_enter || !skel->links.syscall_exit) {
+			err = -errno;
+			err("attaching the syscall tracepoints: %s (--syscall-threshold off "
+			    "runs without them)", strerror(-err));
+			return err;
+		}
 	}
 	r->attach = attach__new(skel, multi);
 	r->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), handle, r, NULL);
@@ -549,6 +574,7 @@ int record__run(const struct record_opts *o)
 	}
 	sk = summary__sink(r.summary);
 	model__add_sink(&r.model, &sk);
+	summary__set_syscall_threshold(r.summary, o->syscall_threshold_ns);
 
 	log__hook_libbpf();
 	if (open_bpf(&r))

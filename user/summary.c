@@ -8,6 +8,7 @@
 #include "stacks.h"
 #include "stats.h"
 #include "summary.h"
+#include "syscalls.h"
 
 #define TOP_KERNELS 15
 
@@ -27,6 +28,8 @@ struct summary {
 	uint64_t copies[DIR__COUNT], copy_bytes[DIR__COUNT];
 	uint64_t memsets, memset_bytes;
 	uint64_t errors;
+	struct syssum *sys;			/* user/syscalls.c */
+	uint64_t syscall_threshold_ns;
 };
 
 struct summary *summary__new(void)
@@ -37,7 +40,11 @@ struct summary *summary__new(void)
 		return NULL;
 	s->nfuncs[LIB_CUDA] = CU_FN__COUNT;
 	s->funcs[LIB_CUDA] = calloc(CU_FN__COUNT, sizeof(struct stats));
-	if (!s->funcs[LIB_CUDA]) {
+	s->sys = syssum__new();
+	s->syscall_threshold_ns = UINT64_MAX;
+	if (!s->funcs[LIB_CUDA] || !s->sys) {
+		free(s->funcs[LIB_CUDA]);
+		syssum__free(s->sys);
 		free(s);
 		return NULL;
 	}
@@ -63,6 +70,7 @@ void summary__free(struct summary *s)
 		free(k);
 	}
 	hmap__free(&s->kernels);
+	syssum__free(s->sys);
 	free(s);
 }
 
@@ -128,9 +136,19 @@ static void on_end(void *ctx, struct thread *t, struct call *c)
 	}
 }
 
+static void on_syscall(void *ctx, struct thread *t, const struct syscall_ev *e)
+{
+	syssum__add(((struct summary *)ctx)->sys, e);
+}
+
 struct sink summary__sink(struct summary *s)
 {
-	return (struct sink){ .ctx = s, .call_end = on_end };
+	return (struct sink){ .ctx = s, .call_end = on_end, .syscall = on_syscall };
+}
+
+void summary__set_syscall_threshold(struct summary *s, uint64_t ns)
+{
+	s->syscall_threshold_ns = ns;
 }
 
 struct row {
@@ -275,6 +293,7 @@ void summary__print(struct summary *s, const struct model *m, const struct captu
 		[REC_PROC_EXEC] = "execs", [REC_PROC_EXIT] = "process exits",
 		[REC_THREAD_EXIT] = "thread exits", [REC_MMAP] = "library mappings",
 		[REC_STACK_SAMPLE] = "CPU samples", [REC_STACK_BT] = "backtraces",
+		[REC_SYSCALL] = "syscalls",
 	};
 	uint64_t dropped = 0;
 	char b[32];
@@ -284,6 +303,7 @@ void summary__print(struct summary *s, const struct model *m, const struct captu
 	print_memory(s, m, f);
 	if (ci->stacks)
 		stacks__summary(ci->stacks, ci->backtrace_ns, f);
+	syssum__print(s->sys, s->syscall_threshold_ns, f);
 	fprintf(f, "\n** Capture:\n\n");
 	fprintf(f, "   duration %.3f s, %" PRIu64 " records, %zu library file(s), %zu probes\n",
 		ci->duration_ns / 1e9, ci->records, ci->lib_files, ci->probes);

@@ -33,6 +33,8 @@ struct sink summary__sink(struct summary *s);
  * unmatched events. */
 void summary__print(struct summary *s, const struct model *m, const struct capture_info *ci,
 		    FILE *f);
+/* The --syscall-threshold in force (UINT64_MAX: off), for the syscall table. */
+void summary__set_syscall_threshold(struct summary *s, uint64_t ns);
 /* Calls counted for (lib, func) (for tests). */
 uint64_t summary__calls(const struct summary *s, uint8_t lib, uint16_t func);
 

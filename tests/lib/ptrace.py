@@ -272,6 +272,7 @@ class Trace:
         self.processes = {}          # pid -> Track (process tracks)
         self.threads = {}            # tid -> Track (thread tracks)
         self.slices = []
+        self.syscall_slices = []     # category "syscall": see _is_syscall_slice
         self.instants = []
         self.counters = {}           # track uuid -> [(ts, value)]
         self.errors = []
@@ -351,6 +352,7 @@ class Trace:
                 "cmdline": t.cmdline, "name_history": t.name_history,
             } for t in self.tracks.values()],
             "slices": len(self.slices),
+            "syscall_slices": len(self.syscall_slices),
             "unterminated_slices": sum(1 for s in self.slices if s.dur is None),
             "slice_counts": {str(k): v for k, v in
                              sorted(slice_names.items(), key=lambda kv: str(kv[0]))},
@@ -1096,7 +1098,10 @@ class _Loader:
                           depth=len(st), args=dict(ev.args), seq_id=ev.seq_id)
                 s.callstack = ev.callstack
                 st.append(s)
-                t.slices.append(s)
+                if _is_syscall_slice(ev):
+                    t.syscall_slices.append(s)
+                else:
+                    t.slices.append(s)
                 last_ts[u] = (ts, "begin %r" % ev.name)
             elif ev.type == TYPE_SLICE_END:
                 st = stacks[u]
@@ -1154,6 +1159,7 @@ class _Loader:
             self.err("track uuid %d referenced by %d event(s) has no "
                      "TrackDescriptor" % (u, n))
         t.slices.sort(key=lambda s: (s.ts, s.depth))
+        t.syscall_slices.sort(key=lambda s: (s.ts, s.depth))
         t.instants.sort(key=lambda i: i.ts)
         _stacks_finish(self)
         for u, vals in counters.items():
@@ -1355,6 +1361,37 @@ def chain_in(functions, chain):
     """True when `chain` (outermost first) appears as consecutive frames."""
     n = len(chain)
     return any(functions[i:i + n] == chain for i in range(len(functions) - n + 1))
+# Syscall slices (cgbpf --syscall-threshold)
+# --------------------------------------------------------------------------
+# Syscalls are slices with the category "syscall" on the thread's track,
+# nested inside the API call they happened in. They share the per-track
+# BEGIN/END stack with every other slice (so nesting and ordering are
+# checked together), but are listed in Trace.syscall_slices, not
+# Trace.slices, so that API call counts stay what the tests expect.
+
+SYSCALL_CATEGORY = "syscall"
+
+
+def _is_syscall_slice(ev):
+    return SYSCALL_CATEGORY in ev.categories
+
+
+def syscall_slices_on(trace, tid=None, pid=None, name=None):
+    """Syscall slices of a thread / process, optionally by syscall name."""
+    return [s for s in trace.syscall_slices
+            if (tid is None or s.tid == tid) and (pid is None or s.pid == pid)
+            and (name is None or s.name == name)]
+
+
+def syscall_parent(trace, s):
+    """The innermost non-syscall slice on s's track enclosing s, or None."""
+    best = None
+    for p in trace.slices:
+        if p.track_uuid != s.track_uuid or p.ts > s.ts or p.dur is None:
+            continue
+        if p.ts + p.dur >= s.ts + (s.dur or 0) and (best is None or p.depth > best.depth):
+            best = p
+    return best
 
 
 # --------------------------------------------------------------------------
