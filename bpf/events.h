@@ -20,6 +20,12 @@ enum rec_type {
 	REC_PROC_EXIT,		/* struct rec_proc */
 	REC_THREAD_EXIT,	/* struct rec_proc */
 	REC_MMAP,		/* struct rec_mmap */
+	/* Scheduler records (bpf/sched_rec.h), in their own ring buffer. */
+	REC_SCHED_SWITCH,	/* struct rec_switch */
+	REC_SCHED_WAKING,	/* struct rec_waking (sched_waking, sched_wakeup_new) */
+	REC_SCHED_NEWTASK,	/* struct rec_task (task_newtask: fork or new thread) */
+	REC_SCHED_RENAME,	/* struct rec_task (task_rename, exec included) */
+	REC_SCHED_EXIT,		/* struct rec_task (sched_process_exit of a thread) */
 	REC__COUNT,
 };
 
