@@ -10,12 +10,18 @@
  * ring hands records out in reservation order); a record that would go
  * back in time on its CPU's compact arrays closes the bundle and starts a
  * new one instead of writing a negative delta (counted, never seen here).
+ *
+ * Each bundle is deflated into a compressed_packets packet (zlib level 1,
+ * as Perfetto's own service does with DEFLATE): the compact arrays hold
+ * 8 bytes per switch and 5 per wakeup, deflate cuts that ~4x for a few
+ * microseconds per bundle.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/libbpf.h>
+#include <zlib.h>
 #include "cgbpf.skel.h"
 #include "log.h"
 #include "pb.h"
@@ -32,6 +38,8 @@ enum {
 	PKT_PROCESS_TREE = 2,
 	PKT_TIMESTAMP = 8,
 	PKT_SEQ_ID = 10,
+	PKT_COMPRESSED = 50,
+	TRACE_PACKET = 1,
 
 	B_CPU = 1,
 	B_EVENT = 2,
@@ -136,6 +144,10 @@ struct schedtrace {
 	struct hmap stats;		/* tid -> struct tstat * */
 	uint64_t switches, wakings, newtasks, renames, exits, reordered, invalid;
 	uint64_t first_ts, last_ts;
+	uint64_t unwritten;		/* bundles lost to ENOMEM */
+	struct pb plain;		/* a bundle before deflate */
+	uint8_t *zbuf;
+	size_t zcap;
 };
 
 int schedtrace__prepare(struct cgbpf_bpf *skel, enum sched_scope scope, uint64_t ring_bytes)
@@ -228,6 +240,8 @@ void schedtrace__free(struct schedtrace *s)
 	hmap__free(&s->pids);
 	pb__free(&s->tree_procs);
 	pb__free(&s->tree_threads);
+	pb__free(&s->plain);
+	free(s->zbuf);
 	free(s);
 }
 
@@ -265,15 +279,48 @@ static void packed(struct pb *pb, uint32_t field, const struct pb *arr)
 		pb__bytes(pb, field, arr->buf, arr->len);
 }
 
+/* Writes the deflated packet in s->plain (a Trace.packet field). */
+static void write_deflated(struct schedtrace *s)
+{
+	uLongf zlen = compressBound(s->plain.len);
+	struct pb *pb;
+
+	if (s->plain.err) {
+		s->unwritten++;
+		return;
+	}
+	if (zlen > s->zcap) {
+		uint8_t *p = realloc(s->zbuf, zlen);
+
+		if (!p) {
+			s->unwritten++;
+			return;
+		}
+		s->zbuf = p;
+		s->zcap = zlen;
+	}
+	/* Only ENOMEM can fail it with a compressBound() buffer. */
+	if (compress2(s->zbuf, &zlen, s->plain.buf, s->plain.len, 1) != Z_OK) {
+		s->unwritten++;
+		return;
+	}
+	pb = pftrace__packet_begin(s->pt);
+	if (pb) {
+		pb__bytes(pb, PKT_COMPRESSED, s->zbuf, zlen);
+		pftrace__packet_end(s->pt);
+	}
+}
+
 static void bundle_flush(struct schedtrace *s, uint32_t cpu)
 {
 	struct cpubuf *c = &s->cpus[cpu];
-	struct pb *pb;
+	struct pb *pb = &s->plain;
 
 	if (!c->n)
 		return;
-	pb = s->pt ? pftrace__packet_begin(s->pt) : NULL;
-	if (pb) {
+	pb__reset(pb);
+	pb__begin(pb, TRACE_PACKET);
+	if (s->pt) {
 		pb__varint(pb, PKT_SEQ_ID, c->seq);
 		pb__begin(pb, PKT_FTRACE_EVENTS);
 		pb__varint(pb, B_CPU, cpu);
@@ -296,7 +343,8 @@ static void bundle_flush(struct schedtrace *s, uint32_t cpu)
 			pb__end(pb);
 		}
 		pb__end(pb);
-		pftrace__packet_end(s->pt);
+		pb__end(pb);
+		write_deflated(s);
 	}
 	pb__reset(&c->sw_ts);
 	pb__reset(&c->sw_state);
@@ -757,6 +805,8 @@ void schedtrace__print(const struct schedtrace *s, const uint64_t *lost, FILE *f
 			" switches); CPU tracks have gaps\n", lost_all, lost[REC_SCHED_SWITCH]);
 	else
 		fprintf(f, "  no scheduler records lost\n");
+	if (s->unwritten)
+		fprintf(f, "  %" PRIu64 " bundles not written (out of memory)\n", s->unwritten);
 	ts = malloc((s->stats.count + 1) * sizeof(*ts));
 	if (!ts)
 		return;
