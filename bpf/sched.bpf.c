@@ -54,6 +54,17 @@ static __always_inline __u32 switch_state(bool preempt, __u32 state, struct task
 	return s - (s >> 1);
 }
 
+/* comm by two direct BTF loads: no helper call on the hot path (the
+ * verifier checks the loads stay inside task_struct.comm). */
+static __always_inline void copy_comm(char *dst, struct task_struct *t)
+{
+	__u64 *d = (__u64 *)dst;
+	const __u64 *s = (const __u64 *)t->comm;
+
+	d[0] = s[0];
+	d[1] = s[1];
+}
+
 static __always_inline int scoped(__u32 tgid)
 {
 	return sched_scope == SCHED_SCOPE_ALL || is_target(tgid);
@@ -83,8 +94,8 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	r->prev_state = switch_state(preempt, prev_state, prev);
 	r->prev_prio = prev->prio;
 	r->next_prio = next->prio;
-	bpf_probe_read_kernel(r->prev_comm, sizeof(r->prev_comm), prev->comm);
-	bpf_probe_read_kernel(r->next_comm, sizeof(r->next_comm), next->comm);
+	copy_comm(r->prev_comm, prev);
+	copy_comm(r->next_comm, next);
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 	return 0;
 }
@@ -107,7 +118,7 @@ static __always_inline void emit_waking(struct task_struct *p, __u8 flags)
 	r->prio = p->prio;
 	r->flags = flags;
 	r->pad = 0;
-	bpf_probe_read_kernel(r->comm, sizeof(r->comm), p->comm);
+	copy_comm(r->comm, p);
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 
