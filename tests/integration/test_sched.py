@@ -8,7 +8,8 @@ import subprocess
 import zlib
 
 import ptrace
-from harness import REPO, check, clean_trace, eq, no_drops, record, wl
+from harness import (REPO, Bg, check, clean_trace, env_with, eq, kill_quiet, no_drops, record,
+                     start, tmpdir, touch, wl)
 
 MS = 1000000
 PROTO = os.path.join(os.path.dirname(REPO), "shared", "perfetto")
@@ -174,3 +175,29 @@ def test_sched_off_writes_none():
     eq(sd.bundles, 0, "no ftrace bundles with --sched off")
     eq(sd.tree_procs, {}, "no process tree with --sched off")
     check("Scheduler" not in r.stdout, "no Scheduler section in the summary")
+
+
+def test_sched_targets_follows_fork_under_p():
+    """-p PID --sched targets: a child forked after attach is a target
+    from its first instruction, so its switches, rename and exec are there."""
+    d = tmpdir()
+    gate = os.path.join(d, "gate")
+    w = start([wl("sched_mix"), gate], env=env_with(CGBPF_MANIFEST=os.path.join(d, "m.json")))
+    try:
+        bg = Bg(["-p", str(w.pid), "--sched", "targets"], tmp=d)
+        bg.wait_msg("Ctrl-C stops")
+        touch(gate)
+        w.wait(60)
+        r = bg.finish()
+        eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-300:])
+        clean_trace(r.trace)
+        sd = ptrace.sched(r.trace)
+        eq(sd.errors, [], "scheduler decoding errors")
+        m = r.manifest("m.json")
+        eq(m["pid"], w.pid, "manifest of the attached process")
+        check(any(s.next_pid == m["child"] for sw in sd.switches.values() for s in sw),
+              "the forked child's switches are recorded")
+        check_states(sd, m)
+        check_names_and_tree(sd, m)
+    finally:
+        kill_quiet(w)

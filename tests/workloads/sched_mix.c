@@ -5,6 +5,9 @@
  * one blocked on a mutex another holds, one that renames itself, and a
  * child process that renames itself and then execs sleep(1).
  *
+ *   sched_mix [GATE]   waits for the file GATE to exist first (tests
+ *                      attaching with -p create it once cgbpf is ready)
+ *
  * Manifest (CGBPF_MANIFEST=path): {"pid", "sleeper", "sleep_ms", "spinner",
  * "spin_ms", "holder", "waiter", "hold_ms", "renamer", "old_name",
  * "new_name", "child", "child_name", "exec_comm"}.
@@ -104,13 +107,15 @@ static void *renamer(void *a)
 	return a;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	void *(*fns[])(void *) = { sleeper, spinner, holder, waiter, renamer };
 	pthread_t th[5];
 	const char *path = getenv("CGBPF_MANIFEST");
 	pid_t child;
 
+	while (argc > 1 && access(argv[1], F_OK))
+		sleep_ms(5);
 	pthread_barrier_init(&held, NULL, 2);
 	child = fork();
 	if (child == 0) {
