@@ -805,6 +805,9 @@ void schedtrace__print(const struct schedtrace *s, const uint64_t *lost, FILE *f
 			" switches); CPU tracks have gaps\n", lost_all, lost[REC_SCHED_SWITCH]);
 	else
 		fprintf(f, "  no scheduler records lost\n");
+	if (s->reordered || s->invalid)
+		fprintf(f, "  %" PRIu64 " records out of time order on their CPU (new bundle), %" PRIu64
+			" malformed\n", s->reordered, s->invalid);
 	if (s->unwritten)
 		fprintf(f, "  %" PRIu64 " bundles not written (out of memory)\n", s->unwritten);
 	ts = malloc((s->stats.count + 1) * sizeof(*ts));
