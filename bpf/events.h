@@ -23,6 +23,12 @@ enum rec_type {
 	REC_STACK_SAMPLE,	/* struct rec_stack (bpf/stack_rec.h): a CPU sample */
 	REC_STACK_BT,		/* struct rec_stack: backtrace of a slow call, before its exit */
 	REC_SYSCALL,		/* struct rec_syscall (bpf/syscalls.h) */
+	/* Scheduler records (bpf/sched_rec.h), in their own ring buffer. */
+	REC_SCHED_SWITCH,	/* struct rec_switch */
+	REC_SCHED_WAKING,	/* struct rec_waking (sched_waking, sched_wakeup_new) */
+	REC_SCHED_NEWTASK,	/* struct rec_task (task_newtask: fork or new thread) */
+	REC_SCHED_RENAME,	/* struct rec_task (task_rename, exec included) */
+	REC_SCHED_EXIT,		/* struct rec_task (sched_process_exit of a thread) */
 	REC__COUNT,
 };
 

@@ -22,12 +22,14 @@
 #include "pfstacks.h"
 #include "record.h"
 #include "stacks.h"
+#include "schedtrace.h"
 #include "summary.h"
 #include "syscalls.h"
 
 #define POLL_MS 50
 #define FLUSH_NS (250ull * 1000000)
 #define SCAN_NS (1000ull * 1000000)
+#define SCHED_RING_BYTES (8u << 20)
 
 static volatile sig_atomic_t stop_requested;
 
@@ -57,6 +59,7 @@ struct rec {
 	struct pfseq *meta;		/* cgbpf's own events (drops) */
 	struct stacks *stacks;		/* CPU samples and backtraces */
 	struct pfstacks *pfstacks;
+	struct schedtrace *sched;	/* scheduler records (their own ring) */
 	struct hmap live;		/* tgid -> 1 for targets alive */
 	struct hmap waiting;		/* live targets that have not mapped libcuda */
 	pid_t child;			/* -- CMD */
@@ -427,6 +430,8 @@ static int open_bpf(struct rec *r)
 					       o->sample_hz ? (ring / 4 > (8u << 20) ? ring / 4 : 8u << 20) :
 					       4096);
 	if (!err)
+		err = schedtrace__prepare(skel, o->sched, SCHED_RING_BYTES);
+	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.targets, pid_max());
 	if (!err)
 		err = cgbpf_bpf__load(skel);
@@ -435,7 +440,11 @@ static int open_bpf(struct rec *r)
 		    err == -EPERM ? " (are you root? is unprivileged BPF locked down?)" : "");
 		return err;
 	}
-	/* Uprobes are attached per library file by attach.c. */
+	/* Uprobes are attached per library file by attach.c. The scheduler
+	 * programs go first: on a shared tracepoint (sched_process_exit) they
+	 * must see a target before proc_exit forgets it. */
+	if (schedtrace__attach(skel, o->sched))
+		return -errno ? -errno : -EINVAL;
 	skel->links.proc_fork = bpf_program__attach(skel->progs.proc_fork);
 	skel->links.proc_exec = bpf_program__attach(skel->progs.proc_exec);
 	skel->links.proc_exit = bpf_program__attach(skel->progs.proc_exit);
@@ -458,6 +467,12 @@ static int open_bpf(struct rec *r)
 	}
 	r->attach = attach__new(skel, multi);
 	r->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), handle, r, NULL);
+	if (r->rb && o->sched != SCHED_OFF &&
+	    ring_buffer__add(r->rb, bpf_map__fd(skel->maps.sched_events), schedtrace__handle,
+			     r->sched)) {
+		ring_buffer__free(r->rb);
+		r->rb = NULL;
+	}
 	if (!r->attach || !r->rb ||
 	    (o->sample_hz && ring_buffer__add(r->rb, bpf_map__fd(skel->maps.samples), handle, r))) {
 		err = -errno ? -errno : -ENOMEM;
@@ -576,6 +591,11 @@ int record__run(const struct record_opts *o)
 	model__add_sink(&r.model, &sk);
 	summary__set_syscall_threshold(r.summary, o->syscall_threshold_ns);
 
+	r.sched = schedtrace__new(r.pt, &r.model, o->sched, &r.live);
+	if (!r.sched) {
+		err("out of memory");
+		goto cleanup;
+	}
 	log__hook_libbpf();
 	if (open_bpf(&r))
 		goto cleanup;
@@ -645,6 +665,7 @@ int record__run(const struct record_opts *o)
 		now = now_boot();
 		if (r.pt && now - last_flush >= FLUSH_NS) {
 			report_drops(&r, now, false);
+			schedtrace__flush(r.sched);
 			if (pftrace__flush(r.pt)) {
 				r.fatal = pftrace__error(r.pt);
 				break;
@@ -685,6 +706,7 @@ cleanup:
 		ci.duration_ns = end - t0;
 		read_drops(&r, ci.drops);
 		if (r.pt && ret == 0) {
+			schedtrace__flush(r.sched);
 			report_drops(&r, end, true);
 			pftrace__clock_snapshot(r.pt);
 		}
@@ -715,12 +737,14 @@ cleanup:
 	}
 	if (ret == 0 && !o->no_summary) {
 		summary__print(r.summary, &r.model, &ci, stdout);
+		schedtrace__print(r.sched, ci.drops, stdout);
 		fflush(stdout);
 		if (o->summary_path) {
 			FILE *f = fopen(o->summary_path, "we");
 
 			if (f) {
 				summary__print(r.summary, &r.model, &ci, f);
+				schedtrace__print(r.sched, ci.drops, f);
 				fclose(f);
 			}
 		}
@@ -755,6 +779,7 @@ cleanup:
 	ring_buffer__free(r.rb);
 	stacks__free(r.stacks);	/* before the BPF object: it holds the sampler's links */
 	pfstacks__free(r.pfstacks);
+	schedtrace__free(r.sched);
 	attach__free(r.attach);
 	cgbpf_bpf__destroy(r.skel);
 	summary__free(r.summary);

@@ -59,6 +59,7 @@ from typing import Any, Dict, List, Optional, Tuple
 __all__ = [
     "load", "loads", "pb2", "Trace", "Track", "Slice", "Instant",
     "TraceFormatError", "TruncatedTraceError", "proto_path", "main",
+    "sched", "Sched", "SchedSwitch", "SchedWaking",
 ]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -1392,6 +1393,201 @@ def syscall_parent(trace, s):
         if p.ts + p.dur >= s.ts + (s.dur or 0) and (best is None or p.depth > best.depth):
             best = p
     return best
+# Scheduler: ftrace bundles (compact_sched and full events) and ProcessTree
+# --------------------------------------------------------------------------
+#
+# Decoded the way trace processor reads them: compact switches infer prev
+# from the previous switch on the same CPU (the first one on each CPU has
+# prev None); thread states follow sched_switch prev_state and sched_waking.
+
+# prev_state as the kernel reports it (>= 4.14): one bit per state,
+# 0x100 (TASK_REPORT_MAX) for a preempted task.
+SCHED_STATE_NAMES = {0: "R", 0x100: "R+", 0x1: "S", 0x2: "D", 0x4: "T", 0x8: "t",
+                     0x10: "X", 0x20: "Z", 0x40: "P", 0x80: "I"}
+
+
+@dataclass
+class SchedSwitch:
+    ts: int
+    cpu: int
+    prev_pid: Optional[int]      # None: first compact switch on the CPU
+    prev_state: int
+    next_pid: int
+    next_comm: str
+    next_prio: int
+    prev_comm: Optional[str] = None
+    explicit: bool = False       # full SchedSwitchFtraceEvent (prev written)
+
+
+@dataclass
+class SchedWaking:
+    ts: int
+    cpu: int
+    pid: int
+    comm: str
+    target_cpu: int
+    prio: int
+    new: bool = False            # sched_wakeup_new
+    explicit: bool = False
+
+
+class Sched:
+    """Scheduler data of a trace: per-CPU switch lists, wakings, task
+    events, the process tree and per-thread state times."""
+
+    def __init__(self):
+        self.switches = defaultdict(list)   # cpu -> [SchedSwitch] by ts
+        self.wakings = []
+        self.newtasks = []      # (ts, parent tid, child tid, comm, clone_flags)
+        self.renames = []       # (ts, tid, oldcomm, newcomm)
+        self.exits = []         # (ts, tid, tgid, comm)
+        self.tree_procs = {}    # pid -> {"ppid", "cmdline", "cmdline_is_comm"}
+        self.tree_threads = {}  # tid -> tgid
+        self.bundles = 0
+        self.compact_bundles = 0
+        self.bundle_seqs = defaultdict(set)  # cpu -> sequence ids
+        self.errors = []
+
+    def comms(self, tid):
+        """Every comm tid ran (or was renamed) under, in time order."""
+        ev = [(s.ts, s.next_comm) for sw in self.switches.values() for s in sw
+              if s.next_pid == tid]
+        ev += [(r[0], r[3]) for r in self.renames if r[1] == tid]
+        ev += [(n[0], n[3]) for n in self.newtasks if n[2] == tid]
+        out = []
+        for _, c in sorted(ev):
+            if not out or out[-1] != c:
+                out.append(c)
+        return out
+
+    def states(self, tid):
+        """{state letter: ns} for tid, plus "Running"; the time from its
+        first to its last scheduler event only."""
+        ev = []
+        for sw in self.switches.values():
+            for s in sw:
+                if s.next_pid == tid:
+                    ev.append((s.ts, 1, "Running"))
+                if s.prev_pid == tid:
+                    ev.append((s.ts, 0, SCHED_STATE_NAMES.get(s.prev_state,
+                                                              hex(s.prev_state))))
+        for w in self.wakings:
+            if w.pid == tid:
+                ev.append((w.ts, 2, "W"))
+        ev.sort()
+        out = Counter()
+        cur, since = None, None
+        for ts, _, st in ev:
+            if st == "W":
+                if cur in ("S", "D", "I", None):
+                    if cur is not None:
+                        out[cur] += ts - since
+                    cur, since = "R", ts
+                continue
+            if cur is not None:
+                out[cur] += ts - since
+            cur, since = st, ts
+        return out
+
+    def running_intervals(self):
+        """[(tid, cpu, start, end)] from each switch to the next on its CPU."""
+        out = []
+        for cpu, sw in self.switches.items():
+            for a, b in zip(sw, sw[1:]):
+                if a.next_pid:
+                    out.append((a.next_pid, cpu, a.ts, b.ts))
+        return out
+
+
+def sched(trace):
+    """Decodes the ftrace bundles and process trees of a loaded Trace."""
+    sd = Sched()
+    last_next = {}   # cpu -> (pid, comm) of the latest switch
+    for p in trace.packets:
+        if p.HasField("process_tree"):
+            for pr in p.process_tree.processes:
+                sd.tree_procs[pr.pid] = {"ppid": pr.ppid, "cmdline": list(pr.cmdline),
+                                         "cmdline_is_comm": pr.cmdline_is_comm}
+            for th in p.process_tree.threads:
+                sd.tree_threads[th.tid] = th.tgid
+        if not p.HasField("ftrace_events"):
+            continue
+        b = p.ftrace_events
+        cpu = b.cpu
+        sd.bundles += 1
+        sd.bundle_seqs[cpu].add(p.trusted_packet_sequence_id)
+        for e in b.event:
+            kind = e.WhichOneof("event")
+            if kind == "sched_switch":
+                x = e.sched_switch
+                sd.switches[cpu].append(SchedSwitch(
+                    e.timestamp, cpu, x.prev_pid, x.prev_state, x.next_pid, x.next_comm,
+                    x.next_prio, x.prev_comm, True))
+                if e.pid != x.prev_pid:
+                    sd.errors.append("cpu %d: sched_switch event pid %d != prev_pid %d"
+                                     % (cpu, e.pid, x.prev_pid))
+            elif kind in ("sched_waking", "sched_wakeup_new"):
+                x = getattr(e, kind)
+                sd.wakings.append(SchedWaking(e.timestamp, cpu, x.pid, x.comm, x.target_cpu,
+                                              x.prio, kind == "sched_wakeup_new", True))
+            elif kind == "task_newtask":
+                x = e.task_newtask
+                sd.newtasks.append((e.timestamp, e.pid, x.pid, x.comm, x.clone_flags))
+            elif kind == "task_rename":
+                x = e.task_rename
+                sd.renames.append((e.timestamp, x.pid, x.oldcomm, x.newcomm))
+            elif kind == "sched_process_exit":
+                x = e.sched_process_exit
+                sd.exits.append((e.timestamp, x.pid, x.tgid, x.comm))
+            else:
+                sd.errors.append("cpu %d: unexpected ftrace event %s" % (cpu, kind))
+        if not b.HasField("compact_sched"):
+            continue
+        sd.compact_bundles += 1
+        c = b.compact_sched
+        tab = list(c.intern_table)
+        n = len(c.switch_timestamp)
+        if not (len(c.switch_prev_state) == len(c.switch_next_pid) ==
+                len(c.switch_next_prio) == len(c.switch_next_comm_index) == n):
+            sd.errors.append("cpu %d: compact switch arrays differ in length" % cpu)
+            continue
+        ts = 0
+        for i in range(n):
+            ts += c.switch_timestamp[i]   # first absolute, then deltas
+            ci = c.switch_next_comm_index[i]
+            if ci >= len(tab):
+                sd.errors.append("cpu %d: comm index %d outside the %d-entry table"
+                                 % (cpu, ci, len(tab)))
+                continue
+            prev = last_next.get(cpu)
+            sd.switches[cpu].append(SchedSwitch(
+                ts, cpu, prev[0] if prev else None, c.switch_prev_state[i],
+                c.switch_next_pid[i], tab[ci], c.switch_next_prio[i],
+                prev[1] if prev else None))
+            last_next[cpu] = (c.switch_next_pid[i], tab[ci])
+        m = len(c.waking_timestamp)
+        if not (len(c.waking_pid) == len(c.waking_target_cpu) == len(c.waking_prio) ==
+                len(c.waking_comm_index) == m) or \
+                (len(c.waking_common_flags) not in (0, m)):
+            sd.errors.append("cpu %d: compact waking arrays differ in length" % cpu)
+            continue
+        ts = 0
+        for i in range(m):
+            ts += c.waking_timestamp[i]
+            ci = c.waking_comm_index[i]
+            if ci >= len(tab):
+                sd.errors.append("cpu %d: waking comm index %d outside the table" % (cpu, ci))
+                continue
+            sd.wakings.append(SchedWaking(ts, cpu, c.waking_pid[i], tab[ci],
+                                          c.waking_target_cpu[i], c.waking_prio[i]))
+    for cpu, sw in sd.switches.items():
+        for a, b in zip(sw, sw[1:]):
+            if b.ts < a.ts:
+                sd.errors.append("cpu %d: switch at %d goes back in time (previous %d)"
+                                 % (cpu, b.ts, a.ts))
+                break
+    sd.wakings.sort(key=lambda w: w.ts)
+    return sd
 
 
 # --------------------------------------------------------------------------

@@ -732,6 +732,90 @@ def pyproto_cache_dir_override():
     eq(r.stdout.strip(), os.path.join(d, "perfetto_trace_pb2.py"), "path")
 
 
+# -- scheduler: ftrace bundles (compact and full) and ProcessTree ----------
+
+def _bundle(cpu, seq, switches=(), wakings=(), events=(), compress=False):
+    """switches: (abs ts, prev_state, next_pid, prio, comm); wakings:
+    (abs ts, pid, target_cpu, prio, comm); events: FtraceEvent messages."""
+    p = TP()
+    p.trusted_packet_sequence_id = seq
+    b = p.ftrace_events
+    b.cpu = cpu
+    for e in events:
+        b.event.add().CopyFrom(e)
+    cs = b.compact_sched
+    tab = []
+
+    def idx(c):
+        if c not in tab:
+            tab.append(c)
+        return tab.index(c)
+    last = 0
+    for ts, st, pid, prio, comm in switches:
+        cs.switch_timestamp.append(ts - last)
+        last = ts
+        cs.switch_prev_state.append(st)
+        cs.switch_next_pid.append(pid)
+        cs.switch_next_prio.append(prio)
+        cs.switch_next_comm_index.append(idx(comm))
+    last = 0
+    for ts, pid, tcpu, prio, comm in wakings:
+        cs.waking_timestamp.append(ts - last)
+        last = ts
+        cs.waking_pid.append(pid)
+        cs.waking_target_cpu.append(tcpu)
+        cs.waking_prio.append(prio)
+        cs.waking_comm_index.append(idx(comm))
+    cs.intern_table.extend(tab)
+    if not compress:
+        return p
+    inner = pb.Trace()
+    inner.packet.add().CopyFrom(p)
+    q = TP()
+    q.compressed_packets = zlib.compress(inner.SerializeToString())
+    return q
+
+
+@test
+def sched_compact_prev_inferred_across_bundles():
+    rn = pb.FtraceEvent(timestamp=1500, pid=11)
+    rn.task_rename.pid = 11
+    rn.task_rename.oldcomm = "a"
+    rn.task_rename.newcomm = "a2"
+    tree = TP()
+    tree.process_tree.processes.add(pid=10, ppid=1, cmdline=["prog"])
+    tree.process_tree.threads.add(tid=11, tgid=10)
+    t = load([tree,
+              _bundle(0, 5, [(1000, 0, 11, 120, "a"), (2000, 1, 12, 120, "b")],
+                      [(2500, 11, 0, 120, "a")], [rn], compress=True),
+              _bundle(0, 5, [(3000, 0x100, 11, 120, "a2")])])
+    sd = ptrace.sched(t)
+    eq(sd.errors, [], "errors")
+    sw = sd.switches[0]
+    eq([(s.ts, s.prev_pid, s.next_pid, s.next_comm) for s in sw],
+       [(1000, None, 11, "a"), (2000, 11, 12, "b"), (3000, 12, 11, "a2")], "switches")
+    st = sd.states(11)
+    eq((st["Running"], st["S"], st["R"]), (1000, 500, 500), "running, asleep, woken")
+    eq(sd.comms(11), ["a", "a2"], "renamed")
+    eq(sd.tree_threads, {11: 10}, "threads")
+    eq(sd.tree_procs[10]["ppid"], 1, "ppid")
+    eq(sd.compact_bundles, 2, "bundles")
+
+
+@test
+def sched_full_switch_and_bad_comm_index():
+    e = pb.FtraceEvent(timestamp=100, pid=7)
+    x = e.sched_switch
+    x.prev_pid, x.prev_state, x.next_pid, x.next_comm = 7, 2, 8, "n"
+    bad = _bundle(1, 6, [(50, 0, 3, 120, "z")])
+    bad.ftrace_events.compact_sched.switch_next_comm_index[0] = 4
+    sd = ptrace.sched(load([_bundle(1, 6, events=[e]), bad]))
+    eq([(s.prev_pid, s.prev_state, s.explicit) for s in sd.switches[1]], [(7, 2, True)],
+       "explicit switch")
+    check_err = [m for m in sd.errors if "comm index 4" in m]
+    eq(len(check_err), 1, "bad comm index reported: %r" % sd.errors)
+
+
 def main():
     passed = failed = 0
     only = sys.argv[1:]
