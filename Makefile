@@ -83,6 +83,19 @@ $(OUT)/fake/libcuda.so.1: tests/fake/libcuda.c $(wildcard tests/fake/*.h) | $(OU
 
 fakes: $(OUT)/fake/libcuda.so.1
 
+# The fake libnccl.so.2 needs the toolkit's nccl.h (and cuda_runtime.h).
+ifeq ($(HAVE_CUDA_TOOLKIT),1)
+$(OUT)/fake/libnccl.so.2: tests/fake/libnccl.c | $(OUT)/fake
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FAKE_CFLAGS) $(DEPFLAGS) -shared -Wl,-soname,libnccl.so.2 $< -o $@ -lpthread
+	$(Q)ln -sf libnccl.so.2 $(OUT)/fake/libnccl.so
+
+fakes: $(OUT)/fake/libnccl.so.2
+else
+fakes:
+	@echo "  SKIP      fake libnccl.so.2 and the nvtx/nccl workloads: no CUDA toolkit at $(CUDA_HOME)"
+endif
+
 # ---------------------------------------------------------------- workloads
 # Every tests/workloads/NAME.c becomes $(OUT)/workloads/NAME, linked against
 # the fake libcuda like a real application; NAME starting with dl_ does not
@@ -99,6 +112,10 @@ WL_CFLAGS := -O2 -g -pthread $(WARN) $(CUDA_INC) -Itests/workloads
 $(OUT)/workloads/dl_%: tests/workloads/dl_%.c $(OUT)/fake/libcuda.so.1 | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) $(DEPFLAGS) $< -o $@ -ldl -lpthread
+
+$(OUT)/workloads/nccl_%: tests/workloads/nccl_%.c $(OUT)/fake/libcuda.so.1 $(OUT)/fake/libnccl.so.2 | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $(DEPFLAGS) $< -o $@ -L$(OUT)/fake -lnccl -lcuda -Wl,-rpath,'$$ORIGIN/../fake' -lpthread
 
 $(OUT)/workloads/%: tests/workloads/%.c $(OUT)/fake/libcuda.so.1 | $(OUT)/workloads
 	$(call msg,CC,$@)
