@@ -127,7 +127,7 @@ workloads: $(WL_BINS)
 # libcgbpf-nvtx.so, the NVTX v3 injection library that fires USDT probes
 # (inject/cgbpf_nvtx_probes.h); needs <sys/sdt.h> (systemtap-sdt-dev).
 HAVE_SDT := $(shell echo '\#include <sys/sdt.h>' | $(CC) -E -x c - >/dev/null 2>&1 && echo 1 || echo 0)
-INJECT_CFLAGS := -O2 -g -fPIC -pthread -fvisibility=hidden $(WARN) -Iinject
+INJECT_CFLAGS := -O2 -g -fPIC -pthread -fvisibility=hidden -mtls-dialect=gnu2 $(WARN) -Iinject
 
 $(OUT)/inject/libcgbpf-nvtx.so: inject/nvtx.c | $(OUT)/inject
 	$(call msg,CC,$@)
