@@ -114,9 +114,12 @@ def expected(nranks, iters, procs):
     n = nranks
     for r in range(n):
         d = zero()
-        for name, k in (("CommInitRank", 1), ("CommCount", 2), ("CommUserRank", 2),
-                        ("CommCuDevice", 1), ("CommSplit", 1), ("CommDestroy", 2)):
-            add(d, "calls", name, k)
+        odd = r % 2 == 1
+        for name, k in (("CommInitRankConfig" if odd else "CommInitRank", 1), ("CommCount", 2),
+                        ("CommUserRank", 2), ("CommCuDevice", 1), ("CommSplit", 1),
+                        ("CommDestroy", 1 if odd else 2), ("CommAbort", 1 if odd else 0)):
+            if k:
+                add(d, "calls", name, k)
         for _ in range(iters):
             op(d, "AllReduce", 1024, "f32")
         op(d, "AllGather", 256, "i32")

@@ -16,7 +16,8 @@
  * ncclGetErrorString and ncclGetLastError; ncclGetUniqueId.
  * Then each rank r of N (rank thread named "rank-r"; a child process with
  * --procs, which creates its own CUDA context), on its own stream:
- *   ncclCommInitRank(N, id, r); ncclCommCount; ncclCommUserRank;
+ *   ncclCommInitRank(N, id, r) (odd r: ncclCommInitRankConfig with
+ *   NCCL_CONFIG_INITIALIZER); ncclCommCount; ncclCommUserRank;
  *   ncclCommCuDevice;
  *   K x ncclAllReduce(1024 x float32, sum);
  *   ncclAllGather(256 x int32); ncclReduceScatter(128 x float64, sum);
@@ -27,7 +28,8 @@
  *     (ring, mod N; N >= 2);
  *   ungrouped ncclSend(333 x int8) 0 -> 1 and ncclRecv on 1 (N >= 2);
  *   ncclCommSplit(color r % 2, key -r): ncclCommCount, ncclCommUserRank,
- *   ncclAllReduce(100 x uint32) on the child, ncclCommDestroy(child);
+ *   ncclAllReduce(100 x uint32) on the child, ncclCommDestroy(child)
+ *   (odd r: ncclCommAbort(child));
  *   ncclCommDestroy.
  * Then, threads mode only, in the main thread: ncclCommInitAll(N),
  * group { ncclAllReduce(4096 x float32) on each of the N communicators },
@@ -111,7 +113,13 @@ static void rank_main(int r)
 	recv = (void *)(uintptr_t)rb;
 	sh->tids[r] = gettid();
 
-	OK(ncclCommInitRank(&comm, n, uid, r));
+	if (r % 2) {
+		ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+
+		OK(ncclCommInitRankConfig(&comm, n, uid, r, &config));
+	} else {
+		OK(ncclCommInitRank(&comm, n, uid, r));
+	}
 	OK(ncclCommCount(comm, &v));
 	check_int(v, n, "ncclCommCount");
 	OK(ncclCommUserRank(comm, &v));
@@ -157,7 +165,10 @@ static void rank_main(int r)
 		/* Keys -r: the highest old rank of each color is new rank 0. */
 		check_int(v, ((n + 1 - r % 2) / 2) - 1 - r / 2, "child ncclCommUserRank");
 		OK(ncclAllReduce(send, recv, 100, ncclUint32, ncclSum, child, (cudaStream_t)s));
-		OK(ncclCommDestroy(child));
+		if (r % 2)
+			OK(ncclCommAbort(child));
+		else
+			OK(ncclCommDestroy(child));
 	} else {
 		fprintf(stderr, "nccl_ranks: rank %d: no child communicator\n", r);
 		atomic_fetch_add(&sh->errors, 1);
