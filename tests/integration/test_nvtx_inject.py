@@ -72,14 +72,17 @@ def norm(ev, facts):
     if p in STR_ARG and args[STR_ARG[p]]:
         args[STR_ARG[p]] = ev["str"]
     if p in DOM_ARG and args[DOM_ARG[p]]:
-        eq(args[DOM_ARG[p]], facts["domain"], "%s domain handle" % p)
-        eq(ev["domain"], "cgbpf-test", "domain name read through the handle")
-        args[DOM_ARG[p]] = "D"
+        names = {facts["domain"]: ("D", "cgbpf-test"), facts["domain2"]: ("D2", "dom-wide-\u00e9")}
+        check(args[DOM_ARG[p]] in names, "%s: unknown domain handle %#x" % (p, args[DOM_ARG[p]]))
+        label, name = names[args[DOM_ARG[p]]]
+        eq(ev["domain"], name, "domain name read through the handle")
+        args[DOM_ARG[p]] = label
     return (p, tuple(args))
 
 
 def expected_main(f):
-    x, cr, dr, wr = f["main_tid"], f["cross_id"], f["dom_range_id"], f["wide_range_id"]
+    x, cr, dr, wr, er = (f["main_tid"], f["cross_id"], f["dom_range_id"], f["wide_range_id"],
+                         f["ex_range_id"])
     return [
         ("name_thread", (x, "nvtx-main")),
         ("name_category", (0, 7, "io")),
@@ -106,6 +109,13 @@ def expected_main(f):
         ("start", (0, cr, 1, "cross", 0, 0, 0, 0, 0)),
         ("start", (0, wr, 2, "wide-range", 0, 0, 0, 0, 0)),
         ("end", (0, wr)),
+        ("start", (0, er, 1, "ex-range", 1, 0xff0000ff, 7, 0, 0)),
+        ("end", (0, er)),
+        ("name_category", (0, 8, "wide-cat")),
+        ("domain_create", ("D2", "dom-wide-\u00e9")),
+        ("register_string", ("D2", f["registered2"], "reg-wide")),
+        ("name_category", ("D2", 1, "cat-wide")),
+        ("domain_destroy", ("D2",)),
         ("domain_destroy", ("D",)),
     ]
 
@@ -131,8 +141,8 @@ def check_events(facts, events, skip_main=0):
     # Registered message: the push's msg is the handle nvtxDomainRegisterStringA returned.
     reg_push = [e for e in events if e["probe"] == "push" and e["args"][1] == 3]
     eq([e["args"][2] for e in reg_push], [facts["registered"]], "registered string handle in push")
-    ids = [facts["cross_id"], facts["dom_range_id"], facts["wide_range_id"]]
-    eq(len(set(ids)), 3, "range ids unique")
+    ids = [facts["cross_id"], facts["dom_range_id"], facts["wide_range_id"], facts["ex_range_id"]]
+    eq(len(set(ids)), 4, "range ids unique")
     check(0 not in ids, "range id 0 returned: %r" % ids)
 
 
@@ -187,9 +197,10 @@ def test_nvtx_no_tracer_same_results():
     facts = json.loads(p.stdout.strip().splitlines()[-1])
     eq(facts["push_levels"], [0, 1, 0, 0, 0], "push levels")
     eq(facts["pop_levels"], [1, 0, 0, 0, 0], "pop levels")
-    ids = [facts["cross_id"], facts["dom_range_id"], facts["wide_range_id"]]
-    eq(len(set(ids)), 3, "range ids unique")
-    check(0 not in ids and facts["domain"] and facts["registered"], "handles: %r" % facts)
+    ids = [facts["cross_id"], facts["dom_range_id"], facts["wide_range_id"], facts["ex_range_id"]]
+    eq(len(set(ids)), 4, "range ids unique")
+    check(0 not in ids and facts["domain"] and facts["registered"] and facts["domain2"]
+          and facts["registered2"], "handles: %r" % facts)
 
 
 def test_nvtx_library_notes_and_exports():

@@ -24,10 +24,14 @@
  *   domain startEx {"dom-range", u32 payload 9} .. domain end;
  *   startA "cross" on main, ended by thread "nvtx-worker", which also
  *   names itself (nvtxNameOsThreadA) and pushes/pops "worker-range";
- *   startW "wide-range" .. end; nvtxDomainDestroy(domain).
+ *   startW "wide-range" .. end; startEx {"ex-range", ARGB 0xff0000ff,
+ *   category 7} .. end; nvtxNameCategoryW(8, "wide-cat");
+ *   domain W "dom-wide-é": register W "reg-wide", nvtxDomainNameCategoryW
+ *   (1, "cat-wide"), destroy; nvtxDomainDestroy(domain).
  * Prints one JSON line at the end with what the tracer cannot know:
  *   {"pid", "main_tid", "worker_tid", "domain", "registered", "cross_id",
- *    "dom_range_id", "wide_range_id", "push_levels", "pop_levels"}
+ *    "dom_range_id", "wide_range_id", "ex_range_id", "domain2", "registered2",
+ *    "push_levels", "pop_levels"}
  */
 #define _GNU_SOURCE
 #include <nvtx3/nvToolsExt.h>
@@ -67,7 +71,9 @@ int main(int argc, char **argv)
 	nvtxEventAttributes_t a;
 	nvtxDomainHandle_t dom;
 	nvtxStringHandle_t reg;
-	nvtxRangeId_t dom_id, wide_id;
+	nvtxRangeId_t dom_id, wide_id, ex_id;
+	nvtxDomainHandle_t dom2;
+	nvtxStringHandle_t reg2;
 	pthread_t t;
 
 	if (argc > 1 && !strcmp(argv[1], "--wait")) {
@@ -160,15 +166,32 @@ int main(int argc, char **argv)
 	wide_id = nvtxRangeStartW(L"wide-range");
 	nvtxRangeEnd(wide_id);
 
+	a = attrs();
+	a.colorType = NVTX_COLOR_ARGB;
+	a.color = 0xff0000ff;
+	a.category = 7;
+	a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+	a.message.ascii = "ex-range";
+	ex_id = nvtxRangeStartEx(&a);
+	nvtxRangeEnd(ex_id);
+	nvtxNameCategoryW(8, L"wide-cat");
+
+	dom2 = nvtxDomainCreateW(L"dom-wide-\u00e9");
+	reg2 = nvtxDomainRegisterStringW(dom2, L"reg-wide");
+	nvtxDomainNameCategoryW(dom2, 1, L"cat-wide");
+
 	printf("{\"pid\": %d, \"main_tid\": %d, \"worker_tid\": %d, \"domain\": %llu, "
 	       "\"registered\": %llu, \"cross_id\": %llu, \"dom_range_id\": %llu, "
-	       "\"wide_range_id\": %llu, \"push_levels\": [%d, %d, %d, %d, %d], "
+	       "\"wide_range_id\": %llu, \"ex_range_id\": %llu, \"domain2\": %llu, "
+	       "\"registered2\": %llu, \"push_levels\": [%d, %d, %d, %d, %d], "
 	       "\"pop_levels\": [%d, %d, %d, %d, %d]}\n",
 	       getpid(), gettid(), worker_tid, (unsigned long long)(uintptr_t)dom,
 	       (unsigned long long)(uintptr_t)reg, (unsigned long long)cross_id,
-	       (unsigned long long)dom_id, (unsigned long long)wide_id,
+	       (unsigned long long)dom_id, (unsigned long long)wide_id, (unsigned long long)ex_id,
+	       (unsigned long long)(uintptr_t)dom2, (unsigned long long)(uintptr_t)reg2,
 	       levels[0], levels[1], levels[2], levels[3], levels[4],
 	       pops[0], pops[1], pops[2], pops[3], pops[4]);
+	nvtxDomainDestroy(dom2);
 	nvtxDomainDestroy(dom);
 	return 0;
 }
