@@ -15,12 +15,12 @@ const volatile bool count_only = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 22);
+	__uint(max_entries, 1 << 25);
 } events SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);		/* [0] hits, [1] records lost (ring full) */
 	__type(key, __u32);
 	__type(value, __u64);
 } hits SEC(".maps");
@@ -41,8 +41,14 @@ static __always_inline int record(struct pt_regs *ctx, unsigned int probe, int s
 		return 0;
 	}
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-	if (!r)
+	if (!r) {
+		__u32 one = 1;
+
+		n = bpf_map_lookup_elem(&hits, &one);
+		if (n)
+			*n += 1;
 		return 0;
+	}
 	r->probe = probe;
 	r->tid = (__u32)bpf_get_current_pid_tgid();
 	cnt = bpf_usdt_arg_cnt(ctx);

@@ -7,8 +7,9 @@
  *   nvtx_usdt [--count] LIB -- CMD [ARG...]   start CMD, trace it to its end
  *   nvtx_usdt [--count] LIB --pid PID         trace a running process
  *
- * "attached" goes to stderr once every probe is attached. Exits with
- * CMD's exit status, 1 on its own errors.
+ * "attached" goes to stderr once every probe is attached, "lost N" at the
+ * end when the ring buffer overflowed. Exits with CMD's exit status, 1 on
+ * its own errors.
  */
 #include <errno.h>
 #include <signal.h>
@@ -61,6 +62,19 @@ static int on_event(void *ctx, void *data, size_t size)
 	json_str(r->domain, sizeof(r->domain));
 	printf("}\n");
 	return 0;
+}
+
+/* Sum over CPUs of slot key of the hits map. */
+static unsigned long long percpu_sum(struct nvtx_usdt_bpf *skel, __u32 key)
+{
+	int ncpu = libbpf_num_possible_cpus(), i;
+	unsigned long long *v = calloc(ncpu > 0 ? ncpu : 1, sizeof(*v)), sum = 0;
+
+	if (v && !bpf_map_lookup_elem(bpf_map__fd(skel->maps.hits), &key, v))
+		for (i = 0; i < ncpu; i++)
+			sum += v[i];
+	free(v);
+	return sum;
 }
 
 static int attach_all(struct nvtx_usdt_bpf *skel, pid_t pid, const char *lib)
@@ -184,17 +198,10 @@ int main(int argc, char **argv)
 	}
 	if (rb)
 		ring_buffer__consume(rb);
-	if (count_only) {
-		int ncpu = libbpf_num_possible_cpus(), i;
-		unsigned long long *v = calloc(ncpu > 0 ? ncpu : 1, sizeof(*v)), sum = 0;
-		__u32 zero = 0;
-
-		if (v && !bpf_map_lookup_elem(bpf_map__fd(skel->maps.hits), &zero, v))
-			for (i = 0; i < ncpu; i++)
-				sum += v[i];
-		free(v);
-		printf("hits %llu\n", sum);
-	}
+	if (count_only)
+		printf("hits %llu\n", percpu_sum(skel, 0));
+	else if (percpu_sum(skel, 1))
+		fprintf(stderr, "lost %llu\n", percpu_sum(skel, 1));
 	if (WIFEXITED(status))
 		rc = WEXITSTATUS(status);
 	else

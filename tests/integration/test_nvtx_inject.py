@@ -152,6 +152,7 @@ def test_nvtx_probes_fire_with_args():
                        timeout=60, env=env())
     eq(p.returncode, 0, "checker exit status (stderr: %s)" % p.stderr[-500:])
     check("attached" in p.stderr, "checker did not attach: %s" % p.stderr)
+    check("lost" not in p.stderr, "the checker's ring buffer overflowed: %s" % p.stderr)
     facts, events = parse(p.stdout)
     check_events(facts, events)
     eq(facts["push_levels"], [0, 1, 0, 0, 0], "nvtxRangePush return values (nesting level)")
@@ -230,3 +231,42 @@ def test_nvtx_abi_matches_toolkit_headers():
                         "-I" + os.path.join(harness.REPO, "inject"), src],
                        capture_output=True, text=True)
     eq(p.returncode, 0, "inject/nvtx_abi.h against the toolkit's NVTX (%s)" % p.stderr[-800:])
+
+
+def test_nvtx_threads_stress():
+    """4 threads start/push/pop/end at once: every range id is distinct,
+    every end on a thread matches a start of that thread, pushes and pops
+    balance per thread, no probe hit lost or duplicated."""
+    need()
+    threads, n = 4, 2000
+    p = subprocess.run([CHECKER, LIB, "--", WORKLOAD, "--stress", str(threads), str(n)],
+                       capture_output=True, text=True, timeout=120, env=env())
+    eq(p.returncode, 0, "checker exit status (stderr: %s)" % p.stderr[-500:])
+    check("lost" not in p.stderr, "the checker's ring buffer overflowed: %s" % p.stderr)
+    facts, events = None, []
+    for line in p.stdout.splitlines():
+        d = json.loads(line)
+        if "probe" in d:
+            events.append(d)
+        else:
+            facts = d
+    check(facts and facts["ids_unique"], "workload saw duplicate or zero ids: %r" % facts)
+    tids = sorted(facts["stress_tids"])
+    by = {t: {"start": [], "end": [], "push": 0, "pop": 0} for t in tids}
+    for e in events:
+        check(e["tid"] in by, "probe from unexpected thread %d" % e["tid"])
+        if e["probe"] == "start":
+            eq(e["str"], "s", "start message")
+            by[e["tid"]]["start"].append(e["args"][1])
+        elif e["probe"] == "end":
+            by[e["tid"]]["end"].append(e["args"][1])
+        elif e["probe"] in ("push", "pop"):
+            by[e["tid"]][e["probe"]] += 1
+    all_ids = []
+    for t in tids:
+        b = by[t]
+        eq((len(b["start"]), len(b["end"]), b["push"], b["pop"]), (n, n, n, n),
+           "thread %d start/end/push/pop hits" % t)
+        eq(b["end"], b["start"], "thread %d ends the ids it started, in order" % t)
+        all_ids += b["start"]
+    eq(len(set(all_ids)), threads * n, "distinct range ids across threads")

@@ -4,10 +4,15 @@
  * through the toolkit's real header-only NVTX (nvtx3/nvToolsExt.h), so
  * that a test can compare the probes fired with what the program did.
  *
- * Usage: nvtx_ranges [--wait]
+ * Usage: nvtx_ranges [--wait] | --stress THREADS N
  *   --wait: after a first mark ("before-attach", which loads the injection
  *   library), print {"ready": pid} and wait for a line on stdin, so that a
  *   tracer can attach to the running process first.
+ *
+ *   --stress: THREADS threads each do N x (nvtxRangeStartA("s") ..
+ *   nvtxRangePushA("p"), nvtxRangePop, nvtxRangeEnd) at once, then print
+ *   {"stress_tids": [...], "n": N, "ids_unique": true|false}: every id
+ *   any thread got is distinct and non-zero.
  *
  * Run with NVTX_INJECTION64_PATH=.../libcgbpf-nvtx.so. The calls, in order
  * (main thread unless said):
@@ -39,6 +44,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -53,6 +59,71 @@ static void *worker(void *arg)
 	nvtxRangeEnd(cross_id);
 	nvtxRangePop();
 	return NULL;
+}
+
+static long stress_n;
+static nvtxRangeId_t *stress_ids;
+static pthread_barrier_t stress_go;
+
+struct stress_arg {
+	long index;
+	pid_t tid;
+};
+
+static void *stress_thread(void *p)
+{
+	struct stress_arg *a = p;
+	long i;
+
+	a->tid = gettid();
+	pthread_barrier_wait(&stress_go);
+	for (i = 0; i < stress_n; i++) {
+		nvtxRangeId_t id = nvtxRangeStartA("s");
+
+		stress_ids[a->index * stress_n + i] = id;
+		nvtxRangePushA("p");
+		nvtxRangePop();
+		nvtxRangeEnd(id);
+	}
+	return NULL;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	nvtxRangeId_t x = *(const nvtxRangeId_t *)a, y = *(const nvtxRangeId_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int stress(int threads, long n)
+{
+	struct stress_arg args[64];
+	pthread_t th[64];
+	long i, total = threads * n;
+	int unique = 1;
+
+	if (threads < 1 || threads > 64 || n < 1)
+		return 2;
+	stress_n = n;
+	stress_ids = calloc((size_t)total, sizeof(*stress_ids));
+	if (!stress_ids || pthread_barrier_init(&stress_go, NULL, (unsigned)threads))
+		return 1;
+	for (i = 0; i < threads; i++) {
+		args[i].index = i;
+		if (pthread_create(&th[i], NULL, stress_thread, &args[i]))
+			return 1;
+	}
+	for (i = 0; i < threads; i++)
+		pthread_join(th[i], NULL);
+	qsort(stress_ids, (size_t)total, sizeof(*stress_ids), cmp_id);
+	for (i = 0; i < total; i++)
+		if (!stress_ids[i] || (i && stress_ids[i] == stress_ids[i - 1]))
+			unique = 0;
+	printf("{\"stress_tids\": [");
+	for (i = 0; i < threads; i++)
+		printf("%s%d", i ? ", " : "", args[i].tid);
+	printf("], \"n\": %ld, \"ids_unique\": %s}\n", n, unique ? "true" : "false");
+	return 0;
 }
 
 static nvtxEventAttributes_t attrs(void)
@@ -76,6 +147,8 @@ int main(int argc, char **argv)
 	nvtxStringHandle_t reg2;
 	pthread_t t;
 
+	if (argc > 3 && !strcmp(argv[1], "--stress"))
+		return stress(atoi(argv[2]), atol(argv[3]));
 	if (argc > 1 && !strcmp(argv[1], "--wait")) {
 		char line[16];
 
