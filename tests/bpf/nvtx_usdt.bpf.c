@@ -65,7 +65,10 @@ static __always_inline int record(struct pt_regs *ctx, unsigned int probe, int s
 		bpf_probe_read_user_str(r->str, sizeof(r->str), (void *)r->args[str_arg & 7]);
 	if (dom_arg >= 0 && r->args[dom_arg & 7])
 		bpf_probe_read_user_str(r->domain, sizeof(r->domain), (void *)r->args[dom_arg & 7]);
-	bpf_ringbuf_submit(r, 0);
+	/* As cgbpf does (bpf/common.bpf.h): a wakeup per record costs more
+	 * than the probe; the consumer polls with a timeout anyway. */
+	bpf_ringbuf_submit(r, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > (1 << 20) ?
+			   BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 	return 0;
 }
 

@@ -4,8 +4,11 @@
  * each cgbpf_nvtx probe of LIB in one process and prints every probe hit
  * as a JSON line, or with --count only the number of hits.
  *
- *   nvtx_usdt [--count] LIB -- CMD [ARG...]   start CMD, trace it to its end
- *   nvtx_usdt [--count] LIB --pid PID         trace a running process
+ *   nvtx_usdt [--count|--drain] LIB -- CMD [ARG...]   start CMD, trace it to its end
+ *   nvtx_usdt [--count|--drain] LIB --pid PID         trace a running process
+ *
+ * --count: the BPF programs only count hits ("hits N" at the end);
+ * --drain: records are made and consumed but not printed ("records N").
  *
  * "attached" goes to stderr once every probe is attached, "lost N" at the
  * end when the ring buffer overflowed. Exits with CMD's exit status, 1 on
@@ -46,12 +49,18 @@ static void json_str(const char *s, size_t cap)
 	putchar('"');
 }
 
+static int drain_only;
+static unsigned long long records;
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	const struct nvtx_usdt_rec *r = data;
 	unsigned int i;
 
 	if (size < sizeof(*r) || r->probe >= NU__COUNT)
+		return 0;
+	records++;
+	if (drain_only)
 		return 0;
 	printf("{\"probe\":\"%s\",\"tid\":%u,\"args\":[", names[r->probe], r->tid);
 	for (i = 0; i < r->nargs && i < NU_MAX_ARGS; i++)
@@ -112,9 +121,12 @@ int main(int argc, char **argv)
 	if (argi < argc && !strcmp(argv[argi], "--count")) {
 		count_only = 1;
 		argi++;
+	} else if (argi < argc && !strcmp(argv[argi], "--drain")) {
+		drain_only = 1;
+		argi++;
 	}
 	if (argc - argi < 3) {
-		fprintf(stderr, "usage: nvtx_usdt [--count] LIB -- CMD [ARG...] | LIB --pid PID\n");
+		fprintf(stderr, "usage: nvtx_usdt [--count|--drain] LIB -- CMD [ARG...] | LIB --pid PID\n");
 		return 1;
 	}
 	lib = argv[argi++];
@@ -200,6 +212,8 @@ int main(int argc, char **argv)
 		ring_buffer__consume(rb);
 	if (count_only)
 		printf("hits %llu\n", percpu_sum(skel, 0));
+	if (drain_only)
+		printf("records %llu\n", records);
 	else if (percpu_sum(skel, 1))
 		fprintf(stderr, "lost %llu\n", percpu_sum(skel, 1));
 	if (WIFEXITED(status))
