@@ -175,6 +175,7 @@ def run(args, env_extra=None):
     eq(p.returncode, 0, "nccl_ranks %s exit status (stderr: %s)" % (" ".join(args), p.stderr[-800:]))
     res = json.loads(p.stdout.strip().splitlines()[-1])
     eq(res["errors"], 0, "errors the workload saw")
+    eq(glob.glob("/dev/shm/fakenccl-*"), [], "shared-memory worlds left behind")
     stats = {}
     for f in glob.glob(os.path.join(tmp, "stats-*.json")):
         with open(f) as fh:
@@ -227,9 +228,14 @@ def test_simulated_time():
               "rank %d all-reduce took %.1f ms" % (r, res["first_allreduce_ms"][r]))
 
 
-def test_no_shm_left():
-    left = glob.glob("/dev/shm/fakenccl-*")
-    eq(left, [], "shared-memory worlds left behind")
+def test_waits_are_bounded():
+    """An ungrouped ring of sends deadlocks; each send fails with
+    ncclSystemError after FAKENCCL_TIMEOUT_S instead of hanging."""
+    for mode in ([], ["--procs"]):
+        res, stats = run(mode + ["--ranks", "3", "--deadlock"], {"FAKENCCL_TIMEOUT_S": "1"})
+        sends = sum(d["calls"].get("ncclSend", 0) for d in stats.values())
+        eq(sends, 3, "%s sends attempted" % (mode or "threads"))
+        eq(sum(d["bytes"].get("ncclSend", 0) for d in stats.values()), 0, "bytes of failed sends")
 
 
 def main():

@@ -5,10 +5,13 @@
  * against libnccl.so.2 as a real application links it (the fake one in
  * tests; the toolkit's nccl.h).
  *
- * Usage: nccl_ranks [--ranks N] [--iters K] [--procs] [--late-ms MS]
+ * Usage: nccl_ranks [--ranks N] [--iters K] [--procs] [--late-ms MS] [--deadlock]
  *   N ranks (default 4) as threads of this process, or with --procs as
  *   child processes; K (default 2) ungrouped all-reduces; --late-ms makes
  *   the last rank enter its first all-reduce MS milliseconds late.
+ *   --deadlock: instead of the script below, every rank sends to rank
+ *   r+1 outside a group (a deadlock on real NCCL too) and expects
+ *   ncclSystemError once FAKENCCL_TIMEOUT_S has passed.
  *
  * First, in the main thread: ncclGetVersion, then the error cases
  * (ncclAllReduce on a NULL comm -> ncclInvalidArgument, ncclGroupEnd
@@ -55,7 +58,7 @@
 
 #define MAX_RANKS 64
 
-static int nranks = 4, iters = 2, late_ms;
+static int nranks = 4, iters = 2, late_ms, deadlock;
 static ncclUniqueId uid;
 static CUcontext ctx;
 
@@ -125,6 +128,11 @@ static void rank_main(int r)
 	OK(ncclCommUserRank(comm, &v));
 	check_int(v, r, "ncclCommUserRank");
 	OK(ncclCommCuDevice(comm, &v));
+	if (deadlock) {
+		EXPECT(ncclSend(send, 8, ncclInt8, (r + 1) % n, comm, (cudaStream_t)s), ncclSystemError);
+		OK(ncclCommAbort(comm));
+		return;
+	}
 
 	if (late_ms && r == n - 1)
 		usleep(late_ms * 1000);
@@ -269,8 +277,10 @@ int main(int argc, char **argv)
 			late_ms = num(argv[++i]);
 		else if (!strcmp(argv[i], "--procs"))
 			procs = 1;
+		else if (!strcmp(argv[i], "--deadlock"))
+			deadlock = 1;
 		else {
-			fprintf(stderr, "usage: nccl_ranks [--ranks N] [--iters K] [--procs] [--late-ms MS]\n");
+			fprintf(stderr, "usage: nccl_ranks [--ranks N] [--iters K] [--procs] [--late-ms MS] [--deadlock]\n");
 			return 2;
 		}
 	}
@@ -307,7 +317,8 @@ int main(int argc, char **argv)
 			pthread_create(&th[i], NULL, rank_thread, (void *)(intptr_t)i);
 		for (i = 0; i < nranks; i++)
 			pthread_join(th[i], NULL);
-		init_all();
+		if (!deadlock)
+			init_all();
 	}
 
 	printf("{\"pid\": %d, \"ranks\": %d, \"iters\": %d, \"procs\": %s, \"rank_tids\": [",
