@@ -299,6 +299,9 @@ static struct ncclComm *world_join(struct world *w, int rank, int cudev)
 	err = wait_locked(w, all_joined, NULL, &until);
 	pthread_mutex_unlock(&w->lock);
 	if (err) {
+		/* Nobody else will come: leave no stale object behind. */
+		shm_name(name, sizeof(name), w->key);
+		shm_unlink(name);
 		free(c);
 		fail(ncclSystemError, "fake nccl: timed out waiting for %d ranks", w->nranks);
 		return NULL;
