@@ -20,7 +20,7 @@ endif
 .DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all deps test unit-test integration-test demo bench bench-bins stacks stack-bins clean install
+.PHONY: all inject test-bins deps test unit-test integration-test demo bench bench-bins stacks stack-bins clean install
 
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
@@ -75,7 +75,7 @@ $(OUT)/cgbpf: $(USER_OBJS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS_CGBPF) $(DW_WRAP) $^ -o $@ -lbpf $(LIBS_DW) -lstdc++ -lm -lpthread
 
-all: $(OUT)/cgbpf fakes workloads unit-bins stacks stack-bins
+all: $(OUT)/cgbpf fakes workloads unit-bins stacks stack-bins inject test-bins
 
 # ---------------------------------------------------------------- fakes
 # Frame pointers give every exported function a "push %rbp" first
@@ -90,17 +90,39 @@ $(OUT)/fake/libcuda.so.1: tests/fake/libcuda.c $(wildcard tests/fake/*.h) | $(OU
 
 fakes: $(OUT)/fake/libcuda.so.1
 
+# The fake libnccl.so.2 needs the toolkit's nccl.h (and cuda_runtime.h).
+ifeq ($(HAVE_CUDA_TOOLKIT),1)
+$(OUT)/fake/libnccl.so.2: tests/fake/libnccl.c | $(OUT)/fake
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FAKE_CFLAGS) $(DEPFLAGS) -shared -Wl,-soname,libnccl.so.2 $< -o $@ -lpthread
+	$(Q)ln -sf libnccl.so.2 $(OUT)/fake/libnccl.so
+
+fakes: $(OUT)/fake/libnccl.so.2
+else
+fakes:
+	@echo "  SKIP      fake libnccl.so.2 and the nvtx/nccl workloads: no CUDA toolkit at $(CUDA_HOME)"
+endif
+
 # ---------------------------------------------------------------- workloads
 # Every tests/workloads/NAME.c becomes $(OUT)/workloads/NAME, linked against
 # the fake libcuda like a real application; NAME starting with dl_ does not
 # link it (it dlopens libcuda.so.1 itself).
 WL_SRCS := $(wildcard tests/workloads/*.c)
+# Workloads built on the toolkit's own headers (NVTX v3, nccl.h).
+WL_TOOLKIT_ONLY := tests/workloads/nvtx_ranges.c tests/workloads/nccl_ranks.c
+ifeq ($(HAVE_CUDA_TOOLKIT),0)
+WL_SRCS := $(filter-out $(WL_TOOLKIT_ONLY),$(WL_SRCS))
+endif
 WL_BINS := $(patsubst tests/workloads/%.c,$(OUT)/workloads/%,$(WL_SRCS))
 WL_CFLAGS := -O2 -g -pthread $(WARN) $(CUDA_INC) -Itests/workloads
 
 $(OUT)/workloads/dl_%: tests/workloads/dl_%.c $(OUT)/fake/libcuda.so.1 | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) $(DEPFLAGS) $< -o $@ -ldl -lpthread
+
+$(OUT)/workloads/nccl_%: tests/workloads/nccl_%.c $(OUT)/fake/libcuda.so.1 $(OUT)/fake/libnccl.so.2 | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $(DEPFLAGS) $< -o $@ -L$(OUT)/fake -lnccl -lcuda -Wl,-rpath,'$$ORIGIN/../fake' -lpthread
 
 $(OUT)/workloads/%: tests/workloads/%.c $(OUT)/fake/libcuda.so.1 | $(OUT)/workloads
 	$(call msg,CC,$@)
@@ -152,6 +174,41 @@ stack-bins: $(ST_BINS)
 
 $(ST):
 	$(Q)mkdir -p $@
+# ---------------------------------------------------------------- inject
+# libcgbpf-nvtx.so, the NVTX v3 injection library that fires USDT probes
+# (inject/cgbpf_nvtx_probes.h); needs <sys/sdt.h> (systemtap-sdt-dev).
+HAVE_SDT := $(shell echo '\#include <sys/sdt.h>' | $(CC) -E -x c - >/dev/null 2>&1 && echo 1 || echo 0)
+INJECT_CFLAGS := -O2 -g -fPIC -pthread -fvisibility=hidden -mtls-dialect=gnu2 $(WARN) -Iinject
+
+$(OUT)/inject/libcgbpf-nvtx.so: inject/nvtx.c | $(OUT)/inject
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(INJECT_CFLAGS) $(DEPFLAGS) -shared -Wl,-soname,libcgbpf-nvtx.so -Wl,-z,defs $< -o $@ -lpthread
+
+ifeq ($(HAVE_SDT),1)
+inject: $(OUT)/inject/libcgbpf-nvtx.so
+else
+inject:
+	@echo "  SKIP      libcgbpf-nvtx.so: <sys/sdt.h> missing (make deps installs systemtap-sdt-dev)"
+endif
+
+# ---------------------------------------------------------------- test tools
+# tests/bpf/NAME.bpf.c + NAME.c -> $(OUT)/tests/NAME: test-only BPF loaders.
+TEST_BPF_SRCS := $(wildcard tests/bpf/*.bpf.c)
+TEST_BINS := $(patsubst tests/bpf/%.bpf.c,$(OUT)/tests/%,$(TEST_BPF_SRCS))
+
+$(OUT)/tests/%.bpf.o: tests/bpf/%.bpf.c | $(OUT)/tests
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -Itests/bpf -I/usr/include/$(shell $(CC) -dumpmachine) -MMD -MP -c $< -o $@
+
+$(OUT)/tests/%.skel.h: $(OUT)/tests/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@
+
+$(OUT)/tests/%: tests/bpf/%.c $(OUT)/tests/%.skel.h
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(WARN) -D_GNU_SOURCE -I$(OUT)/tests -Itests/bpf $(DEPFLAGS) $< -o $@ -lbpf -lelf -lz
+
+test-bins: $(TEST_BINS)
 
 # ---------------------------------------------------------------- unit tests
 # tests/unit/test_NAME.c links with every user/ module except main.c, under
@@ -273,7 +330,7 @@ clean:
 	$(call msg,CLEAN,$(OUT))
 	$(Q)rm -rf $(OUT)
 
-$(OUT)/bpf $(OUT)/user $(OUT)/fake $(OUT)/workloads $(OUT)/unit $(OUT)/stacks:
+$(OUT)/bpf $(OUT)/user $(OUT)/fake $(OUT)/workloads $(OUT)/unit $(OUT)/stacks $(OUT)/inject $(OUT)/tests:
 	$(Q)mkdir -p $@
 
 -include $(wildcard $(OUT)/*/*.d)

@@ -6,7 +6,8 @@
 set -euo pipefail
 
 pkgs=(make gcc g++ clang libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev
-      libzstd-dev liblzma-dev libbz2-dev binutils util-linux protobuf-compiler python3-protobuf)
+      libzstd-dev liblzma-dev libbz2-dev binutils util-linux protobuf-compiler python3-protobuf
+      systemtap-sdt-dev)
 [ "${1:-}" = "--bench" ] && pkgs+=(bpftrace linux-perf)
 
 missing=()
