@@ -19,12 +19,17 @@
 # drift in the machine hits all of them alike; only ratios within one run
 # are compared. Prints a table, then a key=value block for machines.
 #
-# Knobs (environment): BENCH_N (calls per run, 1000000), BENCH_RUNS (5),
+# cgbpf runs with CGBPF_FLAGS, by default the CUDA API alone (scheduler,
+# syscalls, CPU samples and backtraces off): this suite measures the API
+# path; bench/sched.sh, bench/syscalls.sh and bench/stacks.sh measure the rest.
+#
+# Knobs (environment): CGBPF_FLAGS, BENCH_N (calls per run, 1000000), BENCH_RUNS (5),
 # BENCH_RINGS (small ring sizes in MiB to try, "1 2 4"), BENCH_TMP (parent
 # of the scratch folder, /tmp).
 set -euo pipefail
 
 N=${BENCH_N:-1000000}
+CGBPF_FLAGS=${CGBPF_FLAGS---sched off --syscall-threshold off --sample-hz 0 --backtrace-threshold off}
 RUNS=${BENCH_RUNS:-5}
 RINGS=${BENCH_RINGS:-1 2 4}
 TARGET_RATIO=1.15
@@ -191,7 +196,7 @@ run_cgbpf() {
 	CGBPF_WAIT_FILE=$gate "$WL" "$1" > "$pfx.wl" 2>&1 &
 	w=$!
 	track $w
-	"$CGBPF" record -p $w -o "$pfx.pftrace" ${2:+--ring-size "$2"} > "$pfx.sum" 2> "$pfx.err" &
+	"$CGBPF" record $CGBPF_FLAGS -p $w -o "$pfx.pftrace" ${2:+--ring-size "$2"} > "$pfx.sum" 2> "$pfx.err" &
 	c=$!
 	track $c
 	wait_for "$pfx.err" "probing [0-9]+ CUDA driver functions" 30 $c ||
@@ -242,7 +247,7 @@ run_cgbpf_pair() {
 	CGBPF_WAIT_FILE=$gate "$WL" "$1" > "$pfx.wl2" 2>&1 &
 	w2=$!
 	track $w2
-	"$CGBPF" record -p $w1,$w2 -o "$pfx.pftrace" ${2:+--ring-size "$2"} > "$pfx.sum" 2> "$pfx.err" &
+	"$CGBPF" record $CGBPF_FLAGS -p $w1,$w2 -o "$pfx.pftrace" ${2:+--ring-size "$2"} > "$pfx.sum" 2> "$pfx.err" &
 	c=$!
 	track $c
 	wait_for "$pfx.err" "probing [0-9]+ CUDA driver functions" 30 $c ||
@@ -298,7 +303,7 @@ LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 echo
 echo "== cgbpf benchmark"
 printf '  %-10s %s\n' date "$DATE" kernel "$KERNEL" cpu "$CPU" nproc "$NPROC" \
-	clocksource "$CLOCKSRC" git "$GIT_DESC ($GIT_COMMIT)" bpftrace "$BT_VER" \
+	clocksource "$CLOCKSRC" "cgbpf flags" "${CGBPF_FLAGS:-(defaults)}" git "$GIT_DESC ($GIT_COMMIT)" bpftrace "$BT_VER" \
 	loadavg "$LOAD0 (at start)" calls "$N per run, $RUNS runs per configuration, median reported"
 echo
 
