@@ -701,6 +701,8 @@ cleanup:
 
 		ci.records = r.records;
 		ci.stacks = r.stacks;
+		ci.more = schedtrace__print;
+		ci.more_ctx = r.sched;
 		ci.backtrace_ns = o->backtrace_threshold_ns;
 		ci.invalid = r.invalid;
 		ci.duration_ns = end - t0;
@@ -737,14 +739,12 @@ cleanup:
 	}
 	if (ret == 0 && !o->no_summary) {
 		summary__print(r.summary, &r.model, &ci, stdout);
-		schedtrace__print(r.sched, ci.drops, stdout);
 		fflush(stdout);
 		if (o->summary_path) {
 			FILE *f = fopen(o->summary_path, "we");
 
 			if (f) {
 				summary__print(r.summary, &r.model, &ci, f);
-				schedtrace__print(r.sched, ci.drops, f);
 				fclose(f);
 			}
 		}

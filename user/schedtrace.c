@@ -786,8 +786,9 @@ static int cmp_stat(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
-void schedtrace__print(const struct schedtrace *s, const uint64_t *lost, FILE *f)
+void schedtrace__print(const void *ctx, const uint64_t *lost, FILE *f)
 {
+	const struct schedtrace *s = ctx;
 	uint64_t lost_all = 0, v;
 	struct tstat **ts;
 	size_t n = 0;
@@ -796,7 +797,7 @@ void schedtrace__print(const struct schedtrace *s, const uint64_t *lost, FILE *f
 		return;
 	for (int t = REC_SCHED_SWITCH; t <= REC_SCHED_EXIT; t++)
 		lost_all += lost[t];
-	fprintf(f, "\nScheduler (--sched %s)\n", s->scope == SCHED_TARGETS ? "targets" : "all");
+	fprintf(f, "\n** Scheduler (--sched %s):\n\n", s->scope == SCHED_TARGETS ? "targets" : "all");
 	fprintf(f, "  context switches %" PRIu64 ", wakeups %" PRIu64 ", new tasks %" PRIu64
 		", renames %" PRIu64 ", exits %" PRIu64 "\n",
 		s->switches, s->wakings, s->newtasks, s->renames, s->exits);

@@ -36,7 +36,7 @@ int schedtrace__handle(void *ctx, void *data, size_t size);
 /* Writes every pending bundle and process-tree entry. */
 void schedtrace__flush(struct schedtrace *s);
 /* The summary's "Scheduler" section; lost[] is the drops per record type. */
-void schedtrace__print(const struct schedtrace *s, const uint64_t *lost, FILE *f);
+void schedtrace__print(const void *s, const uint64_t *lost, FILE *f);
 /* Counters for tests and the benchmark. */
 uint64_t schedtrace__switches(const struct schedtrace *s);
 

@@ -304,6 +304,8 @@ void summary__print(struct summary *s, const struct model *m, const struct captu
 	if (ci->stacks)
 		stacks__summary(ci->stacks, ci->backtrace_ns, f);
 	syssum__print(s->sys, s->syscall_threshold_ns, f);
+	if (ci->more)
+		ci->more(ci->more_ctx, ci->drops, f);
 	fprintf(f, "\n** Capture:\n\n");
 	fprintf(f, "   duration %.3f s, %" PRIu64 " records, %zu library file(s), %zu probes\n",
 		ci->duration_ns / 1e9, ci->records, ci->lib_files, ci->probes);

@@ -22,6 +22,9 @@ struct capture_info {
 	size_t lib_files, probes;
 	struct stacks *stacks;		/* CPU samples and backtraces, or NULL */
 	uint64_t backtrace_ns;		/* --backtrace-threshold; UINT64_MAX: off */
+	/* More sections printed before "Capture" (the scheduler's), or NULL. */
+	void (*more)(const void *ctx, const uint64_t *drops, FILE *f);
+	const void *more_ctx;
 };
 
 struct summary *summary__new(void);

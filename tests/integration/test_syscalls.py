@@ -145,7 +145,7 @@ def test_summary_table():
     out = r.stdout
     check("** OS Runtime Summary (osrt_sum)" in out, "osrt table present")
     check("only syscalls lasting >= 0 ns" in out, "threshold stated")
-    lines = out.split("** OS Runtime Summary", 1)[1].split("** Capture", 1)[0].splitlines()
+    lines = out.split("** OS Runtime Summary", 1)[1].split("\n** ", 1)[0].splitlines()
     hdr = [ln for ln in lines if "Num Calls" in ln]
     eq(len(hdr), 1, "one header line")
     eq(hdr[0].split(), ["Time", "(%)", "Total", "Time", "(ns)", "Num", "Calls", "Avg", "(ns)",
