@@ -4,26 +4,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cuda.h"
+#include "symbolize.h"
 
 #define CU_FUNC_DESC(sym, cls_, flags_) [CU_FN_##sym] = { #sym, cls_, flags_ },
 const struct func_desc cuda_funcs[CU_FN__COUNT] = { CU_FUNCS(CU_FUNC_DESC) };
 #undef CU_FUNC_DESC
 
-/* From libstdc++ (linked statically into cgbpf). */
-char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
-
 char *cuda__demangle(const char *name)
 {
-	int status = -1;
-	char *d;
+	char *d = symbolizer__demangle(name);
 
-	if (name[0] == '_' && name[1] == 'Z') {
-		d = __cxa_demangle(name, NULL, NULL, &status);
-		if (d && status == 0)
-			return d;
-		free(d);
-	}
-	return strdup(name);
+	return d ? d : strdup(name);
 }
 
 uint64_t cuda__cookie(uint16_t func)

@@ -796,7 +796,7 @@ static const struct fsym *file_find_sym(const struct sfile *f, uint64_t rel)
 	return !y->size || rel - y->addr < y->size ? y : NULL;
 }
 
-static char *demangle(const char *name)
+char *symbolizer__demangle(const char *name)
 {
 	int status = -1;
 	char *d;
@@ -886,7 +886,7 @@ static int sym_user(struct symbolizer *s, pid_t pid, uint64_t ip, uint64_t looku
 	if (y) {
 		name = m->file->names + y->name;
 		off = relpc - y->addr;
-		d = demangle(name);
+		d = symbolizer__demangle(name);
 		function = intern(s, d ? d : name);
 		free(d);
 		if (!function)

@@ -79,4 +79,8 @@ void symbolizer__invalidate(struct symbolizer *s, pid_t pid);
 /* The process exited: its Dwfl may go, cached module symbols stay. */
 void symbolizer__proc_exit(struct symbolizer *s, pid_t pid);
 
+/* The demangled form (malloc'ed) of a mangled C++ name ("_Z..."); NULL
+ * when name is not one, cannot be demangled, or on ENOMEM. */
+char *symbolizer__demangle(const char *name);
+
 #endif
