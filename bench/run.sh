@@ -49,6 +49,7 @@ done
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+. "$ROOT/bench/lib.sh"
 PY=/usr/bin/python3	# the pyenv python3 on PATH has no protobuf
 
 echo "building (make -s all bench-bins)..." >&2
@@ -133,15 +134,8 @@ stop() {
 	untrack "$1"
 }
 
-median() {
-	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
-		END { if (NR % 2) printf "%.1f\n", v[(NR + 1) / 2];
-		      else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
 
-calc() { awk "BEGIN { printf \"%.${2:-1}f\", $1 }"; }
 
-ns_of() { sed -n 's/.*ns_per_call=\([0-9.]*\).*/\1/p' "$1"; }
 
 # A private copy of the fake driver and the workload (its rpath is
 # $ORIGIN/../fake): uprobes belong to a file, so probes other tools hold on
@@ -224,14 +218,6 @@ run_cgbpf() {
 		[ -n "$R_LOST" ] || die "no capture line in cgbpf's summary: $(cat "$pfx.sum")"
 	fi
 	R_SIZE=$(stat -c %s "$pfx.pftrace")
-}
-
-# child_cpu FILE: seconds of CPU (user + system) of reaped children, from
-# the second line of `times` output ("0m1.234s 0m0.567s").
-child_cpu() {
-	tail -1 "$1" | awk '{ n = 0
-		for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); n += a[1] * 60 + a[2] }
-		printf "%.3f", n }'
 }
 
 # run_cgbpf_pair N RING_MIB(empty: default) TAG: two bench_launch processes

@@ -32,6 +32,7 @@ HZ=999
 [ "$(id -u)" -eq 0 ] || { echo "bench/stacks.sh: needs root" >&2; exit 1; }
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+. "$ROOT/bench/lib.sh"
 make -s --no-print-directory all bench-bins >&2
 CGBPF=$ROOT/build/cgbpf
 BARE=$ROOT/build/bench/bare
@@ -44,18 +45,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-median() {
-	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
-		END { if (NR % 2) printf "%.1f\n", v[(NR + 1) / 2];
-		      else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-calc() { awk "BEGIN { printf \"%.${2:-1}f\", $1 }"; }
-ns_of() { sed -n 's/.*ns_per_call=\([0-9.]*\).*/\1/p' "$1"; }
-child_cpu() {
-	tail -1 "$1" | awk '{ n = 0
-		for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); n += a[1] * 60 + a[2] }
-		printf "%.3f", n }'
-}
 wait_for() {	# FILE REGEX SECONDS
 	local i
 	for ((i = 0; i < $3 * 50; i++)); do

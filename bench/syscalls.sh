@@ -36,6 +36,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+. "$ROOT/bench/lib.sh"
 echo "building (make -s all)..." >&2
 make -s --no-print-directory all >&2
 
@@ -78,13 +79,6 @@ wait_for() {	# FILE REGEX SECONDS PID
 	done
 	return 1
 }
-median() {
-	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
-		END { if (NR % 2) printf "%.1f\n", v[(NR + 1) / 2];
-		      else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-calc() { awk "BEGIN { printf \"%.${2:-2}f\", $1 }"; }
-ns_of() { sed -n 's/.*ns_per_call=\([0-9.]*\).*/\1/p' "$1"; }
 
 # traced THRESHOLD TAG CMD...: runs CMD (gated) as cgbpf's target; sets R_NS.
 traced() {
@@ -170,14 +164,14 @@ done
 for m in getpid read; do
 	u=$(med $m.untraced)
 	echo "  $m: non-target $(calc "$(med $m.nontarget) - $u" 1) ns/call more than untraced" \
-		"($(calc "$(med $m.nontarget) / $u")x); target $(calc "$(med $m.target) - $u" 1) ns" \
-		"($(calc "$(med $m.target) / $u")x); every call recorded $(calc "$(med $m.all) - $u" 1) ns" \
-		"($(calc "$(med $m.all) / $u")x, records lost per run:${V[$m.all_lost]})"
+		"($(calc "$(med $m.nontarget) / $u" 2)x); target $(calc "$(med $m.target) - $u" 1) ns" \
+		"($(calc "$(med $m.target) / $u" 2)x); every call recorded $(calc "$(med $m.all) - $u" 1) ns" \
+		"($(calc "$(med $m.all) / $u" 2)x, records lost per run:${V[$m.all_lost]})"
 done
 lo=$(med launch.off)
 lon=$(med launch.on)
 echo "  cuLaunchKernel under cgbpf: $lo ns/call with --syscall-threshold off, $lon ns/call with" \
-	"syscalls on: +$(calc "$lon - $lo" 1) ns per traced call ($(calc "$lon / $lo")x;" \
+	"syscalls on: +$(calc "$lon - $lo" 1) ns per traced call ($(calc "$lon / $lo" 2)x;" \
 	"runs: off $(range launch.off), on $(range launch.on))"
 echo
 for m in getpid read; do

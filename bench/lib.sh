@@ -1,0 +1,23 @@
+# SPDX-License-Identifier: MIT
+# Helpers shared by the bench/*.sh scripts (sourced, not run).
+
+# median V...: the median of the numbers given, one decimal.
+median() {
+	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
+		END { if (NR % 2) printf "%.1f\n", v[(NR + 1) / 2];
+		      else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# calc EXPR [DECIMALS]: awk arithmetic, printed with DECIMALS (default 1).
+calc() { awk "BEGIN { printf \"%.${2:-1}f\", $1 }"; }
+
+# ns_of FILE: the ns_per_call=... a bench workload printed.
+ns_of() { sed -n 's/.*ns_per_call=\([0-9.]*\).*/\1/p' "$1"; }
+
+# child_cpu FILE: seconds of CPU (user + system) of reaped children, from
+# the second line of `times` output ("0m1.234s 0m0.567s").
+child_cpu() {
+	tail -1 "$1" | awk '{ n = 0
+		for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); n += a[1] * 60 + a[2] }
+		printf "%.3f", n }'
+}
