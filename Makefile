@@ -294,7 +294,7 @@ $(OUT)/bench/%.skel.h: $(OUT)/bench/%.bpf.o
 
 $(OUT)/bench/%: bench/%.c $(OUT)/bench/%.skel.h
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(WARN) -D_GNU_SOURCE -I$(OUT)/bench $(DEPFLAGS) -static $< -o $@ \
+	$(Q)$(CC) $(CFLAGS) $(WARN) -D_GNU_SOURCE -I$(OUT)/bench -Iuser $(DEPFLAGS) -static $< -o $@ \
 		-lbpf -lelf -lz -lzstd -lpthread
 
 # bench/symbolize.c: the unwinder and symbolizer alone (no BPF), on the

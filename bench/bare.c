@@ -30,26 +30,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "bare.skel.h"
-
-/* Not in libbpf 1.1's headers; values from the kernel UAPI. */
-#define ATTACH_TRACE_UPROBE_MULTI 48
-#define UPROBE_MULTI_RETURN 1
-
-/* The link_create part of union bpf_attr for uprobe_multi (Linux 6.6). */
-struct uprobe_multi_attr {
-	uint32_t prog_fd;
-	uint32_t target_fd;
-	uint32_t attach_type;
-	uint32_t flags;
-	uint64_t path;
-	uint64_t offsets;
-	uint64_t ref_ctr_offsets;
-	uint64_t cookies;
-	uint32_t cnt;
-	uint32_t multi_flags;
-	uint32_t pid;
-	uint32_t pad[9];	/* zeroed tail up to the size of the kernel's view */
-};
+#include "uprobe_multi.h"
 
 static volatile sig_atomic_t stop;
 
@@ -77,34 +58,6 @@ static void *drain(void *arg)
 static int quiet(enum libbpf_print_level lvl, const char *fmt, va_list ap)
 {
 	return lvl == LIBBPF_WARN ? vfprintf(stderr, fmt, ap) : 0;
-}
-
-static bool have_multi(void)
-{
-	struct btf *vmlinux = btf__load_vmlinux_btf();
-	bool ok = false;
-
-	if (vmlinux) {
-		ok = btf__find_by_name_kind(vmlinux, "bpf_uprobe_multi_link", BTF_KIND_STRUCT) > 0;
-		btf__free(vmlinux);
-	}
-	return ok;
-}
-
-static int multi_link(struct bpf_program *prog, const char *path, uint64_t off, bool ret)
-{
-	struct uprobe_multi_attr attr;
-	uint64_t cookie = 0;
-
-	memset(&attr, 0, sizeof(attr));
-	attr.prog_fd = bpf_program__fd(prog);
-	attr.attach_type = ATTACH_TRACE_UPROBE_MULTI;
-	attr.path = (uintptr_t)path;
-	attr.offsets = (uintptr_t)&off;
-	attr.cookies = (uintptr_t)&cookie;
-	attr.cnt = 1;
-	attr.multi_flags = ret ? UPROBE_MULTI_RETURN : 0;
-	return syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
 }
 
 int main(int argc, char **argv)
@@ -146,7 +99,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bare: bad offset %s\n", argv[ai + 1]);
 		return 2;
 	}
-	if (multi && !have_multi()) {
+	if (multi && !uprobe_multi__supported()) {
 		fprintf(stderr, "bare: this kernel has no uprobe_multi links\n");
 		return 3;
 	}
@@ -177,10 +130,15 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (multi) {
-		efd = multi_link(floor_ ? skel->progs.floor_enter_multi :
-				 skel->progs.bare_enter_multi, path, off, false);
-		rfd = efd < 0 ? -1 : multi_link(floor_ ? skel->progs.floor_exit_multi :
-						skel->progs.bare_exit_multi, path, off, true);
+		uint64_t cookie = 0;
+
+		efd = uprobe_multi__link(bpf_program__fd(floor_ ? skel->progs.floor_enter_multi :
+							  skel->progs.bare_enter_multi),
+					 path, &off, &cookie, 1, false);
+		rfd = efd < 0 ? -1 :
+		      uprobe_multi__link(bpf_program__fd(floor_ ? skel->progs.floor_exit_multi :
+							 skel->progs.bare_exit_multi),
+					 path, &off, &cookie, 1, true);
 		if (efd < 0 || rfd < 0) {
 			fprintf(stderr, "bare: uprobe_multi link on %s+%#llx: %s\n", path,
 				(unsigned long long)off, strerror(errno));

@@ -19,6 +19,7 @@
 #include "hmap.h"
 #include "log.h"
 #include "procfs.h"
+#include "uprobe_multi.h"
 
 const char *const attach_watch_names[] = { "libcuda.so", NULL };
 
@@ -40,22 +41,10 @@ struct attach {
 	size_t nlinks, caplinks;
 };
 
-/* Not in libbpf 1.1's headers; values from the kernel UAPI. */
-#define ATTACH_TRACE_UPROBE_MULTI 48
-#define UPROBE_MULTI_RETURN 1
-
 bool attach__prepare(struct cgbpf_bpf *skel)
 {
-	struct btf *vmlinux = btf__load_vmlinux_btf();
-	bool multi = false;
+	bool multi = uprobe_multi__supported() && !getenv("CGBPF_NO_UPROBE_MULTI");
 
-	/* The link type exists on kernels whose BTF has its struct. */
-	if (vmlinux) {
-		multi = btf__find_by_name_kind(vmlinux, "bpf_uprobe_multi_link", BTF_KIND_STRUCT) > 0;
-		btf__free(vmlinux);
-	}
-	if (getenv("CGBPF_NO_UPROBE_MULTI"))
-		multi = false;
 	if (multi) {
 		bpf_program__set_expected_attach_type(skel->progs.call_enter_multi,
 						      ATTACH_TRACE_UPROBE_MULTI);
@@ -79,37 +68,11 @@ struct attach *attach__new(struct cgbpf_bpf *skel, bool multi)
 	return a;
 }
 
-/* The link_create part of union bpf_attr for uprobe_multi (Linux 6.6). */
-struct uprobe_multi_attr {
-	uint32_t prog_fd;
-	uint32_t target_fd;
-	uint32_t attach_type;
-	uint32_t flags;
-	uint64_t path;
-	uint64_t offsets;
-	uint64_t ref_ctr_offsets;
-	uint64_t cookies;
-	uint32_t cnt;
-	uint32_t multi_flags;
-	uint32_t pid;
-	uint32_t pad[9];	/* zeroed tail up to the size of the kernel's view */
-};
-
 static int multi_link(struct attach *a, struct bpf_program *prog, const char *path,
 		      const uint64_t *offs, const uint64_t *cookies, size_t n, bool ret)
 {
-	struct uprobe_multi_attr attr;
-	int fd;
+	int fd = uprobe_multi__link(bpf_program__fd(prog), path, offs, cookies, n, ret);
 
-	memset(&attr, 0, sizeof(attr));
-	attr.prog_fd = bpf_program__fd(prog);
-	attr.attach_type = ATTACH_TRACE_UPROBE_MULTI;
-	attr.path = (uintptr_t)path;
-	attr.offsets = (uintptr_t)offs;
-	attr.cookies = (uintptr_t)cookies;
-	attr.cnt = n;
-	attr.multi_flags = ret ? UPROBE_MULTI_RETURN : 0;
-	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
 	if (fd < 0)
 		return -errno;
 	if (a->nfds == a->capfds) {
