@@ -35,6 +35,9 @@ enum rec_type {
 /* Libraries whose API calls are probed; a call is (lib, func). */
 enum rec_lib {
 	LIB_CUDA = 0,		/* libcuda.so.1, the driver API */
+	LIB_CUDART,		/* libcudart.so.*, the runtime API (or a static copy) */
+	LIB_NCCL,		/* libnccl.so.2 */
+	LIB_NVTX,		/* NVTX: libnvToolsExt (v2) and cgbpf's injection library */
 	LIB__COUNT,
 };
 

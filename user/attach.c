@@ -12,26 +12,26 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include "apilib.h"
 #include "attach.h"
 #include "cgbpf.skel.h"
-#include "cuda.h"
 #include "elfsym.h"
 #include "hmap.h"
 #include "log.h"
 #include "procfs.h"
 #include "uprobe_multi.h"
 
-const char *const attach_watch_names[] = { "libcuda.so", NULL };
-
 struct lib_file {
 	dev_t dev;
 	ino_t ino;
+	uint8_t lib;		/* enum rec_lib */
 	char *path;		/* as seen by the first process that mapped it */
 };
 
 struct attach {
 	struct cgbpf_bpf *skel;
 	bool multi;
+	uint32_t mask;		/* libraries traced (TRACE_BIT) */
 	int *link_fds;		/* uprobe_multi links */
 	size_t nfds, capfds;
 	size_t nmulti_probes;
@@ -57,13 +57,14 @@ bool attach__prepare(struct cgbpf_bpf *skel)
 	return multi;
 }
 
-struct attach *attach__new(struct cgbpf_bpf *skel, bool multi)
+struct attach *attach__new(struct cgbpf_bpf *skel, bool multi, uint32_t mask)
 {
 	struct attach *a = calloc(1, sizeof(*a));
 
 	if (a) {
 		a->skel = skel;
 		a->multi = multi;
+		a->mask = mask;
 	}
 	return a;
 }
@@ -132,15 +133,19 @@ static int add_link(struct attach *a, struct bpf_link *l)
 	return 0;
 }
 
-static bool watched(const char *path)
+size_t attach__watch_names(uint32_t mask, char names[][ATTACH_WATCH_LEN], size_t max)
 {
-	const char *base = strrchr(path, '/');
+	size_t n = 0;
 
-	base = base ? base + 1 : path;
-	for (int i = 0; attach_watch_names[i]; i++)
-		if (!strncmp(base, attach_watch_names[i], strlen(attach_watch_names[i])))
-			return true;
-	return false;
+	for (unsigned l = 0; l < LIB__COUNT; l++) {
+		const struct api_lib *lib = apilib__get(l);
+
+		if (!lib || !(mask & TRACE_BIT(l)))
+			continue;
+		for (const char *const *w = lib->watch; w && *w && n < max; w++)
+			snprintf(names[n++], ATTACH_WATCH_LEN, "%s", *w);
+	}
+	return n;
 }
 
 static int attach_probe(struct attach *a, const char *path, uint64_t off, uint64_t cookie,
@@ -200,8 +205,8 @@ static bool probed(const struct attach *a, const struct stat *st)
 	return false;
 }
 
-static int attach_resolved(struct attach *a, const char *path, const char *display,
-			   const struct stat *st)
+static int attach_resolved(struct attach *a, const struct api_lib *lib, const char *path,
+			   const char *display, const struct stat *st)
 {
 	struct elfsym *es;
 	struct hmap offs = { 0 };
@@ -217,15 +222,16 @@ static int attach_resolved(struct attach *a, const char *path, const char *displ
 		warn("%s: cannot read ELF symbols: %s", display, strerror(errno));
 		return err;
 	}
-	offv = calloc(CU_FN__COUNT, sizeof(*offv));
-	cookiev = calloc(CU_FN__COUNT, sizeof(*cookiev));
+	offv = calloc(lib->nfuncs + 1, sizeof(*offv));
+	cookiev = calloc(lib->nfuncs + 1, sizeof(*cookiev));
 	if (!offv || !cookiev)
 		err = -ENOMEM;
-	for (uint16_t f = 0; f < CU_FN__COUNT && !err; f++) {
+	for (uint16_t f = 0; f < lib->nfuncs && !err; f++) {
+		const char *sym = lib->symbol(f);
 		uint64_t off;
 
-		if (elfsym__offset(es, cuda_funcs[f].name, &off)) {
-			dbg("%s: no %s", display, cuda_funcs[f].name);
+		if (elfsym__offset(es, sym, &off)) {
+			dbg("%s: no %s", display, sym);
 			continue;
 		}
 		/* Aliases share an address: one probe, or a call counts twice. */
@@ -233,7 +239,7 @@ static int attach_resolved(struct attach *a, const char *path, const char *displ
 			continue;
 		err = hmap__put(&offs, off, f);
 		offv[funcs] = off;
-		cookiev[funcs] = cuda__cookie(f);
+		cookiev[funcs] = lib->cookie(f);
 		funcs++;
 	}
 	if (!err && funcs) {
@@ -259,13 +265,14 @@ static int attach_resolved(struct attach *a, const char *path, const char *displ
 	lf = &a->files[a->nfiles++];
 	lf->dev = st->st_dev;
 	lf->ino = st->st_ino;
+	lf->lib = lib->id;
 	lf->path = strdup(display);
 	mark_probed(a, st->st_dev, st->st_ino);
 	if (!funcs)
-		warn("%s: none of the %d CUDA driver functions cgbpf knows is exported",
-		     display, CU_FN__COUNT);
+		warn("%s: none of the %d %s functions cgbpf knows is exported", display,
+		     lib->nfuncs, lib->title);
 	else
-		info("probing %d CUDA driver functions in %s", funcs, display);
+		info("probing %d %s functions in %s", funcs, lib->title, display);
 	return 1;
 }
 
@@ -273,7 +280,8 @@ static int attach_resolved(struct attach *a, const char *path, const char *displ
  * Attaches through an open descriptor: /proc/PID/root/... stops resolving
  * the moment a short-lived process exits, /proc/self/fd/N does not.
  */
-static int attach_path(struct attach *a, const char *path, const char *display)
+static int attach_path(struct attach *a, const struct api_lib *lib, const char *path,
+		       const char *display)
 {
 	char fdpath[64];
 	struct stat st;
@@ -288,14 +296,20 @@ static int attach_path(struct attach *a, const char *path, const char *display)
 		return ret;
 	}
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
-	ret = attach_resolved(a, fdpath, display, &st);
+	ret = attach_resolved(a, lib, fdpath, display, &st);
 	close(fd);
 	return ret;
 }
 
 int attach__file(struct attach *a, const char *path, const char *display)
 {
-	return attach_path(a, path, display ? display : path);
+	const struct api_lib *lib;
+
+	display = display ? display : path;
+	lib = apilib__for_path(display, a->mask);
+	if (!lib)
+		return -ENOENT;
+	return attach_path(a, lib, path, display);
 }
 
 struct scan_ctx {
@@ -309,11 +323,15 @@ struct scan_ctx {
 static int scan_map(const struct map_entry *e, void *ctx)
 {
 	struct scan_ctx *s = ctx;
+	const struct api_lib *lib;
 	char path[4096];
 	struct stat st;
 	int n;
 
-	if (e->perms[2] != 'x' || e->path[0] != '/' || !watched(e->path))
+	if (e->perms[2] != 'x' || e->path[0] != '/')
+		return 0;
+	lib = apilib__for_path(e->path, s->a->mask);
+	if (!lib)
 		return 0;
 	s->mapped = true;
 	/* The path is the target's view: resolve it in its mount namespace. */
@@ -332,7 +350,7 @@ static int scan_map(const struct map_entry *e, void *ctx)
 	/* Probed already (most scans): no need to open it again. */
 	if (probed(s->a, &st))
 		return 0;
-	n = attach_path(s->a, path, e->path);
+	n = attach_path(s->a, lib, path, e->path);
 	if (n > 0)
 		s->attached += n;
 	else if (n < 0 && !s->err)

@@ -16,15 +16,19 @@
 struct cgbpf_bpf;
 struct attach;
 
-/* Library file name prefixes that are watched ("libcuda.so"), NULL ended. */
-extern const char *const attach_watch_names[];
+#define ATTACH_WATCH_LEN 24	/* as bpf/proc.bpf.c WATCH_LEN */
+
+/* The file name prefixes of the libraries in mask ("libcuda.so", ...),
+ * for the BPF mmap watch; returns how many were written (at most max). */
+size_t attach__watch_names(uint32_t mask, char names[][ATTACH_WATCH_LEN], size_t max);
 
 /* Between skeleton open and load: picks uprobe_multi links when the
  * kernel has them (one link per library file and direction) or classic
  * per-function perf-event uprobes otherwise. Returns true for multi. */
 bool attach__prepare(struct cgbpf_bpf *skel);
-/* A manager attaching the skeleton's call programs, as prepared. */
-struct attach *attach__new(struct cgbpf_bpf *skel, bool multi);
+/* A manager attaching the skeleton's call programs, as prepared, to the
+ * libraries in mask (TRACE_BIT of enum rec_lib). */
+struct attach *attach__new(struct cgbpf_bpf *skel, bool multi, uint32_t mask);
 /* Detaches every probe and frees; accepts NULL. */
 void attach__free(struct attach *a);
 /* Scans pid's maps and attaches to libraries not probed yet; *mapped
@@ -36,7 +40,8 @@ int attach__scan(struct attach *a, pid_t pid, bool *mapped);
  * 0 or -errno. */
 int attach__offsets(struct attach *a, const char *path, const uint64_t *offs,
 		    const uint64_t *cookies, size_t n);
-/* Attaches to one library file by path (for tests and benchmarks). */
+/* Attaches to one library file by path (for tests and benchmarks); the
+ * library is told by display's file name (-ENOENT: no traced library). */
 int attach__file(struct attach *a, const char *path, const char *display);
 /* Library files probed and probes attached so far. */
 size_t attach__files(const struct attach *a);

@@ -8,7 +8,8 @@
 #include "cgbpf.skel.h"
 #include "attach.h"
 #include "check.h"
-#include "cuda.h"
+#include "apilib.h"
+#include "hmap.h"
 #include "elfsym.h"
 #include "log.h"
 
@@ -19,8 +20,15 @@ int check__run(const char *path, char **names, int n, bool attach)
 	uint64_t *offs = NULL, *cookies = NULL;
 	bool multi = false;
 	struct elfsym *es = elfsym__open(path);
-	int found = 0, missing = 0, attached = 0, failed = 0;
-	int total = n ? n : CU_FN__COUNT;
+	/* The library is told by file name; the driver API when none matches. */
+	const struct api_lib *lib = apilib__for_path(path, TRACE_ALL);
+	struct hmap seen = { 0 };	/* offset -> index + 1 of the first name there */
+	int found = 0, missing = 0, attached = 0, failed = 0, aliases = 0;
+	int total;
+
+	if (!lib)
+		lib = apilib__get(LIB_CUDA);
+	total = n ? n : lib->nfuncs;
 
 	if (!es) {
 		err("%s: %s", path, strerror(errno));
@@ -37,26 +45,35 @@ int check__run(const char *path, char **names, int n, bool attach)
 			elfsym__close(es);
 			return 1;
 		}
-		a = attach__new(skel, multi);
+		a = attach__new(skel, multi, TRACE_ALL);
 		offs = calloc(total, sizeof(*offs));
 		cookies = calloc(total, sizeof(*cookies));
 	}
-	printf("# %s: %zu function symbols, build id %s\n", path, elfsym__count(es),
-	       *elfsym__build_id(es) ? elfsym__build_id(es) : "(none)");
+	printf("# %s: %s, %zu function symbols, build id %s\n", path, lib->title,
+	       elfsym__count(es), *elfsym__build_id(es) ? elfsym__build_id(es) : "(none)");
 	for (int i = 0; i < total; i++) {
-		const char *name = n ? names[i] : cuda_funcs[i].name;
-		uint64_t off;
+		const char *name = n ? names[i] : lib->symbol(i);
+		uint64_t off, *first;
 
 		if (elfsym__offset(es, name, &off)) {
 			printf("%-36s missing\n", name);
 			missing++;
 			continue;
 		}
-		found++;
 		printf("%-36s 0x%" PRIx64, name, off);
+		/* Aliases share an address: one probe, as record attaches. */
+		first = hmap__get(&seen, off);
+		if (first) {
+			printf("  same address as %s (one probe)\n",
+			       n ? names[*first - 1] : lib->symbol(*first - 1));
+			aliases++;
+			continue;
+		}
+		hmap__put(&seen, off, i + 1);
+		found++;
 		if (offs && cookies) {
 			offs[found - 1] = off;
-			cookies[found - 1] = n ? 0 : cuda__cookie(i);
+			cookies[found - 1] = n ? 0 : lib->cookie(i);
 		}
 		putchar('\n');
 	}
@@ -76,10 +93,12 @@ int check__run(const char *path, char **names, int n, bool attach)
 			}
 		}
 	}
-	printf("# %d resolved, %d missing%s", found, missing, skel ? "" : "\n");
+	printf("# %d resolved, %d missing, %d aliases%s", found, missing, aliases,
+	       skel ? "" : "\n");
 	if (skel)
 		printf(", %d attached, %d failed to attach\n", attached, failed);
 	attach__free(a);
+	hmap__free(&seen);
 	free(offs);
 	free(cookies);
 	cgbpf_bpf__destroy(skel);

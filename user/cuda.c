@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "apilib.h"
 #include "cuda.h"
 #include "symbolize.h"
 
@@ -421,4 +422,17 @@ const struct lib_ops cuda_ops = {
 	.has_string = has_string,
 	.enter = enter,
 	.exit = exit_,
+};
+
+static const char *const watch[] = { "libcuda.so", NULL };
+
+const struct api_lib cuda_lib = {
+	.id = LIB_CUDA,
+	.name = "cuda",
+	.title = "CUDA driver",
+	.watch = watch,
+	.nfuncs = CU_FN__COUNT,
+	.symbol = func_name,
+	.cookie = cuda__cookie,
+	.ops = &cuda_ops,
 };

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include "log.h"
+#include "apilib.h"
 #include "check.h"
 #include "record.h"
 
@@ -34,9 +35,11 @@ static const char usage_record[] =
 "Usage: cgbpf record [options] -p PID[,PID...]\n"
 "       cgbpf record [options] -- COMMAND [ARGS...]\n"
 "\n"
-"Traces CUDA driver API calls (libcuda.so.1) of the given processes, or of\n"
-"COMMAND and its children, until they exit, --duration passes, or Ctrl-C.\n"
-"A process that has not loaded libcuda yet is probed the moment it maps it.\n"
+"Traces the GPU API calls (CUDA driver and runtime, NCCL, NVTX) of the given\n"
+"processes, or of COMMAND and its children, with the scheduler, syscalls and\n"
+"CPU stacks around them, until they exit, --duration passes, or Ctrl-C.\n"
+"A process that has not loaded a traced library yet is probed the moment it\n"
+"maps it.\n"
 "\n"
 "Options:\n"
 "  -p, --pid PID[,PID...]    trace these running processes (and their children)\n"
@@ -46,8 +49,11 @@ static const char usage_record[] =
 "      --summary-only        print the summary, write no trace\n"
 "      --no-summary          write the trace, print no summary\n"
 "      --summary-file FILE   also write the summary to FILE\n"
+"      --trace LIST          API sources, comma-separated: cuda (driver API),\n"
+"                            cudart (runtime API), nccl, nvtx; 'all' (default)\n"
+"                            or 'none' (system events only)\n"
 "      --no-follow           do not trace children forked by the targets\n"
-"      --no-stop             never pause a target that maps libcuda while cgbpf\n"
+"      --no-stop             never pause a target that maps a traced library while cgbpf\n"
 "                            attaches (its first calls may then be missed)\n"
 "      --ring-size MIB       BPF ring buffer size in MiB, power of two (default 64)\n"
 "      --sched SCOPE         scheduler events: all (every CPU's context switches,\n"
@@ -177,7 +183,7 @@ static int cmd_record(int argc, char **argv)
 {
 	enum { OPT_SUMMARY_ONLY = 256, OPT_NO_SUMMARY, OPT_SUMMARY_FILE, OPT_NO_FOLLOW,
 	       OPT_NO_STOP, OPT_RING, OPT_SCHED, OPT_SYSCALL_THRESHOLD, OPT_SAMPLE_HZ,
-	       OPT_BACKTRACE_THRESHOLD, OPT_STACK_COPY };
+	       OPT_BACKTRACE_THRESHOLD, OPT_STACK_COPY, OPT_TRACE };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
@@ -193,6 +199,7 @@ static int cmd_record(int argc, char **argv)
 		{ "sample-hz", required_argument, NULL, OPT_SAMPLE_HZ },
 		{ "backtrace-threshold", required_argument, NULL, OPT_BACKTRACE_THRESHOLD },
 		{ "stack-copy", required_argument, NULL, OPT_STACK_COPY },
+		{ "trace", required_argument, NULL, OPT_TRACE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -200,7 +207,7 @@ static int cmd_record(int argc, char **argv)
 	struct record_opts o = {
 		.follow = true, .stop_on_load = true, .ring_mib = 64, .sched = SCHED_ALL,
 		.syscall_threshold_ns = 1000, .sample_hz = 99, .backtrace_threshold_ns = 100000,
-		.stack_copy = 8192,
+		.stack_copy = 8192, .trace_mask = TRACE_ALL,
 	};
 	char default_out[64];
 	int c, ret;
@@ -233,6 +240,13 @@ static int cmd_record(int argc, char **argv)
 		case OPT_SUMMARY_FILE:
 			o.summary_path = optarg;
 			break;
+		case OPT_TRACE: {
+			char msg[160];
+
+			if (apilib__parse_trace(optarg, &o.trace_mask, msg, sizeof(msg)))
+				return usage_error("%s", msg);
+			break;
+		}
 		case OPT_NO_FOLLOW:
 			o.follow = false;
 			break;

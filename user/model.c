@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cuda.h"
+#include "apilib.h"
 #include "log.h"
 #include "model.h"
 #include "procfs.h"
@@ -16,7 +16,8 @@
 void model__init(struct model *m)
 {
 	memset(m, 0, sizeof(*m));
-	m->libs[LIB_CUDA] = &cuda_ops;
+	for (unsigned l = 0; l < LIB__COUNT; l++)
+		m->libs[l] = apilib__get(l) ? apilib__get(l)->ops : NULL;
 }
 
 int model__add_sink(struct model *m, const struct sink *s)

@@ -619,6 +619,18 @@ void pftrace__begin_cat(struct pftrace *pt, struct pfseq *s, uint64_t ts, const 
 	event(pt, s, ts, TYPE_SLICE_BEGIN, 0, cat, name, a, n, false, 0, NULL);
 }
 
+void pftrace__begin_on(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
+		       const char *cat, const char *name, const struct pf_annot *a, int n)
+{
+	event(pt, s, ts, TYPE_SLICE_BEGIN, track, cat, name, a, n, false, 0, NULL);
+}
+
+void pftrace__end_on(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
+		     const struct pf_annot *a, int n)
+{
+	event(pt, s, ts, TYPE_SLICE_END, track, NULL, NULL, a, n, false, 0, NULL);
+}
+
 void pftrace__end(struct pftrace *pt, struct pfseq *s, uint64_t ts,
 		  const struct pf_annot *a, int n)
 {

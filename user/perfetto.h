@@ -79,6 +79,14 @@ void pftrace__end_stack(struct pftrace *pt, struct pfseq *s, uint64_t ts,
 /* Slice begin with a category (interned), e.g. "syscall". */
 void pftrace__begin_cat(struct pftrace *pt, struct pfseq *s, uint64_t ts, const char *cat,
 			const char *name, const struct pf_annot *a, int n);
+/* Slice begin / end on another track than the sequence's default (a
+ * communicator's track, an async range); cat may be NULL. Slices on one
+ * track must nest: each track needs a single writer or strictly nested
+ * use. */
+void pftrace__begin_on(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
+		       const char *cat, const char *name, const struct pf_annot *a, int n);
+void pftrace__end_on(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
+		     const struct pf_annot *a, int n);
 /* Instant event on track (0: the default track). */
 void pftrace__instant(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
 		      const char *name, const struct pf_annot *a, int n);

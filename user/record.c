@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "apilib.h"
 #include "attach.h"
 #include "cgbpf.skel.h"
 #include "hmap.h"
@@ -414,10 +415,15 @@ static int open_bpf(struct rec *r)
 	skel->rodata->stop_on_map = o->stop_on_load;
 	if (o->syscall_threshold_ns != THRESHOLD_OFF)
 		skel->rodata->syscall_threshold_ns = o->syscall_threshold_ns;
-	for (i = 0; attach_watch_names[i] && i < 8; i++)
-		snprintf((char *)skel->rodata->watch_names[i], sizeof(skel->rodata->watch_names[i]),
-			 "%s", attach_watch_names[i]);
-	skel->rodata->watch_count = i;
+	{
+		char names[8][ATTACH_WATCH_LEN];
+		size_t n = attach__watch_names(o->trace_mask, names, 8);
+
+		_Static_assert(sizeof(skel->rodata->watch_names[0]) == ATTACH_WATCH_LEN, "watch names");
+		for (i = 0; i < (int)n; i++)
+			memcpy((char *)skel->rodata->watch_names[i], names[i], ATTACH_WATCH_LEN);
+		skel->rodata->watch_count = n;
+	}
 	skel->rodata->backtrace_ns = o->backtrace_threshold_ns == THRESHOLD_OFF ? 0 :
 				     o->backtrace_threshold_ns ? o->backtrace_threshold_ns : 1;
 	skel->rodata->stack_copy = o->stack_copy;
@@ -465,7 +471,7 @@ static int open_bpf(struct rec *r)
 			return err;
 		}
 	}
-	r->attach = attach__new(skel, multi);
+	r->attach = attach__new(skel, multi, o->trace_mask);
 	r->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), handle, r, NULL);
 	if (r->rb && o->sched != SCHED_OFF &&
 	    ring_buffer__add(r->rb, bpf_map__fd(skel->maps.sched_events), schedtrace__handle,
@@ -646,7 +652,8 @@ int record__run(const struct record_opts *o)
 		info("tracing %s (pid %d); Ctrl-C stops", o->cmd[0], r.child);
 	else
 		info("tracing %zu process(es)%s; Ctrl-C stops", o->npids,
-		     attach__files(r.attach) ? "" : " (libcuda not loaded yet: waiting for it)");
+		     attach__files(r.attach) ? "" :
+		     " (no traced library loaded yet: waiting for one)");
 	if (o->duration_ns)
 		deadline = t0 + o->duration_ns;
 	last_flush = last_scan = t0;
@@ -716,8 +723,13 @@ cleanup:
 	if (r.attach) {
 		ci.lib_files = attach__files(r.attach);
 		ci.probes = attach__probes(r.attach);
-		if (ret == 0 && !ci.lib_files)
-			info("no traced process loaded libcuda: the trace holds no CUDA calls");
+		if (ret == 0 && !ci.lib_files) {
+			char names[64];
+
+			apilib__mask_names(o->trace_mask, names, sizeof(names));
+			info("no traced process loaded a traced library (--trace %s): the trace "
+			     "holds no API calls", names);
+		}
 	}
 	if (r.pt) {
 		int e = pftrace__close(r.pt);

@@ -33,6 +33,7 @@ struct record_opts {
 	uint64_t backtrace_threshold_ns;	/* --backtrace-threshold; UINT64_MAX: off */
 	uint32_t stack_copy;	/* --stack-copy: bytes of user stack per stack record */
 	const char *summary_path; /* also write the summary here (tests) */
+	uint32_t trace_mask;	/* --trace: API libraries (TRACE_BIT of enum rec_lib) */
 };
 
 /* Runs a capture; returns the process exit code (0 success; with -- CMD,

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include "apilib.h"
 #include "cuda.h"
 #include "hmap.h"
 #include "stacks.h"
@@ -21,7 +22,7 @@ struct kernel_count {
 struct summary {
 	struct stats *funcs[LIB__COUNT];	/* per function, lazily allocated */
 	uint16_t nfuncs[LIB__COUNT];
-	const char *names[LIB__COUNT][CU_FN__COUNT];
+	const char **names[LIB__COUNT];		/* per function: its name in the trace */
 	struct hmap kernels;			/* hash(name) -> struct kernel_count * */
 	uint64_t unnamed_launches;
 	uint64_t launches;
@@ -38,17 +39,25 @@ struct summary *summary__new(void)
 
 	if (!s)
 		return NULL;
-	s->nfuncs[LIB_CUDA] = CU_FN__COUNT;
-	s->funcs[LIB_CUDA] = calloc(CU_FN__COUNT, sizeof(struct stats));
 	s->sys = syssum__new();
 	s->syscall_threshold_ns = UINT64_MAX;
-	if (!s->funcs[LIB_CUDA] || !s->sys) {
-		free(s->funcs[LIB_CUDA]);
-		syssum__free(s->sys);
-		free(s);
-		return NULL;
+	for (unsigned l = 0; l < LIB__COUNT; l++) {
+		const struct api_lib *lib = apilib__get(l);
+
+		if (!lib || !lib->nfuncs)
+			continue;
+		s->nfuncs[l] = lib->nfuncs;
+		s->funcs[l] = calloc(lib->nfuncs, sizeof(struct stats));
+		s->names[l] = calloc(lib->nfuncs, sizeof(char *));
+		if (!s->funcs[l] || !s->names[l])
+			goto fail;
 	}
+	if (!s->sys)
+		goto fail;
 	return s;
+fail:
+	summary__free(s);
+	return NULL;
 }
 
 void summary__free(struct summary *s)
@@ -61,6 +70,7 @@ void summary__free(struct summary *s)
 		for (int f = 0; s->funcs[l] && f < s->nfuncs[l]; f++)
 			stats__free(&s->funcs[l][f]);
 		free(s->funcs[l]);
+		free(s->names[l]);
 	}
 	for (size_t it = 0; hmap__next(&s->kernels, &it, NULL, &v);) {
 		struct kernel_count *k = (void *)(uintptr_t)v;
@@ -113,7 +123,8 @@ static void on_end(void *ctx, struct thread *t, struct call *c)
 	uint64_t dur;
 
 	/* A call whose return was never seen has no duration to report. */
-	if (!c->ended || c->lib >= LIB__COUNT || c->func >= s->nfuncs[c->lib])
+	if (!c->ended || c->lib >= LIB__COUNT || c->func >= s->nfuncs[c->lib] ||
+	    !s->funcs[c->lib])
 		return;
 	dur = c->end_ts - c->ts;
 	s->names[c->lib][c->func] = c->name;
@@ -189,13 +200,22 @@ static void human_bytes(uint64_t b, char *buf, size_t len)
 		snprintf(buf, len, "%.1f %s", v, unit[u]);
 }
 
+/* nsys's cuda_api_sum: the runtime and driver APIs in one table. */
 static void print_api(struct summary *s, FILE *f)
 {
-	struct row rows[CU_FN__COUNT * LIB__COUNT];
+	static const uint8_t api_libs[] = { LIB_CUDART, LIB_CUDA };
+	struct row *rows;
 	uint64_t total = 0;
-	int n = 0;
+	int n = 0, cap = 0;
 
-	for (int l = 0; l < LIB__COUNT; l++)
+	for (size_t j = 0; j < sizeof(api_libs); j++)
+		cap += s->nfuncs[api_libs[j]];
+	rows = calloc(cap ? cap : 1, sizeof(*rows));
+	if (!rows)
+		return;
+	for (size_t j = 0; j < sizeof(api_libs); j++) {
+		int l = api_libs[j];
+
 		for (int i = 0; i < s->nfuncs[l]; i++)
 			if (s->funcs[l][i].n) {
 				rows[n].name = s->names[l][i];
@@ -203,9 +223,11 @@ static void print_api(struct summary *s, FILE *f)
 				total += rows[n].st->total;
 				n++;
 			}
+	}
 	fprintf(f, "\n** CUDA API Summary (cuda_api_sum):\n\n");
 	if (!n) {
 		fprintf(f, "   no CUDA API calls were traced\n");
+		free(rows);
 		return;
 	}
 	qsort(rows, n, sizeof(rows[0]), cmp_rows);
@@ -219,6 +241,7 @@ static void print_api(struct summary *s, FILE *f)
 			total ? 100.0 * st->total / total : 0.0, st->total, st->n, st->mean,
 			stats__median(st), st->min, st->max, stats__stddev(st), rows[i].name);
 	}
+	free(rows);
 }
 
 static void print_kernels(struct summary *s, FILE *f)

@@ -67,7 +67,7 @@ def test_attach_before_late_dlopen_misses_nothing():
               env=env_with(CGBPF_WAIT_FILE=gate, CGBPF_MANIFEST=os.path.join(d, "manifest.json")))
     try:
         bg = Bg(["-p", str(w.pid)], tmp=d)
-        bg.wait_msg("libcuda not loaded yet")
+        bg.wait_msg("no traced library loaded yet")
         touch(gate)
         eq(w.wait(30), 0, "workload exit")
         r = bg.finish()

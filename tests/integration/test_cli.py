@@ -89,7 +89,7 @@ def test_pid_exits_before_libcuda():
         p.wait()
     eq(r.rc, 0, "exit code")
     check("all traced processes exited" in r.stderr, "says targets exited: %r" % r.stderr)
-    check("no traced process loaded libcuda" in r.stderr, "says nothing to trace")
+    check("no traced process loaded a traced library" in r.stderr, "says nothing to trace")
     t = r.trace
     eq(t.errors, [], "decoder errors")
     eq(len(t.slices), 0, "no API slices")
@@ -182,3 +182,23 @@ def test_command_outlives_duration_and_sigterm_is_passed_on():
     time.sleep(0.2)
     eq(subprocess.run(["pgrep", "-f", "train --iters 100000000"]).returncode, 1,
        "the command is gone")
+
+
+def test_trace_selects_sources():
+    """--trace: an unknown source is a usage error naming the known ones;
+    'none' probes no library, so a CUDA workload leaves no API slice (but
+    its scheduler events stay); 'cuda' probes the driver."""
+    p = run(["record", "--trace", "cuda,opengl", "--", "true"])
+    eq(p.returncode, 2, "exit code for an unknown source")
+    check("unknown source 'opengl'" in p.stderr and "cudart" in p.stderr,
+          "names the culprit and the known sources: %r" % p.stderr)
+    r = record(["--trace", "none", "--sample-hz", "0"], cmd=[wl("mt")])
+    eq(r.rc, 0, "exit (stderr %r)" % r.stderr[-300:])
+    check("no traced process loaded a traced library (--trace none)" in r.stderr,
+          "says the API sources are off: %r" % r.stderr[-300:])
+    eq(r.trace.errors, [], "decoder errors")
+    eq(len(r.trace.slices), 0, "no API slice with --trace none")
+    r = record(["--trace", "cuda", "--sample-hz", "0"], cmd=[wl("mt")])
+    eq(r.rc, 0, "exit")
+    check("probing 72 CUDA driver functions" in r.stderr, "driver probed: %r" % r.stderr[-300:])
+    check(any(s.name == "cuLaunchKernel" for s in r.trace.slices), "launches traced")

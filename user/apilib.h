@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The API libraries cgbpf probes, one descriptor each: which files are
+ * theirs (by name prefix), which functions to probe, how (the attach
+ * cookie), and the model's decoder for their calls. The attach manager,
+ * `cgbpf check`, the model and --trace all work from this one table, so a
+ * new library is a new descriptor, not changes all over.
+ */
+#ifndef CGBPF_APILIB_H
+#define CGBPF_APILIB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "events.h"
+
+struct lib_ops;
+
+struct api_lib {
+	uint8_t id;			/* enum rec_lib */
+	const char *name;		/* --trace name: "cuda" */
+	const char *title;		/* "CUDA driver" */
+	const char *const *watch;	/* file name prefixes, NULL-ended */
+	uint16_t nfuncs;		/* function ids are 0 .. nfuncs - 1 */
+	/* Exported symbol of a function id (also its name in the trace). */
+	const char *(*symbol)(uint16_t func);
+	/* Attach cookie of a function id (bpf/events.h CK_MAKE). */
+	uint64_t (*cookie)(uint16_t func);
+	const struct lib_ops *ops;	/* the model's decoder */
+};
+
+/* Bit of a library in a --trace mask. */
+#define TRACE_BIT(lib)	(1u << (lib))
+#define TRACE_ALL	((1u << LIB__COUNT) - 1)
+
+/* The descriptor of a library id; NULL when this build has none. */
+const struct api_lib *apilib__get(unsigned id);
+/* The enabled library whose watch prefixes match path's file name, or
+ * NULL. */
+const struct api_lib *apilib__for_path(const char *path, uint32_t mask);
+/* Parses a --trace list ("cuda,nccl", "all", "none"); 0 or -EINVAL with a
+ * message for the user in err. */
+int apilib__parse_trace(const char *list, uint32_t *mask, char *err, size_t len);
+/* "cuda,cudart,nccl,nvtx": the names of a mask, for messages. */
+void apilib__mask_names(uint32_t mask, char *buf, size_t len);
+
+#endif
