@@ -10,22 +10,24 @@
 #include "log.h"
 #include "apilib.h"
 #include "check.h"
+#include "merge.h"
 #include "record.h"
+#include "version.h"
 
-#ifndef CGBPF_VERSION
-#define CGBPF_VERSION "0.1.0"
-#endif
 
 static const char usage_main[] =
 "Usage: cgbpf <command> [options]\n"
 "\n"
-"eBPF profiler for GPU workloads: traces CUDA driver API calls of running\n"
-"processes through uprobes, with no restart, no code change and no kernel\n"
-"module, and writes Perfetto traces (open them at https://ui.perfetto.dev).\n"
+"eBPF profiler for GPU workloads: traces the CUDA driver and runtime API, NCCL\n"
+"and NVTX calls of running processes through uprobes, with the scheduler,\n"
+"syscalls and CPU stacks around them; no restart, no code change, no kernel\n"
+"module. Writes Perfetto traces (open them at https://ui.perfetto.dev).\n"
 "\n"
 "Commands:\n"
 "  record     trace processes into a .perfetto-trace file and print a summary\n"
 "  check      show which API functions cgbpf finds (and can probe) in a library\n"
+"  merge      combine traces of several hosts (or ranks) into one, aligned on\n"
+"             wall-clock time, one Perfetto machine per input\n"
 "\n"
 "Run 'cgbpf record --help' for its options; 'man cgbpf-record' for details.\n"
 "  -h, --help      this help\n"
@@ -369,6 +371,70 @@ static int cmd_check(int argc, char **argv)
 	return check__run(argv[optind], argv + optind + 1, argc - optind - 1, attach);
 }
 
+static const char usage_merge[] =
+"Usage: cgbpf merge TRACE TRACE... -o OUTPUT\n"
+"\n"
+"Combines cgbpf traces recorded on several hosts (or of several ranks) into\n"
+"one trace where each input is its own machine (Perfetto machine_id), so one\n"
+"view shows every rank of a job. The first TRACE is the host machine; the\n"
+"others are aligned to it on REALTIME (wall-clock time, as good as the\n"
+"hosts' NTP) from each trace's clock snapshot. Inputs are streamed: memory\n"
+"stays bounded whatever their size. OUTPUT is written only when every input\n"
+"merged cleanly.\n"
+"\n"
+"Options:\n"
+"  -o, --output FILE   the merged trace (required)\n"
+"  -v, --verbose       debug messages\n"
+"  -h, --help          this help\n"
+"\n"
+"Example:\n"
+"  cgbpf merge node0.perfetto-trace node1.perfetto-trace -o job.perfetto-trace\n";
+
+static int cmd_merge(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *output = NULL;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "o:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			output = optarg;
+			break;
+		case 'v':
+			log_verbosity = LOG_DEBUG;
+			break;
+		case 'h':
+			fputs(usage_merge, stdout);
+			return 0;
+		default:
+			fprintf(stderr, "Try 'cgbpf merge --help'.\n");
+			return 2;
+		}
+	}
+	if (!output) {
+		fprintf(stderr, "cgbpf: merge needs -o OUTPUT\nTry 'cgbpf merge --help'.\n");
+		return 2;
+	}
+	if (argc - optind < 2) {
+		fprintf(stderr, "cgbpf: merge needs at least two traces\n"
+				"Try 'cgbpf merge --help'.\n");
+		return 2;
+	}
+	for (int i = optind; i < argc; i++) {
+		if (!strcmp(argv[i], output)) {
+			fprintf(stderr, "cgbpf: merge: the output %s is also an input\n", output);
+			return 2;
+		}
+	}
+	return merge__run((const char *const *)argv + optind, argc - optind, output);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -387,6 +453,8 @@ int main(int argc, char **argv)
 		return cmd_record(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "check"))
 		return cmd_check(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "merge"))
+		return cmd_merge(argc - 1, argv + 1);
 	fprintf(stderr, "cgbpf: unknown command '%s'\n\n%s", argv[1], usage_main);
 	return 2;
 }

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "pb.h"
 #include "perfetto.h"
+#include "version.h"
 
 /* Field numbers, from perfetto_trace.proto. */
 enum {
@@ -76,6 +77,11 @@ enum {
 	CD_UNIT = 3,
 
 	SI_UTSNAME = 1,
+	SI_MACHINE_NAME = 17,
+	PKT_TRACE_ATTRIBUTES = 126,
+	TA_ATTRIBUTE = 1,
+	TA_KEY = 1,
+	TA_STRING_VALUE = 3,
 	UTS_SYSNAME = 1,
 	UTS_VERSION = 2,
 	UTS_RELEASE = 3,
@@ -295,6 +301,14 @@ void pftrace__clock_snapshot(struct pftrace *pt)
 	packet_end(pt);
 }
 
+static void attribute(struct pb *pb, const char *key, const char *value)
+{
+	pb__begin(pb, TA_ATTRIBUTE);
+	pb__string(pb, TA_KEY, key);
+	pb__string(pb, TA_STRING_VALUE, value);
+	pb__end(pb);
+}
+
 void pftrace__system_info(struct pftrace *pt)
 {
 	struct pb *pb = &pt->out;
@@ -311,6 +325,17 @@ void pftrace__system_info(struct pftrace *pt)
 	pb__string(pb, UTS_RELEASE, u.release);
 	pb__string(pb, UTS_MACHINE, u.machine);
 	pb__end(pb);
+	/* The host's name labels its machine when traces are merged. */
+	pb__string(pb, SI_MACHINE_NAME, u.nodename);
+	pb__end(pb);
+	packet_end(pt);
+	/* Who wrote the trace and where: cgbpf merge recognizes its inputs
+	 * by these; trace processor shows them as trace_attribute.* metadata. */
+	pb__begin(pb, TRACE_PACKET);
+	pb__varint(pb, PKT_SEQ_ID, META_SEQ);
+	pb__begin(pb, PKT_TRACE_ATTRIBUTES);
+	attribute(pb, "cgbpf.version", CGBPF_VERSION);
+	attribute(pb, "cgbpf.hostname", u.nodename);
 	pb__end(pb);
 	packet_end(pt);
 }
