@@ -15,6 +15,7 @@
 
 #define WATCH_MAX 8
 #define WATCH_LEN 24
+#define FILTER_MAX 8
 
 /* Library file name prefixes to watch ("libcuda.so"), set by user space. */
 const volatile char watch_names[WATCH_MAX][WATCH_LEN] = {};
@@ -28,6 +29,73 @@ struct file_key {
 	__u32 dev;		/* kernel encoding */
 	__u32 pad;
 };
+
+/*
+ * System-wide capture (record -a): a process becomes a target when it maps
+ * a watched library (and passes the --comm / --cgroup filters), decided
+ * here, before its mmap returns, so none of its calls can run untraced.
+ * Filters are ANDed; each list matches when any of its entries does.
+ */
+const volatile __u8 target_on_map = 0;
+const volatile __u32 filter_ncomm = 0;
+const volatile char filter_comm[FILTER_MAX][16] = {};
+const volatile __u32 filter_ncgroup = 0;
+
+/* The cgroups of --cgroup, as directory fds: bpf_current_task_under_cgroup
+ * matches a task in one of them or below. */
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, FILTER_MAX);
+	__type(key, __u32);
+	__type(value, __u32);
+} filter_cgroups SEC(".maps");
+
+static __always_inline int comm_matches(const char *comm)
+{
+	for (int i = 0; i < FILTER_MAX; i++) {
+		int j;
+
+		if (i >= filter_ncomm)
+			return 0;
+		for (j = 0; j < 16; j++) {
+			if (comm[j] != filter_comm[i][j])
+				break;
+			if (!comm[j])
+				return 1;
+		}
+		if (j == 16)
+			return 1;
+	}
+	return 0;
+}
+
+/* Whether the current task's process passes the -a filters: its main
+ * thread's comm (other threads name themselves), its cgroup. */
+static __always_inline int passes_filters(struct task_struct *t)
+{
+	char comm[16];
+
+	if (filter_ncomm) {
+		if (bpf_probe_read_kernel_str(comm, sizeof(comm), t->group_leader->comm) < 0 ||
+		    !comm_matches(comm))
+			return 0;
+	}
+	if (filter_ncgroup) {
+		int in = 0;
+
+		for (__u32 i = 0; i < FILTER_MAX; i++) {
+			if (i >= filter_ncgroup)
+				break;
+			if (bpf_current_task_under_cgroup(&filter_cgroups, i) == 1) {
+				in = 1;
+				break;
+			}
+		}
+		if (!in)
+			return 0;
+	}
+	return 1;
+}
 
 /* Library files already probed: mapping them needs no stop. */
 struct {
@@ -134,7 +202,7 @@ int BPF_PROG(sys_exit_mmap, struct pt_regs *regs, long ret)
 	if (!(regs->dx & PROT_EXEC_BIT) || (regs->r10 & MAP_ANON_BIT))
 		return 0;
 	pid_tgid = bpf_get_current_pid_tgid();
-	if (!is_target(pid_tgid >> 32))
+	if (!target_on_map && !is_target(pid_tgid >> 32))
 		return 0;
 	fd = (int)regs->r8;
 	if (fd < 0)
@@ -153,6 +221,7 @@ int BPF_PROG(sys_exit_mmap, struct pt_regs *regs, long ret)
 	r->ino = BPF_CORE_READ(f, f_inode, i_ino);
 	r->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
 	r->pad = 0;
+	r->new_target = 0;
 	r->stopped = 0;
 	if (bpf_probe_read_kernel_str(r->name, sizeof(r->name),
 				      BPF_CORE_READ(f, f_path.dentry, d_name.name)) < 0)
@@ -161,6 +230,15 @@ int BPF_PROG(sys_exit_mmap, struct pt_regs *regs, long ret)
 	if (!r->watched) {
 		bpf_ringbuf_discard(r, 0);
 		return 0;
+	}
+	if (target_on_map && !is_target(pid_tgid >> 32)) {
+		t = bpf_get_current_task_btf();
+		if ((__u32)(pid_tgid >> 32) == self_tgid || !passes_filters(t)) {
+			bpf_ringbuf_discard(r, 0);
+			return 0;
+		}
+		set_target(pid_tgid >> 32, 1);
+		r->new_target = 1;
 	}
 	k.ino = r->ino;
 	k.dev = r->dev;

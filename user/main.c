@@ -36,6 +36,7 @@ static const char usage_main[] =
 static const char usage_record[] =
 "Usage: cgbpf record [options] -p PID[,PID...]\n"
 "       cgbpf record [options] -- COMMAND [ARGS...]\n"
+"       cgbpf record [options] -a [--comm NAME,...] [--cgroup CGROUP,...]\n"
 "\n"
 "Traces the GPU API calls (CUDA driver and runtime, NCCL, NVTX) of the given\n"
 "processes, or of COMMAND and its children, with the scheduler, syscalls and\n"
@@ -45,6 +46,13 @@ static const char usage_record[] =
 "\n"
 "Options:\n"
 "  -p, --pid PID[,PID...]    trace these running processes (and their children)\n"
+"  -a, --all                 system-wide: every process on the host that loads\n"
+"                            a traced library, now or later, containers too\n"
+"      --comm NAME[,NAME...] with -a: only processes of these names (the main\n"
+"                            thread's comm, at most 15 characters)\n"
+"      --cgroup CG[,CG...]   with -a: only processes in these cgroups (a cgroup\n"
+"                            v2 path like /system.slice/x.service, or a\n"
+"                            container id, 4+ hex digits) or below them\n"
 "  -o, --output FILE         trace file (default cgbpf-YYYYMMDD-HHMMSS.perfetto-trace)\n"
 "  -d, --duration TIME       stop after TIME (e.g. 500ms, 10s, 2m, 1h; plain number: s)\n"
 "                            (with -- COMMAND the command keeps running)\n"
@@ -79,6 +87,8 @@ static const char usage_record[] =
 "  sudo cgbpf record -p 4242,4243 --duration 10s\n"
 "  sudo cgbpf record -o run.perfetto-trace -- python train.py\n"
 "  sudo cgbpf record --summary-only -- ./my_cuda_app\n"
+"  sudo cgbpf record -a --duration 30s -o host.perfetto-trace\n"
+"  sudo cgbpf record -a --comm python --cgroup 3fa2b1c4 -d 10s\n"
 "\n"
 "Exit status: 0 on success (with -- COMMAND: the command's exit status),\n"
 "1 when cgbpf could not trace (a message says why), 2 for usage errors.\n";
@@ -173,6 +183,36 @@ static int parse_pids(const char *s, struct record_opts *o)
 	return err;
 }
 
+/* Appends the comma-separated entries of s (each 1..maxlen characters) to
+ * *list; 0 or -EINVAL. At most 8 entries in all: BPF checks each. */
+static int split_list(const char *s, char ***list, size_t *n, size_t maxlen)
+{
+	char *copy = strdup(s), *save = NULL, *tok;
+	int err = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	if (!*s || s[strlen(s) - 1] == ',' || strstr(s, ",,") || *s == ',')
+		err = -EINVAL;
+	for (tok = strtok_r(copy, ",", &save); tok && !err; tok = strtok_r(NULL, ",", &save)) {
+		char **nl;
+
+		if (strlen(tok) > maxlen || *n >= 8) {
+			err = -EINVAL;
+			break;
+		}
+		nl = realloc(*list, (*n + 1) * sizeof(*nl));
+		if (!nl || !(tok = strdup(tok))) {
+			err = -ENOMEM;
+			break;
+		}
+		*list = nl;
+		nl[(*n)++] = tok;
+	}
+	free(copy);
+	return err;
+}
+
 static int usage_error(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "cgbpf: ");
@@ -185,7 +225,7 @@ static int cmd_record(int argc, char **argv)
 {
 	enum { OPT_SUMMARY_ONLY = 256, OPT_NO_SUMMARY, OPT_SUMMARY_FILE, OPT_NO_FOLLOW,
 	       OPT_NO_STOP, OPT_RING, OPT_SCHED, OPT_SYSCALL_THRESHOLD, OPT_SAMPLE_HZ,
-	       OPT_BACKTRACE_THRESHOLD, OPT_STACK_COPY, OPT_TRACE };
+	       OPT_BACKTRACE_THRESHOLD, OPT_STACK_COPY, OPT_TRACE, OPT_COMM, OPT_CGROUP };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
@@ -202,6 +242,9 @@ static int cmd_record(int argc, char **argv)
 		{ "backtrace-threshold", required_argument, NULL, OPT_BACKTRACE_THRESHOLD },
 		{ "stack-copy", required_argument, NULL, OPT_STACK_COPY },
 		{ "trace", required_argument, NULL, OPT_TRACE },
+		{ "all", no_argument, NULL, 'a' },
+		{ "comm", required_argument, NULL, OPT_COMM },
+		{ "cgroup", required_argument, NULL, OPT_CGROUP },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -215,7 +258,7 @@ static int cmd_record(int argc, char **argv)
 	int c, ret;
 
 	/* '+': stop at the first non-option so COMMAND keeps its own options. */
-	while ((c = getopt_long(argc, argv, "+p:o:d:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:o:d:avh", opts, NULL)) != -1) {
 		uint64_t v;
 
 		switch (c) {
@@ -241,6 +284,19 @@ static int cmd_record(int argc, char **argv)
 			break;
 		case OPT_SUMMARY_FILE:
 			o.summary_path = optarg;
+			break;
+		case 'a':
+			o.all = true;
+			break;
+		case OPT_COMM:
+			if (split_list(optarg, &o.comms, &o.ncomm, 15))
+				return usage_error("invalid --comm '%s': names of 1 to 15 characters, "
+						   "comma-separated", optarg);
+			break;
+		case OPT_CGROUP:
+			if (split_list(optarg, &o.cgroups, &o.ncgroup, 4095))
+				return usage_error("invalid --cgroup '%s': cgroup paths or container "
+						   "ids, comma-separated", optarg);
 			break;
 		case OPT_TRACE: {
 			char msg[160];
@@ -307,8 +363,13 @@ static int cmd_record(int argc, char **argv)
 		o.cmd = &argv[optind];
 	if (o.cmd && o.npids)
 		return usage_error("use either -p PID or -- COMMAND, not both%s", "");
-	if (!o.cmd && !o.npids)
-		return usage_error("nothing to trace: give -p PID or -- COMMAND%s", "");
+	if (!o.cmd && !o.npids && !o.all)
+		return usage_error("nothing to trace: give -p PID, -- COMMAND or -a%s", "");
+	if ((o.ncomm || o.ncgroup) && !o.all)
+		return usage_error("--comm and --cgroup filter -a: add -a%s", "");
+	if (o.all && o.cmd && (o.ncomm || o.ncgroup))
+		return usage_error("-a with -- COMMAND traces the command whatever the filters: "
+				   "drop --comm/--cgroup or the command%s", "");
 	if (o.summary_only && o.no_summary)
 		return usage_error("--summary-only and --no-summary exclude each other%s", "");
 	if (o.summary_only && o.output)
@@ -323,6 +384,12 @@ static int cmd_record(int argc, char **argv)
 	}
 	ret = record__run(&o);
 	free(o.pids);
+	for (size_t i = 0; i < o.ncomm; i++)
+		free(o.comms[i]);
+	for (size_t i = 0; i < o.ncgroup; i++)
+		free(o.cgroups[i]);
+	free(o.comms);
+	free(o.cgroups);
 	return ret;
 }
 

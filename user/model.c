@@ -81,6 +81,8 @@ struct proc *model__proc(struct model *m, uint32_t pid)
 	if (procfs__comm(pid, 0, p->comm, sizeof(p->comm)))
 		snprintf(p->comm, sizeof(p->comm), "pid %u", pid);
 	p->cmdline = procfs__cmdline(pid);
+	if (procfs__container_id(pid, p->container, sizeof(p->container)))
+		p->container[0] = 0;
 	EMIT(m, process, p);
 	return p;
 }

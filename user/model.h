@@ -77,6 +77,7 @@ struct proc {
 	uint32_t pid;
 	char comm[16];
 	char *cmdline;
+	char container[13];	/* container id (12 hex digits) or "" */
 	bool exited;
 	struct hmap names;	/* CUfunction / CUkernel -> char * name */
 	struct hmap allocs;	/* pointer -> size << 1 | host */

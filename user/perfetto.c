@@ -71,6 +71,7 @@ enum {
 	PD_PID = 1,
 	PD_CMDLINE = 2,
 	PD_NAME = 6,
+	PD_LABELS = 8,
 	THD_PID = 1,
 	THD_TID = 2,
 	THD_NAME = 5,
@@ -358,8 +359,8 @@ static void desc_end(struct pftrace *pt)
 	packet_end(pt);
 }
 
-void pftrace__process(struct pftrace *pt, uint64_t uuid, int pid, const char *name,
-		      const char *cmdline)
+void pftrace__process_labeled(struct pftrace *pt, uint64_t uuid, int pid, const char *name,
+			      const char *cmdline, const char *label)
 {
 	struct pb *pb = &pt->out;
 
@@ -372,8 +373,16 @@ void pftrace__process(struct pftrace *pt, uint64_t uuid, int pid, const char *na
 		pb__string(pb, PD_CMDLINE, cmdline);
 	if (name && *name)
 		pb__string(pb, PD_NAME, name);
+	if (label && *label)
+		pb__string(pb, PD_LABELS, label);
 	pb__end(pb);
 	desc_end(pt);
+}
+
+void pftrace__process(struct pftrace *pt, uint64_t uuid, int pid, const char *name,
+		      const char *cmdline)
+{
+	pftrace__process_labeled(pt, uuid, pid, name, cmdline, NULL);
 }
 
 void pftrace__thread(struct pftrace *pt, uint64_t uuid, uint64_t parent, int pid, int tid,

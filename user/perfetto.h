@@ -57,6 +57,9 @@ void pftrace__system_info(struct pftrace *pt);
 /* Track descriptors. Re-emitting one with the same uuid renames it. */
 void pftrace__process(struct pftrace *pt, uint64_t uuid, int pid, const char *name,
 		      const char *cmdline);
+/* The same with a process label ("container=3fa2b1c4d5e6"; NULL: none). */
+void pftrace__process_labeled(struct pftrace *pt, uint64_t uuid, int pid, const char *name,
+			      const char *cmdline, const char *label);
 void pftrace__thread(struct pftrace *pt, uint64_t uuid, uint64_t parent, int pid, int tid,
 		     const char *name);
 void pftrace__counter_track(struct pftrace *pt, uint64_t uuid, uint64_t parent,

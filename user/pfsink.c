@@ -11,7 +11,17 @@ static const char *const counter_names[CTR__COUNT] = {
 
 static void on_process(void *ctx, struct proc *p)
 {
-	pftrace__process(ctx, UUID_PROCESS(p->pid), p->pid, p->comm, p->cmdline);
+	char name[48], label[32];
+
+	if (!p->container[0]) {
+		pftrace__process(ctx, UUID_PROCESS(p->pid), p->pid, p->comm, p->cmdline);
+		return;
+	}
+	/* Containers reuse pids and names: say which one, in the name the UI
+	 * shows and as a label a query can filter on. */
+	snprintf(name, sizeof(name), "%s [container %s]", p->comm, p->container);
+	snprintf(label, sizeof(label), "container=%s", p->container);
+	pftrace__process_labeled(ctx, UUID_PROCESS(p->pid), p->pid, name, p->cmdline, label);
 }
 
 static void on_thread(void *ctx, struct thread *t)

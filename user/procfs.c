@@ -229,3 +229,97 @@ int procfs__descendants(pid_t pid, pid_t **out, size_t *n)
 	(*n)--;
 	return 0;
 }
+
+int procfs__cgroup(pid_t pid, char *buf, size_t len)
+{
+	char path[64], data[4096], *line, *save = NULL;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	n = read_file(path, data, sizeof(data) - 1);
+	if (n < 0)
+		return n;
+	data[n] = 0;
+	for (line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "0::", 3))
+			continue;
+		if ((size_t)snprintf(buf, len, "%s", line + 3) >= len)
+			return -ENAMETOOLONG;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int procfs__container_id(pid_t pid, char *buf, size_t len)
+{
+	char path[64], data[4096];
+	ssize_t n;
+	int run = 0;
+
+	if (len < 13)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	n = read_file(path, data, sizeof(data) - 1);
+	if (n < 0)
+		return n;
+	/* The first run of exactly 64 hex digits, in any hierarchy's path. */
+	for (ssize_t i = 0; i <= n; i++) {
+		if (i < n && isxdigit((unsigned char)data[i])) {
+			run++;
+			continue;
+		}
+		if (run == 64) {
+			memcpy(buf, data + i - 64, 12);
+			buf[12] = 0;
+			return 0;
+		}
+		run = 0;
+	}
+	return -ENOENT;
+}
+
+int procfs__cgroup2_mount(char *buf, size_t len)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	int err = -ENOENT;
+
+	if (!f)
+		return -errno;
+	/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE SRC SOPTS" */
+	while (fgets(line, sizeof(line), f)) {
+		char *sep = strstr(line, " - "), mnt[4096];
+
+		if (!sep || strncmp(sep + 3, "cgroup2 ", 8))
+			continue;
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
+			continue;
+		if ((size_t)snprintf(buf, len, "%s", mnt) < len)
+			err = 0;
+		else
+			err = -ENAMETOOLONG;
+		break;
+	}
+	fclose(f);
+	return err;
+}
+
+int procfs__for_each_pid(int (*cb)(pid_t pid, void *ctx), void *ctx)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int ret = 0;
+
+	if (!d)
+		return -errno;
+	while (!ret && (e = readdir(d))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+
+		if (*end || pid <= 0)
+			continue;
+		ret = cb(pid, ctx);
+	}
+	closedir(d);
+	return ret;
+}

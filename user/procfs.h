@@ -40,4 +40,23 @@ bool procfs__alive(pid_t pid);
  * /proc/PID/task/ * /children) into *out (malloc'ed, *n entries). */
 int procfs__descendants(pid_t pid, pid_t **out, size_t *n);
 
+/* The process's cgroup v2 path ("/system.slice/x.scope", from the "0::"
+ * line of /proc/PID/cgroup) into buf; 0 or -errno (-ENOENT: no v2 line). */
+int procfs__cgroup(pid_t pid, char *buf, size_t len);
+
+/* The container id of a process: the first 12 characters of a 64-hex-digit
+ * id in its cgroup paths (docker, containerd, CRI-O, podman, kubepods
+ * name containers so), into buf (>= 13 bytes); 0, or -ENOENT when it is
+ * not in a container that names itself so. */
+int procfs__container_id(pid_t pid, char *buf, size_t len);
+
+/* Where the cgroup v2 hierarchy is mounted (from /proc/self/mountinfo:
+ * /sys/fs/cgroup, or /sys/fs/cgroup/unified on hybrid systems); 0 or
+ * -ENOENT. */
+int procfs__cgroup2_mount(char *buf, size_t len);
+
+/* Calls cb for every process (tgid) in /proc; stops early when cb returns
+ * non-zero and returns that value. */
+int procfs__for_each_pid(int (*cb)(pid_t pid, void *ctx), void *ctx);
+
 #endif

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -68,6 +69,12 @@ struct rec {
 	bool child_reaped;
 	uint64_t records, invalid;
 	uint64_t drops_reported;
+	/* -a: cgroup filters (paths below the cgroup v2 mount, open dirs). */
+	char cgmount[256];
+	char *cg_rel[8];
+	int cg_fd[8];
+	size_t ncg;
+	uint64_t new_targets;		/* processes made targets by -a */
 	int fatal;			/* -errno that ends the capture */
 };
 
@@ -134,14 +141,16 @@ static void update_mmap_watch(struct rec *r)
 {
 	struct cgbpf_bpf *skel = r->skel;
 
-	if (r->waiting.count && !skel->links.sys_exit_mmap) {
+	bool want = r->waiting.count || (r->o->all && !r->o->npids);
+
+	if (want && !skel->links.sys_exit_mmap) {
 		skel->links.sys_exit_mmap = bpf_program__attach(skel->progs.sys_exit_mmap);
 		if (!skel->links.sys_exit_mmap)
 			warn("watching for libcuda to be loaded: %s; relying on a 1 s rescan",
 			     strerror(errno));
 		else
 			dbg("mmap watch on (%zu process(es) without libcuda)", r->waiting.count);
-	} else if (!r->waiting.count && skel->links.sys_exit_mmap) {
+	} else if (!want && skel->links.sys_exit_mmap) {
 		bpf_link__destroy(skel->links.sys_exit_mmap);
 		skel->links.sys_exit_mmap = NULL;
 		dbg("mmap watch off");
@@ -198,6 +207,175 @@ static void sweep(struct rec *r)
 	free(gone);
 }
 
+/* ---------------------------------------------------------------- -a */
+
+#define SYSTEM_SCAN_NS (10000ull * 1000000)
+#define CG_WALK_DEPTH 12
+
+/* Finds the cgroup directory whose name contains id (a container id),
+ * depth first below dir; the shallowest match wins (a container's own
+ * cgroup, not the sub-cgroups some runtimes make inside it). */
+static void find_cgroup(const char *dir, const char *id, int depth, char *best, int *best_depth,
+			int *matches)
+{
+	DIR *d;
+	struct dirent *e;
+
+	if (depth > CG_WALK_DEPTH || !(d = opendir(dir)))
+		return;
+	while ((e = readdir(d))) {
+		char path[4096];
+
+		if (e->d_type != DT_DIR || e->d_name[0] == '.')
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= sizeof(path))
+			continue;
+		if (strstr(e->d_name, id)) {
+			(*matches)++;
+			if (*best_depth < 0 || depth < *best_depth) {
+				snprintf(best, 4096, "%s", path);
+				*best_depth = depth;
+			}
+			continue;	/* its children are the same container */
+		}
+		find_cgroup(path, id, depth + 1, best, best_depth, matches);
+	}
+	closedir(d);
+}
+
+/* --cgroup arguments to open cgroup v2 directories; -errno after a
+ * message when one names no cgroup. */
+static int resolve_cgroups(struct rec *r)
+{
+	const struct record_opts *o = r->o;
+	int err;
+
+	if (!o->ncgroup)
+		return 0;
+	err = procfs__cgroup2_mount(r->cgmount, sizeof(r->cgmount));
+	if (err) {
+		err("--cgroup needs the cgroup v2 hierarchy mounted (none in /proc/self/mountinfo)");
+		return err;
+	}
+	for (size_t i = 0; i < o->ncgroup; i++) {
+		const char *arg = o->cgroups[i];
+		char path[4096];
+		struct stat st;
+		size_t ml = strlen(r->cgmount);
+
+		if (arg[0] == '/') {
+			/* Relative to the mount, or a full path below it. */
+			if (!strncmp(arg, r->cgmount, ml) && (arg[ml] == '/' || !arg[ml]))
+				arg += ml;
+			snprintf(path, sizeof(path), "%s%s", r->cgmount, arg);
+		} else {
+			int best_depth = -1, matches = 0;
+			size_t n = strlen(arg);
+
+			if (n < 4 || strspn(arg, "0123456789abcdefABCDEF") != n) {
+				err("--cgroup %s: not a cgroup path (starts with /) nor a container "
+				    "id (4 or more hex digits)", arg);
+				return -EINVAL;
+			}
+			find_cgroup(r->cgmount, arg, 0, path, &best_depth, &matches);
+			if (best_depth < 0) {
+				err("--cgroup %s: no cgroup under %s has this container id", arg,
+				    r->cgmount);
+				return -ENOENT;
+			}
+			dbg("--cgroup %s: %s (%d match(es))", arg, path, matches);
+		}
+		if (stat(path, &st) || !S_ISDIR(st.st_mode)) {
+			err("--cgroup %s: %s is not a cgroup directory", o->cgroups[i], path);
+			return -ENOENT;
+		}
+		r->cg_fd[r->ncg] = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		r->cg_rel[r->ncg] = strdup(path + strlen(r->cgmount));
+		if (r->cg_fd[r->ncg] < 0 || !r->cg_rel[r->ncg]) {
+			err = r->cg_fd[r->ncg] < 0 ? -errno : -ENOMEM;
+			err("--cgroup %s: %s", o->cgroups[i], strerror(-err));
+			if (r->cg_fd[r->ncg] >= 0)
+				close(r->cg_fd[r->ncg]);
+			free(r->cg_rel[r->ncg]);
+			return err;
+		}
+		r->ncg++;
+	}
+	return 0;
+}
+
+/* The -a filters, for a process that already runs (BPF applies the same
+ * ones to processes that map a library later). */
+static bool passes_filters(struct rec *r, pid_t pid)
+{
+	const struct record_opts *o = r->o;
+
+	if (o->ncomm) {
+		char comm[16];
+		size_t i;
+
+		if (procfs__comm(pid, 0, comm, sizeof(comm)))
+			return false;
+		for (i = 0; i < o->ncomm && strcmp(comm, o->comms[i]); i++)
+			;
+		if (i == o->ncomm)
+			return false;
+	}
+	if (r->ncg) {
+		char cg[4096];
+		size_t i;
+
+		if (procfs__cgroup(pid, cg, sizeof(cg)))
+			return false;
+		for (i = 0; i < r->ncg; i++) {
+			size_t n = strlen(r->cg_rel[i]);
+
+			/* The cgroup itself or one below it ("/" is the root). */
+			if (!n || (!strncmp(cg, r->cg_rel[i], n) && (cg[n] == '/' || !cg[n])))
+				break;
+		}
+		if (i == r->ncg)
+			return false;
+	}
+	return true;
+}
+
+struct scan_all_ctx {
+	struct rec *r;
+	size_t found;
+};
+
+static int scan_one(pid_t pid, void *ctx)
+{
+	struct scan_all_ctx *c = ctx;
+	struct rec *r = c->r;
+	bool mapped = false;
+	int n;
+
+	if (pid == getpid() || hmap__get(&r->live, pid) || !passes_filters(r, pid))
+		return 0;
+	n = attach__scan(r->attach, pid, &mapped);
+	if (n < 0 && n != -ENOENT && n != -ESRCH && n != -EACCES)
+		dbg("pid %d: scanning maps: %s", pid, strerror(-n));
+	if (!mapped || !procfs__alive(pid))
+		return 0;
+	add_target(r, pid);
+	model__proc(&r->model, pid);
+	c->found++;
+	return 0;
+}
+
+/* -a: every running process that maps a traced library (and passes the
+ * filters) becomes a target; at start, then as a slow safety net for what
+ * the mmap watch could not report. */
+static size_t scan_all(struct rec *r)
+{
+	struct scan_all_ctx c = { .r = r };
+
+	procfs__for_each_pid(scan_one, &c);
+	return c.found;
+}
+
 /* ---------------------------------------------------------------- records */
 
 static size_t min_size(uint16_t type)
@@ -227,9 +405,26 @@ static size_t min_size(uint16_t type)
 
 static void on_mmap(struct rec *r, const struct rec_mmap *m)
 {
+	size_t files;
+
+	if (m->new_target) {
+		/* BPF made it a target before its mmap returned. */
+		hmap__put(&r->live, m->hdr.pid, 1);
+		r->new_targets++;
+		dbg("pid %u mapped %.*s: traced from now on (-a)", m->hdr.pid, REC_MMAP_NAME,
+		    m->name);
+	}
+	files = attach__files(r->attach);
 	dbg("pid %u mapped %.*s%s", m->hdr.pid, REC_MMAP_NAME, m->name,
 	    m->stopped ? " (stopped until probed)" : "");
 	scan(r, m->hdr.pid);
+	/* The attach latency (docs/performance.md): from the mmap's return
+	 * in the kernel to the probes in place. A stopped process made no
+	 * call meanwhile. */
+	if (attach__files(r->attach) > files)
+		info("pid %u: %.*s probed %.1f ms after it was mapped%s", m->hdr.pid, REC_MMAP_NAME,
+		     m->name, (now_boot() - m->hdr.ts) / 1e6,
+		     m->stopped ? " (the process was paused until then)" : "");
 	if (r->o->sample_hz || r->o->backtrace_threshold_ns != THRESHOLD_OFF)
 		stacks__proc_changed(r->stacks, m->hdr.pid);
 	/* Name it while it is alive: an exited process has no command line. */
@@ -413,6 +608,14 @@ static int open_bpf(struct rec *r)
 	skel->rodata->wakeup_bytes = ring / 2;
 	skel->rodata->follow_children = o->follow;
 	skel->rodata->stop_on_map = o->stop_on_load;
+	/* -a: a process becomes a target when it maps a traced library; with
+	 * -p the listed processes are the targets, as without -a. */
+	skel->rodata->target_on_map = o->all && !o->npids;
+	skel->rodata->filter_ncomm = o->ncomm;
+	for (size_t k = 0; k < o->ncomm && k < 8; k++)
+		strncpy((char *)skel->rodata->filter_comm[k], o->comms[k],
+			sizeof(skel->rodata->filter_comm[k]) - 1);
+	skel->rodata->filter_ncgroup = r->ncg;
 	if (o->syscall_threshold_ns != THRESHOLD_OFF)
 		skel->rodata->syscall_threshold_ns = o->syscall_threshold_ns;
 	{
@@ -445,6 +648,14 @@ static int open_bpf(struct rec *r)
 		err("loading BPF programs: %s%s", strerror(-err),
 		    err == -EPERM ? " (are you root? is unprivileged BPF locked down?)" : "");
 		return err;
+	}
+	for (uint32_t k = 0; k < r->ncg; k++) {
+		if (bpf_map__update_elem(skel->maps.filter_cgroups, &k, sizeof(k), &r->cg_fd[k],
+					 sizeof(r->cg_fd[k]), BPF_ANY)) {
+			err = -errno;
+			err("--cgroup %s: %s", o->cgroups[k], strerror(-err));
+			return err;
+		}
 	}
 	/* Uprobes are attached per library file by attach.c. The scheduler
 	 * programs go first: on a shared tracepoint (sched_process_exit) they
@@ -544,7 +755,7 @@ int record__run(const struct record_opts *o)
 	struct capture_info ci = { 0 };
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct sink sk;
-	uint64_t t0 = now_boot(), last_flush, last_scan, deadline = 0;
+	uint64_t t0 = now_boot(), last_flush, last_scan, last_system_scan, deadline = 0;
 	int release_fd = -1, err = 0, ret = 1;
 	bool timed_out = false;
 
@@ -603,7 +814,7 @@ int record__run(const struct record_opts *o)
 		goto cleanup;
 	}
 	log__hook_libbpf();
-	if (open_bpf(&r))
+	if (resolve_cgroups(&r) || open_bpf(&r))
 		goto cleanup;
 
 	sigaction(SIGINT, &sa, NULL);
@@ -623,6 +834,10 @@ int record__run(const struct record_opts *o)
 		add_target(&r, r.child);
 	}
 	for (size_t i = 0; i < o->npids; i++) {
+		if (o->all && !passes_filters(&r, o->pids[i])) {
+			warn("pid %d does not pass --comm/--cgroup: not traced", o->pids[i]);
+			continue;
+		}
 		add_target(&r, o->pids[i]);
 		model__proc(&r.model, o->pids[i]);
 		if (o->follow) {
@@ -642,6 +857,15 @@ int record__run(const struct record_opts *o)
 		for (size_t it = 0; hmap__next(&r.live, &it, &pid, NULL);)
 			scan(&r, pid);
 	}
+	if (o->all && !o->npids) {
+		size_t n = scan_all(&r);
+
+		update_mmap_watch(&r);
+		info("tracing every process that loads a traced library%s%s, now or later "
+		     "(%zu already do, %zu library file(s) probed)",
+		     o->ncomm ? ", named as --comm says" : "",
+		     o->ncgroup ? ", in the --cgroup cgroups" : "", n, attach__files(r.attach));
+	}
 	if (release_fd >= 0) {
 		if (write(release_fd, "g", 1) != 1)
 			warn("releasing the command: %s", strerror(errno));
@@ -650,13 +874,15 @@ int record__run(const struct record_opts *o)
 	}
 	if (o->cmd)
 		info("tracing %s (pid %d); Ctrl-C stops", o->cmd[0], r.child);
+	else if (o->all && !o->npids)
+		info("system-wide capture running; Ctrl-C stops");
 	else
 		info("tracing %zu process(es)%s; Ctrl-C stops", o->npids,
 		     attach__files(r.attach) ? "" :
 		     " (no traced library loaded yet: waiting for one)");
 	if (o->duration_ns)
 		deadline = t0 + o->duration_ns;
-	last_flush = last_scan = t0;
+	last_flush = last_scan = last_system_scan = t0;
 
 	while (!stop_requested) {
 		uint64_t now;
@@ -687,7 +913,20 @@ int record__run(const struct record_opts *o)
 			sweep(&r);
 			last_scan = now;
 		}
-		if (!r.live.count) {
+		if (o->all && !o->npids && now - last_system_scan >= SYSTEM_SCAN_NS) {
+			size_t n = scan_all(&r);
+
+			if (n)
+				warn("%zu process(es) mapping a traced library were found by the "
+				     "periodic scan, not when they mapped it: their first calls may "
+				     "be missing", n);
+			last_system_scan = now;
+		}
+		if (o->all && o->cmd && r.child_reaped) {
+			info("%s exited", o->cmd[0]);
+			break;
+		}
+		if (!r.live.count && !o->all) {
 			info("all traced processes exited");
 			break;
 		}
@@ -793,6 +1032,10 @@ cleanup:
 	pfstacks__free(r.pfstacks);
 	schedtrace__free(r.sched);
 	attach__free(r.attach);
+	for (size_t i = 0; i < r.ncg; i++) {
+		close(r.cg_fd[i]);
+		free(r.cg_rel[i]);
+	}
 	cgbpf_bpf__destroy(r.skel);
 	summary__free(r.summary);
 	model__free(&r.model);

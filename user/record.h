@@ -34,6 +34,11 @@ struct record_opts {
 	uint32_t stack_copy;	/* --stack-copy: bytes of user stack per stack record */
 	const char *summary_path; /* also write the summary here (tests) */
 	uint32_t trace_mask;	/* --trace: API libraries (TRACE_BIT of enum rec_lib) */
+	bool all;		/* -a: every process that loads a traced library */
+	char **comms;		/* -a --comm: process names (main thread's comm) */
+	size_t ncomm;
+	char **cgroups;		/* -a --cgroup: cgroup v2 paths or container ids */
+	size_t ncgroup;
 };
 
 /* Runs a capture; returns the process exit code (0 success; with -- CMD,

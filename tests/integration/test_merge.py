@@ -70,7 +70,7 @@ def split(pkts, d, name):
 
 def shape(t):
     """What a user sees, independent of track uuids."""
-    procs = sorted((pid, tr.name) for pid, tr in t.processes.items())
+    procs = sorted((pid, tr.process_name or "") for pid, tr in t.processes.items())
     slices = sorted((s.tid or 0, s.name, s.ts, s.dur) for s in t.slices if s.tid)
     return procs, slices
 
@@ -136,6 +136,7 @@ def test_merge_two_hosts():
     for t in (ta, tb, sa, sb):
         eq(t.errors, [], "decoder errors")
     check(len(ta.slices) > 10, "the first trace has API slices (%d)" % len(ta.slices))
+    check(any(n == "mt" for _, n in shape(ta)[0]), "processes named: %r" % (shape(ta)[0],))
     eq(shape(sa), shape(ta), "machine 0 = first trace (processes, slices)")
     eq(shape(sb), shape(tb), "machine 1 = second trace (processes, slices)")
     nsw = lambda t: sum(len(v) for v in ptrace.sched(t).switches.values())

@@ -1,0 +1,201 @@
+# SPDX-License-Identifier: MIT
+"""record -a: every process that loads a traced library, wherever its copy
+lives, started before or after the capture, in a private mount namespace,
+dlopen'ing late; each library file probed once; --comm / --cgroup filters;
+bad filter values."""
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+
+from harness import (CGBPF, FAKE, Bg, Skip, api_counts, clean_trace, eq, check,
+                     env_with, expected_calls, kill_quiet, start, tmpdir, touch, wait_for, wl)
+
+FLAGS = ["--sample-hz", "0", "--syscall-threshold", "off", "--sched", "off"]
+
+
+def lib_copy(d, name):
+    """A copy of the fake driver in a directory of its own: another file."""
+    path = os.path.join(d, name)
+    os.mkdir(path)
+    shutil.copy(os.path.join(FAKE, "libcuda.so.1"), path)
+    return path
+
+
+def env_for(libdir, manifest, **kw):
+    env = env_with(CGBPF_MANIFEST=manifest, **kw)
+    env["LD_LIBRARY_PATH"] = libdir
+    return env
+
+
+def manifest(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def stop(bg):
+    bg.p.send_signal(signal.SIGINT)
+    return bg.finish()
+
+
+def test_every_gpu_process_system_wide():
+    if not shutil.which("unshare"):
+        raise Skip("unshare (util-linux) not installed")
+    d = tmpdir()
+    l1, l2 = lib_copy(d, "l1"), lib_copy(d, "l2")
+    hidden = os.path.join(d, "hidden")
+    os.mkdir(hidden)
+    gate = os.path.join(d, "go")
+    m = {k: os.path.join(d, k + ".json") for k in ("before", "after", "ns", "late")}
+    procs = []
+    try:
+        # Started before the capture: found by the initial /proc scan.
+        before = start([wl("train"), "--iters", "20"],
+                       env=env_for(l1, m["before"], CGBPF_WAIT_FILE=gate))
+        procs.append(before)
+        wait_for(lambda: "libcuda.so.1" in open("/proc/%d/maps" % before.pid).read(), 20,
+                 "the early workload to map libcuda")
+        bg = Bg(["-a"] + FLAGS, tmp=d)
+        bg.wait_msg("system-wide capture running")
+        check("(1 already do, 1 library file(s) probed)" in bg.stderr(),
+              "the running GPU process was found: %r" % bg.stderr())
+        touch(gate)
+        # Started after: another copy of the library, found by the mmap watch.
+        after = start([wl("mt")], env=env_for(l2, m["after"]))
+        procs.append(after)
+        # A private mount namespace: its copy is invisible from here.
+        script = ("mount -t tmpfs tmpfs {h} && cp {lib} {h}/libcuda.so.1 && "
+                  "LD_LIBRARY_PATH={h} exec {w} --iters 15").format(
+                      h=hidden, lib=os.path.join(FAKE, "libcuda.so.1"), w=wl("train"))
+        env = env_with(CGBPF_MANIFEST=m["ns"])
+        env.pop("LD_LIBRARY_PATH")
+        ns = start(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                   env=env)
+        procs.append(ns)
+        # dlopen late, with no pause after it: the mmap stops it until probed.
+        late = start([wl("dl_late"), "--lib", os.path.join(l1, "libcuda.so.1"),
+                      "--after-dlopen-ms", "0", "--iters", "10"],
+                     env=env_for(l1, m["late"]))
+        procs.append(late)
+        # Not a GPU process: never a target.
+        other = start(["sh", "-c", "for i in 1 2 3 4 5; do cat /proc/self/stat >/dev/null; done"])
+        procs.append(other)
+        for p in procs:
+            eq(p.wait(60), 0, "workload %s exit" % p.args[0])
+        r = stop(bg)
+    finally:
+        for p in procs:
+            kill_quiet(p)
+    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-400:])
+    clean_trace(r.trace)
+    pids = {"before": before.pid, "after": after.pid, "late": late.pid}
+    # The namespace workload is sh exec'ing train: same pid.
+    pids["ns"] = ns.pid
+    for k, pid in pids.items():
+        eq(api_counts(r.trace, pid), expected_calls(manifest(m[k])["calls"]),
+           "every call of the %s workload (pid %d)" % (k, pid))
+    check(other.pid not in r.trace.processes, "a non-GPU process is not traced")
+    # Each library file once: l1 (two processes), l2, the private copy.
+    probed = re.findall(r"probing 72 CUDA driver functions in (\S+)", r.stderr)
+    eq(sorted(probed), sorted([os.path.join(l1, "libcuda.so.1"),
+                               os.path.join(l2, "libcuda.so.1"),
+                               os.path.join(hidden, "libcuda.so.1")]),
+       "each library file probed once")
+    check("3 library file(s)" in r.stdout, "summary counts 3 files: %r" % r.stdout[-600:])
+    check(re.search(r"probed \d+\.\d ms after it was mapped", r.stderr),
+          "the attach latency is reported: %r" % r.stderr[-400:])
+
+
+def cgroup2_mount():
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            pre, _, post = line.partition(" - ")
+            if post.startswith("cgroup2 "):
+                return pre.split()[4]
+    return None
+
+
+def test_filters_comm_and_container():
+    d = tmpdir()
+    mnt = cgroup2_mount()
+    if not mnt:
+        raise Skip("no cgroup v2 hierarchy mounted")
+    # Two programs that differ only by name.
+    for name in ("gpu_keep", "gpu_drop"):
+        shutil.copy(wl("mt"), os.path.join(d, name))
+    ms = {k: os.path.join(d, k + ".json") for k in ("keep", "drop")}
+    bg = Bg(["-a", "--comm", "gpu_keep,other"] + FLAGS, tmp=d)
+    try:
+        bg.wait_msg("system-wide capture running")
+        for k in ("keep", "drop"):
+            p = start([os.path.join(d, "gpu_" + k)], env=env_with(CGBPF_MANIFEST=ms[k]))
+            eq(p.wait(60), 0, "gpu_%s exit" % k)
+            if k == "keep":
+                keep = p.pid
+            else:
+                drop = p.pid
+        r = stop(bg)
+    finally:
+        kill_quiet(bg.p)
+    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-300:])
+    clean_trace(r.trace)
+    eq(api_counts(r.trace, keep), expected_calls(manifest(ms["keep"])["calls"]),
+       "--comm: the matching process is traced")
+    eq(api_counts(r.trace, drop), {}, "--comm: the other one is not")
+
+    # A container-like cgroup (runtimes name them after the 64-digit id).
+    cid = secrets.token_hex(32)
+    top = os.path.join(mnt, "cgbpf-test-%s" % secrets.token_hex(4))
+    cg = os.path.join(top, "docker-%s.scope" % cid)
+    os.makedirs(cg)
+    mc, mo = os.path.join(d, "in.json"), os.path.join(d, "out.json")
+    try:
+        bg = Bg(["-a", "--cgroup", cid[:12]] + FLAGS, tmp=d)
+        bg.wait_msg("system-wide capture running")
+        inside = start(["sh", "-c", "echo $$ > %s/cgroup.procs && exec %s" % (cg, wl("mt"))],
+                       env=env_with(CGBPF_MANIFEST=mc))
+        outside = start([wl("mt")], env=env_with(CGBPF_MANIFEST=mo))
+        eq(inside.wait(60), 0, "workload in the cgroup")
+        eq(outside.wait(60), 0, "workload outside")
+        r = stop(bg)
+    finally:
+        kill_quiet(bg.p)
+        for dd in (cg, top):
+            try:
+                os.rmdir(dd)
+            except OSError:
+                pass
+    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-300:])
+    clean_trace(r.trace)
+    eq(api_counts(r.trace, inside.pid), expected_calls(manifest(mc)["calls"]),
+       "--cgroup: the process in the container's cgroup is traced")
+    eq(api_counts(r.trace, outside.pid), {}, "--cgroup: the one outside is not")
+    tr = r.trace.processes.get(inside.pid)
+    check(tr is not None and ("[container %s]" % cid[:12]) in (tr.process_name or ""),
+          "process named with its container id: %r" % (tr and tr.process_name))
+    labels = [list(p.track_descriptor.process.process_labels) for p in r.trace.packets
+              if p.HasField("track_descriptor") and p.track_descriptor.HasField("process")
+              and p.track_descriptor.process.pid == inside.pid]
+    check(labels and all(lb == ["container=%s" % cid[:12]] for lb in labels),
+          "process label: %r" % labels)
+
+
+def test_bad_filters():
+    cases = [
+        (["-a", "--comm", "a_name_longer_than_15"], 2, "--comm"),
+        (["--comm", "python", "-p", "1"], 2, "add -a"),
+        (["-a", "--cgroup", "xyz"], 1, "not a cgroup path"),
+        (["-a", "--cgroup", "deadbeefcafe0123"], 1, "no cgroup"),
+        (["-a", "--cgroup", "/no/such/cgroup/here"], 1, "not a cgroup directory"),
+        (["-a", "--comm", "a,,b"], 2, "--comm"),
+    ]
+    d = tmpdir()
+    for args, rc, why in cases:
+        out = os.path.join(d, "t.perfetto-trace")
+        p = subprocess.run([CGBPF, "record", "-d", "1s", "-o", out] + args, capture_output=True,
+                           text=True, timeout=60)
+        eq(p.returncode, rc, "exit for %s (stderr %r)" % (args, p.stderr))
+        check(why in p.stderr, "message %r for %s: %r" % (why, args, p.stderr))
