@@ -7,6 +7,7 @@
  */
 #include "common.bpf.h"
 #include "stacks.bpf.h"
+#include "agg.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -28,9 +29,11 @@ const volatile __u64 backtrace_ns = 0;
 
 #define BT_DEPTH 8
 
-/* Entry times of the calls in flight on a thread, for backtraces. */
+/* Entry times of the calls in flight on a thread, for backtraces and the
+ * monitor's aggregates (with the bytes each call moves). */
 struct call_ts {
 	__u64 ts[BT_DEPTH];
+	__u64 bytes[BT_DEPTH];
 	__u32 depth;
 	__u32 pad;
 };
@@ -42,7 +45,7 @@ struct {
 	__type(value, struct call_ts);
 } call_ts SEC(".maps");
 
-static __always_inline void bt_enter(__u64 ts)
+static __always_inline void bt_enter(__u64 ts, __u64 bytes)
 {
 	struct call_ts *c = bpf_task_storage_get(&call_ts, bpf_get_current_task_btf(), 0,
 						 BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -51,9 +54,32 @@ static __always_inline void bt_enter(__u64 ts)
 	if (!c)
 		return;
 	d = c->depth;
-	if (d < BT_DEPTH)
+	if (d < BT_DEPTH) {
 		c->ts[d] = ts;
+		c->bytes[d] = bytes;
+	}
 	c->depth = d + 1;
+}
+
+/* The call_ts stack is kept for backtraces and for the monitor. */
+#define NEED_CALL_TS (backtrace_ns || aggregate)
+
+static __always_inline void emit_trigger(__u64 pid_tgid, __u64 cookie, __u64 now, __u64 dur,
+					 __s64 ret)
+{
+	struct rec_trigger *t = bpf_ringbuf_reserve(&events, sizeof(*t), 0);
+
+	if (!t) {
+		count_drop(REC_TRIGGER);
+		return;
+	}
+	fill_hdr_at(&t->hdr, REC_TRIGGER, sizeof(*t), pid_tgid, now);
+	t->func = CK_FUNC(cookie);
+	t->lib = CK_LIB(cookie);
+	__builtin_memset(t->pad, 0, sizeof(t->pad));
+	t->dur_ns = dur;
+	t->ret = ret;
+	bpf_ringbuf_submit(t, BPF_RB_FORCE_WAKEUP);
 }
 
 /*
@@ -66,7 +92,7 @@ static __always_inline __u64 bt_exit(struct pt_regs *ctx, __u64 pid_tgid, __u64 
 	struct call_ts *c = bpf_task_storage_get(&call_ts, bpf_get_current_task_btf(), 0, 0);
 	struct rec_stack *r;
 	__u32 d, zero = 0, size;
-	__u64 now;
+	__u64 now, dur;
 
 	if (!c || !c->depth)
 		return 0;
@@ -74,7 +100,10 @@ static __always_inline __u64 bt_exit(struct pt_regs *ctx, __u64 pid_tgid, __u64 
 	if (d >= BT_DEPTH)
 		return 0;
 	now = bpf_ktime_get_boot_ns();
-	if (now - c->ts[d] < backtrace_ns)
+	dur = now - c->ts[d];
+	if (aggregate && agg_add(pid_tgid >> 32, cookie, dur, c->bytes[d], PT_REGS_RC(ctx)))
+		emit_trigger(pid_tgid, cookie, now, dur, PT_REGS_RC(ctx));
+	if (!backtrace_ns || !emit_records || dur < backtrace_ns)
 		return now;
 	r = bpf_map_lookup_elem(&stack_scratch, &zero);
 	if (!r)
@@ -139,17 +168,25 @@ static __always_inline int enter(struct pt_regs *ctx)
 	if (!is_target(pid_tgid >> 32))
 		return 0;
 	cookie = bpf_get_attach_cookie(ctx);
+	if (!emit_records) {
+		/* Monitor without a flight recorder: aggregates only. */
+		if (aggregate) {
+			__u64 a[6] = { PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
+				       PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), PT_REGS_PARM6(ctx) };
+
+			bt_enter(bpf_ktime_get_boot_ns(), agg_bytes(cookie, a));
+		}
+		return 0;
+	}
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
 		/* Pushed even so, for the return to pop the right slot. */
-		if (backtrace_ns)
-			bt_enter(bpf_ktime_get_boot_ns());
+		if (NEED_CALL_TS)
+			bt_enter(bpf_ktime_get_boot_ns(), 0);
 		count_drop(REC_CALL_ENTER);
 		return 0;
 	}
 	fill_hdr(&r->hdr, REC_CALL_ENTER, sizeof(*r), pid_tgid);
-	if (backtrace_ns)
-		bt_enter(r->hdr.ts);
 	kind = CK_KIND(cookie);
 	r->func = CK_FUNC(cookie);
 	r->lib = CK_LIB(cookie);
@@ -162,6 +199,8 @@ static __always_inline int enter(struct pt_regs *ctx)
 	r->args[4] = PT_REGS_PARM5(ctx);
 	r->args[5] = PT_REGS_PARM6(ctx);
 	r->args[9] = r->args[10] = 0;
+	if (NEED_CALL_TS)
+		bt_enter(r->hdr.ts, aggregate ? agg_bytes(cookie, r->args) : 0);
 	/*
 	 * User memory is read into the BPF stack, then copied: reading straight
 	 * into ring memory (vmalloc'ed) makes hardened usercopy look the
@@ -216,8 +255,10 @@ static __always_inline int exit(struct pt_regs *ctx)
 		return 0;
 	cookie = bpf_get_attach_cookie(ctx);
 	/* Before the exit record: the model attaches it to the call ending next. */
-	if (backtrace_ns)
+	if (NEED_CALL_TS)
 		now = bt_exit(ctx, pid_tgid, cookie);
+	if (!emit_records)
+		return 0;
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
 		count_drop(REC_CALL_EXIT);

@@ -29,6 +29,7 @@ enum rec_type {
 	REC_SCHED_NEWTASK,	/* struct rec_task (task_newtask: fork or new thread) */
 	REC_SCHED_RENAME,	/* struct rec_task (task_rename, exec included) */
 	REC_SCHED_EXIT,		/* struct rec_task (sched_process_exit of a thread) */
+	REC_TRIGGER,		/* struct rec_trigger (bpf/agg.h): monitor dump trigger */
 	REC__COUNT,
 };
 

@@ -15,6 +15,7 @@
 #include "events.h"
 
 struct lib_ops;
+struct agg_cfg;
 
 struct api_lib {
 	uint8_t id;			/* enum rec_lib */
@@ -27,6 +28,9 @@ struct api_lib {
 	/* Attach cookie of a function id (bpf/events.h CK_MAKE). */
 	uint64_t (*cookie)(uint16_t func);
 	const struct lib_ops *ops;	/* the model's decoder */
+	/* `cgbpf monitor`: how a function's bytes are counted and whether it
+	 * may trigger a dump (bpf/agg.h); NULL: calls and time only. */
+	void (*agg_cfg)(uint16_t func, struct agg_cfg *c);
 };
 
 /* Bit of a library in a --trace mask. */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "agg.h"
 #include "apilib.h"
 #include "cuda.h"
 #include "symbolize.h"
@@ -424,6 +425,26 @@ const struct lib_ops cuda_ops = {
 	.exit = exit_,
 };
 
+static void agg_cfg(uint16_t func, struct agg_cfg *c)
+{
+	const struct func_desc *f = &cuda_funcs[func];
+
+	switch (f->cls) {
+	case CU_C_MEMCPY:
+		c->bytes_arg = 3;
+		break;
+	case CU_C_MEMSET:
+		c->bytes_arg = 3;
+		c->mult = f->flags & 0xff;
+		break;
+	case CU_C_ALLOC:
+		c->bytes_arg = 2;
+		break;
+	}
+	c->flags = AGG_F_ERRORS | (f->flags & CU_F_SYNC ? AGG_F_SLOW : 0);
+	c->ok_ret2 = 600;	/* CUDA_ERROR_NOT_READY: a poll's "not yet" */
+}
+
 static const char *const watch[] = { "libcuda.so", NULL };
 
 const struct api_lib cuda_lib = {
@@ -435,4 +456,5 @@ const struct api_lib cuda_lib = {
 	.symbol = func_name,
 	.cookie = cuda__cookie,
 	.ops = &cuda_ops,
+	.agg_cfg = agg_cfg,
 };

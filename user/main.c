@@ -11,6 +11,7 @@
 #include "apilib.h"
 #include "check.h"
 #include "merge.h"
+#include "monitor.h"
 #include "record.h"
 #include "version.h"
 
@@ -26,6 +27,8 @@ static const char usage_main[] =
 "Commands:\n"
 "  record     trace processes into a .perfetto-trace file and print a summary\n"
 "  check      show which API functions cgbpf finds (and can probe) in a library\n"
+"  monitor    continuous low-overhead monitoring: metrics over HTTP, flight recorder\n"
+"  dump       ask a running monitor to write its flight recorder to a trace\n"
 "  merge      combine traces of several hosts (or ranks) into one, aligned on\n"
 "             wall-clock time, one Perfetto machine per input\n"
 "\n"
@@ -438,6 +441,294 @@ static int cmd_check(int argc, char **argv)
 	return check__run(argv[optind], argv + optind + 1, argc - optind - 1, attach);
 }
 
+static const char usage_monitor[] =
+"Usage: cgbpf monitor [options]\n"
+"\n"
+"Watches every process on the host that loads a traced library (as record -a)\n"
+"for as long as it runs, at almost no cost per call: BPF keeps per process and\n"
+"function call counts, time, log2 latency histograms, errors and bytes in maps;\n"
+"the metrics endpoint reads them when scraped (Prometheus text format).\n"
+"With --flight-recorder, the last TIME of full-detail events are also kept in\n"
+"memory and written as a .perfetto-trace into --dump-dir on 'cgbpf dump',\n"
+"SIGUSR1, a POST to /dump, or a trigger: a synchronization or NCCL call slower\n"
+"than --trigger-slow, a call returning an error, a traced process dying on a\n"
+"signal or with a non-zero status. SIGTERM or Ctrl-C stops it cleanly; its\n"
+"probes go with it.\n"
+"\n"
+"Options:\n"
+"      --listen ADDR:PORT    metrics endpoint (default " MONITOR_DEFAULT_LISTEN ")\n"
+"      --interval TIME       how often aggregates of exited processes are\n"
+"                            dropped, after one interval scrapable (default 10s)\n"
+"      --flight-recorder TIME keep the last TIME of full-detail events for dumps\n"
+"                            (default off: aggregates only, the cheapest mode)\n"
+"      --flight-memory MIB   memory for the flight recorder, its one dump's\n"
+"                            snapshot included (default 64)\n"
+"      --dump-dir DIR        where dumps are written (default /var/lib/cgbpf)\n"
+"      --trigger-slow TIME   a synchronization or NCCL call lasting TIME dumps\n"
+"                            (default 10s; 'off')\n"
+"      --no-trigger-errors   calls returning an error do not dump\n"
+"      --no-trigger-exit     processes dying abnormally do not dump\n"
+"      --trace LIST          API sources, as for record (default all)\n"
+"      --comm NAME[,NAME...] only processes of these names\n"
+"      --cgroup CG[,CG...]   only processes in these cgroups / containers\n"
+"      --ring-size MIB       BPF ring buffer for the flight recorder (default 64)\n"
+"      --config FILE         read options from FILE first: one per line, as on\n"
+"                            the command line without the dashes\n"
+"                            ('listen 127.0.0.1:9464'); # starts a comment\n"
+"  -v, --verbose             debug messages\n"
+"  -h, --help                this help\n"
+"\n"
+"Examples:\n"
+"  sudo cgbpf monitor\n"
+"  sudo cgbpf monitor --flight-recorder 30s --dump-dir /var/tmp --trigger-slow 5s\n"
+"  curl -s 127.0.0.1:9464/metrics | grep cgbpf_calls_total\n"
+"  cgbpf dump\n";
+
+static const struct option monitor_options[] = {
+	{ "listen", required_argument, NULL, 'L' },
+	{ "interval", required_argument, NULL, 'I' },
+	{ "flight-recorder", required_argument, NULL, 'F' },
+	{ "flight-memory", required_argument, NULL, 'M' },
+	{ "dump-dir", required_argument, NULL, 'D' },
+	{ "trigger-slow", required_argument, NULL, 'S' },
+	{ "no-trigger-errors", no_argument, NULL, 'E' },
+	{ "no-trigger-exit", no_argument, NULL, 'X' },
+	{ "trace", required_argument, NULL, 'T' },
+	{ "comm", required_argument, NULL, 'C' },
+	{ "cgroup", required_argument, NULL, 'G' },
+	{ "ring-size", required_argument, NULL, 'R' },
+	{ "config", required_argument, NULL, 'c' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+static int monitor_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "cgbpf: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'cgbpf monitor --help'.\n");
+	return 2;
+}
+
+/* One pass of monitor options over argv; 0, 1 after --help, or 2. */
+static int monitor_args(int argc, char **argv, struct record_opts *o, struct monitor_opts *mo,
+			bool from_file)
+{
+	int c;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "vh", monitor_options, NULL)) != -1) {
+		uint64_t v;
+
+		switch (c) {
+		case 'L':
+			mo->listen = optarg;
+			break;
+		case 'I':
+			if (parse_duration(optarg, &mo->interval_ns))
+				return monitor_error("invalid --interval '%s': expected e.g. 10s, 1m",
+						     optarg);
+			break;
+		case 'F':
+			if (!strcmp(optarg, "off"))
+				mo->flight_ns = 0;
+			else if (parse_duration(optarg, &mo->flight_ns))
+				return monitor_error("invalid --flight-recorder '%s': expected e.g. "
+						     "30s, 2m or off", optarg);
+			break;
+		case 'M':
+			if (parse_u64(optarg, &v) || v < 1 || v > 65536)
+				return monitor_error("invalid --flight-memory '%s': 1 to 65536 (MiB)",
+						     optarg);
+			mo->flight_bytes = v << 20;
+			break;
+		case 'D':
+			mo->dump_dir = optarg;
+			break;
+		case 'S':
+			if (parse_threshold(optarg, &v))
+				return monitor_error("invalid --trigger-slow '%s': expected e.g. 5s or "
+						     "off", optarg);
+			mo->trigger_slow_ns = v == THRESHOLD_OFF ? 0 : v;
+			break;
+		case 'E':
+			mo->trigger_errors = false;
+			break;
+		case 'X':
+			mo->trigger_exit = false;
+			break;
+		case 'T': {
+			char msg[160];
+
+			if (apilib__parse_trace(optarg, &o->trace_mask, msg, sizeof(msg)))
+				return monitor_error("%s", msg);
+			break;
+		}
+		case 'C':
+			if (split_list(optarg, &o->comms, &o->ncomm, 15))
+				return monitor_error("invalid --comm '%s': names of 1 to 15 characters, "
+						     "comma-separated", optarg);
+			break;
+		case 'G':
+			if (split_list(optarg, &o->cgroups, &o->ncgroup, 4095))
+				return monitor_error("invalid --cgroup '%s': cgroup paths or container "
+						     "ids, comma-separated", optarg);
+			break;
+		case 'R':
+			if (parse_u64(optarg, &v) || v == 0 || v > 4096 || (v & (v - 1)))
+				return monitor_error("invalid --ring-size '%s': a power of two from 1 "
+						     "to 4096 (MiB)", optarg);
+			o->ring_mib = v;
+			break;
+		case 'c':
+			if (from_file)
+				return monitor_error("--config '%s' inside a config file", optarg);
+			break;	/* read before this pass */
+		case 'v':
+			log_verbosity = LOG_DEBUG;
+			break;
+		case 'h':
+			fputs(usage_monitor, stdout);
+			return 1;
+		default:
+			fprintf(stderr, "Try 'cgbpf monitor --help'.\n");
+			return 2;
+		}
+	}
+	if (optind < argc)
+		return monitor_error("unexpected argument '%s'", argv[optind]);
+	return 0;
+}
+
+/* The options of a config file as an argv: "key value" lines. */
+static char **config_argv(const char *path, int *argc)
+{
+	FILE *f = fopen(path, "re");
+	char line[4096], **av = NULL;
+	int n = 1, lineno = 0;
+
+	if (!f) {
+		fprintf(stderr, "cgbpf: --config %s: %s\n", path, strerror(errno));
+		return NULL;
+	}
+	av = calloc(2, sizeof(*av));
+	if (!av)
+		goto fail;
+	av[0] = strdup("monitor");
+	while (fgets(line, sizeof(line), f)) {
+		char *k = line, *v, *e, **nav;
+
+		lineno++;
+		if ((e = strchr(k, '#')))
+			*e = 0;
+		k += strspn(k, " \t\r\n");
+		e = k + strlen(k);
+		while (e > k && strchr(" \t\r\n", e[-1]))
+			*--e = 0;
+		if (!*k)
+			continue;
+		v = k + strcspn(k, " \t=");
+		if (*v) {
+			*v++ = 0;
+			v += strspn(v, " \t=");
+		}
+		nav = realloc(av, (n + 3) * sizeof(*av));
+		if (!nav)
+			goto fail;
+		av = nav;
+		if (asprintf(&av[n++], "--%s", k) < 0)
+			goto fail;
+		if (*v)
+			av[n++] = strdup(v);
+		av[n] = NULL;
+	}
+	fclose(f);
+	*argc = n;
+	return av;
+fail:
+	fprintf(stderr, "cgbpf: --config %s: out of memory\n", path);
+	fclose(f);
+	return NULL;
+}
+
+static int cmd_monitor(int argc, char **argv)
+{
+	struct monitor_opts mo = {
+		.listen = MONITOR_DEFAULT_LISTEN, .interval_ns = 10000000000ull,
+		.dump_dir = "/var/lib/cgbpf", .flight_bytes = 64ull << 20,
+		.trigger_slow_ns = 10000000000ull, .trigger_errors = true, .trigger_exit = true,
+	};
+	struct record_opts o = {
+		.all = true, .follow = true, .stop_on_load = true, .ring_mib = 64,
+		.sched = SCHED_OFF, .syscall_threshold_ns = THRESHOLD_OFF, .sample_hz = 0,
+		.backtrace_threshold_ns = THRESHOLD_OFF, .stack_copy = 0,
+		.trace_mask = TRACE_ALL, .summary_only = true, .no_summary = true, .monitor = &mo,
+	};
+	char **fav = NULL;
+	int fac = 0, ret;
+
+	for (int i = 1; i < argc; i++) {
+		const char *cfg = NULL;
+
+		if (!strcmp(argv[i], "--config") && i + 1 < argc)
+			cfg = argv[i + 1];
+		else if (!strncmp(argv[i], "--config=", 9))
+			cfg = argv[i] + 9;
+		if (cfg) {
+			fav = config_argv(cfg, &fac);
+			if (!fav)
+				return 2;
+			ret = monitor_args(fac, fav, &o, &mo, true);
+			if (ret)
+				return ret == 1 ? 0 : 2;
+		}
+	}
+	ret = monitor_args(argc, argv, &o, &mo, false);
+	if (ret)
+		return ret == 1 ? 0 : 2;
+	ret = record__run(&o);
+	for (int i = 0; fav && i < fac; i++)
+		free(fav[i]);
+	free(fav);
+	return ret;
+}
+
+static const char usage_dump[] =
+"Usage: cgbpf dump [--listen ADDR:PORT]\n"
+"\n"
+"Asks the cgbpf monitor listening at ADDR:PORT (default " MONITOR_DEFAULT_LISTEN ")\n"
+"to write its flight recorder into its --dump-dir; prints the file it writes.\n"
+"Monitoring goes on. The monitor must run with --flight-recorder.\n";
+
+static int cmd_dump(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "listen", required_argument, NULL, 'L' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *listen = MONITOR_DEFAULT_LISTEN;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 'L') {
+			listen = optarg;
+		} else if (c == 'h') {
+			fputs(usage_dump, stdout);
+			return 0;
+		} else {
+			fprintf(stderr, "Try 'cgbpf dump --help'.\n");
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "cgbpf: dump takes no argument\nTry 'cgbpf dump --help'.\n");
+		return 2;
+	}
+	return monitor__request_dump(listen);
+}
+
 static const char usage_merge[] =
 "Usage: cgbpf merge TRACE TRACE... -o OUTPUT\n"
 "\n"
@@ -522,6 +813,10 @@ int main(int argc, char **argv)
 		return cmd_check(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "merge"))
 		return cmd_merge(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "monitor"))
+		return cmd_monitor(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "dump"))
+		return cmd_dump(argc - 1, argv + 1);
 	fprintf(stderr, "cgbpf: unknown command '%s'\n\n%s", argv[1], usage_main);
 	return 2;
 }

@@ -37,28 +37,63 @@ static void free_names(struct hmap *h)
 	hmap__free(h);
 }
 
+static void free_proc(struct proc *p)
+{
+	free_names(&p->names);
+	hmap__free(&p->allocs);
+	hmap__free(&p->streams);
+	free(p->launch_fmt);
+	free(p->cmdline);
+	free(p);
+}
+
+static void free_thread(struct thread *t)
+{
+	for (int i = 0; i < t->depth; i++)
+		free(t->stack[i].str);
+	free(t->bt);
+	free(t);
+}
+
+void model__forget(struct model *m, uint32_t pid)
+{
+	uint64_t v, tid, pv;
+	uint64_t *gone = NULL;
+	size_t n = 0, cap = 0;
+
+	if (!hmap__del(&m->procs, pid, &pv))
+		return;
+	for (size_t it = 0; hmap__next(&m->threads, &it, &tid, &v);) {
+		struct thread *t = (void *)(uintptr_t)v;
+
+		if (t->proc->pid != pid)
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			uint64_t *ng = realloc(gone, nc * sizeof(*ng));
+
+			if (!ng)
+				break;
+			gone = ng;
+			cap = nc;
+		}
+		gone[n++] = tid;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (hmap__del(&m->threads, gone[i], &v))
+			free_thread((void *)(uintptr_t)v);
+	free(gone);
+	free_proc((void *)(uintptr_t)pv);
+}
+
 void model__free(struct model *m)
 {
 	uint64_t v;
 
-	for (size_t it = 0; hmap__next(&m->threads, &it, NULL, &v);) {
-		struct thread *t = (void *)(uintptr_t)v;
-
-		for (int i = 0; i < t->depth; i++)
-			free(t->stack[i].str);
-		free(t->bt);
-		free(t);
-	}
-	for (size_t it = 0; hmap__next(&m->procs, &it, NULL, &v);) {
-		struct proc *p = (void *)(uintptr_t)v;
-
-		free_names(&p->names);
-		hmap__free(&p->allocs);
-		hmap__free(&p->streams);
-		free(p->launch_fmt);
-		free(p->cmdline);
-		free(p);
-	}
+	for (size_t it = 0; hmap__next(&m->threads, &it, NULL, &v);)
+		free_thread((void *)(uintptr_t)v);
+	for (size_t it = 0; hmap__next(&m->procs, &it, NULL, &v);)
+		free_proc((void *)(uintptr_t)v);
 	hmap__free(&m->threads);
 	hmap__free(&m->procs);
 }
@@ -85,6 +120,16 @@ struct proc *model__proc(struct model *m, uint32_t pid)
 		p->container[0] = 0;
 	EMIT(m, process, p);
 	return p;
+}
+
+void model__proc_name(struct model *m, uint32_t pid, const char *comm)
+{
+	struct proc *p = model__proc(m, pid);
+
+	if (!p || !strncmp(p->comm, comm, sizeof(p->comm) - 1))
+		return;
+	snprintf(p->comm, sizeof(p->comm), "%.15s", comm);
+	EMIT(m, process, p);
 }
 
 void model__proc_refresh(struct model *m, uint32_t pid)
@@ -126,10 +171,7 @@ struct thread *model__thread(struct model *m, uint32_t pid, uint32_t tid)
 			return t;
 		/* The tid was reused by another process: start afresh. */
 		hmap__del(&m->threads, tid, NULL);
-		for (int i = 0; i < t->depth; i++)
-			free(t->stack[i].str);
-		free(t->bt);
-		free(t);
+		free_thread(t);
 	}
 	p = model__proc(m, pid);
 	if (!p)

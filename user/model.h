@@ -140,6 +140,12 @@ int model__add_sink(struct model *m, const struct sink *s);
  * on first use from /proc. NULL only on ENOMEM. */
 struct proc *model__proc(struct model *m, uint32_t pid);
 struct thread *model__thread(struct model *m, uint32_t pid, uint32_t tid);
+/* Names a process known from elsewhere (an exit record) when /proc can
+ * no longer say. */
+void model__proc_name(struct model *m, uint32_t pid, const char *comm);
+/* Frees a process and its threads (a monitor running for days forgets
+ * the processes that exited). */
+void model__forget(struct model *m, uint32_t pid);
 /* Re-reads a process's name and command line from /proc (after exec, or
  * while it is known alive: a zombie has no command line left). */
 void model__proc_refresh(struct model *m, uint32_t pid);

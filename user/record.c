@@ -19,6 +19,8 @@
 #include "hmap.h"
 #include "log.h"
 #include "model.h"
+#include "monitor.h"
+#include "agg.h"
 #include "pfsink.h"
 #include "procfs.h"
 #include "pfstacks.h"
@@ -34,6 +36,12 @@
 #define SCHED_RING_BYTES (8u << 20)
 
 static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t dump_requested;
+
+static void on_usr1(int sig)
+{
+	dump_requested = 1;
+}
 
 static void on_signal(int sig)
 {
@@ -62,6 +70,7 @@ struct rec {
 	struct stacks *stacks;		/* CPU samples and backtraces */
 	struct pfstacks *pfstacks;
 	struct schedtrace *sched;	/* scheduler records (their own ring) */
+	struct monitor *mon;		/* `cgbpf monitor` */
 	struct hmap live;		/* tgid -> 1 for targets alive */
 	struct hmap waiting;		/* live targets that have not mapped libcuda */
 	pid_t child;			/* -- CMD */
@@ -399,6 +408,8 @@ static size_t min_size(uint16_t type)
 		return stacks__min_size();
 	case REC_SYSCALL:
 		return REC_SYSCALL_BASE_SIZE;
+	case REC_TRIGGER:
+		return sizeof(struct rec_trigger);
 	}
 	return 0;
 }
@@ -446,7 +457,21 @@ static int handle(void *ctx, void *data, size_t size)
 		return 0;
 	}
 	r->records++;
+	if (r->mon)
+		monitor__record(r->mon, data, size);
 	switch (h->type) {
+	case REC_TRIGGER: {
+		const struct rec_trigger *t = data;
+
+		if (!r->mon)
+			break;
+		info("pid %u: %s %s after %.3f s%s: dumping", h->pid,
+		     model__func_name(&r->model, t->lib, t->func),
+		     t->ret ? "failed" : "returned", t->dur_ns / 1e9,
+		     t->ret ? "" : " (slow)");
+		monitor__trigger(r->mon, t->ret ? "error" : "slow");
+		break;
+	}
 	case REC_CALL_ENTER:
 		if (r->o->sample_hz || r->o->backtrace_threshold_ns != THRESHOLD_OFF)
 			stacks__proc_seen(r->stacks, h->pid);
@@ -483,11 +508,28 @@ static int handle(void *ctx, void *data, size_t size)
 		if (r->o->sample_hz || r->o->backtrace_threshold_ns != THRESHOLD_OFF)
 			stacks__proc_changed(r->stacks, h->pid);
 		break;
-	case REC_PROC_EXIT:
+	case REC_PROC_EXIT: {
+		const struct rec_proc *p = data;
+
 		model__proc_exit(&r->model, data);
 		target_gone(r, h->pid);
 		stacks__proc_exit(r->stacks, h->pid);
+		if (r->mon) {
+			/* exit_code: status << 8 | terminating signal. */
+			int sig = p->other & 0x7f, status = (p->other >> 8) & 0xff;
+
+			if (r->o->monitor->trigger_exit && ((sig && sig != SIGINT && sig != SIGTERM) ||
+							    (!sig && status))) {
+				info("pid %u (%.16s) exited %s %d: dumping", h->pid, p->comm,
+				     sig ? "on signal" : "with status", sig ? sig : status);
+				monitor__trigger(r->mon, "exit");
+			}
+			/* Days of processes coming and going: forget the dead. */
+			monitor__proc_exit(r->mon, h->pid, p->comm);
+			model__forget(&r->model, h->pid);
+		}
 		break;
+	}
 	case REC_THREAD_EXIT:
 		model__thread_exit(&r->model, data);
 		break;
@@ -616,6 +658,11 @@ static int open_bpf(struct rec *r)
 		strncpy((char *)skel->rodata->filter_comm[k], o->comms[k],
 			sizeof(skel->rodata->filter_comm[k]) - 1);
 	skel->rodata->filter_ncgroup = r->ncg;
+	if (o->monitor) {
+		skel->rodata->aggregate = 1;
+		skel->rodata->emit_records = o->monitor->flight_ns != 0;
+		skel->rodata->trigger_slow_ns = o->monitor->trigger_slow_ns;
+	}
 	if (o->syscall_threshold_ns != THRESHOLD_OFF)
 		skel->rodata->syscall_threshold_ns = o->syscall_threshold_ns;
 	{
@@ -774,6 +821,12 @@ int record__run(const struct record_opts *o)
 			return 1;
 		}
 	}
+	/* Check what can fail before the BPF work: the port, the dump dir. */
+	if (o->monitor) {
+		r.mon = monitor__new(o->monitor);
+		if (!r.mon)
+			return 1;
+	}
 	/* Open the output first: a typo in -o must not cost a capture. */
 	if (!o->summary_only) {
 		r.pt = pftrace__create(o->output);
@@ -816,9 +869,16 @@ int record__run(const struct record_opts *o)
 	log__hook_libbpf();
 	if (resolve_cgroups(&r) || open_bpf(&r))
 		goto cleanup;
+	if (r.mon && monitor__start(r.mon, r.skel, &r.model, r.attach))
+		goto cleanup;
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	if (r.mon) {
+		struct sigaction su = { .sa_handler = on_usr1 };
+
+		sigaction(SIGUSR1, &su, NULL);
+	}
 	signal(SIGPIPE, SIG_IGN);
 
 	t0 = now_boot();
@@ -875,7 +935,8 @@ int record__run(const struct record_opts *o)
 	if (o->cmd)
 		info("tracing %s (pid %d); Ctrl-C stops", o->cmd[0], r.child);
 	else if (o->all && !o->npids)
-		info("system-wide capture running; Ctrl-C stops");
+		info(o->monitor ? "monitoring; metrics at http://%s/metrics; SIGTERM stops" :
+		     "system-wide capture running; Ctrl-C stops%s", o->monitor ? o->monitor->listen : "");
 	else
 		info("tracing %zu process(es)%s; Ctrl-C stops", o->npids,
 		     attach__files(r.attach) ? "" :
@@ -912,6 +973,13 @@ int record__run(const struct record_opts *o)
 		if (now - last_scan >= SCAN_NS || !r.live.count) {
 			sweep(&r);
 			last_scan = now;
+		}
+		if (r.mon) {
+			if (dump_requested) {
+				dump_requested = 0;
+				monitor__trigger(r.mon, "signal");
+			}
+			monitor__tick(r.mon, now);
 		}
 		if (o->all && !o->npids && now - last_system_scan >= SYSTEM_SCAN_NS) {
 			size_t n = scan_all(&r);
@@ -987,6 +1055,12 @@ cleanup:
 		err("writing %s failed: %s; the trace holds everything written before the error "
 		    "and is valid", o->output, strerror(-r.fatal));
 		ret = 1;
+	}
+	if (r.mon) {
+		monitor__free(r.mon);	/* waits for a dump being written */
+		r.mon = NULL;
+		if (ret == 0)
+			info("monitor stopped");
 	}
 	if (ret == 0 && !o->no_summary) {
 		summary__print(r.summary, &r.model, &ci, stdout);

@@ -16,6 +16,8 @@ enum sched_scope {
 
 #define THRESHOLD_OFF UINT64_MAX
 
+struct monitor_opts;
+
 struct record_opts {
 	pid_t *pids;		/* -p */
 	size_t npids;
@@ -39,6 +41,9 @@ struct record_opts {
 	size_t ncomm;
 	char **cgroups;		/* -a --cgroup: cgroup v2 paths or container ids */
 	size_t ncgroup;
+	/* `cgbpf monitor`: aggregate in BPF, serve metrics, keep a flight
+	 * recorder; NULL for record. */
+	const struct monitor_opts *monitor;
 };
 
 /* Runs a capture; returns the process exit code (0 success; with -- CMD,

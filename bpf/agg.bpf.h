@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `cgbpf monitor`: per (process, function) aggregates kept in BPF maps, so
+ * the default monitoring mode sends no record per call to user space. The
+ * entry time comes from the call_ts stack the return probe pops anyway
+ * (calls.bpf.c); this file only folds a finished call into its bucket.
+ */
+#ifndef CGBPF_AGG_BPF_H
+#define CGBPF_AGG_BPF_H
+
+#include "common.bpf.h"
+#include "agg.h"
+
+/* Aggregate calls into `aggs` (monitor); off for record. */
+const volatile __u8 aggregate __weak = 0;
+/* Emit per-call records into `events` (record; monitor's flight recorder). */
+const volatile __u8 emit_records __weak = 1;
+/* Calls flagged AGG_F_SLOW lasting at least this make a trigger record. */
+const volatile __u64 trigger_slow_ns __weak = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
+	__uint(max_entries, AGG_MAX_KEYS);
+	__type(key, struct agg_key);
+	__type(value, struct agg_val);
+} aggs SEC(".maps") __weak;
+
+/* How to count bytes and what triggers a dump, per lib * 256 + func. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, LIB__COUNT * 256);
+	__type(key, __u32);
+	__type(value, struct agg_cfg);
+} agg_cfgs SEC(".maps") __weak;
+
+/* Bytes of one element of an NCCL datatype (ncclDataType_t), 0: unknown. */
+static __always_inline __u64 nccl_dtype_size(__u64 t)
+{
+	switch (t) {
+	case 0: case 1: case 10: case 11:	/* int8, uint8, fp8 e4m3, fp8 e5m2 */
+		return 1;
+	case 6: case 9:				/* float16, bfloat16 */
+		return 2;
+	case 2: case 3: case 7:			/* int32, uint32, float32 */
+		return 4;
+	case 4: case 5: case 8:			/* int64, uint64, float64 */
+		return 8;
+	}
+	return 0;
+}
+
+static __always_inline const struct agg_cfg *agg_cfg_of(__u64 cookie)
+{
+	__u32 i = CK_LIB(cookie) * 256 + (CK_FUNC(cookie) & 0xff);
+
+	if (CK_FUNC(cookie) > 0xff)
+		return 0;
+	return bpf_map_lookup_elem(&agg_cfgs, &i);
+}
+
+/* Argument i (1-based) of a0..a5; constant offsets only, as the verifier
+ * wants for stack reads. */
+static __always_inline __u64 arg_n(const __u64 a[6], __u8 i)
+{
+	switch (i) {
+	case 1: return a[0];
+	case 2: return a[1];
+	case 3: return a[2];
+	case 4: return a[3];
+	case 5: return a[4];
+	case 6: return a[5];
+	}
+	return 0;
+}
+
+/* Bytes a call moves, from its entry arguments (a0..a5). */
+static __always_inline __u64 agg_bytes(__u64 cookie, const __u64 a[6])
+{
+	const struct agg_cfg *c = agg_cfg_of(cookie);
+	__u64 n;
+
+	if (!c || !c->bytes_arg)
+		return 0;
+	n = arg_n(a, c->bytes_arg);
+	if (c->dtype_arg)
+		return n * nccl_dtype_size(arg_n(a, c->dtype_arg));
+	return n * (c->mult ? c->mult : 1);
+}
+
+static __always_inline __u32 log2_bucket(__u64 v)
+{
+	__u32 r = 0;
+
+	/* Branch-free-ish: the verifier wants bounded work. */
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) { r += 1; }
+	return r < AGG_BUCKETS ? r : AGG_BUCKETS - 1;
+}
+
+/* Folds one finished call into its (pid, lib, func) aggregate; returns
+ * whether it should trigger a flight-recorder dump. */
+static __always_inline int agg_add(__u32 pid, __u64 cookie, __u64 dur, __u64 bytes, __s64 ret)
+{
+	struct agg_key k = { .pid = pid, .func = CK_FUNC(cookie), .lib = CK_LIB(cookie) };
+	const struct agg_cfg *c = agg_cfg_of(cookie);
+	struct agg_val *v = bpf_map_lookup_elem(&aggs, &k);
+	__u32 b = log2_bucket(dur);
+	int err = c && (c->flags & AGG_F_ERRORS) && ret != 0 && ret != c->ok_ret2;
+
+	if (!v) {
+		struct agg_val zero = {};
+
+		bpf_map_update_elem(&aggs, &k, &zero, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&aggs, &k);
+		if (!v)
+			return 0;
+	}
+	/* Per-CPU values: plain adds, user space sums the CPUs. */
+	v->count++;
+	v->total_ns += dur;
+	v->bytes += bytes;
+	if (err)
+		v->errors++;
+	if (b < AGG_BUCKETS)
+		v->hist[b]++;
+	return err || (c && (c->flags & AGG_F_SLOW) && trigger_slow_ns && dur >= trigger_slow_ns);
+}
+
+#endif

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* Monitor aggregates shared by BPF (bpf/agg.bpf.h) and user/monitor.c. */
+#ifndef CGBPF_AGG_H
+#define CGBPF_AGG_H
+
+#include "events.h"
+
+#define AGG_BUCKETS 40		/* log2(ns): bucket i holds [2^i, 2^(i+1)) ns */
+#define AGG_MAX_KEYS 16384	/* (process, function) pairs; LRU beyond */
+
+struct agg_key {
+	__u32 pid;
+	__u16 func;
+	__u8 lib;
+	__u8 pad;
+};
+
+struct agg_val {
+	__u64 count;
+	__u64 total_ns;
+	__u64 bytes;
+	__u64 errors;
+	__u64 hist[AGG_BUCKETS];
+};
+
+#define AGG_F_ERRORS	1	/* a non-zero return (other than ok_ret2) is an error */
+#define AGG_F_SLOW	2	/* lasting >= trigger_slow_ns triggers a dump */
+
+/* Per (lib, func): bytes = a[bytes_arg-1] * (dtype_arg ? size(a[dtype_arg-1]) : mult). */
+struct agg_cfg {
+	__u8 bytes_arg;		/* 1..6, 0: no bytes */
+	__u8 mult;
+	__u8 dtype_arg;		/* 1..6: an ncclDataType_t argument */
+	__u8 flags;
+	__s32 ok_ret2;		/* a second success code (CUDA_ERROR_NOT_READY), or 0 */
+};
+
+/* A call that should make the monitor dump its flight recorder. */
+struct rec_trigger {
+	struct rec_hdr hdr;
+	__u16 func;
+	__u8 lib;
+	__u8 pad[5];
+	__u64 dur_ns;
+	__s64 ret;
+};
+
+#endif

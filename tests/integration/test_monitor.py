@@ -1,0 +1,241 @@
+# SPDX-License-Identifier: MIT
+"""cgbpf monitor: metrics scraped with a real HTTP client (curl) checked
+against what the workloads did and against the flight recorder's own
+trace of the same calls; dumps on request and on triggers; clean stop
+with no probe left; bad input."""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+
+from harness import (CGBPF, check, clean_trace, env_with, eq, expected_calls, kill_quiet,
+                     start, tmpdir, wait_for, wl)
+
+import ptrace
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Monitor:
+    def __init__(self, args, d):
+        import threading
+        self.port = free_port()
+        self.listen = "127.0.0.1:%d" % self.port
+        self.dumps = os.path.join(d, "dumps")
+        os.makedirs(self.dumps, exist_ok=True)
+        self.p = subprocess.Popen([CGBPF, "monitor", "--listen", self.listen, "--dump-dir",
+                                   self.dumps] + args, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=env_with())
+        self.lines = []
+        self.t = threading.Thread(target=lambda: self.lines.extend(self.p.stderr), daemon=True)
+        self.t.start()
+        wait_for(lambda: "monitoring; metrics at" in self.stderr() or self.p.poll() is not None,
+                 30, "the monitor to start")
+        check(self.p.poll() is None, "monitor running (stderr %r)" % self.stderr())
+
+    def stderr(self):
+        return "".join(self.lines)
+
+    def scrape(self):
+        r = subprocess.run(["curl", "-sS", "--max-time", "10", "http://%s/metrics" % self.listen],
+                           capture_output=True, text=True, timeout=30)
+        eq(r.returncode, 0, "curl exit (stderr %r)" % r.stderr)
+        return parse(r.stdout)
+
+    def stop(self):
+        self.p.send_signal(signal.SIGTERM)
+        rc = self.p.wait(60)
+        self.t.join(5)
+        return rc
+
+
+def parse(text):
+    """{(name, frozenset(labels)): value} of a Prometheus text exposition."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$', line)
+        check(m, "well-formed metric line %r" % line)
+        labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(3) or ""))
+        out[(m.group(1), frozenset(labels.items()))] = float(m.group(4))
+    return out
+
+
+def series(metrics, name, **want):
+    return {k: v for k, v in metrics.items()
+            if k[0] == name and all((a, str(b)) in k[1] for a, b in want.items())}
+
+
+def per_func(metrics, name, pid):
+    return {dict(k[1])["func"]: v for k, v in series(metrics, name, pid=pid).items()}
+
+
+def wait_dump(mon, n, what):
+    wait_for(lambda: len([f for f in os.listdir(mon.dumps) if f.endswith(".perfetto-trace")])
+             >= n, 30, what)
+    wait_for(lambda: mon.stderr().count("wrote %s/" % mon.dumps) >= n, 30, what + " written")
+    return sorted(os.path.join(mon.dumps, f) for f in os.listdir(mon.dumps)
+                  if f.endswith(".perfetto-trace"))
+
+
+def cgbpf_links():
+    """BPF links of cgbpf's programs alive on the system (bpftool)."""
+    r = subprocess.run(["bpftool", "-j", "link", "show"], capture_output=True, text=True)
+    if r.returncode:
+        return None
+    progs = {p["id"]: p.get("name", "") for p in json.loads(
+        subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True,
+                       text=True).stdout or "[]")}
+    return [l for l in json.loads(r.stdout or "[]")
+            if progs.get(l.get("prog_id"), "").startswith(("call_", "proc_", "sys_exit_mmap"))]
+
+
+def test_monitor_metrics_dump_and_stop():
+    d = tmpdir()
+    before = cgbpf_links()
+    mon = Monitor(["--flight-recorder", "60s", "--trigger-slow", "off", "--interval", "1h"], d)
+    try:
+        mf = os.path.join(d, "mt.json")
+        w = start([wl("mt")], env=env_with(CGBPF_MANIFEST=mf))
+        eq(w.wait(60), 0, "workload exit")
+        man = json.load(open(mf))
+        pid = man["pid"]
+        m = mon.scrape()
+        calls = {f: int(v) for f, v in per_func(m, "cgbpf_calls_total", pid).items()}
+        eq(calls, expected_calls(man["calls"]), "cgbpf_calls_total = the workload's calls")
+        check(all(dict(k[1])["comm"] == "mt" for k in series(m, "cgbpf_calls_total", pid=pid)),
+              "comm label kept after the process exited")
+        byts = per_func(m, "cgbpf_bytes_total", pid)
+        eq(byts.get("cuMemcpyHtoDAsync_v2"), float(man["bytes"]["HtoD"]), "bytes copied")
+        eq(byts.get("cuMemAlloc_v2"), 40960.0, "bytes allocated (4 x 10 KiB)")
+        # Histograms: cumulative buckets, +Inf = count = calls.
+        for f, n in calls.items():
+            b = sorted(((float(dict(k[1])["le"]) if dict(k[1])["le"] != "+Inf" else float("inf"),
+                         v) for k, v in series(m, "cgbpf_call_duration_seconds_bucket", pid=pid,
+                                               func=f).items()))
+            check(b and all(b[i][1] <= b[i + 1][1] for i in range(len(b) - 1)),
+                  "%s buckets cumulative" % f)
+            eq(b[-1], (float("inf"), float(n)), "%s +Inf bucket" % f)
+            eq(per_func(m, "cgbpf_call_duration_seconds_count", pid)[f], float(n), f + " count")
+        sums = per_func(m, "cgbpf_call_duration_seconds_sum", pid)
+
+        # A dump on request: the same calls, with the same timestamps.
+        r = subprocess.run([CGBPF, "dump", "--listen", mon.listen], capture_output=True,
+                           text=True, timeout=30)
+        eq(r.returncode, 0, "cgbpf dump exit (stderr %r)" % r.stderr)
+        check("-request.perfetto-trace" in r.stdout, "prints the dump path: %r" % r.stdout)
+        files = wait_dump(mon, 1, "the requested dump")
+        t = ptrace.load(files[0])
+        clean_trace(t)
+        got, dur = {}, {}
+        for s in t.slices:
+            if s.pid == pid:
+                got[s.name] = got.get(s.name, 0) + 1
+                dur[s.name] = dur.get(s.name, 0) + s.dur
+        eq(got, calls, "the dump holds every call of the workload")
+        for f in calls:
+            # Same clock reads feed both: equal to the ns (metrics print 1 ns).
+            check(abs(dur[f] / 1e9 - sums[f]) < 2e-9 * calls[f] + 1e-9,
+                  "%s: histogram sum %.9f s = sum of the dump's slices %.9f s" %
+                  (f, sums[f], dur[f] / 1e9))
+        tr = t.processes.get(pid)
+        check(tr is not None and tr.process_name == "mt", "exited process named in the dump")
+
+        # SIGUSR1 dumps too; a process killed by a signal triggers one.
+        mon.p.send_signal(signal.SIGUSR1)
+        wait_dump(mon, 2, "the SIGUSR1 dump")
+        gate = os.path.join(d, "never")
+        victim = start([wl("train"), "--iters", "5"], env=env_with(CGBPF_WAIT_FILE=gate))
+        wait_for(lambda: "libcuda.so.1" in open("/proc/%d/maps" % victim.pid).read(), 20,
+                 "the victim to map libcuda")
+        time.sleep(0.3)
+        victim.kill()
+        victim.wait(10)
+        files = wait_dump(mon, 3, "the abnormal-exit dump")
+        check(any(f.endswith("-exit.perfetto-trace") for f in files), "an exit dump: %r" % files)
+        check("exited on signal 9: dumping" in mon.stderr(), "says why: %r" % mon.stderr()[-500:])
+        m = mon.scrape()
+        eq(sum(v for k, v in series(m, "cgbpf_dumps_total").items()), 3.0, "dumps counted")
+    finally:
+        rc = mon.stop()
+    eq(rc, 0, "SIGTERM stops the monitor cleanly (stderr %r)" % mon.stderr()[-400:])
+    check("monitor stopped" in mon.stderr(), "says it stopped")
+    after = cgbpf_links()
+    if before is not None:
+        eq(len(after), len(before), "no cgbpf BPF link left behind")
+
+
+def test_monitor_forgets_exited_processes_and_stays_bounded():
+    """Short soak: processes start and exit constantly; the aggregates of
+    exited ones go after two intervals and the daemon's memory stays flat."""
+    d = tmpdir()
+    mon = Monitor(["--interval", "1s"], d)
+    rss = []
+    try:
+        for rnd in range(6):
+            for _ in range(4):
+                w = start([wl("mt")], env=env_with())
+                eq(w.wait(60), 0, "workload exit")
+            with open("/proc/%d/status" % mon.p.pid) as f:
+                rss.append(int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1)))
+        check(len(series(mon.scrape(), "cgbpf_calls_total")) > 0, "series while fresh")
+        time.sleep(3.5)
+        m = mon.scrape()
+        eq(series(m, "cgbpf_calls_total"), {}, "series of exited processes dropped")
+        eq(m[("cgbpf_aggregate_series", frozenset())], 0.0, "BPF map emptied")
+        eq(m[("cgbpf_traced_processes", frozenset())], 0.0, "no process left in the model")
+    finally:
+        rc = mon.stop()
+    eq(rc, 0, "monitor exit")
+    # After warm-up (first rounds), no growth beyond allocator noise.
+    check(rss[-1] - rss[1] < 2048, "RSS flat: %r KiB" % rss)
+
+
+def test_monitor_bad_input():
+    d = tmpdir()
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    port = busy.getsockname()[1]
+    afile = os.path.join(d, "file")
+    open(afile, "w").close()
+    cases = [
+        (["--listen", "127.0.0.1:%d" % port, "--dump-dir", d], 1, "Address already in use"),
+        (["--listen", "127.0.0.1:%d" % free_port(), "--dump-dir", os.path.join(d, "nope")], 1,
+         "--dump-dir"),
+        (["--listen", "127.0.0.1:%d" % free_port(), "--dump-dir", afile], 1, "not a directory"),
+        (["--listen", "nonsense", "--dump-dir", d], 1, "--listen"),
+        (["--flight-recorder", "soon"], 2, "--flight-recorder"),
+        (["--comm", "x,,y"], 2, "--comm"),
+        (["extra"], 2, "unexpected argument"),
+    ]
+    try:
+        for args, rc, why in cases:
+            r = subprocess.run([CGBPF, "monitor"] + args, capture_output=True, text=True,
+                               timeout=30)
+            eq(r.returncode, rc, "exit for %s (stderr %r)" % (args, r.stderr))
+            check(why in r.stderr, "message %r for %s: %r" % (why, args, r.stderr))
+    finally:
+        busy.close()
+    r = subprocess.run([CGBPF, "dump", "--listen", "127.0.0.1:%d" % free_port()],
+                       capture_output=True, text=True, timeout=30)
+    eq(r.returncode, 1, "dump with no monitor")
+    check("no cgbpf monitor at" in r.stderr, "says so: %r" % r.stderr)
+    # A config file: its options apply, the command line wins.
+    cfg = os.path.join(d, "monitor.conf")
+    with open(cfg, "w") as f:
+        f.write("# cgbpf monitor\nlisten 127.0.0.1:1\nflight-recorder = 10s\nbogus-option 1\n")
+    r = subprocess.run([CGBPF, "monitor", "--config", cfg], capture_output=True, text=True,
+                       timeout=30)
+    eq(r.returncode, 2, "unknown option in a config file")
+    check("bogus-option" in r.stderr, "names it: %r" % r.stderr)
