@@ -471,7 +471,8 @@ static const char usage_monitor[] =
 "      --trace LIST          API sources, as for record (default all)\n"
 "      --comm NAME[,NAME...] only processes of these names\n"
 "      --cgroup CG[,CG...]   only processes in these cgroups / containers\n"
-"      --ring-size MIB       BPF ring buffer for the flight recorder (default 64)\n"
+"      --ring-size MIB       BPF ring buffer (default 16 with the flight\n"
+"                            recorder, 4 without)\n"
 "      --config FILE         read options from FILE first: one per line, as on\n"
 "                            the command line without the dashes\n"
 "                            ('listen 127.0.0.1:9464'); # starts a comment\n"
@@ -660,7 +661,7 @@ static int cmd_monitor(int argc, char **argv)
 		.trigger_slow_ns = 10000000000ull, .trigger_errors = true, .trigger_exit = true,
 	};
 	struct record_opts o = {
-		.all = true, .follow = true, .stop_on_load = true, .ring_mib = 64,
+		.all = true, .follow = true, .stop_on_load = true, .ring_mib = 0,
 		.sched = SCHED_OFF, .syscall_threshold_ns = THRESHOLD_OFF, .sample_hz = 0,
 		.backtrace_threshold_ns = THRESHOLD_OFF, .stack_copy = 0,
 		.trace_mask = TRACE_ALL, .summary_only = true, .no_summary = true, .monitor = &mo,
@@ -687,6 +688,10 @@ static int cmd_monitor(int argc, char **argv)
 	ret = monitor_args(argc, argv, &o, &mo, false);
 	if (ret)
 		return ret == 1 ? 0 : 2;
+	/* Without a flight recorder the ring carries only process events and
+	 * triggers: a small one keeps the daemon's resident memory small. */
+	if (!o.ring_mib)
+		o.ring_mib = mo.flight_ns ? 16 : 4;
 	ret = record__run(&o);
 	for (int i = 0; fav && i < fac; i++)
 		free(fav[i]);
