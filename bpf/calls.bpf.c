@@ -190,7 +190,7 @@ static __always_inline int enter(struct pt_regs *ctx)
 	if (cookie & CK_STASH) {
 		struct stash_key k = { .tid = (__u32)pid_tgid,
 				       .func = CK_LIB(cookie) << 16 | CK_FUNC(cookie) };
-		__u64 out = r->args[0];
+		__u64 out = r->args[CK_OUT_ARG(cookie)];
 
 		bpf_map_update_elem(&stash, &k, &out, BPF_ANY);
 	}
@@ -242,7 +242,15 @@ static __always_inline int exit(struct pt_regs *ctx)
 		if (p) {
 			__u64 out = 0;
 
-			if (*p && !bpf_probe_read_user(&out, sizeof(out), (void *)*p)) {
+			if (*p && (cookie & CK_OUT32)) {
+				__u32 o32 = 0;
+
+				/* An int: 8 bytes could run off its page. */
+				if (!bpf_probe_read_user(&o32, sizeof(o32), (void *)*p)) {
+					r->out = o32;
+					r->has_out = 1;
+				}
+			} else if (*p && !bpf_probe_read_user(&out, sizeof(out), (void *)*p)) {
 				r->out = out;
 				r->has_out = 1;
 			}

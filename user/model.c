@@ -52,6 +52,9 @@ void model__free(struct model *m)
 	for (size_t it = 0; hmap__next(&m->procs, &it, NULL, &v);) {
 		struct proc *p = (void *)(uintptr_t)v;
 
+		for (unsigned l = 0; l < LIB__COUNT; l++)
+			if (m->libs[l] && m->libs[l]->proc_free)
+				m->libs[l]->proc_free(p);
 		free_names(&p->names);
 		hmap__free(&p->allocs);
 		hmap__free(&p->streams);
