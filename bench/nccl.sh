@@ -136,6 +136,9 @@ printf '  %-8s %12s %12s %14s %8s\n' 1 "$u1" "$t1" "$(calc "$t1 - $u1")" "$(calc
 printf '  %-8s %12s %12s %14s %8s\n' 2 "$u2" "$t2" "$(calc "$t2 - $u2")" "$(calc "$t2 / $u2" 2)"
 printf '\n  cuLaunchKernel, same rounds: untraced %s, traced %s, added %s ns per call\n' \
 	"$ul" "$tl" "$(calc "$tl - $ul")"
+printf '\n  runs, 1 rank: untraced %s; traced %s\n' "${U1[*]}" "${T1[*]}"
+printf '  runs, 2 ranks: untraced %s; traced %s\n' "${U2[*]}" "${T2[*]}"
+printf '  runs, cuLaunchKernel: untraced %s; traced %s\n' "${UL[*]}" "${TL[*]}"
 printf '\n  trace bytes per traced call (1 rank): %s\n' "$(calc "$b1 / $N" 1)"
 printf '  records lost in all traced runs: %d\n\n' "$LOST"
 echo "nccl_untraced_1=$u1 nccl_traced_1=$t1 nccl_untraced_2=$u2 nccl_traced_2=$t2" \
