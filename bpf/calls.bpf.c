@@ -27,13 +27,14 @@ struct {
 /* Calls slower than this get a backtrace (--backtrace-threshold); 0: off. */
 const volatile __u64 backtrace_ns = 0;
 
-#define BT_DEPTH 8
+#define BT_DEPTH 8	/* a power of two: indexes are masked for the verifier */
 
 /* Entry times of the calls in flight on a thread, for backtraces and the
  * monitor's aggregates (with the bytes each call moves). */
 struct call_ts {
 	__u64 ts[BT_DEPTH];
 	__u64 bytes[BT_DEPTH];
+	__u8 lib[BT_DEPTH];
 	__u32 depth;
 	__u32 pad;
 };
@@ -45,7 +46,7 @@ struct {
 	__type(value, struct call_ts);
 } call_ts SEC(".maps");
 
-static __always_inline void bt_enter(__u64 ts, __u64 bytes)
+static __always_inline void bt_enter(__u64 ts, __u64 bytes, __u8 lib)
 {
 	struct call_ts *c = bpf_task_storage_get(&call_ts, bpf_get_current_task_btf(), 0,
 						 BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -57,6 +58,7 @@ static __always_inline void bt_enter(__u64 ts, __u64 bytes)
 	if (d < BT_DEPTH) {
 		c->ts[d] = ts;
 		c->bytes[d] = bytes;
+		c->lib[d] = lib;
 	}
 	c->depth = d + 1;
 }
@@ -101,7 +103,10 @@ static __always_inline __u64 bt_exit(struct pt_regs *ctx, __u64 pid_tgid, __u64 
 		return 0;
 	now = bpf_ktime_get_boot_ns();
 	dur = now - c->ts[d];
-	if (aggregate && agg_add(pid_tgid >> 32, cookie, dur, c->bytes[d], PT_REGS_RC(ctx)))
+	/* A call made by a call of the same library (NVIDIA's ncclBcast calls
+	 * ncclBroadcast) is that call's work: counted once, as the outer one. */
+	if (aggregate && !(d > 0 && c->lib[(d - 1) & (BT_DEPTH - 1)] == CK_LIB(cookie)) &&
+	    agg_add(pid_tgid >> 32, cookie, dur, c->bytes[d], PT_REGS_RC(ctx)))
 		emit_trigger(pid_tgid, cookie, now, dur, PT_REGS_RC(ctx));
 	if (!backtrace_ns || !emit_records || dur < backtrace_ns)
 		return now;
@@ -174,7 +179,7 @@ static __always_inline int enter(struct pt_regs *ctx)
 			__u64 a[6] = { PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
 				       PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), PT_REGS_PARM6(ctx) };
 
-			bt_enter(bpf_ktime_get_boot_ns(), agg_bytes(cookie, a));
+			bt_enter(bpf_ktime_get_boot_ns(), agg_bytes(cookie, a), CK_LIB(cookie));
 		}
 		return 0;
 	}
@@ -182,7 +187,7 @@ static __always_inline int enter(struct pt_regs *ctx)
 	if (!r) {
 		/* Pushed even so, for the return to pop the right slot. */
 		if (NEED_CALL_TS)
-			bt_enter(bpf_ktime_get_boot_ns(), 0);
+			bt_enter(bpf_ktime_get_boot_ns(), 0, CK_LIB(cookie));
 		count_drop(REC_CALL_ENTER);
 		return 0;
 	}
@@ -200,7 +205,7 @@ static __always_inline int enter(struct pt_regs *ctx)
 	r->args[5] = PT_REGS_PARM6(ctx);
 	r->args[9] = r->args[10] = 0;
 	if (NEED_CALL_TS)
-		bt_enter(r->hdr.ts, aggregate ? agg_bytes(cookie, r->args) : 0);
+		bt_enter(r->hdr.ts, aggregate ? agg_bytes(cookie, r->args) : 0, CK_LIB(cookie));
 	/*
 	 * User memory is read into the BPF stack, then copied: reading straight
 	 * into ring memory (vmalloc'ed) makes hardened usercopy look the
@@ -229,7 +234,7 @@ static __always_inline int enter(struct pt_regs *ctx)
 	if (cookie & CK_STASH) {
 		struct stash_key k = { .tid = (__u32)pid_tgid,
 				       .func = CK_LIB(cookie) << 16 | CK_FUNC(cookie) };
-		__u64 out = r->args[0];
+		__u64 out = r->args[CK_OUT_ARG(cookie)];
 
 		bpf_map_update_elem(&stash, &k, &out, BPF_ANY);
 	}
@@ -283,7 +288,15 @@ static __always_inline int exit(struct pt_regs *ctx)
 		if (p) {
 			__u64 out = 0;
 
-			if (*p && !bpf_probe_read_user(&out, sizeof(out), (void *)*p)) {
+			if (*p && (cookie & CK_OUT32)) {
+				__u32 o32 = 0;
+
+				/* An int: 8 bytes could run off its page. */
+				if (!bpf_probe_read_user(&o32, sizeof(o32), (void *)*p)) {
+					r->out = o32;
+					r->has_out = 1;
+				}
+			} else if (*p && !bpf_probe_read_user(&out, sizeof(out), (void *)*p)) {
 				r->out = out;
 				r->has_out = 1;
 			}

@@ -59,6 +59,9 @@ struct rec_hdr {
  *   bits 20..23 how the entry probe reads arguments (enum probe_kind)
  *   bit  24     stash argument 0 (an out pointer) for the return probe
  *   bits 25..27 index + 1 of a C-string argument to copy (0 = none)
+ *   bits 28..29 with bit 24: index of the stashed out-pointer argument
+ *               (0 = a0; ncclCommSplit's newcomm is a3)
+ *   bit  30     with bit 24: the out value is 32 bits wide (an int *)
  */
 enum probe_kind {
 	PK_REGS = 0,		/* the six register arguments */
@@ -74,6 +77,11 @@ enum probe_kind {
 #define CK_MAKE(lib, func, kind, stash, str) \
 	((__u64)(func) | ((__u64)(lib) << 16) | ((__u64)(kind) << 20) | \
 	 ((stash) ? (__u64)CK_STASH : 0) | ((__u64)(str) << 25))
+#define CK_OUT_ARG(c)	(((__u32)(c) >> 28) & 0x3)
+#define CK_OUT32	(1u << 30)
+/* A stash of the out pointer in argument arg (0..3), 32 bits wide if is32. */
+#define CK_MAKE_OUT(lib, func, kind, arg, is32) \
+	(CK_MAKE(lib, func, kind, 1, 0) | ((__u64)(arg) << 28) | ((is32) ? (__u64)CK_OUT32 : 0))
 
 #define CALL_NARGS 11
 
@@ -87,7 +95,8 @@ struct rec_call_enter {
 	__u64 args[CALL_NARGS];
 };
 
-/* Return of a probed function. out is *a0 read at return when stashed. */
+/* Return of a probed function. out is the stashed out pointer's target
+ * (*a0 unless the cookie names another argument) read at return. */
 struct rec_call_exit {
 	struct rec_hdr hdr;
 	__u16 func;

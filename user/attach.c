@@ -333,7 +333,11 @@ static int scan_map(const struct map_entry *e, void *ctx)
 	lib = apilib__for_path(e->path, s->a->mask);
 	if (!lib)
 		return 0;
-	s->mapped = true;
+	/* libnccl / libcudart come first and load libcuda later (a DT_NEEDED
+	 * after them, or a dlopen at the first CUDA call): keep watching until
+	 * the driver is mapped too, where it is traced. */
+	if (lib->id == LIB_CUDA || !(s->a->mask & TRACE_BIT(LIB_CUDA)))
+		s->mapped = true;
 	/* The path is the target's view: resolve it in its mount namespace. */
 	n = snprintf(path, sizeof(path), "/proc/%d/root%s", s->pid, e->path);
 	if (n < 0 || (size_t)n >= sizeof(path))

@@ -37,8 +37,11 @@ static void free_names(struct hmap *h)
 	hmap__free(h);
 }
 
-static void free_proc(struct proc *p)
+static void free_proc(struct model *m, struct proc *p)
 {
+	for (unsigned l = 0; l < LIB__COUNT; l++)
+		if (m->libs[l] && m->libs[l]->proc_free)
+			m->libs[l]->proc_free(p);
 	free_names(&p->names);
 	hmap__free(&p->allocs);
 	hmap__free(&p->streams);
@@ -83,7 +86,7 @@ void model__forget(struct model *m, uint32_t pid)
 		if (hmap__del(&m->threads, gone[i], &v))
 			free_thread((void *)(uintptr_t)v);
 	free(gone);
-	free_proc((void *)(uintptr_t)pv);
+	free_proc(m, (void *)(uintptr_t)pv);
 }
 
 void model__free(struct model *m)
@@ -93,7 +96,7 @@ void model__free(struct model *m)
 	for (size_t it = 0; hmap__next(&m->threads, &it, NULL, &v);)
 		free_thread((void *)(uintptr_t)v);
 	for (size_t it = 0; hmap__next(&m->procs, &it, NULL, &v);)
-		free_proc((void *)(uintptr_t)v);
+		free_proc(m, (void *)(uintptr_t)v);
 	hmap__free(&m->threads);
 	hmap__free(&m->procs);
 }

@@ -87,6 +87,7 @@ struct proc {
 	int64_t mem_peak[CTR__COUNT];
 	void *launch_fmt;	/* user/cuda.c's cache of formatted launch configs (one block) */
 	bool counter_described[CTR__COUNT];
+	void *lib_state[LIB__COUNT];	/* a library decoder's own (lib_ops.proc_free frees it) */
 };
 
 struct model;
@@ -113,6 +114,7 @@ struct lib_ops {
 	bool (*has_string)(uint16_t func);	/* a string record follows the entry */
 	void (*enter)(struct model *m, struct thread *t, struct call *c);
 	void (*exit)(struct model *m, struct thread *t, struct call *c);
+	void (*proc_free)(struct proc *p);	/* frees p->lib_state[lib]; may be NULL */
 };
 
 #define MAX_SINKS 8

@@ -37,6 +37,11 @@ static struct pfseq *seq_of(struct pftrace *pt, struct thread *t, uint64_t ts)
 	return t->seq;
 }
 
+struct pfseq *pfsink__seq(struct pftrace *pt, struct thread *t, uint64_t ts)
+{
+	return seq_of(pt, t, ts);
+}
+
 static void on_begin(void *ctx, struct thread *t, struct call *c)
 {
 	struct pfseq *s = seq_of(ctx, t, c->ts);

@@ -19,5 +19,8 @@
 
 /* The sink writing model events into pt. */
 struct sink pfsink__sink(struct pftrace *pt);
+/* Thread t's packet sequence (created at ts on first use), for other sinks
+ * writing on its behalf; NULL on ENOMEM. */
+struct pfseq *pfsink__seq(struct pftrace *pt, struct thread *t, uint64_t ts);
 
 #endif

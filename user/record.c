@@ -21,6 +21,8 @@
 #include "model.h"
 #include "monitor.h"
 #include "agg.h"
+#include "ncclpf.h"
+#include "ncclsum.h"
 #include "pfsink.h"
 #include "procfs.h"
 #include "pfstacks.h"
@@ -65,6 +67,7 @@ struct rec {
 	struct ring_buffer *rb;
 	struct model model;
 	struct summary *summary;
+	struct ncclsum *ncclsum;
 	struct pftrace *pt;
 	struct pfseq *meta;		/* cgbpf's own events (drops) */
 	struct stacks *stacks;		/* CPU samples and backtraces */
@@ -837,7 +840,8 @@ int record__run(const struct record_opts *o)
 	}
 	model__init(&r.model);
 	r.summary = summary__new();
-	if (!r.summary) {
+	r.ncclsum = ncclsum__new(&r.model);
+	if (!r.summary || !r.ncclsum) {
 		err("out of memory");
 		goto cleanup;
 	}
@@ -847,7 +851,11 @@ int record__run(const struct record_opts *o)
 		goto cleanup;
 	}
 	if (r.pt) {
+		sk = ncclpf__sink_before(r.pt);
+		model__add_sink(&r.model, &sk);
 		sk = pfsink__sink(r.pt);
+		model__add_sink(&r.model, &sk);
+		sk = ncclpf__sink_after(r.pt);
 		model__add_sink(&r.model, &sk);
 		r.pfstacks = pfstacks__new(r.pt);
 		if (!r.pfstacks) {
@@ -858,6 +866,8 @@ int record__run(const struct record_opts *o)
 		model__add_sink(&r.model, &sk);
 	}
 	sk = summary__sink(r.summary);
+	model__add_sink(&r.model, &sk);
+	sk = ncclsum__sink(r.ncclsum);
 	model__add_sink(&r.model, &sk);
 	summary__set_syscall_threshold(r.summary, o->syscall_threshold_ns);
 
@@ -1017,6 +1027,8 @@ cleanup:
 		ci.stacks = r.stacks;
 		ci.more = schedtrace__print;
 		ci.more_ctx = r.sched;
+		ci.lib_section[LIB_NCCL] = ncclsum__print;
+		ci.lib_section_ctx[LIB_NCCL] = r.ncclsum;
 		ci.backtrace_ns = o->backtrace_threshold_ns;
 		ci.invalid = r.invalid;
 		ci.duration_ns = end - t0;
@@ -1112,6 +1124,7 @@ cleanup:
 	}
 	cgbpf_bpf__destroy(r.skel);
 	summary__free(r.summary);
+	ncclsum__free(r.ncclsum);
 	model__free(&r.model);
 	hmap__free(&r.live);
 	hmap__free(&r.waiting);

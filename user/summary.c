@@ -324,6 +324,9 @@ void summary__print(struct summary *s, const struct model *m, const struct captu
 	print_api(s, f);
 	print_kernels(s, f);
 	print_memory(s, m, f);
+	for (int l = 0; l < LIB__COUNT; l++)
+		if (ci->lib_section[l])
+			ci->lib_section[l](ci->lib_section_ctx[l], f);
 	if (ci->stacks)
 		stacks__summary(ci->stacks, ci->backtrace_ns, f);
 	syssum__print(s->sys, s->syscall_threshold_ns, f);

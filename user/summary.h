@@ -25,6 +25,10 @@ struct capture_info {
 	/* More sections printed before "Capture" (the scheduler's), or NULL. */
 	void (*more)(const void *ctx, const uint64_t *drops, FILE *f);
 	const void *more_ctx;
+	/* Sections of the API libraries (user/ncclsum.c), printed after the
+	 * memory tables; NULL where a library has none. */
+	void (*lib_section[LIB__COUNT])(const void *ctx, FILE *f);
+	const void *lib_section_ctx[LIB__COUNT];
 };
 
 struct summary *summary__new(void);

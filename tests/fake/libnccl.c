@@ -754,19 +754,32 @@ ncclResult_t pncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
 }
 ALIAS(ncclAllReduce);
 
+/* Set while ncclBcast runs its ncclBroadcast: that call is the library's
+ * own, not one the application made. */
+static __thread int in_bcast;
+
 ncclResult_t pncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
 			    ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream)
 {
+	if (in_bcast)
+		return submit(F_Bcast, OP_COLL, comm, count, datatype, root, 0);
 	COUNT(F_Broadcast);
 	return submit(F_Broadcast, OP_COLL, comm, count, datatype, root, 0);
 }
 ALIAS(ncclBroadcast);
 
+/* As in NVIDIA's build, ncclBcast calls the exported ncclBroadcast (through
+ * the PLT): a tracer sees one API call nested in another. */
 ncclResult_t pncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
 			ncclComm_t comm, cudaStream_t stream)
 {
+	ncclResult_t r;
+
 	COUNT(F_Bcast);
-	return submit(F_Bcast, OP_COLL, comm, count, datatype, root, 0);
+	in_bcast = 1;
+	r = ncclBroadcast(buff, buff, count, datatype, root, comm, stream);
+	in_bcast = 0;
+	return r;
 }
 ALIAS(ncclBcast);
 

@@ -239,3 +239,37 @@ def test_monitor_bad_input():
                        timeout=30)
     eq(r.returncode, 2, "unknown option in a config file")
     check("bogus-option" in r.stderr, "names it: %r" % r.stderr)
+
+
+def test_monitor_nccl_bytes():
+    """NCCL collectives: calls and count x sizeof(datatype) bytes per
+    process against the fake library's own ground truth."""
+    from harness import FAKE, Skip
+    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
+            os.path.join(FAKE, "libnccl.so.2")):
+        raise Skip("nccl_ranks / fake libnccl.so.2 not built (no CUDA toolkit: they need nccl.h)")
+    d = tmpdir()
+    mon = Monitor(["--interval", "1h"], d)
+    try:
+        env = env_with(FAKENCCL_STATS=os.path.join(d, "stats-%p.json"))
+        w = start([wl("nccl_ranks"), "--ranks", "2", "--iters", "3", "--procs"], env=env)
+        eq(w.wait(120), 0, "nccl_ranks exit")
+        m = mon.scrape()
+    finally:
+        eq(mon.stop(), 0, "monitor exit")
+    stats = [json.load(open(os.path.join(d, f))) for f in os.listdir(d)
+             if f.startswith("stats-")]
+    check(len(stats) >= 2, "stats of the rank processes (%d files)" % len(stats))
+    checked = 0
+    for st in stats:
+        calls = {f: int(v) for f, v in per_func(m, "cgbpf_calls_total", st["pid"]).items()
+                 if f.startswith("nccl")}
+        byts = per_func(m, "cgbpf_bytes_total", st["pid"])
+        for f, n in st["calls"].items():
+            if f in calls or f in ("ncclAllReduce", "ncclBroadcast", "ncclSend"):
+                eq(calls.get(f, 0), n, "pid %d: %s calls" % (st["pid"], f))
+        for f, b in st["bytes"].items():
+            if b:
+                eq(byts.get(f, 0.0), float(b), "pid %d: %s bytes" % (st["pid"], f))
+                checked += 1
+    check(checked >= 4, "bytes of several collectives checked (%d)" % checked)

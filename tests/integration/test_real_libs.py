@@ -5,7 +5,7 @@ import os
 import re
 import subprocess
 
-from harness import CGBPF, Skip, check, eq, record, tmpdir
+from harness import CGBPF, OUT, Skip, check, eq, record, tmpdir
 
 CUDA = os.environ.get("CUDA_HOME", "/usr/local/cuda")
 CUDART = os.path.join(CUDA, "lib64", "libcudart.so.13")
@@ -90,6 +90,56 @@ def test_stub_libcuda_whole_table():
 def test_nccl_symbols_resolve_and_attach():
     need(NCCL)
     check_lib(NCCL, ["ncclAllReduce", "ncclGetVersion", "ncclCommInitRank", "pncclAllReduce"])
+
+
+# cgbpf's NCCL table (user/nccl_funcs.h). NCCL spells all-to-all
+# ncclAlltoAll; it is exported since 2.28 (absent from older builds).
+NCCL_TABLE = ["ncclAllReduce", "ncclBroadcast", "ncclBcast", "ncclReduce", "ncclAllGather",
+              "ncclReduceScatter", "ncclAlltoAll", "ncclSend", "ncclRecv", "ncclGroupStart",
+              "ncclGroupEnd", "ncclCommInitRank", "ncclCommInitRankConfig", "ncclCommInitAll",
+              "ncclCommSplit", "ncclCommDestroy", "ncclCommAbort", "ncclCommCount",
+              "ncclCommUserRank"]
+
+
+def check_nccl_table(path):
+    """The whole table resolves and attaches in path, at readelf's offsets;
+    each pncclX is at its ncclX's address and is no second probe."""
+    p = subprocess.run([CGBPF, "check", "--attach", path], capture_output=True, text=True,
+                       timeout=120)
+    eq(p.returncode, 0, "cgbpf check exit (stderr %r)" % p.stderr[-300:])
+    line = "# %d resolved, 0 missing, 0 aliases, %d attached, 0 failed" % (
+        len(NCCL_TABLE), len(NCCL_TABLE))
+    check(line in p.stdout, "%r in %r" % (line, p.stdout[-300:]))
+    want = readelf_offsets(path)
+    got = {}
+    for ln in p.stdout.splitlines():
+        m = re.match(r"^(nccl\w+)\s+0x([0-9a-f]+)$", ln)
+        if m:
+            got[m.group(1)] = int(m.group(2), 16)
+    eq(sorted(got), sorted(NCCL_TABLE), "functions probed (ncclX names only)")
+    for n in NCCL_TABLE:
+        eq(got[n], want[n], "%s offset vs readelf" % n)
+        eq(want["p" + n], want[n], "p%s at the address of %s" % (n, n))
+    # Both names asked for: one probe per address, the alias says so.
+    names = [x for n in NCCL_TABLE for x in (n, "p" + n)]
+    check_lib(path, names)
+    p = subprocess.run([CGBPF, "check", "--attach", path] + names, capture_output=True,
+                       text=True, timeout=120)
+    for n in NCCL_TABLE:
+        check(re.search(r"^p%s\s+0x%x\s+same address as %s \(one probe\)$" % (n, got[n], n),
+                        p.stdout, re.M), "p%s marked an alias of %s" % (n, n))
+
+
+def test_nccl_whole_table_on_the_real_library():
+    need(NCCL)
+    check_nccl_table(NCCL)
+
+
+def test_nccl_whole_table_on_the_fake():
+    fake = os.path.join(OUT, "fake", "libnccl.so.2")
+    if not os.path.exists(fake):
+        raise Skip("fake libnccl.so.2 not built (no CUDA toolkit: it needs nccl.h)")
+    check_nccl_table(fake)
 
 
 def test_trace_real_stub_libcuda():
