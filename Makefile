@@ -41,6 +41,9 @@ BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf \
 	-Wall -Werror -Wno-unused-function
+# <bpf/usdt.bpf.h> (bpf/nvtx.bpf.c) includes <sys/sdt.h>-free headers that
+# want the target's asm types: Debian keeps them in the multiarch folder.
+BPF_CFLAGS += -I/usr/include/$(shell $(CC) -dumpmachine)
 
 $(OUT)/bpf/%.bpf.o: bpf/%.bpf.c | $(OUT)/bpf
 	$(call msg,BPF,$@)

@@ -30,6 +30,7 @@ enum rec_type {
 	REC_SCHED_RENAME,	/* struct rec_task (task_rename, exec included) */
 	REC_SCHED_EXIT,		/* struct rec_task (sched_process_exit of a thread) */
 	REC_TRIGGER,		/* struct rec_trigger (bpf/agg.h): monitor dump trigger */
+	REC_NVTX,		/* struct rec_nvtx (bpf/nvtx_rec.h): an NVTX probe fired */
 	REC__COUNT,
 };
 

@@ -16,6 +16,7 @@
 
 struct lib_ops;
 struct agg_cfg;
+struct attach;
 
 struct api_lib {
 	uint8_t id;			/* enum rec_lib */
@@ -31,6 +32,9 @@ struct api_lib {
 	/* `cgbpf monitor`: how a function's bytes are counted and whether it
 	 * may trigger a dump (bpf/agg.h); NULL: calls and time only. */
 	void (*agg_cfg)(uint16_t func, struct agg_cfg *c);
+	/* A file probed otherwise than by the function table (USDT): returns
+	 * the probes attached, -errno, or -ENOSYS to use the table. */
+	int (*attach_file)(struct attach *a, const char *path, const char *display);
 };
 
 /* Bit of a library in a --trace mask. */

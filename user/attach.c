@@ -205,17 +205,75 @@ static bool probed(const struct attach *a, const struct stat *st)
 	return false;
 }
 
+/* Remembers a probed file (and tells BPF, which stops pausing mappers). */
+static int add_file(struct attach *a, const struct api_lib *lib, const char *display,
+		    const struct stat *st)
+{
+	struct lib_file *lf;
+
+	if (a->nfiles == a->capfiles) {
+		size_t nc = a->capfiles ? a->capfiles * 2 : 8;
+		struct lib_file *n = realloc(a->files, nc * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		a->files = n;
+		a->capfiles = nc;
+	}
+	lf = &a->files[a->nfiles++];
+	lf->dev = st->st_dev;
+	lf->ino = st->st_ino;
+	lf->lib = lib->id;
+	lf->path = strdup(display);
+	mark_probed(a, st->st_dev, st->st_ino);
+	return 0;
+}
+
+int attach__usdt(struct attach *a, struct bpf_program *prog, const char *path,
+		 const char *provider, const char *name)
+{
+	struct bpf_link *l = bpf_program__attach_usdt(prog, -1, path, provider, name, NULL);
+	int err;
+
+	if (!l)
+		return -errno;
+	err = add_link(a, l);
+	if (err)
+		bpf_link__destroy(l);
+	return err;
+}
+
+struct cgbpf_bpf *attach__skel(const struct attach *a)
+{
+	return a->skel;
+}
+
 static int attach_resolved(struct attach *a, const struct api_lib *lib, const char *path,
 			   const char *display, const struct stat *st)
 {
 	struct elfsym *es;
 	struct hmap offs = { 0 };
 	uint64_t *offv = NULL, *cookiev = NULL;
-	struct lib_file *lf;
 	int funcs = 0, err = 0;
 
 	if (probed(a, st))
 		return 0;
+	/* A library probed its own way (USDT) for some of its files. */
+	if (lib->attach_file) {
+		int n = lib->attach_file(a, path, display);
+
+		if (n != -ENOSYS) {
+			if (n < 0) {
+				warn("%s: attaching %s probes: %s", display, lib->title, strerror(-n));
+				return n;
+			}
+			err = add_file(a, lib, display, st);
+			if (err)
+				return err;
+			info("probing %d %s probes in %s", n, lib->title, display);
+			return 1;
+		}
+	}
 	es = elfsym__open(path);
 	if (!es) {
 		err = -errno;
@@ -251,23 +309,10 @@ static int attach_resolved(struct attach *a, const struct api_lib *lib, const ch
 	free(cookiev);
 	hmap__free(&offs);
 	elfsym__close(es);
+	if (!err)
+		err = add_file(a, lib, display, st);
 	if (err)
 		return err;
-	if (a->nfiles == a->capfiles) {
-		size_t nc = a->capfiles ? a->capfiles * 2 : 8;
-		struct lib_file *n = realloc(a->files, nc * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		a->files = n;
-		a->capfiles = nc;
-	}
-	lf = &a->files[a->nfiles++];
-	lf->dev = st->st_dev;
-	lf->ino = st->st_ino;
-	lf->lib = lib->id;
-	lf->path = strdup(display);
-	mark_probed(a, st->st_dev, st->st_ino);
 	if (!funcs)
 		warn("%s: none of the %d %s functions cgbpf knows is exported", display,
 		     lib->nfuncs, lib->title);

@@ -44,6 +44,13 @@ int attach__offsets(struct attach *a, const char *path, const uint64_t *offs,
 /* Attaches to one library file by path (for tests and benchmarks); the
  * library is told by display's file name (-ENOENT: no traced library). */
 int attach__file(struct attach *a, const char *path, const char *display);
+/* Attaches a USDT program to provider:name in the file at path, for every
+ * process (for libraries probed their own way: api_lib.attach_file). */
+struct bpf_program;
+int attach__usdt(struct attach *a, struct bpf_program *prog, const char *path,
+		 const char *provider, const char *name);
+/* The skeleton whose programs the manager attaches. */
+struct cgbpf_bpf *attach__skel(const struct attach *a);
 /* Library files probed and probes attached so far. */
 size_t attach__files(const struct attach *a);
 size_t attach__probes(const struct attach *a);

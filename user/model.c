@@ -135,6 +135,19 @@ void model__proc_name(struct model *m, uint32_t pid, const char *comm)
 	EMIT(m, process, p);
 }
 
+void model__thread_name(struct model *m, uint32_t pid, uint32_t tid, const char *name)
+{
+	struct thread *t = model__thread(m, pid, tid);
+
+	if (!t)
+		return;
+	t->app_named = true;
+	if (!strncmp(t->name, name, sizeof(t->name) - 1))
+		return;
+	snprintf(t->name, sizeof(t->name), "%.15s", name);
+	EMIT(m, thread, t);
+}
+
 void model__proc_refresh(struct model *m, uint32_t pid)
 {
 	uint64_t *v = hmap__get(&m->procs, pid);
@@ -327,8 +340,9 @@ void model__thread_exit(struct model *m, const struct rec_proc *r)
 	struct thread *t = v ? (void *)(uintptr_t)*v : NULL;
 
 	/* Keep the thread's last name: it may have renamed itself after
-	 * cgbpf first saw it. */
-	if (t && strncmp(t->name, r->comm, sizeof(t->name))) {
+	 * cgbpf first saw it; a name the application gave through NVTX is
+	 * the one it wants to see. */
+	if (t && !t->app_named && strncmp(t->name, r->comm, sizeof(t->name))) {
 		snprintf(t->name, sizeof(t->name), "%.15s", r->comm);
 		EMIT(m, thread, t);
 	}

@@ -67,6 +67,7 @@ struct thread {
 	uint32_t tid;
 	struct proc *proc;
 	char name[16];
+	bool app_named;		/* named by the application (nvtxNameOsThread) */
 	struct call stack[CALL_DEPTH];
 	int depth;
 	struct pfseq *seq;	/* the Perfetto sink's sequence */
@@ -145,6 +146,8 @@ struct thread *model__thread(struct model *m, uint32_t pid, uint32_t tid);
 /* Names a process known from elsewhere (an exit record) when /proc can
  * no longer say. */
 void model__proc_name(struct model *m, uint32_t pid, const char *comm);
+/* Renames a thread (nvtxNameOsThread); its track follows. */
+void model__thread_name(struct model *m, uint32_t pid, uint32_t tid, const char *name);
 /* Frees a process and its threads (a monitor running for days forgets
  * the processes that exited). */
 void model__forget(struct model *m, uint32_t pid);

@@ -1,11 +1,101 @@
 // SPDX-License-Identifier: MIT
-/* Placeholder until the NVTX ranges decoder lands: no functions, no probes. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 #include "apilib.h"
-#include "model.h"
+#include "attach.h"
+#include "cgbpf.skel.h"
+#include "hmap.h"
+#include "log.h"
+#include "nvtx.h"
+#include "nvtx_rec.h"
+#include "pfsink.h"
+#include "stats.h"
+
+#define NV_DEPTH 64		/* open push/pop ranges per thread */
+#define NV_SLOTS 64		/* concurrently open start/end ranges per process */
+#define NV_MAX_ANNOTS 6
+
+enum { STYLE_PUSHPOP, STYLE_STARTEND };
+
+struct nv_open {
+	uint64_t ts;
+	uint64_t domain;
+	uint64_t id;		/* start/end: the range id */
+	uint32_t slot;		/* start/end: the async track */
+	char *name;
+};
+
+struct nv_thread {
+	int depth;
+	struct nv_open stack[NV_DEPTH];
+};
+
+struct nv_proc {
+	uint32_t pid;
+	struct hmap domains;	/* handle -> char * name */
+	struct hmap cats;	/* hash(domain, id) -> char * name */
+	struct hmap open;	/* start/end id -> struct nv_open * */
+	uint64_t slots;		/* bitmap of async tracks in use */
+	uint64_t described;	/* bitmap of async tracks described */
+};
+
+struct nv_row {
+	char *domain, *name;
+	int style;
+	struct stats st;
+};
+
+struct nvtx {
+	struct model *m;
+	struct pftrace *pt;
+	struct hmap procs;	/* pid -> struct nv_proc * */
+	struct hmap threads;	/* tid -> struct nv_thread * */
+	struct hmap rows;	/* hash -> struct nv_row * (summary) */
+	uint64_t unmatched;	/* pops and ends whose push/start came before attach */
+	uint64_t marks;
+};
+
+/* ------------------------------------------------------------ attach */
+
+static const char *const probes[] = {
+	"push", "pop", "start", "end", "mark", "name_thread", "name_category",
+	"domain_create", "domain_destroy", "register_string",
+};
+
+static int attach_file(struct attach *a, const char *path, const char *display)
+{
+	const char *base = strrchr(display, '/');
+	struct cgbpf_bpf *skel = attach__skel(a);
+	struct bpf_program *progs[] = {
+		skel->progs.nvtx_push, skel->progs.nvtx_pop, skel->progs.nvtx_start,
+		skel->progs.nvtx_end, skel->progs.nvtx_mark, skel->progs.nvtx_name_thread,
+		skel->progs.nvtx_name_category, skel->progs.nvtx_domain_create,
+		skel->progs.nvtx_domain_destroy, skel->progs.nvtx_register_string,
+	};
+	int n = 0;
+
+	base = base ? base + 1 : display;
+	if (strncmp(base, "libcgbpf-nvtx.so", 16))
+		return -ENOSYS;
+	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
+		int err = attach__usdt(a, progs[i], path, "cgbpf_nvtx", probes[i]);
+
+		if (err)
+			return err;
+		n++;
+	}
+	return n;
+}
 
 static const char *func_name(uint16_t func)
 {
-	return "?";
+	return "nvtx?";
 }
 
 static uint64_t cookie(uint16_t func)
@@ -24,7 +114,9 @@ static const struct lib_ops ops = {
 	.exit = nop,
 };
 
-static const char *const watch[] = { "libnvToolsExt.so", NULL };
+/* libnvToolsExt (NVTX v2) is not probed yet: only the injection library,
+ * which serves NVTX v3 (header-only) applications, is watched. */
+static const char *const watch[] = { "libcgbpf-nvtx.so", NULL };
 
 const struct api_lib nvtx_lib = {
 	.id = LIB_NVTX,
@@ -35,4 +127,483 @@ const struct api_lib nvtx_lib = {
 	.symbol = func_name,
 	.cookie = cookie,
 	.ops = &ops,
+	.attach_file = attach_file,
 };
+
+const char *nvtx__injection_path(char *buf, size_t len)
+{
+	static const char *const rel[] = {
+		"inject/libcgbpf-nvtx.so",		/* build/cgbpf -> build/inject/ */
+		"../lib/cgbpf/libcgbpf-nvtx.so",	/* /usr/local/bin -> /usr/local/lib/cgbpf */
+	};
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return NULL;
+	exe[n] = 0;
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return NULL;
+	*slash = 0;
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		if ((size_t)snprintf(buf, len, "%s/%s", exe, rel[i]) >= len)
+			continue;
+		if (!access(buf, R_OK)) {
+			char *r = realpath(buf, NULL);
+
+			if (r) {
+				snprintf(buf, len, "%s", r);
+				free(r);
+			}
+			return buf;
+		}
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------ state */
+
+struct nvtx *nvtx__new(struct model *m, struct pftrace *pt)
+{
+	struct nvtx *n = calloc(1, sizeof(*n));
+
+	if (n) {
+		n->m = m;
+		n->pt = pt;
+	}
+	return n;
+}
+
+static void free_names(struct hmap *h)
+{
+	uint64_t v;
+
+	for (size_t it = 0; hmap__next(h, &it, NULL, &v);)
+		free((void *)(uintptr_t)v);
+	hmap__free(h);
+}
+
+static void free_proc(struct nv_proc *p)
+{
+	uint64_t v;
+
+	free_names(&p->domains);
+	free_names(&p->cats);
+	for (size_t it = 0; hmap__next(&p->open, &it, NULL, &v);) {
+		struct nv_open *o = (void *)(uintptr_t)v;
+
+		free(o->name);
+		free(o);
+	}
+	hmap__free(&p->open);
+	free(p);
+}
+
+static void free_thread(struct nv_thread *t)
+{
+	for (int i = 0; i < t->depth && i < NV_DEPTH; i++)
+		free(t->stack[i].name);
+	free(t);
+}
+
+void nvtx__free(struct nvtx *n)
+{
+	uint64_t v;
+
+	if (!n)
+		return;
+	for (size_t it = 0; hmap__next(&n->procs, &it, NULL, &v);)
+		free_proc((void *)(uintptr_t)v);
+	for (size_t it = 0; hmap__next(&n->threads, &it, NULL, &v);)
+		free_thread((void *)(uintptr_t)v);
+	for (size_t it = 0; hmap__next(&n->rows, &it, NULL, &v);) {
+		struct nv_row *r = (void *)(uintptr_t)v;
+
+		stats__free(&r->st);
+		free(r->domain);
+		free(r->name);
+		free(r);
+	}
+	hmap__free(&n->procs);
+	hmap__free(&n->threads);
+	hmap__free(&n->rows);
+	free(n);
+}
+
+static struct nv_proc *proc_of(struct nvtx *n, uint32_t pid)
+{
+	uint64_t *v = hmap__get(&n->procs, pid);
+	struct nv_proc *p;
+
+	if (v)
+		return (void *)(uintptr_t)*v;
+	p = calloc(1, sizeof(*p));
+	if (!p || hmap__put(&n->procs, pid, (uintptr_t)p)) {
+		free(p);
+		return NULL;
+	}
+	p->pid = pid;
+	return p;
+}
+
+static struct nv_thread *thread_of(struct nvtx *n, uint32_t tid)
+{
+	uint64_t *v = hmap__get(&n->threads, tid);
+	struct nv_thread *t;
+
+	if (v)
+		return (void *)(uintptr_t)*v;
+	t = calloc(1, sizeof(*t));
+	if (!t || hmap__put(&n->threads, tid, (uintptr_t)t)) {
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+static void put_name(struct hmap *h, uint64_t key, const char *name)
+{
+	char *s = strdup(name);
+	uint64_t old;
+
+	if (!s)
+		return;
+	if (hmap__del(h, key, &old))
+		free((void *)(uintptr_t)old);
+	if (hmap__put(h, key, (uintptr_t)s))
+		free(s);
+}
+
+/*
+ * A domain's name: from its creation record, or, for a domain created
+ * before cgbpf attached, read through the handle (the injection library's
+ * handles point to the name, inject/cgbpf_nvtx_probes.h).
+ */
+static const char *domain_name(struct nv_proc *p, uint64_t handle)
+{
+	uint64_t *v;
+	char buf[REC_NVTX_STR];
+	struct iovec local = { buf, sizeof(buf) - 1 }, remote = { (void *)(uintptr_t)handle,
+								 sizeof(buf) - 1 };
+	ssize_t got;
+
+	if (!handle)
+		return "NVTX";
+	v = hmap__get(&p->domains, handle);
+	if (v)
+		return (const char *)(uintptr_t)*v;
+	got = process_vm_readv(p->pid, &local, 1, &remote, 1, 0);
+	if (got <= 0)
+		snprintf(buf, sizeof(buf), "domain 0x%" PRIx64, handle);
+	else
+		buf[got < (ssize_t)sizeof(buf) ? got : (ssize_t)sizeof(buf) - 1] = 0;
+	put_name(&p->domains, handle, buf);
+	v = hmap__get(&p->domains, handle);
+	return v ? (const char *)(uintptr_t)*v : "?";
+}
+
+static uint64_t cat_key(uint64_t domain, uint64_t id)
+{
+	uint64_t k[2] = { domain, id };
+
+	return hash__bytes(k, sizeof(k));
+}
+
+/* ------------------------------------------------------------ trace */
+
+struct annots {
+	struct pf_annot a[NV_MAX_ANNOTS];
+	int n;
+	char color[16], payload[40], cat[24];
+};
+
+static void build_annots(struct nv_proc *p, const struct rec_nvtx *r, struct annots *an)
+{
+	an->n = 0;
+	if (r->color_type == 1) {
+		/* ARGB: the alpha channel is not a color a viewer can show. */
+		snprintf(an->color, sizeof(an->color), "#%06x", r->color & 0xffffff);
+		an->a[an->n++] = (struct pf_annot){ .name = "color", .type = PA_STR, .s = an->color };
+	}
+	if (r->category) {
+		uint64_t *v = hmap__get(&p->cats, cat_key(r->domain, r->category));
+
+		if (v) {
+			an->a[an->n++] = (struct pf_annot){ .name = "category", .type = PA_STR,
+							    .s = (const char *)(uintptr_t)*v };
+		} else {
+			an->a[an->n++] = (struct pf_annot){ .name = "category", .type = PA_UINT,
+							    .u = r->category };
+		}
+	}
+	switch (r->payload_type) {
+	case 1:	/* u64 */
+	case 4:	/* u32 */
+		an->a[an->n++] = (struct pf_annot){ .name = "payload", .type = PA_UINT,
+						    .u = r->payload };
+		break;
+	case 2:	/* i64 */
+		an->a[an->n++] = (struct pf_annot){ .name = "payload", .type = PA_INT,
+						    .i = (int64_t)r->payload };
+		break;
+	case 5:	/* i32 */
+		an->a[an->n++] = (struct pf_annot){ .name = "payload", .type = PA_INT,
+						    .i = (int32_t)r->payload };
+		break;
+	case 3: {	/* double */
+		double d;
+
+		memcpy(&d, &r->payload, sizeof(d));
+		snprintf(an->payload, sizeof(an->payload), "%.17g", d);
+		an->a[an->n++] = (struct pf_annot){ .name = "payload", .type = PA_STR,
+						    .s = an->payload };
+		break;
+	}
+	case 6: {	/* float */
+		uint32_t bits = (uint32_t)r->payload;
+		float f;
+
+		memcpy(&f, &bits, sizeof(f));
+		snprintf(an->payload, sizeof(an->payload), "%.9g", f);
+		an->a[an->n++] = (struct pf_annot){ .name = "payload", .type = PA_STR,
+						    .s = an->payload };
+		break;
+	}
+	}
+}
+
+static struct pfseq *seq(struct nvtx *n, uint32_t pid, uint32_t tid, uint64_t ts)
+{
+	struct thread *t;
+
+	if (!n->pt)
+		return NULL;
+	t = model__thread(n->m, pid, tid);
+	return t ? pfsink__seq(n->pt, t, ts) : NULL;
+}
+
+static void count(struct nvtx *n, const char *domain, const char *name, int style, uint64_t dur)
+{
+	char key[2 * REC_NVTX_STR + 4];
+	uint64_t h, *v;
+	struct nv_row *r;
+
+	snprintf(key, sizeof(key), "%d\x1f%s\x1f%s", style, domain, name);
+	for (h = hash__bytes(key, strlen(key)); (v = hmap__get(&n->rows, h)); h++) {
+		r = (void *)(uintptr_t)*v;
+		if (r->style == style && !strcmp(r->domain, domain) && !strcmp(r->name, name))
+			goto found;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return;
+	r->domain = strdup(domain);
+	r->name = strdup(name);
+	r->style = style;
+	if (!r->domain || !r->name || hmap__put(&n->rows, h, (uintptr_t)r)) {
+		free(r->domain);
+		free(r->name);
+		free(r);
+		return;
+	}
+found:
+	stats__add(&r->st, dur);
+}
+
+void nvtx__record(struct nvtx *n, const struct rec_nvtx *r, size_t size)
+{
+	const struct rec_hdr *h = &r->hdr;
+	struct nv_proc *p = proc_of(n, h->pid);
+	const char *msg = r->len ? r->str : "(unnamed)";
+	struct annots an;
+	struct nv_thread *t;
+	struct pfseq *s;
+
+	if (!p)
+		return;
+	switch (r->probe) {
+	case NV_DOMAIN_CREATE:
+		put_name(&p->domains, r->domain, r->str);
+		break;
+	case NV_DOMAIN_DESTROY:
+		/* Keep the name: ranges of the domain may still end later. */
+		break;
+	case NV_NAME_CATEGORY:
+		put_name(&p->cats, cat_key(r->domain, r->category), r->str);
+		break;
+	case NV_NAME_THREAD:
+		if (r->id)
+			model__thread_name(n->m, h->pid, r->id, r->str);
+		break;
+	case NV_REGISTER_STRING:
+		break;	/* messages are read through the handle at use */
+	case NV_PUSH:
+		t = thread_of(n, h->tid);
+		if (!t)
+			break;
+		if (t->depth < NV_DEPTH) {
+			struct nv_open *o = &t->stack[t->depth];
+
+			o->ts = h->ts;
+			o->domain = r->domain;
+			o->name = strdup(msg);
+		}
+		t->depth++;
+		s = seq(n, h->pid, h->tid, h->ts);
+		if (s) {
+			build_annots(p, r, &an);
+			pftrace__begin_cat(n->pt, s, h->ts, domain_name(p, r->domain), msg, an.a, an.n);
+		}
+		break;
+	case NV_POP:
+		t = thread_of(n, h->tid);
+		if (!t || !t->depth) {
+			n->unmatched++;
+			break;
+		}
+		t->depth--;
+		if (t->depth < NV_DEPTH) {
+			struct nv_open *o = &t->stack[t->depth];
+
+			count(n, domain_name(p, o->domain), o->name ? o->name : "?", STYLE_PUSHPOP,
+			      h->ts - o->ts);
+			free(o->name);
+			o->name = NULL;
+		}
+		s = seq(n, h->pid, h->tid, h->ts);
+		if (s)
+			pftrace__end(n->pt, s, h->ts, NULL, 0);
+		break;
+	case NV_START: {
+		struct nv_open *o = calloc(1, sizeof(*o));
+		uint64_t uuid;
+		int slot;
+
+		if (!o)
+			break;
+		/* The lowest free async track, so concurrent ranges never share one. */
+		slot = p->slots == UINT64_MAX ? NV_SLOTS - 1 : __builtin_ctzll(~p->slots);
+		p->slots |= 1ull << slot;
+		o->ts = h->ts;
+		o->domain = r->domain;
+		o->id = r->id;
+		o->slot = slot;
+		o->name = strdup(msg);
+		if (hmap__put(&p->open, r->id, (uintptr_t)o)) {
+			free(o->name);
+			free(o);
+			break;
+		}
+		s = seq(n, h->pid, h->tid, h->ts);
+		if (!s)
+			break;
+		uuid = UUID_NVTX((uint64_t)h->pid << 8 | slot);
+		if (!(p->described & (1ull << slot))) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "NVTX ranges %d", slot + 1);
+			pftrace__track(n->pt, uuid, UUID_PROCESS(h->pid), name);
+			p->described |= 1ull << slot;
+		}
+		build_annots(p, r, &an);
+		pftrace__begin_on(n->pt, s, h->ts, uuid, domain_name(p, r->domain), msg, an.a, an.n);
+		break;
+	}
+	case NV_END: {
+		uint64_t v;
+		struct nv_open *o;
+
+		if (!hmap__del(&p->open, r->id, &v)) {
+			n->unmatched++;
+			break;
+		}
+		o = (void *)(uintptr_t)v;
+		count(n, domain_name(p, o->domain), o->name ? o->name : "?", STYLE_STARTEND,
+		      h->ts - o->ts);
+		p->slots &= ~(1ull << o->slot);
+		/* Ended on whichever thread: its sequence, the range's track. */
+		s = seq(n, h->pid, h->tid, h->ts);
+		if (s)
+			pftrace__end_on(n->pt, s, h->ts, UUID_NVTX((uint64_t)h->pid << 8 | o->slot),
+					NULL, 0);
+		free(o->name);
+		free(o);
+		break;
+	}
+	case NV_MARK:
+		n->marks++;
+		s = seq(n, h->pid, h->tid, h->ts);
+		if (s) {
+			build_annots(p, r, &an);
+			if (an.n < NV_MAX_ANNOTS)
+				an.a[an.n++] = (struct pf_annot){ .name = "domain", .type = PA_STR,
+								  .s = domain_name(p, r->domain) };
+			pftrace__instant(n->pt, s, h->ts, 0, msg, an.a, an.n);
+		}
+		break;
+	}
+}
+
+void nvtx__proc_exit(struct nvtx *n, uint32_t pid, uint64_t ts)
+{
+	uint64_t v;
+
+	if (hmap__del(&n->procs, pid, &v))
+		free_proc((void *)(uintptr_t)v);
+}
+
+void nvtx__finish(struct nvtx *n, uint64_t ts)
+{
+}
+
+/* ------------------------------------------------------------ summary */
+
+static int cmp_rows(const void *a, const void *b)
+{
+	const struct nv_row *x = *(struct nv_row *const *)a, *y = *(struct nv_row *const *)b;
+
+	return x->st.total < y->st.total ? 1 : x->st.total > y->st.total ? -1 : 0;
+}
+
+void nvtx__print(const void *ctx, FILE *f)
+{
+	const struct nvtx *n = ctx;
+	struct nv_row **rows;
+	uint64_t v, total = 0;
+	size_t nr = 0;
+
+	fprintf(f, "\n** NVTX Range Summary (nvtx_sum):\n\n");
+	if (!n->rows.count) {
+		fprintf(f, "   no NVTX ranges were traced%s\n",
+			n->marks ? " (marks only)" : " (run the application with "
+			"NVTX_INJECTION64_PATH set to libcgbpf-nvtx.so: docs/nvtx-inject.md)");
+		return;
+	}
+	rows = malloc(n->rows.count * sizeof(*rows));
+	if (!rows)
+		return;
+	for (size_t it = 0; hmap__next((struct hmap *)&n->rows, &it, NULL, &v);) {
+		rows[nr] = (void *)(uintptr_t)v;
+		total += rows[nr++]->st.total;
+	}
+	qsort(rows, nr, sizeof(*rows), cmp_rows);
+	fprintf(f, " %8s %16s %10s %12s %12s %10s %12s %12s  %-9s %s\n", "Time (%)",
+		"Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)",
+		"StdDev (ns)", "Style", "Range");
+	for (size_t i = 0; i < nr; i++) {
+		struct stats *st = &rows[i]->st;
+		bool dflt = !strcmp(rows[i]->domain, "NVTX");
+
+		fprintf(f, " %8.1f %16" PRIu64 " %10" PRIu64 " %12.1f %12" PRIu64 " %10" PRIu64
+			   " %12" PRIu64 " %12.1f  %-9s %s%s%s\n",
+			total ? 100.0 * st->total / total : 0.0, st->total, st->n, st->mean,
+			stats__median(st), st->min, st->max, stats__stddev(st),
+			rows[i]->style == STYLE_PUSHPOP ? "PushPop" : "StartEnd",
+			dflt ? "" : rows[i]->domain, dflt ? "" : ":", rows[i]->name);
+	}
+	fprintf(f, "   %" PRIu64 " marks; %" PRIu64 " pops/ends whose push/start came before "
+		   "cgbpf attached\n", n->marks, n->unmatched);
+	free(rows);
+}

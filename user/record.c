@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,8 @@
 #include "agg.h"
 #include "ncclpf.h"
 #include "ncclsum.h"
+#include "nvtx.h"
+#include "nvtx_rec.h"
 #include "pfsink.h"
 #include "procfs.h"
 #include "pfstacks.h"
@@ -68,6 +71,7 @@ struct rec {
 	struct model model;
 	struct summary *summary;
 	struct ncclsum *ncclsum;
+	struct nvtx *nvtx;		/* NVTX ranges (user/nvtx.c) */
 	struct pftrace *pt;
 	struct pfseq *meta;		/* cgbpf's own events (drops) */
 	struct stacks *stacks;		/* CPU samples and backtraces */
@@ -413,6 +417,8 @@ static size_t min_size(uint16_t type)
 		return REC_SYSCALL_BASE_SIZE;
 	case REC_TRIGGER:
 		return sizeof(struct rec_trigger);
+	case REC_NVTX:
+		return offsetof(struct rec_nvtx, str) + 1;
 	}
 	return 0;
 }
@@ -475,6 +481,17 @@ static int handle(void *ctx, void *data, size_t size)
 		monitor__trigger(r->mon, t->ret ? "error" : "slow");
 		break;
 	}
+	case REC_NVTX: {
+		const struct rec_nvtx *nv = data;
+
+		if (nv->len > size - offsetof(struct rec_nvtx, str) - 1 || nv->str[nv->len] ||
+		    nv->probe >= NV__COUNT) {
+			r->invalid++;
+			break;
+		}
+		nvtx__record(r->nvtx, nv, size);
+		break;
+	}
 	case REC_CALL_ENTER:
 		if (r->o->sample_hz || r->o->backtrace_threshold_ns != THRESHOLD_OFF)
 			stacks__proc_seen(r->stacks, h->pid);
@@ -515,6 +532,7 @@ static int handle(void *ctx, void *data, size_t size)
 		const struct rec_proc *p = data;
 
 		model__proc_exit(&r->model, data);
+		nvtx__proc_exit(r->nvtx, h->pid, h->ts);
 		target_gone(r, h->pid);
 		stacks__proc_exit(r->stacks, h->pid);
 		if (r->mon) {
@@ -841,7 +859,8 @@ int record__run(const struct record_opts *o)
 	model__init(&r.model);
 	r.summary = summary__new();
 	r.ncclsum = ncclsum__new(&r.model);
-	if (!r.summary || !r.ncclsum) {
+	r.nvtx = nvtx__new(&r.model, r.pt);
+	if (!r.summary || !r.ncclsum || !r.nvtx) {
 		err("out of memory");
 		goto cleanup;
 	}
@@ -896,6 +915,17 @@ int record__run(const struct record_opts *o)
 		describe_cgbpf(&r, t0);
 
 	if (o->cmd) {
+		/* NVTX v3 calls do nothing without a tool: give the command
+		 * cgbpf's, unless it brings its own. */
+		if ((o->trace_mask & TRACE_BIT(LIB_NVTX)) && !getenv("NVTX_INJECTION64_PATH")) {
+			char inj[PATH_MAX];
+
+			if (nvtx__injection_path(inj, sizeof(inj)))
+				setenv("NVTX_INJECTION64_PATH", inj, 1);
+			else
+				warn("libcgbpf-nvtx.so not found next to cgbpf: NVTX ranges of %s will "
+				     "not be traced (docs/nvtx-inject.md)", o->cmd[0]);
+		}
 		r.child = spawn(o->cmd, &release_fd);
 		if (r.child < 0) {
 			err("cannot start %s: %s", o->cmd[0], strerror(-r.child));
@@ -1029,6 +1059,10 @@ cleanup:
 		ci.more_ctx = r.sched;
 		ci.lib_section[LIB_NCCL] = ncclsum__print;
 		ci.lib_section_ctx[LIB_NCCL] = r.ncclsum;
+		if (o->trace_mask & TRACE_BIT(LIB_NVTX)) {
+			ci.lib_section[LIB_NVTX] = nvtx__print;
+			ci.lib_section_ctx[LIB_NVTX] = r.nvtx;
+		}
 		ci.backtrace_ns = o->backtrace_threshold_ns;
 		ci.invalid = r.invalid;
 		ci.duration_ns = end - t0;
@@ -1125,6 +1159,7 @@ cleanup:
 	cgbpf_bpf__destroy(r.skel);
 	summary__free(r.summary);
 	ncclsum__free(r.ncclsum);
+	nvtx__free(r.nvtx);
 	model__free(&r.model);
 	hmap__free(&r.live);
 	hmap__free(&r.waiting);

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* NVTX records (bpf/nvtx.bpf.c -> user/nvtx.c), one per USDT probe of
+ * libcgbpf-nvtx.so (inject/cgbpf_nvtx_probes.h has the probes' contract). */
+#ifndef CGBPF_NVTX_REC_H
+#define CGBPF_NVTX_REC_H
+
+#include "events.h"
+
+enum nvtx_probe {
+	NV_PUSH = 1,
+	NV_POP,
+	NV_START,
+	NV_END,
+	NV_MARK,
+	NV_NAME_THREAD,
+	NV_NAME_CATEGORY,
+	NV_DOMAIN_CREATE,
+	NV_DOMAIN_DESTROY,
+	NV_REGISTER_STRING,
+	NV__COUNT,
+};
+
+#define REC_NVTX_STR 256
+
+struct rec_nvtx {
+	struct rec_hdr hdr;
+	__u8 probe;		/* enum nvtx_probe */
+	__u8 msg_kind;		/* enum cgbpf_nvtx_msg_kind */
+	__u8 color_type;	/* 1: color is ARGB */
+	__u8 payload_type;	/* nvtxPayloadType_t */
+	__u32 color;
+	__u64 domain;		/* domain handle, 0: the default domain */
+	__u64 id;		/* range id; category id; thread id; string handle */
+	__u64 category;
+	__u64 payload;
+	__u16 len;		/* bytes in str, without the NUL */
+	__u8 truncated;
+	__u8 pad[5];
+	char str[REC_NVTX_STR];	/* message / name; only hdr.size - offsetof(str) sent */
+};
+
+#endif
