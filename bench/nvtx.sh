@@ -11,7 +11,9 @@
 #             (the bare USDT trap: uprobe + trivial program);
 #   record    the test-only checker (--drain): each probe copies its args
 #             and the message string into a ring buffer that user space
-#             drains without printing.
+#             drains without printing;
+#   cgbpf     `cgbpf record -- CMD` (API sources only): cgbpf's own USDT
+#             programs, records, model and Perfetto writer.
 # Every figure is the median of NVTX_BENCH_RUNS runs of NVTX_BENCH_N pairs;
 # configurations are interleaved round by round. Ratios are against "none"
 # and "idle" of the same run. "record" is the test checker, not cgbpf.
@@ -39,7 +41,7 @@ noop=$out/bench/libnvtx-noop.so
 gcc -O2 -g -fPIC -shared -fvisibility=hidden -I"$top/inject" "$top/bench/nvtx_noop_inject.c" -o "$noop"
 
 errs=$(mktemp)
-trap 'rm -f "$errs"' EXIT
+trap 'rm -f "$errs" "$errs.pftrace"' EXIT
 lost=0
 pin=()
 command -v taskset >/dev/null && [ "$(nproc)" -gt 1 ] && pin=(taskset -c 1)
@@ -51,10 +53,13 @@ one() {
 	idle) NVTX_INJECTION64_PATH=$lib "${pin[@]}" "$bin" "$N" ;;
 	count) NVTX_INJECTION64_PATH=$lib "$checker" --count "$lib" -- "${pin[@]}" "$bin" "$N" 2>/dev/null ;;
 	record) NVTX_INJECTION64_PATH=$lib "$checker" --drain "$lib" -- "${pin[@]}" "$bin" "$N" 2>"$errs" ;;
+	cgbpf) NVTX_INJECTION64_PATH=$lib "$out/cgbpf" record --sched off --syscall-threshold off \
+		--sample-hz 0 --backtrace-threshold off --no-summary -o "$errs.pftrace" \
+		-- "${pin[@]}" "$bin" "$N" 2>/dev/null ;;
 	esac | sed -n 's/^ns_per_pair=//p'
 }
 
-configs=(none empty idle count record)
+configs=(none empty idle count record cgbpf)
 declare -A all
 for ((r = 0; r < RUNS; r++)); do
 	for c in "${configs[@]}"; do
@@ -78,3 +83,5 @@ done
 awk -v n="${med[none]}" -v e="${med[empty]}" -v i="${med[idle]}" -v c="${med[count]}" -v r="${med[record]}" 'BEGIN {
 	printf "\nidle_minus_empty_ns=%.2f\n", i - e
 	printf "idle_minus_none_ns=%.2f\ncount_minus_idle_ns=%.2f\nrecord_minus_idle_ns=%.2f\n", i - n, c - i, r - i }'
+awk -v g="${med[cgbpf]}" -v i="${med[idle]}" -v c="${med[count]}" 'BEGIN {
+	printf "cgbpf_minus_idle_ns=%.2f\ncgbpf_over_bare_usdt=%.2f\n", g - i, (g - i) / (c - i) }'
