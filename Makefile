@@ -128,6 +128,13 @@ $(OUT)/workloads/nccl_%: tests/workloads/nccl_%.c $(OUT)/fake/libcuda.so.1 $(OUT
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) $(DEPFLAGS) $< -o $@ -L$(OUT)/fake -lnccl -lcuda -Wl,-rpath,'$$ORIGIN/../fake' -lpthread
 
+# With the toolkit the demo is a 2-rank data-parallel job: NCCL and NVTX.
+ifeq ($(HAVE_CUDA_TOOLKIT),1)
+$(OUT)/workloads/demo: tests/workloads/demo.c $(OUT)/fake/libcuda.so.1 $(OUT)/fake/libnccl.so.2 | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) -DCGBPF_DEMO_DIST $(DEPFLAGS) $< -o $@ -L$(OUT)/fake -lnccl -lcuda -Wl,-rpath,'$$ORIGIN/../fake' -lpthread
+endif
+
 $(OUT)/workloads/%: tests/workloads/%.c $(OUT)/fake/libcuda.so.1 | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) $(DEPFLAGS) $< -o $@ -L$(OUT)/fake -lcuda -Wl,-rpath,'$$ORIGIN/../fake' -lpthread

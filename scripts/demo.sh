@@ -11,7 +11,8 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "demo: cgbpf loads BPF programs: run as root (sudo make demo)" >&2
 	exit 1
 fi
-echo "demo: recording $out/workloads/demo (fake libcuda from $out/fake; no GPU needed)"
+echo "demo: recording $out/workloads/demo (fake libcuda and libnccl from $out/fake; no GPU needed):"
+echo "      two ranks of a data-parallel loop, NCCL all-reduces, NVTX ranges per step and phase"
 LD_LIBRARY_PATH=$top/$out/fake "$out/cgbpf" record -o demo.perfetto-trace -- "$out/workloads/demo"
 echo
 echo "demo: open $top/demo.perfetto-trace at https://ui.perfetto.dev"

@@ -157,7 +157,14 @@ static void update_mmap_watch(struct rec *r)
 {
 	struct cgbpf_bpf *skel = r->skel;
 
-	bool want = r->waiting.count || (r->o->all && !r->o->npids);
+	/* Libraries can come late after the first one: NVTX's injection
+	 * library is dlopen'ed at the first NVTX call, long after libcuda. The
+	 * watch stays on while targets live when that matters (NVTX traced)
+	 * or costs nothing more (the syscall tracepoint is attached anyway);
+	 * otherwise only until every target has mapped libcuda. */
+	bool want = r->waiting.count || (r->o->all && !r->o->npids) ||
+		    (r->live.count && (r->o->syscall_threshold_ns != THRESHOLD_OFF ||
+				       (r->o->trace_mask & TRACE_BIT(LIB_NVTX))));
 
 	if (want && !skel->links.sys_exit_mmap) {
 		skel->links.sys_exit_mmap = bpf_program__attach(skel->progs.sys_exit_mmap);

@@ -3,7 +3,15 @@
  * demo: a small "training run" for `make demo`, about 2 s long with
  * realistic kernel durations (the fake's "__ns<digits>" name suffix).
  *
- * Usage: demo [--steps N]            (default 50, ~41 ms each)
+ * Usage: demo [--steps N] [--ranks R]   (default 50 steps, ~41 ms each; 2 ranks)
+ *
+ * Built with the CUDA toolkit (CGBPF_DEMO_DIST: nccl.h and the NVTX v3
+ * headers), it is a data-parallel job: R processes (ranks) forked after
+ * ncclGetUniqueId, each with an NCCL communicator (the fake libnccl.so.2)
+ * whose ncclAllReduce of a 64 MiB gradient bucket replaces the all-reduce
+ * kernel, and NVTX ranges around each step and its phases ("step N" >
+ * "forward", "backward", "optimizer"; a "checkpoint" mark every 10 steps).
+ * Rank 1 starts each step 2 ms late, so the all-reduce shows it waiting.
  *
  * Four streams: s_data (input copies), s_compute (GEMMs, optimizer),
  * s_attn (attention, layer norm), s_comm (a NCCL-like all-reduce), chained
@@ -21,6 +29,19 @@
  */
 #define _GNU_SOURCE
 #include <cuda.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef CGBPF_DEMO_DIST
+#include <nccl.h>
+#include <nvtx3/nvToolsExt.h>
+#define RANGE_PUSH(name) nvtxRangePushA(name)
+#define RANGE_POP() nvtxRangePop()
+#else
+#define RANGE_PUSH(name) ((void)0)
+#define RANGE_POP() ((void)0)
+#endif
 
 #include "manifest.h"
 
@@ -54,9 +75,43 @@ static void write_extra(FILE *f, void *arg)
 	fprintf(f, ",\n  \"steps\": %lu", *(unsigned long *)arg);
 }
 
+#ifdef CGBPF_DEMO_DIST
+#define BUCKET_FLOATS (16ul << 20)	/* a 64 MiB gradient bucket */
+
+static void nccl_check(ncclResult_t r, const char *what)
+{
+	if (r != ncclSuccess)
+		wl_die("%s: %s", what, ncclGetErrorString(r));
+}
+
+/* Forks ranks 1..n-1 after the id is made; returns this process's rank. */
+static int start_ranks(unsigned long n, ncclUniqueId *id)
+{
+	nccl_check(ncclGetUniqueId(id), "ncclGetUniqueId");
+	for (unsigned long r = 1; r < n; r++) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			wl_die("fork");
+		if (pid == 0)
+			return (int)r;
+	}
+	return 0;
+}
+#endif
+
+static void late(int rank)
+{
+	struct timespec ts = { 0, 2000000 };
+
+	if (rank == 1)
+		nanosleep(&ts, NULL);
+}
+
 int main(int argc, char **argv)
 {
-	unsigned long steps = 50;
+	unsigned long steps = 50, nranks = 2;
+	int rank = 0;
 	CUfunction gemm, attn, ln, adam, allreduce;
 	CUstream s_data, s_compute, s_attn, s_comm;
 	CUevent ev_data, ev_fwd, ev_attn, ev_comm;
@@ -69,12 +124,26 @@ int main(int argc, char **argv)
 	int n = 4096;
 	void *args[] = { &weights, &act, &n };
 
+#ifdef CGBPF_DEMO_DIST
+	ncclUniqueId id;
+	ncclComm_t comm;
+#endif
+
 	for (int i = 1; i < argc; i++) {
-		if (!wl_arg_ul(argc, argv, &i, "--steps", &steps))
-			wl_die("usage: demo [--steps N]");
+		if (!wl_arg_ul(argc, argv, &i, "--steps", &steps) &&
+		    !wl_arg_ul(argc, argv, &i, "--ranks", &nranks))
+			wl_die("usage: demo [--steps N] [--ranks R]");
 	}
+	if (nranks < 1 || nranks > 8)
+		wl_die("--ranks: 1 to 8");
 
 	wl_gate();
+#ifdef CGBPF_DEMO_DIST
+	/* CUDA does not survive fork: the ranks fork before touching it. */
+	rank = start_ranks(nranks, &id);
+#else
+	nranks = 1;
+#endif
 
 	CHECK(cuInit, 0);
 	CHECK(cuDeviceGet, &dev, 0);
@@ -117,8 +186,21 @@ int main(int argc, char **argv)
 	wl_bytes(WL_MEMSET, SZ_INIT);
 	CHECK(cuMemsetD8, loss, 0, sizeof(h_loss));
 	wl_bytes(WL_MEMSET, sizeof(h_loss));
+#ifdef CGBPF_DEMO_DIST
+	nccl_check(ncclCommInitRank(&comm, (int)nranks, id, rank), "ncclCommInitRank");
+#endif
 
 	for (unsigned long step = 0; step < steps; step++) {
+#ifdef CGBPF_DEMO_DIST
+		char step_name[32];
+
+		snprintf(step_name, sizeof(step_name), "step %lu", step);
+		nvtxRangePushA(step_name);
+		if (step % 10 == 0)
+			nvtxMarkA("checkpoint");
+#endif
+		late(rank);
+		RANGE_PUSH("forward");
 		CHECK(cuMemcpyHtoDAsync, batch, h_batch, SZ_BATCH, s_data);
 		wl_bytes(WL_HTOD, SZ_BATCH);
 		CHECK(cuEventRecord, ev_data, s_data);
@@ -137,10 +219,20 @@ int main(int argc, char **argv)
 		}
 		CHECK(cuEventRecord, ev_attn, s_attn);
 
+		RANGE_POP();
+		RANGE_PUSH("backward");
 		CHECK(cuStreamWaitEvent, s_comm, ev_attn, 0);
+#ifdef CGBPF_DEMO_DIST
+		(void)allreduce;
+		nccl_check(ncclAllReduce((void *)grads, (void *)grads, BUCKET_FLOATS, ncclFloat,
+					 ncclSum, comm, s_comm), "ncclAllReduce");
+#else
 		launch(allreduce, K_ALLREDUCE, 32, 1, 512, 0, s_comm, args);
+#endif
 		CHECK(cuEventRecord, ev_comm, s_comm);
+		RANGE_POP();
 
+		RANGE_PUSH("optimizer");
 		CHECK(cuStreamWaitEvent, s_compute, ev_comm, 0);
 		launch(adam, K_ADAM, 2048, 1, 256, 0, s_compute, args);
 		CHECK(cuMemFreeAsync, act, s_compute);
@@ -149,7 +241,14 @@ int main(int argc, char **argv)
 		CHECK(cuMemcpyDtoHAsync, &h_loss, loss, sizeof(h_loss), s_compute);
 		wl_bytes(WL_DTOH, sizeof(h_loss));
 		CHECK(cuStreamSynchronize, s_compute);
+		RANGE_POP();
+#ifdef CGBPF_DEMO_DIST
+		nvtxRangePop();
+#endif
 	}
+#ifdef CGBPF_DEMO_DIST
+	nccl_check(ncclCommDestroy(comm), "ncclCommDestroy");
+#endif
 
 	CHECK(cuCtxSynchronize);
 	CHECK(cuMemFreeHost, h_batch);
@@ -175,6 +274,11 @@ int main(int argc, char **argv)
 	CHECK(cuModuleUnload, mod);
 	CHECK(cuCtxDestroy, ctx);
 
-	wl_manifest_write(write_extra, &steps);
+	if (rank == 0) {
+		wl_manifest_write(write_extra, &steps);
+		/* The other ranks are this process's children. */
+		while (wait(NULL) > 0)
+			;
+	}
 	return 0;
 }
