@@ -101,12 +101,12 @@ static __always_inline __u32 log2_bucket(__u64 v)
 	return r < AGG_BUCKETS ? r : AGG_BUCKETS - 1;
 }
 
-/* Folds one finished call into its (pid, lib, func) aggregate; returns
- * whether it should trigger a flight-recorder dump. */
-static __always_inline int agg_add(__u32 pid, __u64 cookie, __u64 dur, __u64 bytes, __s64 ret)
+/* Folds one finished event into its (pid, lib, func) aggregate; returns
+ * whether it should trigger a flight-recorder dump (c may be NULL). */
+static __always_inline int agg_fold(__u32 pid, __u8 lib, __u16 func, const struct agg_cfg *c,
+				    __u64 dur, __u64 bytes, __s64 ret)
 {
-	struct agg_key k = { .pid = pid, .func = CK_FUNC(cookie), .lib = CK_LIB(cookie) };
-	const struct agg_cfg *c = agg_cfg_of(cookie);
+	struct agg_key k = { .pid = pid, .func = func, .lib = lib };
 	struct agg_val *v = bpf_map_lookup_elem(&aggs, &k);
 	__u32 b = log2_bucket(dur);
 	int err = c && (c->flags & AGG_F_ERRORS) && ret != 0 && ret != c->ok_ret2;
@@ -128,6 +128,12 @@ static __always_inline int agg_add(__u32 pid, __u64 cookie, __u64 dur, __u64 byt
 	if (b < AGG_BUCKETS)
 		v->hist[b]++;
 	return err || (c && (c->flags & AGG_F_SLOW) && trigger_slow_ns && dur >= trigger_slow_ns);
+}
+
+/* A finished API call (its attach cookie says which). */
+static __always_inline int agg_add(__u32 pid, __u64 cookie, __u64 dur, __u64 bytes, __s64 ret)
+{
+	return agg_fold(pid, CK_LIB(cookie), CK_FUNC(cookie), agg_cfg_of(cookie), dur, bytes, ret);
 }
 
 #endif

@@ -5,6 +5,9 @@
 
 #include "events.h"
 
+/* The "library" of syscall aggregates (func = syscall number). */
+#define AGG_LIB_SYSCALL 15
+
 #define AGG_BUCKETS 40		/* log2(ns): bucket i holds [2^i, 2^(i+1)) ns */
 #define AGG_MAX_KEYS 16384	/* (process, function) pairs; LRU beyond */
 

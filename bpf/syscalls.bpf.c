@@ -8,6 +8,7 @@
  * through the kernel's syscall-tracing slow path.
  */
 #include "common.bpf.h"
+#include "agg.bpf.h"
 #include "syscalls_rec.h"
 
 #define NR_ioctl 16
@@ -130,6 +131,12 @@ int BPF_PROG(syscall_exit, struct pt_regs *regs, long ret)
 	if (now - ts < syscall_threshold_ns)
 		return 0;
 	nr = s->nr;
+	/* monitor: syscall wait time per process and syscall, no record. */
+	if (aggregate) {
+		agg_fold(pid_tgid >> 32, AGG_LIB_SYSCALL, nr, 0, now - ts, 0, 0);
+		if (!emit_records)
+			return 0;
+	}
 	if (nr == NR_ioctl) {
 		r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 		if (!r) {

@@ -468,6 +468,10 @@ static const char usage_monitor[] =
 "                            (default 10s; 'off')\n"
 "      --no-trigger-errors   calls returning an error do not dump\n"
 "      --no-trigger-exit     processes dying abnormally do not dump\n"
+"      --syscall-threshold TIME\n"
+"                            also aggregate syscalls of traced processes lasting\n"
+"                            TIME or more (default off: while on, every syscall\n"
+"                            on the host takes the traced path, ~0.2 us)\n"
 "      --trace LIST          API sources, as for record (default all)\n"
 "      --comm NAME[,NAME...] only processes of these names\n"
 "      --cgroup CG[,CG...]   only processes in these cgroups / containers\n"
@@ -498,6 +502,7 @@ static const struct option monitor_options[] = {
 	{ "comm", required_argument, NULL, 'C' },
 	{ "cgroup", required_argument, NULL, 'G' },
 	{ "ring-size", required_argument, NULL, 'R' },
+	{ "syscall-threshold", required_argument, NULL, 'Y' },
 	{ "config", required_argument, NULL, 'c' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -575,6 +580,11 @@ static int monitor_args(int argc, char **argv, struct record_opts *o, struct mon
 			if (split_list(optarg, &o->cgroups, &o->ncgroup, 4095))
 				return monitor_error("invalid --cgroup '%s': cgroup paths or container "
 						     "ids, comma-separated", optarg);
+			break;
+		case 'Y':
+			if (parse_threshold(optarg, &o->syscall_threshold_ns))
+				return monitor_error("invalid --syscall-threshold '%s': expected e.g. "
+						     "1us, 1ms or off", optarg);
 			break;
 		case 'R':
 			if (parse_u64(optarg, &v) || v == 0 || v > 4096 || (v & (v - 1)))

@@ -26,6 +26,7 @@
 #include "pfsink.h"
 #include "perfetto.h"
 #include "procfs.h"
+#include "syscalls.h"
 
 #define HTTP_MAX_REQUEST 8192
 #define HTTP_TIMEOUT_MS 200
@@ -646,16 +647,19 @@ static void render(struct monitor *mo, struct buf *b)
 				   "# TYPE cgbpf_call_duration_seconds histogram\n");
 		for (size_t i = 0; i < n; i++) {
 			const struct api_lib *lib = apilib__get(keys[i].lib);
+			bool sys = keys[i].lib == AGG_LIB_SYSCALL;
 			struct agg_val v;
-			char comm[64], labels[256];
+			char comm[64], labels[256], sname[32];
 			uint64_t cum = 0;
 
-			if (!lib || keys[i].func >= lib->nfuncs || !read_agg(mo, &keys[i], &v) ||
-			    !v.count)
+			if ((!sys && (!lib || keys[i].func >= lib->nfuncs)) ||
+			    !read_agg(mo, &keys[i], &v) || !v.count)
 				continue;
 			comm_of(mo, keys[i].pid, comm, sizeof(comm));
 			snprintf(labels, sizeof(labels), "pid=\"%u\",comm=\"%s\",lib=\"%s\",func=\"%s\"",
-				 keys[i].pid, comm, lib->name, lib->symbol(keys[i].func));
+				 keys[i].pid, comm, sys ? "syscall" : lib->name,
+				 sys ? syscalls__name(keys[i].func, sname, sizeof(sname)) :
+				       lib->symbol(keys[i].func));
 			switch (pass) {
 			case 0:
 				bprintf(b, "cgbpf_calls_total{%s} %" PRIu64 "\n", labels, (uint64_t)v.count);
@@ -686,6 +690,53 @@ static void render(struct monitor *mo, struct buf *b)
 					(uint64_t)v.count);
 				break;
 			}
+		}
+	}
+	/* Per process: time blocked in synchronization / NCCL calls (those
+	 * flagged as able to hang) and in syscalls (--syscall-threshold). */
+	bprintf(b, "# HELP cgbpf_sync_wait_seconds_total Time spent in synchronization and NCCL "
+		   "calls, per process.\n# TYPE cgbpf_sync_wait_seconds_total counter\n");
+	bprintf(b, "# HELP cgbpf_syscall_wait_seconds_total Time spent in syscalls lasting at "
+		   "least --syscall-threshold, per process.\n"
+		   "# TYPE cgbpf_syscall_wait_seconds_total counter\n");
+	{
+		struct hmap sync = { 0 }, sysw = { 0 };
+		uint64_t pid, ns;
+
+		for (size_t i = 0; i < n; i++) {
+			const struct api_lib *lib = apilib__get(keys[i].lib);
+			struct agg_cfg c = { 0 };
+			struct agg_val v;
+			struct hmap *h = NULL;
+			uint64_t *cur;
+
+			if (keys[i].lib == AGG_LIB_SYSCALL) {
+				h = &sysw;
+			} else if (lib && lib->agg_cfg && keys[i].func < lib->nfuncs) {
+				lib->agg_cfg(keys[i].func, &c);
+				if (c.flags & AGG_F_SLOW)
+					h = &sync;
+			}
+			if (!h || !read_agg(mo, &keys[i], &v))
+				continue;
+			cur = hmap__get(h, keys[i].pid);
+			if (cur)
+				*cur += v.total_ns;
+			else
+				hmap__put(h, keys[i].pid, v.total_ns);
+		}
+		for (int w = 0; w < 2; w++) {
+			struct hmap *h = w ? &sysw : &sync;
+
+			for (size_t it = 0; hmap__next(h, &it, &pid, &ns);) {
+				char comm[64];
+
+				comm_of(mo, pid, comm, sizeof(comm));
+				bprintf(b, "%s{pid=\"%u\",comm=\"%s\"} %.9f\n",
+					w ? "cgbpf_syscall_wait_seconds_total" :
+					    "cgbpf_sync_wait_seconds_total", (uint32_t)pid, comm, ns / 1e9);
+			}
+			hmap__free(h);
 		}
 	}
 	free(keys);

@@ -273,3 +273,37 @@ def test_monitor_nccl_bytes():
                 eq(byts.get(f, 0.0), float(b), "pid %d: %s bytes" % (st["pid"], f))
                 checked += 1
     check(checked >= 4, "bytes of several collectives checked (%d)" % checked)
+
+
+def test_monitor_syscall_and_sync_wait():
+    """--syscall-threshold adds syscall aggregates; per-process wait sums
+    are the sums of their parts."""
+    d = tmpdir()
+    mon = Monitor(["--interval", "1h", "--syscall-threshold", "1ms"], d)
+    try:
+        mf = os.path.join(d, "sys.json")
+        w = start([wl("sys_mix"), "--sleeps", "3"], env=env_with(CGBPF_MANIFEST=mf))
+        eq(w.wait(60), 0, "sys_mix exit")
+        man = json.load(open(mf))
+        pid = man["pid"]
+        m = mon.scrape()
+    finally:
+        eq(mon.stop(), 0, "monitor exit")
+    sysc = {dict(k[1])["func"]: v for k, v in m.items()
+            if k[0] == "cgbpf_calls_total" and ("pid", str(pid)) in k[1]
+            and ("lib", "syscall") in k[1]}
+    # 3 x nanosleep 20 ms and 3 x clock_nanosleep 10 ms, all over 1 ms.
+    check(sysc.get("nanosleep", 0) >= 3, "nanosleep counted: %r" % sysc)
+    check(sysc.get("clock_nanosleep", 0) >= 3, "clock_nanosleep counted: %r" % sysc)
+    check("getpid" not in sysc, "getpid is under the threshold")
+    sums = {dict(k[1])["func"]: v for k, v in m.items()
+            if k[0] == "cgbpf_call_duration_seconds_sum" and ("pid", str(pid)) in k[1]}
+    want_sys = sum(v for f, v in sums.items() if f in sysc)
+    got_sys = m[("cgbpf_syscall_wait_seconds_total",
+                 frozenset({("pid", str(pid)), ("comm", "sys_mix")}))]
+    check(abs(got_sys - want_sys) < 1e-6, "syscall wait %.6f = sum %.6f" % (got_sys, want_sys))
+    check(got_sys >= 0.09, "at least the 90 ms of sleeps: %.3f" % got_sys)
+    got_sync = m[("cgbpf_sync_wait_seconds_total",
+                  frozenset({("pid", str(pid)), ("comm", "sys_mix")}))]
+    eq(round(got_sync, 9), round(sums["cuStreamSynchronize"], 9),
+       "sync wait = cuStreamSynchronize's time (the only synchronization call)")
