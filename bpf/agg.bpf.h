@@ -33,6 +33,21 @@ struct {
 	__type(value, struct agg_cfg);
 } agg_cfgs SEC(".maps") __weak;
 
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, AGG_MAX_ALLOCS);
+	__type(key, struct agg_alloc_key);
+	__type(value, __u64);
+} gpu_allocs SEC(".maps") __weak;
+
+/* Bytes of device memory each process holds (allocated while watched). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __s64);
+} gpu_mem SEC(".maps") __weak;
+
 /* Bytes of one element of an NCCL datatype (ncclDataType_t), 0: unknown. */
 static __always_inline __u64 nccl_dtype_size(__u64 t)
 {
@@ -128,6 +143,51 @@ static __always_inline int agg_fold(__u32 pid, __u8 lib, __u16 func, const struc
 	if (b < AGG_BUCKETS)
 		v->hist[b]++;
 	return err || (c && (c->flags & AGG_F_SLOW) && trigger_slow_ns && dur >= trigger_slow_ns);
+}
+
+/* The pointer argument an allocation or a free is about (0: none). */
+static __always_inline __u64 agg_ptr_arg(__u64 cookie, const __u64 a[6])
+{
+	const struct agg_cfg *c = agg_cfg_of(cookie);
+
+	if (!c || !(c->flags & (AGG_F_ALLOC | AGG_F_FREE)))
+		return 0;
+	return arg_n(a, c->ptr_arg);
+}
+
+/* At a successful return: the memory an allocation added or a free took
+ * back. ptr is the out pointer's address (alloc) or the pointer (free). */
+static __always_inline void agg_memory(__u32 pid, __u64 cookie, __u64 ptr, __u64 bytes)
+{
+	const struct agg_cfg *c = agg_cfg_of(cookie);
+	struct agg_alloc_key k = { .pid = pid };
+	__s64 delta, *held;
+	__u64 *size;
+
+	if (!c || !ptr)
+		return;
+	if (c->flags & AGG_F_ALLOC) {
+		if (bpf_probe_read_user(&k.ptr, sizeof(k.ptr), (void *)ptr) || !k.ptr)
+			return;
+		bpf_map_update_elem(&gpu_allocs, &k, &bytes, BPF_ANY);
+		delta = bytes;
+	} else if (c->flags & AGG_F_FREE) {
+		k.ptr = ptr;
+		size = bpf_map_lookup_elem(&gpu_allocs, &k);
+		/* Allocated before cgbpf watched: its size is not known. */
+		if (!size)
+			return;
+		delta = -(__s64)*size;
+		bpf_map_delete_elem(&gpu_allocs, &k);
+	} else {
+		return;
+	}
+	held = bpf_map_lookup_elem(&gpu_mem, &pid);
+	if (held) {
+		__sync_fetch_and_add(held, delta);
+	} else if (delta > 0) {
+		bpf_map_update_elem(&gpu_mem, &pid, &delta, BPF_NOEXIST);
+	}
 }
 
 /* A finished API call (its attach cookie says which). */

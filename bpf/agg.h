@@ -28,6 +28,17 @@ struct agg_val {
 
 #define AGG_F_ERRORS	1	/* a non-zero return (other than ok_ret2) is an error */
 #define AGG_F_SLOW	2	/* lasting >= trigger_slow_ns triggers a dump */
+#define AGG_F_ALLOC	4	/* device memory: *a[ptr_arg-1] = pointer of bytes, at return */
+#define AGG_F_FREE	8	/* device memory: a[ptr_arg-1] = pointer freed */
+
+/* GPU memory held, per allocation and per process (AGG_F_ALLOC/FREE). */
+struct agg_alloc_key {
+	__u32 pid;
+	__u32 pad;
+	__u64 ptr;
+};
+
+#define AGG_MAX_ALLOCS 262144
 
 /* Per (lib, func): bytes = a[bytes_arg-1] * (dtype_arg ? size(a[dtype_arg-1]) : mult). */
 struct agg_cfg {
@@ -35,6 +46,8 @@ struct agg_cfg {
 	__u8 mult;
 	__u8 dtype_arg;		/* 1..6: an ncclDataType_t argument */
 	__u8 flags;
+	__u8 ptr_arg;		/* 1..6: AGG_F_ALLOC's out pointer, AGG_F_FREE's pointer */
+	__u8 pad[3];
 	__s32 ok_ret2;		/* a second success code (CUDA_ERROR_NOT_READY), or 0 */
 };
 

@@ -442,6 +442,12 @@ static void agg_cfg(uint16_t func, struct agg_cfg *c)
 		break;
 	}
 	c->flags = AGG_F_ERRORS | (f->flags & CU_F_SYNC ? AGG_F_SLOW : 0);
+	/* Device memory held: cuMemAlloc* write the pointer through a0, the
+	 * frees take it in a0. */
+	if (f->flags & CU_F_DEVICE) {
+		c->flags |= f->cls == CU_C_ALLOC ? AGG_F_ALLOC : f->cls == CU_C_FREE ? AGG_F_FREE : 0;
+		c->ptr_arg = 1;
+	}
 	c->ok_ret2 = 600;	/* CUDA_ERROR_NOT_READY: a poll's "not yet" */
 }
 

@@ -753,6 +753,28 @@ static void render(struct monitor *mo, struct buf *b)
 		}
 		free(vals);
 	}
+	bprintf(b, "# HELP cgbpf_gpu_memory_bytes Device memory a process holds through the driver "
+		   "API's allocations made while cgbpf watched (frees of older ones are not "
+		   "counted).\n# TYPE cgbpf_gpu_memory_bytes gauge\n");
+	{
+		uint32_t pk, pnext;
+		bool first = true;
+
+		while (!bpf_map__get_next_key(mo->skel->maps.gpu_mem, first ? NULL : &pk, &pnext,
+					      sizeof(pnext))) {
+			int64_t held;
+			char comm[64];
+
+			first = false;
+			pk = pnext;
+			if (bpf_map__lookup_elem(mo->skel->maps.gpu_mem, &pk, sizeof(pk), &held,
+						 sizeof(held), 0))
+				continue;
+			comm_of(mo, pk, comm, sizeof(comm));
+			bprintf(b, "cgbpf_gpu_memory_bytes{pid=\"%u\",comm=\"%s\"} %" PRId64 "\n", pk,
+				comm, held < 0 ? 0 : held);
+		}
+	}
 	bprintf(b, "# HELP cgbpf_dropped_records_total Records lost because the ring buffer was "
 		   "full.\n# TYPE cgbpf_dropped_records_total counter\ncgbpf_dropped_records_total %"
 		   PRIu64 "\n", drops);
@@ -861,6 +883,44 @@ static void serve(struct monitor *mo, int fd)
 
 /* Forgets the aggregates of processes gone for a whole interval: they
  * were scrapable for one interval after their exit. */
+/* Memory accounting of processes that are gone goes at once. */
+static void forget_memory(struct monitor *mo)
+{
+	struct agg_alloc_key ak, anext, *del = NULL;
+	uint32_t pk, pnext;
+	size_t n = 0, cap = 0;
+	bool first = true;
+
+	while (!bpf_map__get_next_key(mo->skel->maps.gpu_mem, first ? NULL : &pk, &pnext,
+				      sizeof(pnext))) {
+		first = false;
+		pk = pnext;
+		if (!procfs__alive(pk))
+			bpf_map__delete_elem(mo->skel->maps.gpu_mem, &pk, sizeof(pk), 0);
+	}
+	first = true;
+	while (!bpf_map__get_next_key(mo->skel->maps.gpu_allocs, first ? NULL : &ak, &anext,
+				      sizeof(anext))) {
+		first = false;
+		ak = anext;
+		if (procfs__alive(ak.pid))
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			struct agg_alloc_key *nd = realloc(del, nc * sizeof(*nd));
+
+			if (!nd)
+				break;
+			del = nd;
+			cap = nc;
+		}
+		del[n++] = ak;
+	}
+	for (size_t i = 0; i < n; i++)
+		bpf_map__delete_elem(mo->skel->maps.gpu_allocs, &del[i], sizeof(del[i]), 0);
+	free(del);
+}
+
 static void housekeeping(struct monitor *mo)
 {
 	struct agg_key k, next, *del = NULL;
@@ -942,6 +1002,7 @@ void monitor__tick(struct monitor *mo, uint64_t now)
 	}
 	if (now - mo->last_house >= mo->o.interval_ns) {
 		housekeeping(mo);
+		forget_memory(mo);
 		mo->last_house = now;
 	}
 }

@@ -307,3 +307,57 @@ def test_monitor_syscall_and_sync_wait():
                   frozenset({("pid", str(pid)), ("comm", "sys_mix")}))]
     eq(round(got_sync, 9), round(sums["cuStreamSynchronize"], 9),
        "sync wait = cuStreamSynchronize's time (the only synchronization call)")
+
+
+HOLDER = r"""
+#include <cuda.h>
+#include <stdio.h>
+int main(void)
+{
+    CUdevice dev; CUcontext ctx; CUdeviceptr p[3];
+    cuInit(0);
+    cuDeviceGet(&dev, 0);
+#if CUDA_VERSION >= 13000
+    cuCtxCreate(&ctx, NULL, 0, dev);
+#else
+    cuCtxCreate(&ctx, 0, dev);
+#endif
+    for (int i = 0; i < 3; i++)
+        cuMemAlloc(&p[i], 1 << 20);
+    cuMemFree(p[1]);
+    printf("holding\n");
+    fflush(stdout);
+    getchar();
+    cuMemFree(p[0]);
+    cuMemFree(p[2]);
+    return 0;
+}
+"""
+
+
+def test_monitor_gpu_memory_held():
+    """cgbpf_gpu_memory_bytes follows allocations and frees: 3 MiB
+    allocated, 1 freed while watched -> 2 MiB held; then 0."""
+    from harness import FAKE, REPO
+    d = tmpdir()
+    src, exe = os.path.join(d, "holder.c"), os.path.join(d, "holder")
+    with open(src, "w") as f:
+        f.write(HOLDER)
+    # cuda.h: the toolkit's, or the fake's own minimal one without it.
+    inc = "/usr/local/cuda/include" if os.path.exists("/usr/local/cuda/include/cuda.h") \
+        else os.path.join(REPO, "tests", "fake", "include")
+    subprocess.run(["gcc", "-I", inc, src, "-o", exe, "-L", FAKE, "-l:libcuda.so.1",
+                    "-Wl,-rpath," + FAKE], check=True)
+    mon = Monitor(["--interval", "1h"], d)
+    try:
+        w = subprocess.Popen([exe], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                             env=env_with())
+        eq(w.stdout.readline().strip(), "holding", "the workload holds its memory")
+        key = ("cgbpf_gpu_memory_bytes", frozenset({("pid", str(w.pid)), ("comm", "holder")}))
+        eq(mon.scrape().get(key), float(2 << 20), "2 MiB held")
+        w.stdin.write("\n")
+        w.stdin.flush()
+        eq(w.wait(30), 0, "workload exit")
+        eq(mon.scrape().get(key), 0.0, "all freed")
+    finally:
+        eq(mon.stop(), 0, "monitor exit")
