@@ -60,6 +60,7 @@ enum {
 
 	FE_TIMESTAMP = 1,
 	FE_PID = 2,
+	FE_COMMON_FLAGS = 5,
 	FE_SCHED_SWITCH = 4,
 	FE_SCHED_WAKING = 20,
 	FE_SCHED_WAKEUP_NEW = 114,
@@ -150,13 +151,33 @@ struct schedtrace {
 	size_t zcap;
 };
 
+/* Whether the kernel lets BPF read the per-CPU preempt count (its address
+ * is in kallsyms: CONFIG_KALLSYMS_ALL) for the context of a waking. */
+static bool preempt_count_readable(void)
+{
+	char line[256];
+	bool found = false;
+	FILE *f = fopen("/proc/kallsyms", "re");
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *sym = strrchr(line, ' ');
+
+		found = sym && !strcmp(sym + 1, "__preempt_count\n");
+	}
+	fclose(f);
+	return found;
+}
+
 int schedtrace__prepare(struct cgbpf_bpf *skel, enum sched_scope scope, uint64_t ring_bytes)
 {
-	bool on = scope != SCHED_OFF;
+	bool on = scope != SCHED_OFF, pc = on && preempt_count_readable();
 
 	skel->rodata->sched_scope = scope == SCHED_TARGETS ? SCHED_SCOPE_TARGETS : SCHED_SCOPE_ALL;
 	bpf_program__set_autoload(skel->progs.sched_switch, on);
-	bpf_program__set_autoload(skel->progs.sched_waking, on);
+	bpf_program__set_autoload(skel->progs.sched_waking, on && !pc);
+	bpf_program__set_autoload(skel->progs.sched_waking_pc, pc);
 	bpf_program__set_autoload(skel->progs.sched_wakeup_new, on);
 	bpf_program__set_autoload(skel->progs.sched_newtask, on);
 	bpf_program__set_autoload(skel->progs.sched_rename, on);
@@ -173,6 +194,7 @@ int schedtrace__attach(struct cgbpf_bpf *skel, enum sched_scope scope)
 	} t[] = {
 		{ skel->progs.sched_switch, &skel->links.sched_switch },
 		{ skel->progs.sched_waking, &skel->links.sched_waking },
+		{ skel->progs.sched_waking_pc, &skel->links.sched_waking_pc },
 		{ skel->progs.sched_wakeup_new, &skel->links.sched_wakeup_new },
 		{ skel->progs.sched_newtask, &skel->links.sched_newtask },
 		{ skel->progs.sched_rename, &skel->links.sched_rename },
@@ -182,6 +204,8 @@ int schedtrace__attach(struct cgbpf_bpf *skel, enum sched_scope scope)
 	if (scope == SCHED_OFF)
 		return 0;
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		if (!bpf_program__autoload(t[i].p))
+			continue;	/* the other sched_waking variant */
 		*t[i].l = bpf_program__attach(t[i].p);
 		if (!*t[i].l) {
 			int err = -errno;
@@ -624,8 +648,13 @@ static void on_waking(struct schedtrace *s, const struct rec_waking *r)
 	if (!c)
 		return;
 	if (!compact) {
-		event_begin(&c->events, ts, r->hdr.tid,
-			    r->flags & WAKING_NEW ? FE_SCHED_WAKEUP_NEW : FE_SCHED_WAKING);
+		/* common_pid is the waker: current, as the tracepoint has it. */
+		pb__begin(&c->events, B_EVENT);
+		pb__varint(&c->events, FE_TIMESTAMP, ts);
+		pb__varint(&c->events, FE_PID, r->hdr.tid);
+		if (r->irq_flags)
+			pb__varint(&c->events, FE_COMMON_FLAGS, r->irq_flags);
+		pb__begin(&c->events, r->flags & WAKING_NEW ? FE_SCHED_WAKEUP_NEW : FE_SCHED_WAKING);
 		comm_field(&c->events, WK_COMM, r->comm);
 		pb__varint(&c->events, WK_PID, r->tid);
 		pb__int(&c->events, WK_PRIO, r->prio);
@@ -640,7 +669,10 @@ static void on_waking(struct schedtrace *s, const struct rec_waking *r)
 	pb__raw_varint(&c->wk_cpu, (uint64_t)(int64_t)r->target_cpu);
 	pb__raw_varint(&c->wk_prio, (uint64_t)(int64_t)r->prio);
 	pb__raw_varint(&c->wk_comm, intern(c, r->comm));
-	pb__raw_varint(&c->wk_flags, 0);
+	/* No common_pid in the compact form: trace processor takes the task
+	 * running on this CPU as the waker, unless these flags say the waking
+	 * came from an interrupt. */
+	pb__raw_varint(&c->wk_flags, r->irq_flags);
 }
 
 static void on_task(struct schedtrace *s, const struct rec_task *r)
