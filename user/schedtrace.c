@@ -494,8 +494,13 @@ static uint32_t read_ppid(uint32_t pid)
 	return ppid;
 }
 
-/* A Process entry for pid: its command line, or its comm when it has none
- * (kernel threads, exited processes). */
+/*
+ * A Process entry for pid: its command line, or its comm when it has none
+ * (kernel threads, exited processes). With neither it has no cmdline at
+ * all: trace processor skips such an entry (SystemProbesParser::
+ * ParseProcessTree), where an empty one flagged cmdline_is_comm would
+ * name the process and its main thread "" over their ftrace names.
+ */
 static void tree_process(struct schedtrace *s, uint32_t pid, const char *comm, uint32_t ppid)
 {
 	char *cmdline = procfs__cmdline(pid);
@@ -509,7 +514,7 @@ static void tree_process(struct schedtrace *s, uint32_t pid, const char *comm, u
 		pb__varint(pb, PTP_PPID, ppid);
 	if (cmdline && *cmdline) {
 		pb__string(pb, PTP_CMDLINE, cmdline);
-	} else {
+	} else if (comm[0]) {
 		comm_field(pb, PTP_CMDLINE, comm);
 		pb__bool(pb, PTP_CMDLINE_IS_COMM, true);
 	}

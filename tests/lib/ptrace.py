@@ -1539,6 +1539,11 @@ def sched(trace):
     for p in trace.packets:
         if p.HasField("process_tree"):
             for pr in p.process_tree.processes:
+                if pr.cmdline_is_comm and not "".join(pr.cmdline):
+                    # trace processor would name the process and its main
+                    # thread "" (priority kProcessTree beats ftrace names)
+                    sd.errors.append("process_tree: pid %d has an empty cmdline "
+                                     "flagged cmdline_is_comm" % pr.pid)
                 sd.tree_procs[pr.pid] = {"ppid": pr.ppid, "cmdline": list(pr.cmdline),
                                          "cmdline_is_comm": pr.cmdline_is_comm}
             for th in p.process_tree.threads:
