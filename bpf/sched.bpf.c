@@ -164,8 +164,9 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 	return 0;
 }
 
-/* sched_waking where the preempt count is readable (see irq_flags_pc). */
-SEC("tp_btf/sched_waking")
+/* sched_waking where the preempt count is readable (see irq_flags_pc); not
+ * loaded unless asked for ("?"): its ksym fails the load elsewhere. */
+SEC("?tp_btf/sched_waking")
 int BPF_PROG(sched_waking_pc, struct task_struct *p)
 {
 	emit_waking(p, 0, irq_flags_pc());

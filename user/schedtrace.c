@@ -501,7 +501,7 @@ static uint32_t read_ppid(uint32_t pid)
  * ParseProcessTree), where an empty one flagged cmdline_is_comm would
  * name the process and its main thread "" over their ftrace names.
  */
-static void tree_process(struct schedtrace *s, uint32_t pid, const char *comm, uint32_t ppid)
+static uint32_t tree_process(struct schedtrace *s, uint32_t pid, const char *comm, uint32_t ppid)
 {
 	char *cmdline = procfs__cmdline(pid);
 	struct pb *pb = &s->tree_procs;
@@ -520,6 +520,7 @@ static void tree_process(struct schedtrace *s, uint32_t pid, const char *comm, u
 	}
 	pb__end(pb);
 	free(cmdline);
+	return ppid;
 }
 
 /* Makes sure the trace knows which process tid belongs to. */
@@ -539,8 +540,9 @@ static void see_task(struct schedtrace *s, uint64_t ts, uint32_t tid, uint32_t p
 	if (!s->tree_ts || ts < s->tree_ts)
 		s->tree_ts = ts;
 	if (!hmap__get(&s->pids, pid)) {
-		hmap__put(&s->pids, pid, 1);
-		tree_process(s, pid, tid == pid ? comm : "", ppid);
+		/* Kept: a later entry for pid must not lose the parent. */
+		ppid = tree_process(s, pid, tid == pid ? comm : "", ppid);
+		hmap__put(&s->pids, pid, (uint64_t)ppid + 1);
 	}
 	pb__begin(&s->tree_threads, PT_THREADS);
 	pb__varint(&s->tree_threads, PTT_TID, tid);
@@ -690,6 +692,10 @@ static void on_task(struct schedtrace *s, const struct rec_task *r)
 	case REC_SCHED_NEWTASK:
 		s->newtasks++;
 		see_task(s, ts, r->hdr.tid, r->hdr.pid, "", 0);
+		/* A new task: a tid or pid seen before was reused. */
+		hmap__del(&s->tids, r->tid, NULL);
+		if (r->tid == r->pid)
+			hmap__del(&s->pids, r->pid, NULL);
 		see_task(s, ts, r->tid, r->pid, r->comm, r->pid == r->hdr.pid ? 0 : r->hdr.pid);
 		if (!pb)
 			break;
@@ -719,12 +725,20 @@ static void on_task(struct schedtrace *s, const struct rec_task *r)
 		/* The main thread's name is the process's; exec and
 		 * setproctitle also change the command line. */
 		if (r->tid == r->pid) {
+			uint64_t *pv = s->pt ? hmap__get(&s->pids, r->pid) : NULL;
+
 			if (hmap__get(&s->m->procs, r->pid))
 				model__proc_refresh(s->m, r->pid);
-			if (s->pt && hmap__get(&s->pids, r->pid)) {
+			/* Announced again with the parent it was announced with:
+			 * /proc may be gone by now, and an entry without ppid
+			 * would have trace processor re-parent it to pid 0. */
+			if (pv) {
+				uint32_t ppid = (uint32_t)(*pv - 1);
+
 				if (!s->tree_ts || ts < s->tree_ts)
 					s->tree_ts = ts;
-				tree_process(s, r->pid, name, 0);
+				ppid = tree_process(s, r->pid, name, ppid);
+				hmap__put(&s->pids, r->pid, (uint64_t)ppid + 1);
 			}
 		}
 		if (!pb)
@@ -742,10 +756,10 @@ static void on_task(struct schedtrace *s, const struct rec_task *r)
 		s->exits++;
 		if (t)
 			stat_to(t, ts, TS_OTHER);
-		/* A reused tid or pid is announced afresh. */
-		hmap__del(&s->tids, r->tid, NULL);
-		if (r->group_dead)
-			hmap__del(&s->pids, r->pid, NULL);
+		/* Still known after its exit: the dead task's last switch
+		 * comes after this record, and announcing it again then, with
+		 * /proc gone, would lose its parent. A reused tid or pid is
+		 * announced afresh by its task_newtask. */
 		if (!pb)
 			break;
 		event_begin(pb, ts, r->hdr.tid, FE_SCHED_PROCESS_EXIT);

@@ -111,7 +111,7 @@ def check_wakers(sd, m, compact):
             flagged += bool(w.common_flags & 0x08)
             agree += (cur[0] == 0) == bool(w.common_flags & 0x08)
         total = len([w for w in sd.wakings if not w.explicit and not w.new])
-        check(idle and agree >= 0.95 * total,
+        check(agree >= 0.95 * total,
               "idle-context wakings flagged hardirq: %d idle, %d flagged, %d/%d agree"
               % (idle, flagged, agree, total))
 

@@ -1544,6 +1544,11 @@ def sched(trace):
                     # thread "" (priority kProcessTree beats ftrace names)
                     sd.errors.append("process_tree: pid %d has an empty cmdline "
                                      "flagged cmdline_is_comm" % pr.pid)
+                old = sd.tree_procs.get(pr.pid)
+                if old and old["ppid"] and not pr.ppid:
+                    # ParseProcessTree would re-parent it to pid 0
+                    sd.errors.append("process_tree: pid %d announced again without "
+                                     "its parent %d" % (pr.pid, old["ppid"]))
                 sd.tree_procs[pr.pid] = {"ppid": pr.ppid, "cmdline": list(pr.cmdline),
                                          "cmdline_is_comm": pr.cmdline_is_comm}
             for th in p.process_tree.threads:
