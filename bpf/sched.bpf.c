@@ -65,6 +65,41 @@ static __always_inline void copy_comm(char *dst, struct task_struct *t)
 	d[1] = s[1];
 }
 
+/*
+ * Whether the waker runs in interrupt context (a timer or device interrupt,
+ * a softirq) rather than as the current task. x86 keeps the preempt count
+ * that says so in the per-CPU variable __preempt_count (<= 6.1 and again
+ * since 6.15; in between it sits in pcpu_hot, which this vmlinux.h lacks).
+ * Reading it needs the variable's address from kallsyms, which only
+ * CONFIG_KALLSYMS_ALL kernels have: sched_waking_pc reads it, and user
+ * space loads it only there. Elsewhere sched_waking falls back to what the
+ * current task says: a waking with the idle task current came from an
+ * interrupt (idle wakes nothing by itself); on a busy CPU it cannot tell.
+ */
+extern int __preempt_count __ksym __weak;
+
+#define PC_SOFTIRQ_OFFSET	0x100		/* serving a softirq (not merely bh-disabled) */
+#define PC_HARDIRQ_MASK		0xf0000
+#define PC_NMI_MASK		0xf00000
+
+static __always_inline __u8 irq_flags_pc(void)
+{
+	int *pc;
+	__u32 v;
+
+	if (!&__preempt_count)
+		return 0;
+	pc = bpf_this_cpu_ptr(&__preempt_count);
+	v = *pc;
+	return (v & PC_NMI_MASK ? WAKING_NMI : 0) | (v & PC_HARDIRQ_MASK ? WAKING_HARDIRQ : 0) |
+	       (v & PC_SOFTIRQ_OFFSET ? WAKING_SOFTIRQ : 0);
+}
+
+static __always_inline __u8 irq_flags_idle(void)
+{
+	return (__u32)bpf_get_current_pid_tgid() == 0 ? WAKING_HARDIRQ : 0;
+}
+
 static __always_inline int scoped(__u32 tgid)
 {
 	return sched_scope == SCHED_SCOPE_ALL || is_target(tgid);
@@ -100,7 +135,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	return 0;
 }
 
-static __always_inline void emit_waking(struct task_struct *p, __u8 flags)
+static __always_inline void emit_waking(struct task_struct *p, __u8 flags, __u8 irq)
 {
 	struct rec_waking *r;
 
@@ -117,7 +152,7 @@ static __always_inline void emit_waking(struct task_struct *p, __u8 flags)
 	r->target_cpu = p->thread_info.cpu;
 	r->prio = p->prio;
 	r->flags = flags;
-	r->pad = 0;
+	r->irq_flags = irq;
 	copy_comm(r->comm, p);
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
@@ -125,14 +160,24 @@ static __always_inline void emit_waking(struct task_struct *p, __u8 flags)
 SEC("tp_btf/sched_waking")
 int BPF_PROG(sched_waking, struct task_struct *p)
 {
-	emit_waking(p, 0);
+	emit_waking(p, 0, irq_flags_idle());
+	return 0;
+}
+
+/* sched_waking where the preempt count is readable (see irq_flags_pc); not
+ * loaded unless asked for ("?"): its ksym fails the load elsewhere. */
+SEC("?tp_btf/sched_waking")
+int BPF_PROG(sched_waking_pc, struct task_struct *p)
+{
+	emit_waking(p, 0, irq_flags_pc());
 	return 0;
 }
 
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(sched_wakeup_new, struct task_struct *p)
 {
-	emit_waking(p, WAKING_NEW);
+	/* wake_up_new_task: the parent, in task context. */
+	emit_waking(p, WAKING_NEW, 0);
 	return 0;
 }
 

@@ -33,6 +33,14 @@ struct rec_switch {
 
 #define WAKING_NEW 1		/* sched_wakeup_new: a new task's first wakeup */
 
+/* Context of the waker, as ftrace's common_flags encodes it
+ * (include/linux/trace_events.h TRACE_FLAG_*): Perfetto marks a waking
+ * with HARDIRQ or SOFTIRQ as woken from interrupt (thread_state.irq_context)
+ * instead of by the task that happened to be running. */
+#define WAKING_HARDIRQ 0x08
+#define WAKING_SOFTIRQ 0x10
+#define WAKING_NMI 0x40
+
 /* A task made runnable: hdr.pid/tid is the waker (current), tid/pid the woken. */
 struct rec_waking {
 	struct rec_hdr hdr;
@@ -41,7 +49,7 @@ struct rec_waking {
 	__s32 target_cpu;
 	__s16 prio;
 	__u8 flags;		/* WAKING_* */
-	__u8 pad;
+	__u8 irq_flags;		/* ftrace common_flags bits WAKING_HARDIRQ/SOFTIRQ/NMI */
 	char comm[SCHED_COMM];
 };
 

@@ -99,6 +99,17 @@ static uint64_t hash_str(const char *s)
 	return s ? hash__bytes(s, strlen(s)) : 0;
 }
 
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 static uint64_t *lookup(struct pfstacks *ps, int kind, uint64_t h)
 {
 	return hmap__get(&ps->iids, key_of(kind, h));
@@ -136,20 +147,44 @@ static uint64_t intern_str(struct pfstacks *ps, struct pb *pb, int kind, uint32_
 	return iid;
 }
 
+/* Hex digits to bytes; 0 if s is not an even run of at most max bytes. */
+static size_t unhex(const char *s, uint8_t *out, size_t max)
+{
+	size_t n = 0;
+
+	for (; s[0] && s[1] && n < max; s += 2) {
+		int hi = hexval(s[0]), lo = hexval(s[1]);
+
+		if (hi < 0 || lo < 0)
+			return 0;
+		out[n++] = (uint8_t)(hi << 4 | lo);
+	}
+	return *s ? 0 : n;
+}
+
+/*
+ * Mappings as trace processor reads them (stack_profile_sequence_state.cc):
+ * the name is "/" + the path components joined by "/", the build id is raw
+ * bytes (BuildId::FromRaw; shown hex-encoded), and kernel frames belong to
+ * the one mapping traced_perf writes for them: the single component
+ * "kernel", range 0-0, no build id ("/kernel", its magical kernel mapping).
+ */
 static uint64_t intern_mapping(struct pfstacks *ps, struct pb *pb, const struct sym_frame *f)
 {
-	const char *path = f->kernel ? "[kernel.kallsyms]" : f->module ? f->module : "[unknown]";
-	uint64_t start = f->module ? f->module_start : 0, end = f->module ? f->module_end : 0;
+	const char *path = f->kernel ? "kernel" : f->module ? f->module : "[unknown]";
+	bool user = !f->kernel && f->module;
+	uint64_t start = user ? f->module_start : 0, end = user ? f->module_end : 0;
 	uint64_t h = hash_str(path) ^ hash__u64(start) ^ hash__u64(end * 31 + 7);
 	uint64_t *v = lookup(ps, K_MAPPING, h), build = 0, comp[32], iid;
+	uint8_t raw[64];
+	size_t nraw;
 	int ncomp = 0;
 
 	if (v)
 		return *v;
 	/* Strings first: a reader resolves ids within the packet. */
-	if (f->build_id && !f->kernel)
-		build = intern_str(ps, pb, K_BUILD_ID, ID_BUILD_IDS, f->build_id,
-				   strlen(f->build_id));
+	if (user && f->build_id && (nraw = unhex(f->build_id, raw, sizeof(raw))))
+		build = intern_str(ps, pb, K_BUILD_ID, ID_BUILD_IDS, (const char *)raw, nraw);
 	/* The path as its components: Perfetto joins them with '/'. */
 	for (const char *p = path; *p && ncomp < 32;) {
 		const char *e;

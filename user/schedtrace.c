@@ -60,6 +60,7 @@ enum {
 
 	FE_TIMESTAMP = 1,
 	FE_PID = 2,
+	FE_COMMON_FLAGS = 5,
 	FE_SCHED_SWITCH = 4,
 	FE_SCHED_WAKING = 20,
 	FE_SCHED_WAKEUP_NEW = 114,
@@ -150,13 +151,33 @@ struct schedtrace {
 	size_t zcap;
 };
 
+/* Whether the kernel lets BPF read the per-CPU preempt count (its address
+ * is in kallsyms: CONFIG_KALLSYMS_ALL) for the context of a waking. */
+static bool preempt_count_readable(void)
+{
+	char line[256];
+	bool found = false;
+	FILE *f = fopen("/proc/kallsyms", "re");
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *sym = strrchr(line, ' ');
+
+		found = sym && !strcmp(sym + 1, "__preempt_count\n");
+	}
+	fclose(f);
+	return found;
+}
+
 int schedtrace__prepare(struct cgbpf_bpf *skel, enum sched_scope scope, uint64_t ring_bytes)
 {
-	bool on = scope != SCHED_OFF;
+	bool on = scope != SCHED_OFF, pc = on && preempt_count_readable();
 
 	skel->rodata->sched_scope = scope == SCHED_TARGETS ? SCHED_SCOPE_TARGETS : SCHED_SCOPE_ALL;
 	bpf_program__set_autoload(skel->progs.sched_switch, on);
-	bpf_program__set_autoload(skel->progs.sched_waking, on);
+	bpf_program__set_autoload(skel->progs.sched_waking, on && !pc);
+	bpf_program__set_autoload(skel->progs.sched_waking_pc, pc);
 	bpf_program__set_autoload(skel->progs.sched_wakeup_new, on);
 	bpf_program__set_autoload(skel->progs.sched_newtask, on);
 	bpf_program__set_autoload(skel->progs.sched_rename, on);
@@ -173,6 +194,7 @@ int schedtrace__attach(struct cgbpf_bpf *skel, enum sched_scope scope)
 	} t[] = {
 		{ skel->progs.sched_switch, &skel->links.sched_switch },
 		{ skel->progs.sched_waking, &skel->links.sched_waking },
+		{ skel->progs.sched_waking_pc, &skel->links.sched_waking_pc },
 		{ skel->progs.sched_wakeup_new, &skel->links.sched_wakeup_new },
 		{ skel->progs.sched_newtask, &skel->links.sched_newtask },
 		{ skel->progs.sched_rename, &skel->links.sched_rename },
@@ -182,6 +204,8 @@ int schedtrace__attach(struct cgbpf_bpf *skel, enum sched_scope scope)
 	if (scope == SCHED_OFF)
 		return 0;
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		if (!bpf_program__autoload(t[i].p))
+			continue;	/* the other sched_waking variant */
 		*t[i].l = bpf_program__attach(t[i].p);
 		if (!*t[i].l) {
 			int err = -errno;
@@ -470,9 +494,14 @@ static uint32_t read_ppid(uint32_t pid)
 	return ppid;
 }
 
-/* A Process entry for pid: its command line, or its comm when it has none
- * (kernel threads, exited processes). */
-static void tree_process(struct schedtrace *s, uint32_t pid, const char *comm, uint32_t ppid)
+/*
+ * A Process entry for pid: its command line, or its comm when it has none
+ * (kernel threads, exited processes). With neither it has no cmdline at
+ * all: trace processor skips such an entry (SystemProbesParser::
+ * ParseProcessTree), where an empty one flagged cmdline_is_comm would
+ * name the process and its main thread "" over their ftrace names.
+ */
+static uint32_t tree_process(struct schedtrace *s, uint32_t pid, const char *comm, uint32_t ppid)
 {
 	char *cmdline = procfs__cmdline(pid);
 	struct pb *pb = &s->tree_procs;
@@ -485,12 +514,13 @@ static void tree_process(struct schedtrace *s, uint32_t pid, const char *comm, u
 		pb__varint(pb, PTP_PPID, ppid);
 	if (cmdline && *cmdline) {
 		pb__string(pb, PTP_CMDLINE, cmdline);
-	} else {
+	} else if (comm[0]) {
 		comm_field(pb, PTP_CMDLINE, comm);
 		pb__bool(pb, PTP_CMDLINE_IS_COMM, true);
 	}
 	pb__end(pb);
 	free(cmdline);
+	return ppid;
 }
 
 /* Makes sure the trace knows which process tid belongs to. */
@@ -510,8 +540,9 @@ static void see_task(struct schedtrace *s, uint64_t ts, uint32_t tid, uint32_t p
 	if (!s->tree_ts || ts < s->tree_ts)
 		s->tree_ts = ts;
 	if (!hmap__get(&s->pids, pid)) {
-		hmap__put(&s->pids, pid, 1);
-		tree_process(s, pid, tid == pid ? comm : "", ppid);
+		/* Kept: a later entry for pid must not lose the parent. */
+		ppid = tree_process(s, pid, tid == pid ? comm : "", ppid);
+		hmap__put(&s->pids, pid, (uint64_t)ppid + 1);
 	}
 	pb__begin(&s->tree_threads, PT_THREADS);
 	pb__varint(&s->tree_threads, PTT_TID, tid);
@@ -624,8 +655,13 @@ static void on_waking(struct schedtrace *s, const struct rec_waking *r)
 	if (!c)
 		return;
 	if (!compact) {
-		event_begin(&c->events, ts, r->hdr.tid,
-			    r->flags & WAKING_NEW ? FE_SCHED_WAKEUP_NEW : FE_SCHED_WAKING);
+		/* common_pid is the waker: current, as the tracepoint has it. */
+		pb__begin(&c->events, B_EVENT);
+		pb__varint(&c->events, FE_TIMESTAMP, ts);
+		pb__varint(&c->events, FE_PID, r->hdr.tid);
+		if (r->irq_flags)
+			pb__varint(&c->events, FE_COMMON_FLAGS, r->irq_flags);
+		pb__begin(&c->events, r->flags & WAKING_NEW ? FE_SCHED_WAKEUP_NEW : FE_SCHED_WAKING);
 		comm_field(&c->events, WK_COMM, r->comm);
 		pb__varint(&c->events, WK_PID, r->tid);
 		pb__int(&c->events, WK_PRIO, r->prio);
@@ -640,7 +676,10 @@ static void on_waking(struct schedtrace *s, const struct rec_waking *r)
 	pb__raw_varint(&c->wk_cpu, (uint64_t)(int64_t)r->target_cpu);
 	pb__raw_varint(&c->wk_prio, (uint64_t)(int64_t)r->prio);
 	pb__raw_varint(&c->wk_comm, intern(c, r->comm));
-	pb__raw_varint(&c->wk_flags, 0);
+	/* No common_pid in the compact form: trace processor takes the task
+	 * running on this CPU as the waker, unless these flags say the waking
+	 * came from an interrupt. */
+	pb__raw_varint(&c->wk_flags, r->irq_flags);
 }
 
 static void on_task(struct schedtrace *s, const struct rec_task *r)
@@ -653,6 +692,10 @@ static void on_task(struct schedtrace *s, const struct rec_task *r)
 	case REC_SCHED_NEWTASK:
 		s->newtasks++;
 		see_task(s, ts, r->hdr.tid, r->hdr.pid, "", 0);
+		/* A new task: a tid or pid seen before was reused. */
+		hmap__del(&s->tids, r->tid, NULL);
+		if (r->tid == r->pid)
+			hmap__del(&s->pids, r->pid, NULL);
 		see_task(s, ts, r->tid, r->pid, r->comm, r->pid == r->hdr.pid ? 0 : r->hdr.pid);
 		if (!pb)
 			break;
@@ -682,12 +725,20 @@ static void on_task(struct schedtrace *s, const struct rec_task *r)
 		/* The main thread's name is the process's; exec and
 		 * setproctitle also change the command line. */
 		if (r->tid == r->pid) {
+			uint64_t *pv = s->pt ? hmap__get(&s->pids, r->pid) : NULL;
+
 			if (hmap__get(&s->m->procs, r->pid))
 				model__proc_refresh(s->m, r->pid);
-			if (s->pt && hmap__get(&s->pids, r->pid)) {
+			/* Announced again with the parent it was announced with:
+			 * /proc may be gone by now, and an entry without ppid
+			 * would have trace processor re-parent it to pid 0. */
+			if (pv) {
+				uint32_t ppid = (uint32_t)(*pv - 1);
+
 				if (!s->tree_ts || ts < s->tree_ts)
 					s->tree_ts = ts;
-				tree_process(s, r->pid, name, 0);
+				ppid = tree_process(s, r->pid, name, ppid);
+				hmap__put(&s->pids, r->pid, (uint64_t)ppid + 1);
 			}
 		}
 		if (!pb)
@@ -705,10 +756,10 @@ static void on_task(struct schedtrace *s, const struct rec_task *r)
 		s->exits++;
 		if (t)
 			stat_to(t, ts, TS_OTHER);
-		/* A reused tid or pid is announced afresh. */
-		hmap__del(&s->tids, r->tid, NULL);
-		if (r->group_dead)
-			hmap__del(&s->pids, r->pid, NULL);
+		/* Still known after its exit: the dead task's last switch
+		 * comes after this record, and announcing it again then, with
+		 * /proc gone, would lose its parent. A reused tid or pid is
+		 * announced afresh by its task_newtask. */
 		if (!pb)
 			break;
 		event_begin(pb, ts, r->hdr.tid, FE_SCHED_PROCESS_EXIT);

@@ -69,7 +69,7 @@ def check_samples(r, pid, exe, lib=None):
 
 def _user_chain(s):
     """Function names of the user frames, outermost first."""
-    return [f.function for f in s.frames if f.mapping != "[kernel.kallsyms]"]
+    return [f.function for f in s.frames if f.mapping != "/kernel"]
 
 
 def check_backtraces(r, pid):

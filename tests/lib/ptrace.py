@@ -1311,15 +1311,26 @@ def _stacks_resolve(ld, where, st, cs_iid, uses_incr):
                                (where, fr.mapping_id, pid_))
                     else:
                         parts.append(v[0].str.decode("utf-8", "replace"))
-                mp = "/" + "/".join(parts) if parts and not parts[0].startswith("[") \
-                    else "/".join(parts)
+                # ProfilePacketUtils::MakeMappingName: "/" before every
+                # component, a leading "//" cut to "/".
+                mp = "".join("/" + x for x in parts)
+                if mp.startswith("//"):
+                    mp = mp[1:]
                 if m.build_id:
                     v = tables.get("build_ids", {}).get(m.build_id)
                     if v is None:
                         ld.err("%s: mapping %d: build id iid %d not interned" %
                                (where, fr.mapping_id, m.build_id))
                     else:
-                        bid = v[0].str.decode("utf-8", "replace")
+                        # BuildId::FromRaw: the bytes of the id, shown hex.
+                        raw = bytes(v[0].str)
+                        bid = raw.hex()
+                        if len(raw) in (32, 40, 64) and all(
+                                c in b"0123456789abcdefABCDEF" for c in raw):
+                            ld.err("%s: mapping %d: build id interned as hex "
+                                   "text %r; trace processor reads raw bytes "
+                                   "(it would show %s)" % (where, fr.mapping_id,
+                                                           raw.decode(), bid))
         out.append(StackFrame(fn, mp, bid, fr.rel_pc if fr.mapping_id else None))
     return out
 
@@ -1429,6 +1440,14 @@ class SchedWaking:
     prio: int
     new: bool = False            # sched_wakeup_new
     explicit: bool = False
+    common_flags: int = 0        # ftrace TRACE_FLAG_* (0x08 hardirq, 0x10 softirq)
+    common_pid: Optional[int] = None  # explicit events: the waker
+
+
+# TRACE_FLAG_HARDIRQ | TRACE_FLAG_SOFTIRQ: trace processor's
+# ThreadStateTracker::CommonFlagsToIrqContext marks such a waking as coming
+# from interrupt context (thread_state.irq_context = 1).
+IRQ_CONTEXT_FLAGS = 0x08 | 0x10
 
 
 class Sched:
@@ -1489,6 +1508,20 @@ class Sched:
             cur, since = st, ts
         return out
 
+    def waker(self, w):
+        """The waker as trace processor sees it: "irq" when the common flags
+        say interrupt context; else the explicit event's common_pid, or for
+        a compact waking the task running on its CPU then (the next_pid of
+        the latest switch at or before it; None before the CPU's first
+        switch, where trace processor drops the waking)."""
+        if w.common_flags & IRQ_CONTEXT_FLAGS:
+            return "irq"
+        if w.explicit:
+            return w.common_pid
+        sw = self.switches.get(w.cpu, [])
+        i = bisect.bisect_right([s.ts for s in sw], w.ts) - 1
+        return sw[i].next_pid if i >= 0 else None
+
     def running_intervals(self):
         """[(tid, cpu, start, end)] from each switch to the next on its CPU."""
         out = []
@@ -1506,6 +1539,16 @@ def sched(trace):
     for p in trace.packets:
         if p.HasField("process_tree"):
             for pr in p.process_tree.processes:
+                if pr.cmdline_is_comm and not "".join(pr.cmdline):
+                    # trace processor would name the process and its main
+                    # thread "" (priority kProcessTree beats ftrace names)
+                    sd.errors.append("process_tree: pid %d has an empty cmdline "
+                                     "flagged cmdline_is_comm" % pr.pid)
+                old = sd.tree_procs.get(pr.pid)
+                if old and old["ppid"] and not pr.ppid:
+                    # ParseProcessTree would re-parent it to pid 0
+                    sd.errors.append("process_tree: pid %d announced again without "
+                                     "its parent %d" % (pr.pid, old["ppid"]))
                 sd.tree_procs[pr.pid] = {"ppid": pr.ppid, "cmdline": list(pr.cmdline),
                                          "cmdline_is_comm": pr.cmdline_is_comm}
             for th in p.process_tree.threads:
@@ -1529,7 +1572,8 @@ def sched(trace):
             elif kind in ("sched_waking", "sched_wakeup_new"):
                 x = getattr(e, kind)
                 sd.wakings.append(SchedWaking(e.timestamp, cpu, x.pid, x.comm, x.target_cpu,
-                                              x.prio, kind == "sched_wakeup_new", True))
+                                              x.prio, kind == "sched_wakeup_new", True,
+                                              e.common_flags, e.pid))
             elif kind == "task_newtask":
                 x = e.task_newtask
                 sd.newtasks.append((e.timestamp, e.pid, x.pid, x.comm, x.clone_flags))
@@ -1578,8 +1622,10 @@ def sched(trace):
             if ci >= len(tab):
                 sd.errors.append("cpu %d: waking comm index %d outside the table" % (cpu, ci))
                 continue
+            flags = c.waking_common_flags[i] if len(c.waking_common_flags) else 0
             sd.wakings.append(SchedWaking(ts, cpu, c.waking_pid[i], tab[ci],
-                                          c.waking_target_cpu[i], c.waking_prio[i]))
+                                          c.waking_target_cpu[i], c.waking_prio[i],
+                                          common_flags=flags))
     for cpu, sw in sd.switches.items():
         for a, b in zip(sw, sw[1:]):
             if b.ts < a.ts:
