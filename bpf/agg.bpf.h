@@ -48,6 +48,14 @@ struct {
 	__type(value, __s64);
 } gpu_mem SEC(".maps") __weak;
 
+/* NCCL communicators seen created: handle -> number of ranks. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, __u32);
+} nccl_comms SEC(".maps") __weak;
+
 /* Bytes of one element of an NCCL datatype (ncclDataType_t), 0: unknown. */
 static __always_inline __u64 nccl_dtype_size(__u64 t)
 {
@@ -118,10 +126,10 @@ static __always_inline __u32 log2_bucket(__u64 v)
 
 /* Folds one finished event into its (pid, lib, func) aggregate; returns
  * whether it should trigger a flight-recorder dump (c may be NULL). */
-static __always_inline int agg_fold(__u32 pid, __u8 lib, __u16 func, const struct agg_cfg *c,
-				    __u64 dur, __u64 bytes, __s64 ret)
+static __always_inline int agg_fold(__u32 pid, __u8 lib, __u16 func, __u8 nranks,
+				    const struct agg_cfg *c, __u64 dur, __u64 bytes, __s64 ret)
 {
-	struct agg_key k = { .pid = pid, .func = func, .lib = lib };
+	struct agg_key k = { .pid = pid, .func = func, .lib = lib, .nranks = nranks };
 	struct agg_val *v = bpf_map_lookup_elem(&aggs, &k);
 	__u32 b = log2_bucket(dur);
 	int err = c && (c->flags & AGG_F_ERRORS) && ret != 0 && ret != c->ok_ret2;
@@ -150,7 +158,7 @@ static __always_inline __u64 agg_ptr_arg(__u64 cookie, const __u64 a[6])
 {
 	const struct agg_cfg *c = agg_cfg_of(cookie);
 
-	if (!c || !(c->flags & (AGG_F_ALLOC | AGG_F_FREE)))
+	if (!c || !(c->flags & (AGG_F_ALLOC | AGG_F_FREE | AGG_F_COMM_INIT)))
 		return 0;
 	return arg_n(a, c->ptr_arg);
 }
@@ -191,9 +199,42 @@ static __always_inline void agg_memory(__u32 pid, __u64 cookie, __u64 ptr, __u64
 }
 
 /* A finished API call (its attach cookie says which). */
-static __always_inline int agg_add(__u32 pid, __u64 cookie, __u64 dur, __u64 bytes, __s64 ret)
+static __always_inline int agg_add(__u32 pid, __u64 cookie, __u8 nranks, __u64 dur, __u64 bytes,
+				   __s64 ret)
 {
-	return agg_fold(pid, CK_LIB(cookie), CK_FUNC(cookie), agg_cfg_of(cookie), dur, bytes, ret);
+	return agg_fold(pid, CK_LIB(cookie), CK_FUNC(cookie), nranks, agg_cfg_of(cookie), dur,
+			bytes, ret);
+}
+
+/* At entry: the size of the communicator a collective runs on (0:
+ * unknown, e.g. created before cgbpf watched). sp is the stack pointer. */
+static __always_inline __u8 agg_nranks(__u64 cookie, const __u64 a[6], __u64 sp)
+{
+	const struct agg_cfg *c = agg_cfg_of(cookie);
+	__u64 comm = 0;
+	__u32 *n;
+
+	if (!c || !(c->flags & AGG_F_COMM))
+		return 0;
+	if (c->comm_arg == 7)
+		bpf_probe_read_user(&comm, sizeof(comm), (void *)(sp + 8));
+	else
+		comm = arg_n(a, c->comm_arg);
+	n = comm ? bpf_map_lookup_elem(&nccl_comms, &comm) : 0;
+	return n ? (*n > 255 ? 255 : *n) : 0;
+}
+
+/* At a successful ncclCommInitRank*: remember the communicator's size. */
+static __always_inline void agg_comm_init(__u64 cookie, __u64 out_addr, __u64 nranks)
+{
+	const struct agg_cfg *c = agg_cfg_of(cookie);
+	__u64 comm = 0;
+	__u32 n = nranks;
+
+	if (!c || !(c->flags & AGG_F_COMM_INIT) || !out_addr ||
+	    bpf_probe_read_user(&comm, sizeof(comm), (void *)out_addr) || !comm)
+		return;
+	bpf_map_update_elem(&nccl_comms, &comm, &n, BPF_ANY);
 }
 
 #endif

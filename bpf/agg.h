@@ -15,7 +15,7 @@ struct agg_key {
 	__u32 pid;
 	__u16 func;
 	__u8 lib;
-	__u8 pad;
+	__u8 nranks;		/* NCCL: the communicator's size (0: unknown), else 0 */
 };
 
 struct agg_val {
@@ -30,6 +30,8 @@ struct agg_val {
 #define AGG_F_SLOW	2	/* lasting >= trigger_slow_ns triggers a dump */
 #define AGG_F_ALLOC	4	/* device memory: *a[ptr_arg-1] = pointer of bytes, at return */
 #define AGG_F_FREE	8	/* device memory: a[ptr_arg-1] = pointer freed */
+#define AGG_F_COMM_INIT	16	/* NCCL: *a[ptr_arg-1] = a communicator of a[bytes_arg-1] ranks */
+#define AGG_F_COMM	32	/* NCCL: a[comm_arg-1] is the communicator (7: first stack slot) */
 
 /* GPU memory held, per allocation and per process (AGG_F_ALLOC/FREE). */
 struct agg_alloc_key {
@@ -47,7 +49,8 @@ struct agg_cfg {
 	__u8 dtype_arg;		/* 1..6: an ncclDataType_t argument */
 	__u8 flags;
 	__u8 ptr_arg;		/* 1..6: AGG_F_ALLOC's out pointer, AGG_F_FREE's pointer */
-	__u8 pad[3];
+	__u8 comm_arg;		/* AGG_F_COMM: 1..7 */
+	__u8 pad[2];
 	__s32 ok_ret2;		/* a second success code (CUDA_ERROR_NOT_READY), or 0 */
 };
 

@@ -36,6 +36,7 @@ struct call_ts {
 	__u64 bytes[BT_DEPTH];
 	__u64 ptr[BT_DEPTH];	/* monitor: the pointer an (de)allocation is about */
 	__u8 lib[BT_DEPTH];
+	__u8 nranks[BT_DEPTH];	/* monitor: NCCL communicator size */
 	__u32 depth;
 	__u32 pad;
 };
@@ -47,7 +48,7 @@ struct {
 	__type(value, struct call_ts);
 } call_ts SEC(".maps");
 
-static __always_inline void bt_enter(__u64 ts, __u64 bytes, __u64 ptr, __u8 lib)
+static __always_inline void bt_enter(__u64 ts, __u64 bytes, __u64 ptr, __u8 lib, __u8 nranks)
 {
 	struct call_ts *c = bpf_task_storage_get(&call_ts, bpf_get_current_task_btf(), 0,
 						 BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -61,6 +62,7 @@ static __always_inline void bt_enter(__u64 ts, __u64 bytes, __u64 ptr, __u8 lib)
 		c->bytes[d] = bytes;
 		c->ptr[d] = ptr;
 		c->lib[d] = lib;
+		c->nranks[d] = nranks;
 	}
 	c->depth = d + 1;
 }
@@ -108,10 +110,12 @@ static __always_inline __u64 bt_exit(struct pt_regs *ctx, __u64 pid_tgid, __u64 
 	/* A call made by a call of the same library (NVIDIA's ncclBcast calls
 	 * ncclBroadcast) is that call's work: counted once, as the outer one. */
 	if (aggregate && !(d > 0 && c->lib[(d - 1) & (BT_DEPTH - 1)] == CK_LIB(cookie))) {
-		if (agg_add(pid_tgid >> 32, cookie, dur, c->bytes[d], PT_REGS_RC(ctx)))
+		if (agg_add(pid_tgid >> 32, cookie, c->nranks[d], dur, c->bytes[d], PT_REGS_RC(ctx)))
 			emit_trigger(pid_tgid, cookie, now, dur, PT_REGS_RC(ctx));
-		if (PT_REGS_RC(ctx) == 0)
+		if (PT_REGS_RC(ctx) == 0) {
 			agg_memory(pid_tgid >> 32, cookie, c->ptr[d], c->bytes[d]);
+			agg_comm_init(cookie, c->ptr[d], c->bytes[d]);
+		}
 	}
 	if (!backtrace_ns || !emit_records || dur < backtrace_ns)
 		return now;
@@ -185,7 +189,7 @@ static __always_inline int enter(struct pt_regs *ctx)
 				       PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), PT_REGS_PARM6(ctx) };
 
 			bt_enter(bpf_ktime_get_boot_ns(), agg_bytes(cookie, a), agg_ptr_arg(cookie, a),
-				 CK_LIB(cookie));
+				 CK_LIB(cookie), agg_nranks(cookie, a, PT_REGS_SP(ctx)));
 		}
 		return 0;
 	}
@@ -193,7 +197,7 @@ static __always_inline int enter(struct pt_regs *ctx)
 	if (!r) {
 		/* Pushed even so, for the return to pop the right slot. */
 		if (NEED_CALL_TS)
-			bt_enter(bpf_ktime_get_boot_ns(), 0, 0, CK_LIB(cookie));
+			bt_enter(bpf_ktime_get_boot_ns(), 0, 0, CK_LIB(cookie), 0);
 		count_drop(REC_CALL_ENTER);
 		return 0;
 	}
@@ -212,7 +216,8 @@ static __always_inline int enter(struct pt_regs *ctx)
 	r->args[9] = r->args[10] = 0;
 	if (NEED_CALL_TS)
 		bt_enter(r->hdr.ts, aggregate ? agg_bytes(cookie, r->args) : 0,
-			 aggregate ? agg_ptr_arg(cookie, r->args) : 0, CK_LIB(cookie));
+			 aggregate ? agg_ptr_arg(cookie, r->args) : 0, CK_LIB(cookie),
+			 aggregate ? agg_nranks(cookie, r->args, PT_REGS_SP(ctx)) : 0);
 	/*
 	 * User memory is read into the BPF stack, then copied: reading straight
 	 * into ring memory (vmalloc'ed) makes hardened usercopy look the

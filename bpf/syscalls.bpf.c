@@ -133,7 +133,7 @@ int BPF_PROG(syscall_exit, struct pt_regs *regs, long ret)
 	nr = s->nr;
 	/* monitor: syscall wait time per process and syscall, no record. */
 	if (aggregate) {
-		agg_fold(pid_tgid >> 32, AGG_LIB_SYSCALL, nr, 0, now - ts, 0, 0);
+		agg_fold(pid_tgid >> 32, AGG_LIB_SYSCALL, nr, 0, 0, now - ts, 0, 0);
 		if (!emit_records)
 			return 0;
 	}

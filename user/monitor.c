@@ -27,6 +27,8 @@
 #include "perfetto.h"
 #include "procfs.h"
 #include "syscalls.h"
+#include "nccl.h"
+#include "ncclsum.h"
 
 #define HTTP_MAX_REQUEST 8192
 #define HTTP_TIMEOUT_MS 200
@@ -633,8 +635,12 @@ static void render(struct monitor *mo, struct buf *b)
 	}
 	bprintf(b, "# HELP cgbpf_calls_total API calls that returned, per process and function.\n"
 		   "# TYPE cgbpf_calls_total counter\n");
-	for (int pass = 0; pass < 4; pass++) {
-		if (pass == 1)
+	for (int pass = 0; pass < 5; pass++) {
+		if (pass == 4)
+			bprintf(b, "# HELP cgbpf_nccl_bus_bytes_total NCCL bytes times nccl-tests' bus "
+				   "factor for the communicator size (rate / duration rate = busbw).\n"
+				   "# TYPE cgbpf_nccl_bus_bytes_total counter\n");
+		else if (pass == 1)
 			bprintf(b, "# HELP cgbpf_call_errors_total Calls that returned an error code.\n"
 				   "# TYPE cgbpf_call_errors_total counter\n");
 		else if (pass == 2)
@@ -660,6 +666,12 @@ static void render(struct monitor *mo, struct buf *b)
 				 keys[i].pid, comm, sys ? "syscall" : lib->name,
 				 sys ? syscalls__name(keys[i].func, sname, sizeof(sname)) :
 				       lib->symbol(keys[i].func));
+			/* NCCL collectives: one series per communicator size. */
+			if (keys[i].nranks) {
+				size_t l = strlen(labels);
+
+				snprintf(labels + l, sizeof(labels) - l, ",nranks=\"%u\"", keys[i].nranks);
+			}
 			switch (pass) {
 			case 0:
 				bprintf(b, "cgbpf_calls_total{%s} %" PRIu64 "\n", labels, (uint64_t)v.count);
@@ -670,8 +682,19 @@ static void render(struct monitor *mo, struct buf *b)
 						(uint64_t)v.errors);
 				break;
 			case 2:
-				if (v.bytes)
+				if (v.bytes && !(keys[i].lib == LIB_NCCL &&
+						 nccl_funcs[keys[i].func].cls == NC_C_INIT_RANK))
 					bprintf(b, "cgbpf_bytes_total{%s} %" PRIu64 "\n", labels, (uint64_t)v.bytes);
+				break;
+			case 4:
+				if (keys[i].lib == LIB_NCCL && keys[i].nranks && v.bytes) {
+					int coll = nccl_funcs[keys[i].func].coll;
+
+					bprintf(b, "cgbpf_nccl_bus_bytes_total{%s} %.0f\n", labels,
+						(double)v.bytes *
+						ncclsum__size_factor(coll, keys[i].nranks) *
+						ncclsum__bus_factor(coll, keys[i].nranks));
+				}
 				break;
 			case 3:
 				for (int bk = 0; bk < AGG_BUCKETS; bk++) {

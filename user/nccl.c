@@ -525,6 +525,17 @@ static void agg_cfg(uint16_t func, struct agg_cfg *c)
 	c->flags = AGG_F_ERRORS;
 	if (f->cls == NC_C_COLL || f->cls == NC_C_P2P || f->cls == NC_C_GROUP_END)
 		c->flags |= AGG_F_SLOW;
+	/* Communicator sizes, for the bus bandwidth: learned at
+	 * ncclCommInitRank* (*a0 = comm of a1 ranks), looked up per call. */
+	if (f->cls == NC_C_INIT_RANK) {
+		c->flags |= AGG_F_COMM_INIT;
+		c->ptr_arg = 1;
+		c->bytes_arg = 2;
+	}
+	if ((f->cls == NC_C_COLL || f->cls == NC_C_P2P) && f->comm >= 0 && f->comm <= 6) {
+		c->flags |= AGG_F_COMM;
+		c->comm_arg = f->comm + 1;
+	}
 	c->ok_ret2 = 7;
 }
 

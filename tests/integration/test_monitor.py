@@ -77,7 +77,13 @@ def series(metrics, name, **want):
 
 
 def per_func(metrics, name, pid):
-    return {dict(k[1])["func"]: v for k, v in series(metrics, name, pid=pid).items()}
+    """{func: value} of one process, summed over its series (NCCL calls have
+    one per communicator size)."""
+    out = {}
+    for k, v in series(metrics, name, pid=pid).items():
+        f = dict(k[1])["func"]
+        out[f] = out.get(f, 0.0) + v
+    return out
 
 
 def wait_dump(mon, n, what):
@@ -252,7 +258,7 @@ def test_monitor_nccl_bytes():
     mon = Monitor(["--interval", "1h"], d)
     try:
         env = env_with(FAKENCCL_STATS=os.path.join(d, "stats-%p.json"))
-        w = start([wl("nccl_ranks"), "--ranks", "2", "--iters", "3", "--procs"], env=env)
+        w = start([wl("nccl_ranks"), "--ranks", "3", "--iters", "3", "--procs"], env=env)
         eq(w.wait(120), 0, "nccl_ranks exit")
         m = mon.scrape()
     finally:
@@ -273,6 +279,24 @@ def test_monitor_nccl_bytes():
                 eq(byts.get(f, 0.0), float(b), "pid %d: %s bytes" % (st["pid"], f))
                 checked += 1
     check(checked >= 4, "bytes of several collectives checked (%d)" % checked)
+    # Communicator sizes learned at init label the collectives, and the bus
+    # bytes use nccl-tests' factors: all-reduce 2(n-1)/n, all-gather n(n-1)/n.
+    bus = {}
+    for k, v in m.items():
+        lab = dict(k[1])
+        if k[0] == "cgbpf_nccl_bus_bytes_total" and lab.get("nranks") == "3":
+            bus[(int(lab["pid"]), lab["func"])] = v
+    factor = {"ncclAllReduce": 4.0 / 3, "ncclAllGather": 2.0, "ncclBroadcast": 1.0}
+    seen = 0
+    for st in stats:
+        byts = {dict(k[1])["func"]: v for k, v in m.items() if k[0] == "cgbpf_bytes_total"
+                and dict(k[1]).get("pid") == str(st["pid"]) and dict(k[1]).get("nranks") == "3"}
+        for f, fac in factor.items():
+            if f in byts:
+                check(abs(bus[(st["pid"], f)] - byts[f] * fac) <= 1,
+                      "%s bus bytes = bytes x %.3f" % (f, fac))
+                seen += 1
+    check(seen >= 3, "bus bytes checked for several ops (%d)" % seen)
 
 
 def test_monitor_syscall_and_sync_wait():
