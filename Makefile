@@ -101,6 +101,13 @@ $(OUT)/fake/libnccl.so.2: tests/fake/libnccl.c | $(OUT)/fake
 	$(Q)ln -sf libnccl.so.2 $(OUT)/fake/libnccl.so
 
 fakes: $(OUT)/fake/libnccl.so.2
+
+# The fake runtime on the fake driver (tests/fake/libcudart.c).
+$(OUT)/fake/libcudart.so.13: tests/fake/libcudart.c $(OUT)/fake/libcuda.so.1 | $(OUT)/fake
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FAKE_CFLAGS) $(DEPFLAGS) -shared -Wl,-soname,libcudart.so.13 $< -o $@ -L$(OUT)/fake -lcuda -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
+
+fakes: $(OUT)/fake/libcudart.so.13
 else
 fakes:
 	@echo "  SKIP      fake libnccl.so.2 and the nvtx/nccl workloads: no CUDA toolkit at $(CUDA_HOME)"
@@ -113,7 +120,7 @@ endif
 WL_SRCS := $(wildcard tests/workloads/*.c)
 # Workloads built on the toolkit's own headers (NVTX v3, nccl.h).
 WL_TOOLKIT_ONLY := tests/workloads/nvtx_ranges.c tests/workloads/nccl_ranks.c \
-	tests/workloads/nccl_bench.c
+	tests/workloads/nccl_bench.c tests/workloads/rt_train.c
 ifeq ($(HAVE_CUDA_TOOLKIT),0)
 WL_SRCS := $(filter-out $(WL_TOOLKIT_ONLY),$(WL_SRCS))
 endif
@@ -127,6 +134,10 @@ $(OUT)/workloads/dl_%: tests/workloads/dl_%.c $(OUT)/fake/libcuda.so.1 | $(OUT)/
 $(OUT)/workloads/nccl_%: tests/workloads/nccl_%.c $(OUT)/fake/libcuda.so.1 $(OUT)/fake/libnccl.so.2 | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) $(DEPFLAGS) $< -o $@ -L$(OUT)/fake -lnccl -lcuda -Wl,-rpath,'$$ORIGIN/../fake' -lpthread
+
+$(OUT)/workloads/rt_%: tests/workloads/rt_%.c $(OUT)/fake/libcuda.so.1 $(OUT)/fake/libcudart.so.13 | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $(DEPFLAGS) -rdynamic $< -o $@ -L$(OUT)/fake -l:libcudart.so.13 -lcuda -Wl,-rpath,'$$ORIGIN/../fake' -lpthread
 
 # With the toolkit the demo is a 2-rank data-parallel job: NCCL and NVTX.
 ifeq ($(HAVE_CUDA_TOOLKIT),1)

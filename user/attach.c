@@ -39,6 +39,7 @@ struct attach {
 	size_t nfiles, capfiles;
 	struct bpf_link **links;
 	size_t nlinks, caplinks;
+	struct hmap exes;	/* executables looked at: dev/ino -> 1 no runtime, 2 runtime */
 };
 
 bool attach__prepare(struct cgbpf_bpf *skel)
@@ -105,6 +106,7 @@ void attach__free(struct attach *a)
 		free(a->files[i].path);
 	free(a->links);
 	free(a->files);
+	hmap__free(&a->exes);
 	free(a);
 }
 
@@ -248,6 +250,8 @@ struct cgbpf_bpf *attach__skel(const struct attach *a)
 	return a->skel;
 }
 
+static bool has_static_cudart(struct attach *a, const char *path, const struct stat *st);
+
 static int attach_resolved(struct attach *a, const struct api_lib *lib, const char *path,
 			   const char *display, const struct stat *st)
 {
@@ -346,6 +350,16 @@ static int attach_path(struct attach *a, const struct api_lib *lib, const char *
 	return ret;
 }
 
+int attach__exe(struct attach *a, const char *path)
+{
+	struct stat st;
+
+	if (!(a->mask & TRACE_BIT(LIB_CUDART)) || stat(path, &st) || probed(a, &st) ||
+	    !has_static_cudart(a, path, &st))
+		return 0;
+	return attach_path(a, apilib__get(LIB_CUDART), path, path);
+}
+
 int attach__file(struct attach *a, const char *path, const char *display)
 {
 	const struct api_lib *lib;
@@ -360,10 +374,32 @@ int attach__file(struct attach *a, const char *path, const char *display)
 struct scan_ctx {
 	struct attach *a;
 	pid_t pid;
+	char exe[4096];		/* the main executable, as the target names it */
 	bool mapped;
 	int attached;
 	int err;
 };
+
+/*
+ * An executable with the runtime linked in (nvcc's default,
+ * cudart_static) has cudaLaunchKernel in its own symbol table. Each
+ * distinct executable file is looked at once.
+ */
+static bool has_static_cudart(struct attach *a, const char *path, const struct stat *st)
+{
+	uint64_t key = ((uint64_t)st->st_dev << 40) ^ st->st_ino, *v, off;
+	struct elfsym *es;
+	bool yes;
+
+	v = hmap__get(&a->exes, key);
+	if (v)
+		return *v == 2;
+	es = elfsym__open(path);
+	yes = es && !elfsym__offset(es, "cudaLaunchKernel", &off);
+	elfsym__close(es);
+	hmap__put(&a->exes, key, yes ? 2 : 1);
+	return yes;
+}
 
 static int scan_map(const struct map_entry *e, void *ctx)
 {
@@ -376,6 +412,20 @@ static int scan_map(const struct map_entry *e, void *ctx)
 	if (e->perms[2] != 'x' || e->path[0] != '/')
 		return 0;
 	lib = apilib__for_path(e->path, s->a->mask);
+	if (!lib && s->exe[0] && !strcmp(e->path, s->exe) &&
+	    (s->a->mask & TRACE_BIT(LIB_CUDART))) {
+		/* The executable itself, with a static runtime in it? */
+		n = snprintf(path, sizeof(path), "/proc/%d/root%s", s->pid, e->path);
+		if (n > 0 && (size_t)n < sizeof(path) && !stat(path, &st) && !probed(s->a, &st) &&
+		    has_static_cudart(s->a, path, &st)) {
+			n = attach_path(s->a, apilib__get(LIB_CUDART), path, e->path);
+			if (n > 0)
+				s->attached += n;
+			else if (n < 0 && !s->err)
+				s->err = n;
+		}
+		return 0;
+	}
 	if (!lib)
 		return 0;
 	/* libnccl / libcudart come first and load libcuda later (a DT_NEEDED
@@ -410,7 +460,14 @@ static int scan_map(const struct map_entry *e, void *ctx)
 int attach__scan(struct attach *a, pid_t pid, bool *mapped)
 {
 	struct scan_ctx s = { .a = a, .pid = pid };
-	int err = procfs__for_each_map(pid, scan_map, &s);
+	char link[64];
+	ssize_t n;
+	int err;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
+	n = readlink(link, s.exe, sizeof(s.exe) - 1);
+	s.exe[n > 0 ? n : 0] = 0;
+	err = procfs__for_each_map(pid, scan_map, &s);
 
 	if (mapped)
 		*mapped = s.mapped;

@@ -41,6 +41,9 @@ int attach__scan(struct attach *a, pid_t pid, bool *mapped);
  * 0 or -errno. */
 int attach__offsets(struct attach *a, const char *path, const uint64_t *offs,
 		    const uint64_t *cookies, size_t n);
+/* Probes the CUDA runtime linked into the executable at path, if it has
+ * one (before `record -- CMD` lets CMD exec); 1, 0 or -errno. */
+int attach__exe(struct attach *a, const char *path);
 /* Attaches to one library file by path (for tests and benchmarks); the
  * library is told by display's file name (-ENOENT: no traced library). */
 int attach__file(struct attach *a, const char *path, const char *display);

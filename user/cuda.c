@@ -21,12 +21,18 @@ char *cuda__demangle(const char *name)
 
 uint64_t cuda__cookie(uint16_t func)
 {
-	const struct func_desc *f = &cuda_funcs[func];
+	return cuda__cookie_of(LIB_CUDA, func, &cuda_funcs[func]);
+}
+
+uint64_t cuda__cookie_of(uint8_t lib, uint16_t func, const struct func_desc *f)
+{
 	int kind = PK_REGS, str = 0;
 	bool stash = false;
 
 	switch (f->cls) {
 	case CU_C_LAUNCH:
+	case CU_C_RT_LAUNCH:
+	case CU_C_RT_MEMCPY2D:
 		kind = PK_STACK3;
 		break;
 	case CU_C_LAUNCH_EX:
@@ -46,7 +52,7 @@ uint64_t cuda__cookie(uint16_t func)
 		str = 2;
 	else if (f->flags & CU_F_STR2)
 		str = 3;
-	return CK_MAKE(LIB_CUDA, func, kind, stash, str);
+	return CK_MAKE(lib, func, kind, stash, str);
 }
 
 static const struct {
@@ -146,19 +152,23 @@ static const char *stream_name(struct proc *p, struct call *c, uint64_t h, bool 
 
 static const char *const dir_names[DIR__COUNT] = { "", "HtoD", "DtoH", "DtoD", "any" };
 
-static bool is_ptsz(uint16_t func)
+static bool is_ptsz_name(const char *n)
 {
-	const char *n = cuda_funcs[func].name;
 	size_t l = strlen(n);
 
 	return l > 5 && (!strcmp(n + l - 5, "_ptsz") || !strcmp(n + l - 5, "_ptds"));
 }
 
 /* The "stream" annotation of a call's begin event. */
+static bool is_ptsz(const struct call *c)
+{
+	return is_ptsz_name(c->name);
+}
+
 static void annot_stream(struct proc *p, struct call *c, uint64_t h)
 {
 	annot_s(c->begin, &c->nbegin, "stream",
-		stream_name(p, c, h, is_ptsz(c->func), c->scratch[2], sizeof(c->scratch[2])));
+		stream_name(p, c, h, is_ptsz(c), c->scratch[2], sizeof(c->scratch[2])));
 }
 
 #define LAUNCH_FMT_SLOTS 64
@@ -176,7 +186,7 @@ struct launch_fmt {
 static const char *launch_fmt(struct proc *p, struct call *c, const uint32_t g[3],
 			      const uint32_t b[3], uint32_t smem, uint64_t stream)
 {
-	bool ptsz = is_ptsz(c->func);
+	bool ptsz = is_ptsz(c);
 	uint64_t key[5] = {
 		g[0] | (uint64_t)g[1] << 32, g[2] | (uint64_t)b[0] << 32,
 		b[1] | (uint64_t)b[2] << 32, smem | (uint64_t)ptsz << 32, stream,
@@ -202,6 +212,25 @@ static const char *launch_fmt(struct proc *p, struct call *c, const uint32_t g[3
 	return slot->str;
 }
 
+/*
+ * cudaLaunchKernel gets the kernel's host stub, a function of the
+ * program whose symbol has the kernel's (mangled) name: symbolized once
+ * per process and address, kept with the driver's handle names.
+ */
+static void rt_kernel_name(struct model *m, struct proc *p, uint64_t stub)
+{
+	struct sym_frame fr;
+	char *name;
+
+	if (!m->sym || hmap__get(&p->names, stub))
+		return;
+	if (symbolizer__user(m->sym, p->pid, stub, &fr) || !fr.function || fr.function_off)
+		return;
+	name = strdup(fr.function);
+	if (name && hmap__put(&p->names, stub, (uintptr_t)name))
+		free(name);
+}
+
 static void decode_launch(struct proc *p, struct call *c, uint32_t g[3], uint32_t b[3],
 			  uint32_t smem, uint64_t fn, uint64_t stream)
 {
@@ -219,9 +248,9 @@ static void decode_launch(struct proc *p, struct call *c, uint32_t g[3], uint32_
 	annot_s(c->begin, &c->nbegin, "launch", launch_fmt(p, c, g, b, smem, stream));
 }
 
-static void enter(struct model *m, struct thread *t, struct call *c)
+void cuda__decode_enter(struct model *m, struct thread *t, struct call *c,
+			const struct func_desc *f)
 {
-	const struct func_desc *f = &cuda_funcs[c->func];
 	struct proc *p = t->proc;
 	const uint64_t *a = c->args;
 	bool async = f->flags & CU_F_ASYNC;
@@ -246,6 +275,34 @@ static void enter(struct model *m, struct thread *t, struct call *c)
 		decode_launch(p, c, g, b, (uint32_t)a[9], a[1], a[10]);
 		break;
 	}
+	case CU_C_RT_LAUNCH: {
+		/* dim3 by value: x and y share a register, z has its own. */
+		uint32_t g[3] = { a[1], a[1] >> 32, a[2] }, b[3] = { a[3], a[3] >> 32, a[4] };
+
+		rt_kernel_name(m, p, a[0]);
+		decode_launch(p, c, g, b, (uint32_t)a[6], a[0], a[7]);
+		break;
+	}
+	case CU_C_RT_MEMCPY:
+	case CU_C_RT_MEMCPY2D: {
+		bool two = f->cls == CU_C_RT_MEMCPY2D;
+		uint64_t kind = two ? a[6] : a[3];
+
+		c->bytes = two ? a[4] * a[5] : a[2];
+		/* cudaMemcpyKind: 0 HtoH, 1 HtoD, 2 DtoH, 3 DtoD, 4 default (by address). */
+		c->dir = kind == 1 ? DIR_HTOD : kind == 2 ? DIR_DTOH : kind == 3 ? DIR_DTOD :
+			 DIR_ANY;
+		annot_u(c->begin, n, "bytes", c->bytes);
+		annot_s(c->begin, n, "kind", kind == 0 ? "HtoH" : dir_names[c->dir]);
+		annot_p(c->begin, n, "dst", a[0]);
+		annot_p(c->begin, n, "src", two ? a[2] : a[1]);
+		if (async)
+			annot_stream(p, c, two ? a[7] : a[4]);
+		break;
+	}
+	case CU_C_RT_DEVICE:
+		annot_u(c->begin, n, "device", (uint32_t)a[0]);
+		break;
 	case CU_C_GRAPH_LAUNCH:
 		annot_p(c->begin, n, "graph_exec", a[0]);
 		annot_stream(p, c, a[1]);
@@ -335,21 +392,22 @@ static void remember_name(struct proc *p, uint64_t handle, const char *name)
 		free(d);
 }
 
-static void exit_(struct model *m, struct thread *t, struct call *c)
+void cuda__decode_exit(struct model *m, struct thread *t, struct call *c,
+		       const struct func_desc *f)
 {
-	const struct func_desc *f = &cuda_funcs[c->func];
 	struct proc *p = t->proc;
 	int *n = &c->nend;
 	bool ok = c->ret == 0;
 
 	c->nend = 0;
 	if (!ok) {
-		const char *r = cuda__result_name(c->ret);
+		const char *r = c->lib == LIB_CUDA ? cuda__result_name(c->ret) : NULL;
 
 		if (r)
 			snprintf(c->scratch[0], sizeof(c->scratch[0]), "%s (%" PRId64 ")", r, c->ret);
 		else
-			snprintf(c->scratch[0], sizeof(c->scratch[0]), "CUresult %" PRId64, c->ret);
+			snprintf(c->scratch[0], sizeof(c->scratch[0]), "%s %" PRId64,
+				 c->lib == LIB_CUDA ? "CUresult" : "cudaError_t", c->ret);
 		annot_s(c->end, n, "result", c->scratch[0]);
 		return;
 	}
@@ -417,6 +475,16 @@ static void exit_(struct model *m, struct thread *t, struct call *c)
 	}
 }
 
+static void enter(struct model *m, struct thread *t, struct call *c)
+{
+	cuda__decode_enter(m, t, c, &cuda_funcs[c->func]);
+}
+
+static void exit_(struct model *m, struct thread *t, struct call *c)
+{
+	cuda__decode_exit(m, t, c, &cuda_funcs[c->func]);
+}
+
 const struct lib_ops cuda_ops = {
 	.name = "cuda",
 	.func_name = func_name,
@@ -425,12 +493,11 @@ const struct lib_ops cuda_ops = {
 	.exit = exit_,
 };
 
-static void agg_cfg(uint16_t func, struct agg_cfg *c)
+void cuda__agg_cfg_of(const struct func_desc *f, struct agg_cfg *c)
 {
-	const struct func_desc *f = &cuda_funcs[func];
-
 	switch (f->cls) {
 	case CU_C_MEMCPY:
+	case CU_C_RT_MEMCPY:
 		c->bytes_arg = 3;
 		break;
 	case CU_C_MEMSET:
@@ -449,6 +516,11 @@ static void agg_cfg(uint16_t func, struct agg_cfg *c)
 		c->ptr_arg = 1;
 	}
 	c->ok_ret2 = 600;	/* CUDA_ERROR_NOT_READY: a poll's "not yet" */
+}
+
+static void agg_cfg(uint16_t func, struct agg_cfg *c)
+{
+	cuda__agg_cfg_of(&cuda_funcs[func], c);
 }
 
 static const char *const watch[] = { "libcuda.so", NULL };

@@ -126,6 +126,7 @@ struct model {
 	struct sink sinks[MAX_SINKS];
 	int nsinks;
 	const struct lib_ops *libs[LIB__COUNT];
+	struct symbolizer *sym;	/* for names from addresses (kernel host stubs), or NULL */
 	/* What could not be matched, reported in the summary. */
 	uint64_t unmatched_exits;
 	uint64_t lost_exits;	/* calls closed because a caller returned first */

@@ -779,6 +779,25 @@ static int open_bpf(struct rec *r)
 	return 0;
 }
 
+/* What execvp would run for name: name itself when it has a slash, else
+ * the first executable in PATH. */
+static bool find_exe(const char *name, char *out, size_t len)
+{
+	const char *path = getenv("PATH");
+	char *copy, *save = NULL;
+	bool found = false;
+
+	if (strchr(name, '/'))
+		return (size_t)snprintf(out, len, "%s", name) < len && !access(out, X_OK);
+	copy = strdup(path ? path : "/usr/local/bin:/usr/bin:/bin");
+	for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d && !found;
+	     d = strtok_r(NULL, ":", &save))
+		found = (size_t)snprintf(out, len, "%s/%s", *d ? d : ".", name) < len &&
+			!access(out, X_OK);
+	free(copy);
+	return found;
+}
+
 /* Forks the command stopped on a pipe; it execs once released. */
 static pid_t spawn(char **cmd, int *release_fd)
 {
@@ -876,6 +895,7 @@ int record__run(const struct record_opts *o)
 		err("starting the symbolizer: %s", strerror(errno));
 		goto cleanup;
 	}
+	r.model.sym = stacks__symbolizer(r.stacks);
 	if (r.pt) {
 		sk = ncclpf__sink_before(r.pt);
 		model__add_sink(&r.model, &sk);
@@ -972,6 +992,14 @@ int record__run(const struct record_opts *o)
 		     "(%zu already do, %zu library file(s) probed)",
 		     o->ncomm ? ", named as --comm says" : "",
 		     o->ncgroup ? ", in the --cgroup cgroups" : "", n, attach__files(r.attach));
+	}
+	/* A runtime linked into CMD itself (nvcc's default) must be probed
+	 * before CMD runs: nothing stops it at exec as a mapping would. */
+	if (o->cmd) {
+		char exe[PATH_MAX];
+
+		if (find_exe(o->cmd[0], exe, sizeof(exe)))
+			attach__exe(r.attach, exe);
 	}
 	if (release_fd >= 0) {
 		if (write(release_fd, "g", 1) != 1)

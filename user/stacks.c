@@ -31,6 +31,11 @@ struct stacks {
 	struct sym_frame frames[MAX_FRAMES];	/* the sample being decoded */
 };
 
+struct symbolizer *stacks__symbolizer(struct stacks *s)
+{
+	return s ? s->sym : NULL;
+}
+
 struct stacks *stacks__new(struct model *m)
 {
 	struct stacks *s = calloc(1, sizeof(*s));

@@ -52,4 +52,7 @@ const struct stacks_stats *stacks__stats(const struct stacks *s);
  * after the last record. */
 void stacks__summary(struct stacks *s, uint64_t backtrace_ns, FILE *f);
 
+/* The capture's symbolizer (shared with the model for kernel names). */
+struct symbolizer *stacks__symbolizer(struct stacks *s);
+
 #endif

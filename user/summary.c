@@ -29,6 +29,7 @@ struct summary {
 	uint64_t copies[DIR__COUNT], copy_bytes[DIR__COUNT];
 	uint64_t memsets, memset_bytes;
 	uint64_t errors;
+	uint64_t nested_driver;			/* driver calls inside runtime calls */
 	struct syssum *sys;			/* user/syscalls.c */
 	uint64_t syscall_threshold_ns;
 };
@@ -126,6 +127,16 @@ static void on_end(void *ctx, struct thread *t, struct call *c)
 	if (!c->ended || c->lib >= LIB__COUNT || c->func >= s->nfuncs[c->lib] ||
 	    !s->funcs[c->lib])
 		return;
+	/* A driver call the runtime made on the application's behalf is part
+	 * of that runtime call: counting it too would show the time twice. */
+	if (c->lib == LIB_CUDA) {
+		for (int i = 0; i < t->depth; i++) {
+			if (t->stack[i].lib == LIB_CUDART) {
+				s->nested_driver++;
+				return;
+			}
+		}
+	}
 	dur = c->end_ts - c->ts;
 	s->names[c->lib][c->func] = c->name;
 	stats__add(&s->funcs[c->lib][c->func], dur);
@@ -225,6 +236,9 @@ static void print_api(struct summary *s, FILE *f)
 			}
 	}
 	fprintf(f, "\n** CUDA API Summary (cuda_api_sum):\n\n");
+	if (s->nested_driver)
+		fprintf(f, "   (%" PRIu64 " driver calls made inside runtime calls are part of those "
+			   "calls and not counted again)\n\n", s->nested_driver);
 	if (!n) {
 		fprintf(f, "   no CUDA API calls were traced\n");
 		free(rows);

@@ -178,3 +178,23 @@ int main(void) {
     for s in t.slices:
         eq(s.args.get("result"), "CUDA_ERROR_STUB_LIBRARY (34)", "result of %s" % s.name)
     check("11 calls returned an error" in r.stdout, "summary counts errors")
+
+
+def test_cudart_whole_table():
+    """Every function of cgbpf's runtime table resolves in NVIDIA's
+    libcudart.so.13 at readelf's offset and attaches."""
+    need(CUDART)
+    p = subprocess.run([CGBPF, "check", "--attach", CUDART], capture_output=True, text=True,
+                       timeout=120)
+    eq(p.returncode, 0, "exit (stderr %r)" % p.stderr[-300:])
+    check("CUDA runtime" in p.stdout.splitlines()[0], "the runtime table: %r" % p.stdout[:200])
+    m = re.search(r"# (\d+) resolved, (\d+) missing, (\d+) aliases, (\d+) attached, 0 failed",
+                  p.stdout)
+    check(m, "summary line in %r" % p.stdout[-300:])
+    eq(int(m.group(2)), 0, "no runtime table function missing")
+    check(int(m.group(1)) >= 30, "the whole table resolved (%s)" % m.group(1))
+    want = readelf_offsets(CUDART)
+    for line in p.stdout.splitlines():
+        mm = re.match(r"^(cuda\w+)\s+0x([0-9a-f]+)(\s|$)", line)
+        if mm:
+            eq(int(mm.group(2), 16), want[mm.group(1)], "%s offset" % mm.group(1))
