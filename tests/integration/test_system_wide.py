@@ -199,3 +199,27 @@ def test_bad_filters():
                            text=True, timeout=60)
         eq(p.returncode, rc, "exit for %s (stderr %r)" % (args, p.stderr))
         check(why in p.stderr, "message %r for %s: %r" % (why, args, p.stderr))
+
+
+def test_all_with_pid_filter():
+    """-a -p PID: only that process (and its children) among the GPU
+    processes; the capture does not end when it exits."""
+    d = tmpdir()
+    m1, m2 = os.path.join(d, "one.json"), os.path.join(d, "two.json")
+    gate = os.path.join(d, "go")
+    one = start([wl("mt")], env=env_with(CGBPF_MANIFEST=m1, CGBPF_WAIT_FILE=gate))
+    try:
+        bg = Bg(["-a", "-p", str(one.pid), "-d", "20s"] + FLAGS, tmp=d)
+        bg.wait_msg("Ctrl-C stops")
+        touch(gate)
+        eq(one.wait(60), 0, "the chosen workload")
+        two = start([wl("mt")], env=env_with(CGBPF_MANIFEST=m2))
+        eq(two.wait(60), 0, "another GPU process")
+        check(bg.p.poll() is None, "-a keeps running after the chosen process exited")
+        r = stop(bg)
+    finally:
+        kill_quiet(one)
+    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-300:])
+    clean_trace(r.trace)
+    eq(api_counts(r.trace, one.pid), expected_calls(manifest(m1)["calls"]), "the chosen one")
+    eq(api_counts(r.trace, two.pid), {}, "not the other")
