@@ -39,6 +39,7 @@ struct attach {
 	size_t nfiles, capfiles;
 	struct bpf_link **links;
 	size_t nlinks, caplinks;
+	struct hmap exes;	/* hash of main executables' (dev, inode) looked at */
 };
 
 bool attach__prepare(struct cgbpf_bpf *skel)
@@ -105,6 +106,7 @@ void attach__free(struct attach *a)
 		free(a->files[i].path);
 	free(a->links);
 	free(a->files);
+	hmap__free(&a->exes);
 	free(a);
 }
 
@@ -205,23 +207,15 @@ static bool probed(const struct attach *a, const struct stat *st)
 	return false;
 }
 
-static int attach_resolved(struct attach *a, const struct api_lib *lib, const char *path,
-			   const char *display, const struct stat *st)
+/* Attaches lib's table to the file whose symbols es holds (and frees es). */
+static int attach_symbols(struct attach *a, const struct api_lib *lib, const char *path,
+			  const char *display, const struct stat *st, struct elfsym *es)
 {
-	struct elfsym *es;
 	struct hmap offs = { 0 };
 	uint64_t *offv = NULL, *cookiev = NULL;
 	struct lib_file *lf;
 	int funcs = 0, err = 0;
 
-	if (probed(a, st))
-		return 0;
-	es = elfsym__open(path);
-	if (!es) {
-		err = -errno;
-		warn("%s: cannot read ELF symbols: %s", display, strerror(errno));
-		return err;
-	}
 	offv = calloc(lib->nfuncs + 1, sizeof(*offv));
 	cookiev = calloc(lib->nfuncs + 1, sizeof(*cookiev));
 	if (!offv || !cookiev)
@@ -274,6 +268,23 @@ static int attach_resolved(struct attach *a, const struct api_lib *lib, const ch
 	else
 		info("probing %d %s functions in %s", funcs, lib->title, display);
 	return 1;
+}
+
+static int attach_resolved(struct attach *a, const struct api_lib *lib, const char *path,
+			   const char *display, const struct stat *st)
+{
+	struct elfsym *es;
+	int err;
+
+	if (probed(a, st))
+		return 0;
+	es = elfsym__open(path);
+	if (!es) {
+		err = -errno;
+		warn("%s: cannot read ELF symbols: %s", display, strerror(errno));
+		return err;
+	}
+	return attach_symbols(a, lib, path, display, st, es);
 }
 
 /*
@@ -358,10 +369,76 @@ static int scan_map(const struct map_entry *e, void *ctx)
 	return 0;
 }
 
+/*
+ * A statically linked CUDA runtime (nvcc's default) lives in the main
+ * executable, its functions local symbols of .symtab: attach the runtime
+ * table there when the executable defines cudaLaunchKernel. Each distinct
+ * executable file (dev, inode) is read once, whatever it holds.
+ */
+static int scan_exe(struct attach *a, pid_t pid)
+{
+	const struct api_lib *lib = apilib__get(LIB_CUDART);
+	char path[64], display[4096];
+	struct elfsym *es;
+	struct stat st;
+	struct { uint64_t dev, ino; } key;
+	uint64_t off;
+	ssize_t n;
+	int fd, ret;
+
+	if (!lib || !lib->nfuncs || !(a->mask & TRACE_BIT(LIB_CUDART)))
+		return 0;
+	/* The magic link reaches the file in the target's mount namespace,
+	 * even when it was deleted or replaced since the exec. */
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;	/* a kernel thread, or gone */
+	if (fstat(fd, &st)) {
+		close(fd);
+		return 0;
+	}
+	key.dev = st.st_dev;
+	key.ino = st.st_ino;
+	if (hmap__get(&a->exes, hash__bytes(&key, sizeof(key))) || probed(a, &st)) {
+		close(fd);
+		return 0;
+	}
+	hmap__put(&a->exes, hash__bytes(&key, sizeof(key)), 1);
+	n = readlink(path, display, sizeof(display) - 1);
+	display[n > 0 ? n : 0] = 0;
+	if (n <= 0)
+		snprintf(display, sizeof(display), "%s", path);
+	if (apilib__for_path(display, a->mask)) {
+		close(fd);
+		return 0;	/* a library run as a program: scan_map has it */
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	es = elfsym__open(path);
+	if (!es || elfsym__offset(es, "cudaLaunchKernel", &off)) {
+		elfsym__close(es);
+		close(fd);
+		return 0;
+	}
+	dbg("pid %d: %s has a static CUDA runtime", pid, display);
+	ret = attach_symbols(a, lib, path, display, &st, es);
+	close(fd);
+	return ret;
+}
+
 int attach__scan(struct attach *a, pid_t pid, bool *mapped)
 {
 	struct scan_ctx s = { .a = a, .pid = pid };
 	int err = procfs__for_each_map(pid, scan_map, &s);
+	int exe = err ? 0 : scan_exe(a, pid);
+
+	/* Not "mapped": a static runtime still loads libcuda.so.1 later,
+	 * and that mapping is worth waiting for. */
+	if (exe > 0)
+		s.attached += exe;
+	else if (exe < 0 && !s.err) {
+		s.err = exe;
+	}
 
 	if (mapped)
 		*mapped = s.mapped;

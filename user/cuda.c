@@ -95,7 +95,7 @@ static bool has_string(uint16_t func)
 	return func < CU_FN__COUNT && (cuda_funcs[func].flags & (CU_F_STR1 | CU_F_STR2));
 }
 
-static void annot_u(struct pf_annot *a, int *n, const char *name, uint64_t v)
+void cuda__annot_u(struct pf_annot *a, int *n, const char *name, uint64_t v)
 {
 	if (*n >= CALL_ANNOTS)
 		return;
@@ -103,7 +103,7 @@ static void annot_u(struct pf_annot *a, int *n, const char *name, uint64_t v)
 	(*n)++;
 }
 
-static void annot_p(struct pf_annot *a, int *n, const char *name, uint64_t v)
+void cuda__annot_p(struct pf_annot *a, int *n, const char *name, uint64_t v)
 {
 	if (*n >= CALL_ANNOTS)
 		return;
@@ -111,7 +111,7 @@ static void annot_p(struct pf_annot *a, int *n, const char *name, uint64_t v)
 	(*n)++;
 }
 
-static void annot_s(struct pf_annot *a, int *n, const char *name, const char *v)
+void cuda__annot_s(struct pf_annot *a, int *n, const char *name, const char *v)
 {
 	if (*n >= CALL_ANNOTS)
 		return;
@@ -121,8 +121,7 @@ static void annot_s(struct pf_annot *a, int *n, const char *name, const char *v)
 
 /* "stream N": an ordinal per process in order of first sight, so the
  * value is stable, short and interns well. */
-static const char *stream_name(struct proc *p, struct call *c, uint64_t h, bool ptsz,
-			       char *buf, size_t len)
+const char *cuda__stream_name(struct proc *p, uint64_t h, bool ptsz, char *buf, size_t len)
 {
 	uint64_t *v;
 
@@ -143,7 +142,12 @@ static const char *stream_name(struct proc *p, struct call *c, uint64_t h, bool 
 	return buf;
 }
 
-static const char *const dir_names[DIR__COUNT] = { "", "HtoD", "DtoH", "DtoD", "any" };
+static const char *const dir_names[DIR__COUNT] = { "", "HtoD", "DtoH", "DtoD", "any", "HtoH" };
+
+const char *cuda__dir_name(enum copy_dir d)
+{
+	return d < DIR__COUNT ? dir_names[d] : "?";
+}
 
 static bool is_ptsz(uint16_t func)
 {
@@ -156,8 +160,8 @@ static bool is_ptsz(uint16_t func)
 /* The "stream" annotation of a call's begin event. */
 static void annot_stream(struct proc *p, struct call *c, uint64_t h)
 {
-	annot_s(c->begin, &c->nbegin, "stream",
-		stream_name(p, c, h, is_ptsz(c->func), c->scratch[2], sizeof(c->scratch[2])));
+	cuda__annot_s(c->begin, &c->nbegin, "stream",
+		cuda__stream_name(p, h, is_ptsz(c->func), c->scratch[2], sizeof(c->scratch[2])));
 }
 
 #define LAUNCH_FMT_SLOTS 64
@@ -172,10 +176,9 @@ struct launch_fmt {
 
 /* CUDA's own launch syntax, <<<grid, block, shared memory, stream>>>, as
  * one interned string: readable, and small per launch. */
-static const char *launch_fmt(struct proc *p, struct call *c, const uint32_t g[3],
-			      const uint32_t b[3], uint32_t smem, uint64_t stream)
+const char *cuda__launch_fmt(struct proc *p, struct call *c, const uint32_t g[3],
+			     const uint32_t b[3], uint32_t smem, uint64_t stream, bool ptsz)
 {
-	bool ptsz = is_ptsz(c->func);
 	uint64_t key[5] = {
 		g[0] | (uint64_t)g[1] << 32, g[2] | (uint64_t)b[0] << 32,
 		b[1] | (uint64_t)b[2] << 32, smem | (uint64_t)ptsz << 32, stream,
@@ -197,7 +200,7 @@ static const char *launch_fmt(struct proc *p, struct call *c, const uint32_t g[3
 	memcpy(slot->key, key, sizeof(key));
 	snprintf(slot->str, sizeof(slot->str), "<<<(%u,%u,%u), (%u,%u,%u), %u, %s>>>", g[0],
 		 g[1], g[2], b[0], b[1], b[2], smem,
-		 stream_name(p, c, stream, ptsz, c->scratch[2], sizeof(c->scratch[2])));
+		 cuda__stream_name(p, stream, ptsz, c->scratch[2], sizeof(c->scratch[2])));
 	return slot->str;
 }
 
@@ -210,12 +213,13 @@ static void decode_launch(struct proc *p, struct call *c, uint32_t g[3], uint32_
 	c->handle = fn;
 	c->kernel = name ? (const char *)(uintptr_t)*name : NULL;
 	if (c->kernel) {
-		annot_s(c->begin, &c->nbegin, "kernel", c->kernel);
+		cuda__annot_s(c->begin, &c->nbegin, "kernel", c->kernel);
 	} else {
 		snprintf(c->scratch[0], sizeof(c->scratch[0]), "unnamed 0x%" PRIx64, fn);
-		annot_s(c->begin, &c->nbegin, "kernel", c->scratch[0]);
+		cuda__annot_s(c->begin, &c->nbegin, "kernel", c->scratch[0]);
 	}
-	annot_s(c->begin, &c->nbegin, "launch", launch_fmt(p, c, g, b, smem, stream));
+	cuda__annot_s(c->begin, &c->nbegin, "launch",
+		      cuda__launch_fmt(p, c, g, b, smem, stream, is_ptsz(c->func)));
 }
 
 static void enter(struct model *m, struct thread *t, struct call *c)
@@ -229,7 +233,7 @@ static void enter(struct model *m, struct thread *t, struct call *c)
 	c->nbegin = 0;
 	switch (f->cls) {
 	case CU_C_INIT:
-		annot_u(c->begin, n, "flags", (uint32_t)a[0]);
+		cuda__annot_u(c->begin, n, "flags", (uint32_t)a[0]);
 		break;
 	case CU_C_LAUNCH: {
 		uint32_t g[3] = { a[1], a[2], a[3] }, b[3] = { a[4], a[5], a[6] };
@@ -246,17 +250,17 @@ static void enter(struct model *m, struct thread *t, struct call *c)
 		break;
 	}
 	case CU_C_GRAPH_LAUNCH:
-		annot_p(c->begin, n, "graph_exec", a[0]);
+		cuda__annot_p(c->begin, n, "graph_exec", a[0]);
 		annot_stream(p, c, a[1]);
 		break;
 	case CU_C_ALLOC:
 		c->bytes = a[1];
-		annot_u(c->begin, n, "bytes", a[1]);
+		cuda__annot_u(c->begin, n, "bytes", a[1]);
 		if (async)
 			annot_stream(p, c, a[2]);
 		break;
 	case CU_C_FREE:
-		annot_p(c->begin, n, "ptr", a[0]);
+		cuda__annot_p(c->begin, n, "ptr", a[0]);
 		if (async)
 			annot_stream(p, c, a[1]);
 		break;
@@ -264,64 +268,64 @@ static void enter(struct model *m, struct thread *t, struct call *c)
 		c->bytes = a[2];
 		c->dir = f->flags & CU_F_HTOD ? DIR_HTOD : f->flags & CU_F_DTOH ? DIR_DTOH :
 			 f->flags & CU_F_DTOD ? DIR_DTOD : DIR_ANY;
-		annot_u(c->begin, n, "bytes", a[2]);
-		annot_s(c->begin, n, "kind", dir_names[c->dir]);
-		annot_p(c->begin, n, "dst", a[0]);
-		annot_p(c->begin, n, "src", a[1]);
+		cuda__annot_u(c->begin, n, "bytes", a[2]);
+		cuda__annot_s(c->begin, n, "kind", cuda__dir_name(c->dir));
+		cuda__annot_p(c->begin, n, "dst", a[0]);
+		cuda__annot_p(c->begin, n, "src", a[1]);
 		if (async)
 			annot_stream(p, c, a[3]);
 		break;
 	case CU_C_MEMSET:
 		c->bytes = a[2] * (f->flags & 0xff);
-		annot_u(c->begin, n, "bytes", c->bytes);
-		annot_p(c->begin, n, "dst", a[0]);
-		annot_u(c->begin, n, "value", (uint32_t)a[1]);
+		cuda__annot_u(c->begin, n, "bytes", c->bytes);
+		cuda__annot_p(c->begin, n, "dst", a[0]);
+		cuda__annot_u(c->begin, n, "value", (uint32_t)a[1]);
 		if (async)
 			annot_stream(p, c, a[3]);
 		break;
 	case CU_C_STREAM_CREATE:
-		annot_u(c->begin, n, "flags", (uint32_t)a[1]);
+		cuda__annot_u(c->begin, n, "flags", (uint32_t)a[1]);
 		if (c->func == CU_FN_cuStreamCreateWithPriority)
-			annot_u(c->begin, n, "priority", (uint32_t)a[2]);
+			cuda__annot_u(c->begin, n, "priority", (uint32_t)a[2]);
 		break;
 	case CU_C_STREAM:
 		annot_stream(p, c, a[0]);
 		break;
 	case CU_C_STREAM_WAIT_EVENT:
 		annot_stream(p, c, a[0]);
-		annot_p(c->begin, n, "event", a[1]);
+		cuda__annot_p(c->begin, n, "event", a[1]);
 		break;
 	case CU_C_EVENT_RECORD:
-		annot_p(c->begin, n, "event", a[0]);
+		cuda__annot_p(c->begin, n, "event", a[0]);
 		annot_stream(p, c, a[1]);
 		break;
 	case CU_C_EVENT:
-		annot_p(c->begin, n, "event", a[0]);
+		cuda__annot_p(c->begin, n, "event", a[0]);
 		break;
 	case CU_C_GET_FUNCTION:
-		annot_p(c->begin, n, c->func == CU_FN_cuLibraryGetKernel ? "library" : "module",
+		cuda__annot_p(c->begin, n, c->func == CU_FN_cuLibraryGetKernel ? "library" : "module",
 			a[1]);
 		if (c->str)
-			annot_s(c->begin, n, "name", c->str);
+			cuda__annot_s(c->begin, n, "name", c->str);
 		break;
 	case CU_C_KERNEL_GET_FUNCTION: {
 		uint64_t *name = hmap__get(&p->names, a[1]);
 
-		annot_p(c->begin, n, "kernel_handle", a[1]);
+		cuda__annot_p(c->begin, n, "kernel_handle", a[1]);
 		if (name)
-			annot_s(c->begin, n, "kernel", (const char *)(uintptr_t)*name);
+			cuda__annot_s(c->begin, n, "kernel", (const char *)(uintptr_t)*name);
 		break;
 	}
 	case CU_C_MODULE_LOAD:
 	case CU_C_LIBRARY_LOAD:
 		if (c->str)
-			annot_s(c->begin, n, "path", c->str);
+			cuda__annot_s(c->begin, n, "path", c->str);
 		break;
 	}
 }
 
 /* Remembers handle -> demangled name for later launches. */
-static void remember_name(struct proc *p, uint64_t handle, const char *name)
+void cuda__remember_name(struct proc *p, uint64_t handle, const char *name)
 {
 	char *d = cuda__demangle(name);
 	uint64_t old;
@@ -349,31 +353,31 @@ static void exit_(struct model *m, struct thread *t, struct call *c)
 			snprintf(c->scratch[0], sizeof(c->scratch[0]), "%s (%" PRId64 ")", r, c->ret);
 		else
 			snprintf(c->scratch[0], sizeof(c->scratch[0]), "CUresult %" PRId64, c->ret);
-		annot_s(c->end, n, "result", c->scratch[0]);
+		cuda__annot_s(c->end, n, "result", c->scratch[0]);
 		return;
 	}
 	switch (f->cls) {
 	case CU_C_CTX_CREATE:
 		if (c->has_out)
-			annot_p(c->end, n, "context", c->out);
+			cuda__annot_p(c->end, n, "context", c->out);
 		break;
 	case CU_C_MODULE_LOAD:
 	case CU_C_LIBRARY_LOAD:
 		if (c->has_out)
-			annot_p(c->end, n, f->cls == CU_C_MODULE_LOAD ? "module" : "library", c->out);
+			cuda__annot_p(c->end, n, f->cls == CU_C_MODULE_LOAD ? "module" : "library", c->out);
 		break;
 	case CU_C_GET_FUNCTION:
 		if (c->has_out) {
-			annot_p(c->end, n, "handle", c->out);
+			cuda__annot_p(c->end, n, "handle", c->out);
 			if (c->str)
-				remember_name(p, c->out, c->str);
+				cuda__remember_name(p, c->out, c->str);
 		}
 		break;
 	case CU_C_KERNEL_GET_FUNCTION:
 		if (c->has_out) {
 			uint64_t *name = hmap__get(&p->names, c->args[1]);
 
-			annot_p(c->end, n, "function", c->out);
+			cuda__annot_p(c->end, n, "function", c->out);
 			if (name) {
 				char *d = strdup((const char *)(uintptr_t)*name);
 				uint64_t old;
@@ -389,7 +393,7 @@ static void exit_(struct model *m, struct thread *t, struct call *c)
 		if (c->has_out) {
 			bool host = f->flags & CU_F_HOST;
 
-			annot_p(c->end, n, "ptr", c->out);
+			cuda__annot_p(c->end, n, "ptr", c->out);
 			if (!hmap__put(&p->allocs, c->out, c->bytes << 1 | host))
 				model__mem(m, t, host ? CTR_HOST_PINNED : CTR_GPU_MEM, c->end_ts,
 					   (int64_t)c->bytes);
@@ -401,7 +405,7 @@ static void exit_(struct model *m, struct thread *t, struct call *c)
 		/* Memory allocated before cgbpf attached has no known size. */
 		if (hmap__del(&p->allocs, c->args[0], &v)) {
 			c->bytes = v >> 1;
-			annot_u(c->end, n, "bytes", c->bytes);
+			cuda__annot_u(c->end, n, "bytes", c->bytes);
 			model__mem(m, t, v & 1 ? CTR_HOST_PINNED : CTR_GPU_MEM, c->end_ts,
 				   -(int64_t)c->bytes);
 		}
@@ -409,8 +413,8 @@ static void exit_(struct model *m, struct thread *t, struct call *c)
 	}
 	case CU_C_STREAM_CREATE:
 		if (c->has_out)
-			annot_s(c->end, n, "stream",
-				stream_name(p, c, c->out, false, c->scratch[2],
+			cuda__annot_s(c->end, n, "stream",
+				cuda__stream_name(p, c->out, false, c->scratch[2],
 					    sizeof(c->scratch[2])));
 		break;
 	}

@@ -225,12 +225,20 @@ static size_t min_size(uint16_t type)
 	return 0;
 }
 
+/* Samples, backtraces and the runtime's kernel names (host stubs) need
+ * the symbolizer to have read a process's files while it is alive. */
+static bool needs_symbols(const struct rec *r)
+{
+	return r->o->sample_hz || r->o->backtrace_threshold_ns != THRESHOLD_OFF ||
+	       (r->o->trace_mask & TRACE_BIT(LIB_CUDART));
+}
+
 static void on_mmap(struct rec *r, const struct rec_mmap *m)
 {
 	dbg("pid %u mapped %.*s%s", m->hdr.pid, REC_MMAP_NAME, m->name,
 	    m->stopped ? " (stopped until probed)" : "");
 	scan(r, m->hdr.pid);
-	if (r->o->sample_hz || r->o->backtrace_threshold_ns != THRESHOLD_OFF)
+	if (needs_symbols(r))
 		stacks__proc_changed(r->stacks, m->hdr.pid);
 	/* Name it while it is alive: an exited process has no command line. */
 	model__proc_refresh(&r->model, m->hdr.pid);
@@ -253,7 +261,7 @@ static int handle(void *ctx, void *data, size_t size)
 	r->records++;
 	switch (h->type) {
 	case REC_CALL_ENTER:
-		if (r->o->sample_hz || r->o->backtrace_threshold_ns != THRESHOLD_OFF)
+		if (needs_symbols(r))
 			stacks__proc_seen(r->stacks, h->pid);
 		model__call_enter(&r->model, data);
 		break;
@@ -285,7 +293,7 @@ static int handle(void *ctx, void *data, size_t size)
 			model__proc_refresh(&r->model, h->pid);
 		/* A new program: it may load a libcuda not probed yet. */
 		scan(r, h->pid);
-		if (r->o->sample_hz || r->o->backtrace_threshold_ns != THRESHOLD_OFF)
+		if (needs_symbols(r))
 			stacks__proc_changed(r->stacks, h->pid);
 		break;
 	case REC_PROC_EXIT:
@@ -582,6 +590,7 @@ int record__run(const struct record_opts *o)
 		err("starting the symbolizer: %s", strerror(errno));
 		goto cleanup;
 	}
+	r.model.sym = stacks__symbolizer(r.stacks);
 	if (r.pt) {
 		sk = pfsink__sink(r.pt);
 		model__add_sink(&r.model, &sk);

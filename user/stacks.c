@@ -324,6 +324,11 @@ const struct stacks_stats *stacks__stats(const struct stacks *s)
 	return &s->st;
 }
 
+struct symbolizer *stacks__symbolizer(struct stacks *s)
+{
+	return s->sym;
+}
+
 static int cmp_tops(const void *a, const void *b)
 {
 	const struct top *x = a, *y = b;
