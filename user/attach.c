@@ -344,7 +344,11 @@ static int scan_map(const struct map_entry *e, void *ctx)
 	lib = apilib__for_path(e->path, s->a->mask);
 	if (!lib)
 		return 0;
-	s->mapped = true;
+	/* Every CUDA process loads the driver, often after the runtime or
+	 * NCCL (PyTorch loads libcuda lazily): keep watching its mmaps until
+	 * then, or its driver calls go unseen until the next rescan. */
+	if (lib->id == LIB_CUDA || !(s->a->mask & TRACE_BIT(LIB_CUDA)))
+		s->mapped = true;
 	/* The path is the target's view: resolve it in its mount namespace. */
 	n = snprintf(path, sizeof(path), "/proc/%d/root%s", s->pid, e->path);
 	if (n < 0 || (size_t)n >= sizeof(path))

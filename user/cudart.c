@@ -161,11 +161,10 @@ static void decode_launch(struct model *m, struct proc *p, struct call *c, const
 
 	c->is_launch = true;
 	c->handle = fn;
-	/* A cudaKernel_t learned from __cudaGetKernel, else a host stub. */
-	if (known)
-		c->kernel = (const char *)(uintptr_t)*known;
-	else if (!(crt_funcs[c->func].flags & CRT_F_HANDLE))
-		c->kernel = stub_name(m, p, fn);
+	/* A cudaKernel_t learned from __cudaGetKernel, else a host stub
+	 * (__cudaGetKernel stores the stub itself when it fails; a handle
+	 * never symbolizes, and the miss is cached). */
+	c->kernel = known ? (const char *)(uintptr_t)*known : stub_name(m, p, fn);
 	if (c->kernel) {
 		cuda__annot_s(c->begin, &c->nbegin, "kernel", c->kernel);
 	} else {
