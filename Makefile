@@ -98,6 +98,14 @@ $(OUT)/fake/libnccl.so.2: tests/fake/libnccl.c | $(OUT)/fake
 	$(Q)ln -sf libnccl.so.2 $(OUT)/fake/libnccl.so
 
 fakes: $(OUT)/fake/libnccl.so.2
+
+# The fake CUDA runtime: the toolkit's cuda_runtime_api.h, on the fake driver.
+$(OUT)/fake/libcudart.so.13: tests/fake/libcudart.c $(OUT)/fake/libcuda.so.1 | $(OUT)/fake
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FAKE_CFLAGS) $(DEPFLAGS) -shared -Wl,-soname,libcudart.so.13 $< -o $@ -L$(OUT)/fake -lcuda -Wl,-rpath,'$$ORIGIN' -lpthread
+	$(Q)ln -sf libcudart.so.13 $(OUT)/fake/libcudart.so
+
+fakes: $(OUT)/fake/libcudart.so.13
 else
 fakes:
 	@echo "  SKIP      fake libnccl.so.2 and the nvtx/nccl workloads: no CUDA toolkit at $(CUDA_HOME)"
@@ -109,7 +117,7 @@ endif
 # link it (it dlopens libcuda.so.1 itself).
 WL_SRCS := $(wildcard tests/workloads/*.c)
 # Workloads built on the toolkit's own headers (NVTX v3, nccl.h).
-WL_TOOLKIT_ONLY := tests/workloads/nvtx_ranges.c tests/workloads/nccl_ranks.c
+WL_TOOLKIT_ONLY := tests/workloads/nvtx_ranges.c tests/workloads/nccl_ranks.c tests/workloads/crt_app.c
 ifeq ($(HAVE_CUDA_TOOLKIT),0)
 WL_SRCS := $(filter-out $(WL_TOOLKIT_ONLY),$(WL_SRCS))
 endif
@@ -123,6 +131,10 @@ $(OUT)/workloads/dl_%: tests/workloads/dl_%.c $(OUT)/fake/libcuda.so.1 | $(OUT)/
 $(OUT)/workloads/nccl_%: tests/workloads/nccl_%.c $(OUT)/fake/libcuda.so.1 $(OUT)/fake/libnccl.so.2 | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) $(DEPFLAGS) $< -o $@ -L$(OUT)/fake -lnccl -lcuda -Wl,-rpath,'$$ORIGIN/../fake' -lpthread
+
+$(OUT)/workloads/crt_%: tests/workloads/crt_%.c $(OUT)/fake/libcuda.so.1 $(OUT)/fake/libcudart.so.13 | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $(DEPFLAGS) $< -o $@ -L$(OUT)/fake -lcudart -lcuda -Wl,-rpath,'$$ORIGIN/../fake' -lpthread
 
 $(OUT)/workloads/%: tests/workloads/%.c $(OUT)/fake/libcuda.so.1 | $(OUT)/workloads
 	$(call msg,CC,$@)
