@@ -245,11 +245,16 @@ static void enter(struct model *m, struct thread *t, struct call *c)
 		if (async)
 			annot_stream(p, c, a[2]);
 		break;
-	case CRT_C_FREE:
+	case CRT_C_FREE: {
+		uint64_t *v = hmap__get(&p->allocs, a[0]);
+
+		/* Its size now: the driver's free inside it forgets the pointer. */
+		c->bytes = v ? *v >> 1 : 0;
 		cuda__annot_p(c->begin, n, "ptr", a[0]);
 		if (async)
 			annot_stream(p, c, a[1]);
 		break;
+	}
 	case CRT_C_STREAM:
 		annot_stream(p, c, a[0]);
 		break;
@@ -323,13 +328,15 @@ static void exit_(struct model *m, struct thread *t, struct call *c)
 	case CRT_C_FREE: {
 		uint64_t v;
 
-		/* Already gone when the driver's free inside it was traced. */
+		/* Already gone (and counted) when the driver's free inside it
+		 * was traced. */
 		if (hmap__del(&p->allocs, c->args[0], &v)) {
 			c->bytes = v >> 1;
-			cuda__annot_u(c->end, n, "bytes", c->bytes);
 			model__mem(m, t, v & 1 ? CTR_HOST_PINNED : CTR_GPU_MEM, c->end_ts,
 				   -(int64_t)c->bytes);
 		}
+		if (c->bytes)
+			cuda__annot_u(c->end, n, "bytes", c->bytes);
 		break;
 	}
 	case CRT_C_STREAM_CREATE:
