@@ -102,10 +102,11 @@ $(OUT)/fake/libnccl.so.2: tests/fake/libnccl.c | $(OUT)/fake
 
 fakes: $(OUT)/fake/libnccl.so.2
 
-# The fake runtime on the fake driver (tests/fake/libcudart.c).
+# The fake CUDA runtime: the toolkit's cuda_runtime_api.h, on the fake driver.
 $(OUT)/fake/libcudart.so.13: tests/fake/libcudart.c $(OUT)/fake/libcuda.so.1 | $(OUT)/fake
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(FAKE_CFLAGS) $(DEPFLAGS) -shared -Wl,-soname,libcudart.so.13 $< -o $@ -L$(OUT)/fake -lcuda -Wl,-rpath,'$$ORIGIN' -ldl -lpthread
+	$(Q)$(CC) $(FAKE_CFLAGS) $(DEPFLAGS) -shared -Wl,-soname,libcudart.so.13 $< -o $@ -L$(OUT)/fake -lcuda -Wl,-rpath,'$$ORIGIN' -lpthread
+	$(Q)ln -sf libcudart.so.13 $(OUT)/fake/libcudart.so
 
 fakes: $(OUT)/fake/libcudart.so.13
 else
@@ -120,7 +121,7 @@ endif
 WL_SRCS := $(wildcard tests/workloads/*.c)
 # Workloads built on the toolkit's own headers (NVTX v3, nccl.h).
 WL_TOOLKIT_ONLY := tests/workloads/nvtx_ranges.c tests/workloads/nccl_ranks.c \
-	tests/workloads/nccl_bench.c tests/workloads/rt_train.c
+	tests/workloads/nccl_bench.c tests/workloads/crt_app.c
 ifeq ($(HAVE_CUDA_TOOLKIT),0)
 WL_SRCS := $(filter-out $(WL_TOOLKIT_ONLY),$(WL_SRCS))
 endif
@@ -135,16 +136,16 @@ $(OUT)/workloads/nccl_%: tests/workloads/nccl_%.c $(OUT)/fake/libcuda.so.1 $(OUT
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) $(DEPFLAGS) $< -o $@ -L$(OUT)/fake -lnccl -lcuda -Wl,-rpath,'$$ORIGIN/../fake' -lpthread
 
-$(OUT)/workloads/rt_%: tests/workloads/rt_%.c $(OUT)/fake/libcuda.so.1 $(OUT)/fake/libcudart.so.13 | $(OUT)/workloads
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(WL_CFLAGS) $(DEPFLAGS) -rdynamic $< -o $@ -L$(OUT)/fake -l:libcudart.so.13 -lcuda -Wl,-rpath,'$$ORIGIN/../fake' -lpthread
-
 # With the toolkit the demo is a 2-rank data-parallel job: NCCL and NVTX.
 ifeq ($(HAVE_CUDA_TOOLKIT),1)
 $(OUT)/workloads/demo: tests/workloads/demo.c $(OUT)/fake/libcuda.so.1 $(OUT)/fake/libnccl.so.2 | $(OUT)/workloads
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(WL_CFLAGS) -DCGBPF_DEMO_DIST $(DEPFLAGS) $< -o $@ -L$(OUT)/fake -lnccl -lcuda -Wl,-rpath,'$$ORIGIN/../fake' -lpthread
 endif
+
+$(OUT)/workloads/crt_%: tests/workloads/crt_%.c $(OUT)/fake/libcuda.so.1 $(OUT)/fake/libcudart.so.13 | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) $(DEPFLAGS) $< -o $@ -L$(OUT)/fake -lcudart -lcuda -Wl,-rpath,'$$ORIGIN/../fake' -lpthread
 
 $(OUT)/workloads/%: tests/workloads/%.c $(OUT)/fake/libcuda.so.1 | $(OUT)/workloads
 	$(call msg,CC,$@)

@@ -30,11 +30,6 @@ enum cu_class {
 	CU_C_STREAM_WAIT_EVENT,	/* a0 = stream, a1 = event, a2 = flags */
 	CU_C_EVENT_RECORD,	/* a0 = event, a1 = stream */
 	CU_C_EVENT,		/* a0 = event */
-	/* The runtime's own shapes (user/cudart.c). */
-	CU_C_RT_MEMCPY,		/* a0 = dst, a1 = src, a2 = bytes, a3 = kind [, a4 = stream] */
-	CU_C_RT_MEMCPY2D,	/* a4 = width, a5 = height, x6 = kind [, x7 = stream] */
-	CU_C_RT_LAUNCH,		/* a0 = host stub, a1/a2 grid, a3/a4 block (dim3 in 2 regs), x6 smem, x7 stream */
-	CU_C_RT_DEVICE,		/* a0 = device ordinal */
 };
 
 /* Flags. The low byte of MEMSET's flags is the element size. */

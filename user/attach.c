@@ -39,7 +39,7 @@ struct attach {
 	size_t nfiles, capfiles;
 	struct bpf_link **links;
 	size_t nlinks, caplinks;
-	struct hmap exes;	/* executables looked at: dev/ino -> 1 no runtime, 2 runtime */
+	struct hmap exes;	/* hash of main executables' (dev, inode) looked at */
 };
 
 bool attach__prepare(struct cgbpf_bpf *skel)
@@ -250,40 +250,14 @@ struct cgbpf_bpf *attach__skel(const struct attach *a)
 	return a->skel;
 }
 
-static bool has_static_cudart(struct attach *a, const char *path, const struct stat *st);
-
-static int attach_resolved(struct attach *a, const struct api_lib *lib, const char *path,
-			   const char *display, const struct stat *st)
+/* Attaches lib's table to the file whose symbols es holds (and frees es). */
+static int attach_symbols(struct attach *a, const struct api_lib *lib, const char *path,
+			  const char *display, const struct stat *st, struct elfsym *es)
 {
-	struct elfsym *es;
 	struct hmap offs = { 0 };
 	uint64_t *offv = NULL, *cookiev = NULL;
 	int funcs = 0, err = 0;
 
-	if (probed(a, st))
-		return 0;
-	/* A library probed its own way (USDT) for some of its files. */
-	if (lib->attach_file) {
-		int n = lib->attach_file(a, path, display);
-
-		if (n != -ENOSYS) {
-			if (n < 0) {
-				warn("%s: attaching %s probes: %s", display, lib->title, strerror(-n));
-				return n;
-			}
-			err = add_file(a, lib, display, st);
-			if (err)
-				return err;
-			info("probing %d %s probes in %s", n, lib->title, display);
-			return 1;
-		}
-	}
-	es = elfsym__open(path);
-	if (!es) {
-		err = -errno;
-		warn("%s: cannot read ELF symbols: %s", display, strerror(errno));
-		return err;
-	}
 	offv = calloc(lib->nfuncs + 1, sizeof(*offv));
 	cookiev = calloc(lib->nfuncs + 1, sizeof(*cookiev));
 	if (!offv || !cookiev)
@@ -325,6 +299,39 @@ static int attach_resolved(struct attach *a, const struct api_lib *lib, const ch
 	return 1;
 }
 
+static int attach_resolved(struct attach *a, const struct api_lib *lib, const char *path,
+			   const char *display, const struct stat *st)
+{
+	struct elfsym *es;
+	int err;
+
+	if (probed(a, st))
+		return 0;
+	/* A library probed its own way (USDT) for some of its files. */
+	if (lib->attach_file) {
+		int n = lib->attach_file(a, path, display);
+
+		if (n != -ENOSYS) {
+			if (n < 0) {
+				warn("%s: attaching %s probes: %s", display, lib->title, strerror(-n));
+				return n;
+			}
+			err = add_file(a, lib, display, st);
+			if (err)
+				return err;
+			info("probing %d %s probes in %s", n, lib->title, display);
+			return 1;
+		}
+	}
+	es = elfsym__open(path);
+	if (!es) {
+		err = -errno;
+		warn("%s: cannot read ELF symbols: %s", display, strerror(errno));
+		return err;
+	}
+	return attach_symbols(a, lib, path, display, st, es);
+}
+
 /*
  * Attaches through an open descriptor: /proc/PID/root/... stops resolving
  * the moment a short-lived process exits, /proc/self/fd/N does not.
@@ -350,16 +357,6 @@ static int attach_path(struct attach *a, const struct api_lib *lib, const char *
 	return ret;
 }
 
-int attach__exe(struct attach *a, const char *path)
-{
-	struct stat st;
-
-	if (!(a->mask & TRACE_BIT(LIB_CUDART)) || stat(path, &st) || probed(a, &st) ||
-	    !has_static_cudart(a, path, &st))
-		return 0;
-	return attach_path(a, apilib__get(LIB_CUDART), path, path);
-}
-
 int attach__file(struct attach *a, const char *path, const char *display)
 {
 	const struct api_lib *lib;
@@ -374,32 +371,10 @@ int attach__file(struct attach *a, const char *path, const char *display)
 struct scan_ctx {
 	struct attach *a;
 	pid_t pid;
-	char exe[4096];		/* the main executable, as the target names it */
 	bool mapped;
 	int attached;
 	int err;
 };
-
-/*
- * An executable with the runtime linked in (nvcc's default,
- * cudart_static) has cudaLaunchKernel in its own symbol table. Each
- * distinct executable file is looked at once.
- */
-static bool has_static_cudart(struct attach *a, const char *path, const struct stat *st)
-{
-	uint64_t key = ((uint64_t)st->st_dev << 40) ^ st->st_ino, *v, off;
-	struct elfsym *es;
-	bool yes;
-
-	v = hmap__get(&a->exes, key);
-	if (v)
-		return *v == 2;
-	es = elfsym__open(path);
-	yes = es && !elfsym__offset(es, "cudaLaunchKernel", &off);
-	elfsym__close(es);
-	hmap__put(&a->exes, key, yes ? 2 : 1);
-	return yes;
-}
 
 static int scan_map(const struct map_entry *e, void *ctx)
 {
@@ -412,25 +387,11 @@ static int scan_map(const struct map_entry *e, void *ctx)
 	if (e->perms[2] != 'x' || e->path[0] != '/')
 		return 0;
 	lib = apilib__for_path(e->path, s->a->mask);
-	if (!lib && s->exe[0] && !strcmp(e->path, s->exe) &&
-	    (s->a->mask & TRACE_BIT(LIB_CUDART))) {
-		/* The executable itself, with a static runtime in it? */
-		n = snprintf(path, sizeof(path), "/proc/%d/root%s", s->pid, e->path);
-		if (n > 0 && (size_t)n < sizeof(path) && !stat(path, &st) && !probed(s->a, &st) &&
-		    has_static_cudart(s->a, path, &st)) {
-			n = attach_path(s->a, apilib__get(LIB_CUDART), path, e->path);
-			if (n > 0)
-				s->attached += n;
-			else if (n < 0 && !s->err)
-				s->err = n;
-		}
-		return 0;
-	}
 	if (!lib)
 		return 0;
-	/* libnccl / libcudart come first and load libcuda later (a DT_NEEDED
-	 * after them, or a dlopen at the first CUDA call): keep watching until
-	 * the driver is mapped too, where it is traced. */
+	/* Every CUDA process loads the driver, often after the runtime or
+	 * NCCL (PyTorch loads libcuda lazily): keep watching its mmaps until
+	 * then, or its driver calls go unseen until the next rescan. */
 	if (lib->id == LIB_CUDA || !(s->a->mask & TRACE_BIT(LIB_CUDA)))
 		s->mapped = true;
 	/* The path is the target's view: resolve it in its mount namespace. */
@@ -457,17 +418,94 @@ static int scan_map(const struct map_entry *e, void *ctx)
 	return 0;
 }
 
+/*
+ * A statically linked CUDA runtime (nvcc's default) lives in the main
+ * executable, its functions local symbols of .symtab: attach the runtime
+ * table there when the executable defines cudaLaunchKernel. Each distinct
+ * executable file (dev, inode) is read once, whatever it holds.
+ */
+/* The static CUDA runtime in the executable open at fd, if it has one
+ * and was not looked at before (each distinct file once). */
+static int exe_runtime(struct attach *a, int fd, const char *display)
+{
+	const struct api_lib *lib = apilib__get(LIB_CUDART);
+	char path[64];
+	struct elfsym *es;
+	struct stat st;
+	struct { uint64_t dev, ino; } key;
+	uint64_t off;
+
+	if (fstat(fd, &st))
+		return 0;
+	key.dev = st.st_dev;
+	key.ino = st.st_ino;
+	if (hmap__get(&a->exes, hash__bytes(&key, sizeof(key))) || probed(a, &st))
+		return 0;
+	hmap__put(&a->exes, hash__bytes(&key, sizeof(key)), 1);
+	if (apilib__for_path(display, a->mask))
+		return 0;	/* a library run as a program: scan_map has it */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	es = elfsym__open(path);
+	if (!es || elfsym__offset(es, "cudaLaunchKernel", &off)) {
+		elfsym__close(es);
+		return 0;
+	}
+	dbg("%s has a static CUDA runtime", display);
+	return attach_symbols(a, lib, path, display, &st, es);
+}
+
+static int scan_exe(struct attach *a, pid_t pid)
+{
+	const struct api_lib *lib = apilib__get(LIB_CUDART);
+	char path[64], display[4096];
+	ssize_t n;
+	int fd, ret;
+
+	if (!lib || !lib->nfuncs || !(a->mask & TRACE_BIT(LIB_CUDART)))
+		return 0;
+	/* The magic link reaches the file in the target's mount namespace,
+	 * even when it was deleted or replaced since the exec. */
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;	/* a kernel thread, or gone */
+	n = readlink(path, display, sizeof(display) - 1);
+	display[n > 0 ? n : 0] = 0;
+	if (n <= 0)
+		snprintf(display, sizeof(display), "%s", path);
+	ret = exe_runtime(a, fd, display);
+	close(fd);
+	return ret;
+}
+
+int attach__exe(struct attach *a, const char *path)
+{
+	const struct api_lib *lib = apilib__get(LIB_CUDART);
+	int fd, ret;
+
+	if (!lib || !lib->nfuncs || !(a->mask & TRACE_BIT(LIB_CUDART)))
+		return 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = exe_runtime(a, fd, path);
+	close(fd);
+	return ret;
+}
+
 int attach__scan(struct attach *a, pid_t pid, bool *mapped)
 {
 	struct scan_ctx s = { .a = a, .pid = pid };
-	char link[64];
-	ssize_t n;
-	int err;
+	int err = procfs__for_each_map(pid, scan_map, &s);
+	int exe = err ? 0 : scan_exe(a, pid);
 
-	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
-	n = readlink(link, s.exe, sizeof(s.exe) - 1);
-	s.exe[n > 0 ? n : 0] = 0;
-	err = procfs__for_each_map(pid, scan_map, &s);
+	/* Not "mapped": a static runtime still loads libcuda.so.1 later,
+	 * and that mapping is worth waiting for. */
+	if (exe > 0)
+		s.attached += exe;
+	else if (exe < 0 && !s.err) {
+		s.err = exe;
+	}
 
 	if (mapped)
 		*mapped = s.mapped;

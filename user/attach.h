@@ -31,9 +31,10 @@ bool attach__prepare(struct cgbpf_bpf *skel);
 struct attach *attach__new(struct cgbpf_bpf *skel, bool multi, uint32_t mask);
 /* Detaches every probe and frees; accepts NULL. */
 void attach__free(struct attach *a);
-/* Scans pid's maps and attaches to libraries not probed yet; *mapped
- * (if not NULL) says whether pid maps libcuda (any watched library when
- * the driver is not traced), after which its mappings need no watch. Returns
+/* Scans pid's maps (and its main executable, for a static CUDA runtime)
+ * and attaches to libraries not probed yet; *mapped (if not NULL) says
+ * whether pid maps the driver (any watched library when the driver is not
+ * traced): until then its mmaps are watched. Returns
  * the number of library files newly attached, or -errno (-ENOENT: the
  * process is gone). */
 int attach__scan(struct attach *a, pid_t pid, bool *mapped);

@@ -21,18 +21,12 @@ char *cuda__demangle(const char *name)
 
 uint64_t cuda__cookie(uint16_t func)
 {
-	return cuda__cookie_of(LIB_CUDA, func, &cuda_funcs[func]);
-}
-
-uint64_t cuda__cookie_of(uint8_t lib, uint16_t func, const struct func_desc *f)
-{
+	const struct func_desc *f = &cuda_funcs[func];
 	int kind = PK_REGS, str = 0;
 	bool stash = false;
 
 	switch (f->cls) {
 	case CU_C_LAUNCH:
-	case CU_C_RT_LAUNCH:
-	case CU_C_RT_MEMCPY2D:
 		kind = PK_STACK3;
 		break;
 	case CU_C_LAUNCH_EX:
@@ -52,7 +46,7 @@ uint64_t cuda__cookie_of(uint8_t lib, uint16_t func, const struct func_desc *f)
 		str = 2;
 	else if (f->flags & CU_F_STR2)
 		str = 3;
-	return CK_MAKE(lib, func, kind, stash, str);
+	return CK_MAKE(LIB_CUDA, func, kind, stash, str);
 }
 
 static const struct {
@@ -102,7 +96,7 @@ static bool has_string(uint16_t func)
 	return func < CU_FN__COUNT && (cuda_funcs[func].flags & (CU_F_STR1 | CU_F_STR2));
 }
 
-static void annot_u(struct pf_annot *a, int *n, const char *name, uint64_t v)
+void cuda__annot_u(struct pf_annot *a, int *n, const char *name, uint64_t v)
 {
 	if (*n >= CALL_ANNOTS)
 		return;
@@ -110,7 +104,7 @@ static void annot_u(struct pf_annot *a, int *n, const char *name, uint64_t v)
 	(*n)++;
 }
 
-static void annot_p(struct pf_annot *a, int *n, const char *name, uint64_t v)
+void cuda__annot_p(struct pf_annot *a, int *n, const char *name, uint64_t v)
 {
 	if (*n >= CALL_ANNOTS)
 		return;
@@ -118,7 +112,7 @@ static void annot_p(struct pf_annot *a, int *n, const char *name, uint64_t v)
 	(*n)++;
 }
 
-static void annot_s(struct pf_annot *a, int *n, const char *name, const char *v)
+void cuda__annot_s(struct pf_annot *a, int *n, const char *name, const char *v)
 {
 	if (*n >= CALL_ANNOTS)
 		return;
@@ -128,8 +122,7 @@ static void annot_s(struct pf_annot *a, int *n, const char *name, const char *v)
 
 /* "stream N": an ordinal per process in order of first sight, so the
  * value is stable, short and interns well. */
-static const char *stream_name(struct proc *p, struct call *c, uint64_t h, bool ptsz,
-			       char *buf, size_t len)
+const char *cuda__stream_name(struct proc *p, uint64_t h, bool ptsz, char *buf, size_t len)
 {
 	uint64_t *v;
 
@@ -150,25 +143,26 @@ static const char *stream_name(struct proc *p, struct call *c, uint64_t h, bool 
 	return buf;
 }
 
-static const char *const dir_names[DIR__COUNT] = { "", "HtoD", "DtoH", "DtoD", "any" };
+static const char *const dir_names[DIR__COUNT] = { "", "HtoD", "DtoH", "DtoD", "any", "HtoH" };
 
-static bool is_ptsz_name(const char *n)
+const char *cuda__dir_name(enum copy_dir d)
 {
+	return d < DIR__COUNT ? dir_names[d] : "?";
+}
+
+static bool is_ptsz(uint16_t func)
+{
+	const char *n = cuda_funcs[func].name;
 	size_t l = strlen(n);
 
 	return l > 5 && (!strcmp(n + l - 5, "_ptsz") || !strcmp(n + l - 5, "_ptds"));
 }
 
 /* The "stream" annotation of a call's begin event. */
-static bool is_ptsz(const struct call *c)
-{
-	return is_ptsz_name(c->name);
-}
-
 static void annot_stream(struct proc *p, struct call *c, uint64_t h)
 {
-	annot_s(c->begin, &c->nbegin, "stream",
-		stream_name(p, c, h, is_ptsz(c), c->scratch[2], sizeof(c->scratch[2])));
+	cuda__annot_s(c->begin, &c->nbegin, "stream",
+		cuda__stream_name(p, h, is_ptsz(c->func), c->scratch[2], sizeof(c->scratch[2])));
 }
 
 #define LAUNCH_FMT_SLOTS 64
@@ -183,10 +177,9 @@ struct launch_fmt {
 
 /* CUDA's own launch syntax, <<<grid, block, shared memory, stream>>>, as
  * one interned string: readable, and small per launch. */
-static const char *launch_fmt(struct proc *p, struct call *c, const uint32_t g[3],
-			      const uint32_t b[3], uint32_t smem, uint64_t stream)
+const char *cuda__launch_fmt(struct proc *p, struct call *c, const uint32_t g[3],
+			     const uint32_t b[3], uint32_t smem, uint64_t stream, bool ptsz)
 {
-	bool ptsz = is_ptsz(c);
 	uint64_t key[5] = {
 		g[0] | (uint64_t)g[1] << 32, g[2] | (uint64_t)b[0] << 32,
 		b[1] | (uint64_t)b[2] << 32, smem | (uint64_t)ptsz << 32, stream,
@@ -208,27 +201,8 @@ static const char *launch_fmt(struct proc *p, struct call *c, const uint32_t g[3
 	memcpy(slot->key, key, sizeof(key));
 	snprintf(slot->str, sizeof(slot->str), "<<<(%u,%u,%u), (%u,%u,%u), %u, %s>>>", g[0],
 		 g[1], g[2], b[0], b[1], b[2], smem,
-		 stream_name(p, c, stream, ptsz, c->scratch[2], sizeof(c->scratch[2])));
+		 cuda__stream_name(p, stream, ptsz, c->scratch[2], sizeof(c->scratch[2])));
 	return slot->str;
-}
-
-/*
- * cudaLaunchKernel gets the kernel's host stub, a function of the
- * program whose symbol has the kernel's (mangled) name: symbolized once
- * per process and address, kept with the driver's handle names.
- */
-static void rt_kernel_name(struct model *m, struct proc *p, uint64_t stub)
-{
-	struct sym_frame fr;
-	char *name;
-
-	if (!m->sym || hmap__get(&p->names, stub))
-		return;
-	if (symbolizer__user(m->sym, p->pid, stub, &fr) || !fr.function || fr.function_off)
-		return;
-	name = strdup(fr.function);
-	if (name && hmap__put(&p->names, stub, (uintptr_t)name))
-		free(name);
 }
 
 static void decode_launch(struct proc *p, struct call *c, uint32_t g[3], uint32_t b[3],
@@ -240,17 +214,18 @@ static void decode_launch(struct proc *p, struct call *c, uint32_t g[3], uint32_
 	c->handle = fn;
 	c->kernel = name ? (const char *)(uintptr_t)*name : NULL;
 	if (c->kernel) {
-		annot_s(c->begin, &c->nbegin, "kernel", c->kernel);
+		cuda__annot_s(c->begin, &c->nbegin, "kernel", c->kernel);
 	} else {
 		snprintf(c->scratch[0], sizeof(c->scratch[0]), "unnamed 0x%" PRIx64, fn);
-		annot_s(c->begin, &c->nbegin, "kernel", c->scratch[0]);
+		cuda__annot_s(c->begin, &c->nbegin, "kernel", c->scratch[0]);
 	}
-	annot_s(c->begin, &c->nbegin, "launch", launch_fmt(p, c, g, b, smem, stream));
+	cuda__annot_s(c->begin, &c->nbegin, "launch",
+		      cuda__launch_fmt(p, c, g, b, smem, stream, is_ptsz(c->func)));
 }
 
-void cuda__decode_enter(struct model *m, struct thread *t, struct call *c,
-			const struct func_desc *f)
+static void enter(struct model *m, struct thread *t, struct call *c)
 {
+	const struct func_desc *f = &cuda_funcs[c->func];
 	struct proc *p = t->proc;
 	const uint64_t *a = c->args;
 	bool async = f->flags & CU_F_ASYNC;
@@ -259,7 +234,7 @@ void cuda__decode_enter(struct model *m, struct thread *t, struct call *c,
 	c->nbegin = 0;
 	switch (f->cls) {
 	case CU_C_INIT:
-		annot_u(c->begin, n, "flags", (uint32_t)a[0]);
+		cuda__annot_u(c->begin, n, "flags", (uint32_t)a[0]);
 		break;
 	case CU_C_LAUNCH: {
 		uint32_t g[3] = { a[1], a[2], a[3] }, b[3] = { a[4], a[5], a[6] };
@@ -275,46 +250,18 @@ void cuda__decode_enter(struct model *m, struct thread *t, struct call *c,
 		decode_launch(p, c, g, b, (uint32_t)a[9], a[1], a[10]);
 		break;
 	}
-	case CU_C_RT_LAUNCH: {
-		/* dim3 by value: x and y share a register, z has its own. */
-		uint32_t g[3] = { a[1], a[1] >> 32, a[2] }, b[3] = { a[3], a[3] >> 32, a[4] };
-
-		rt_kernel_name(m, p, a[0]);
-		decode_launch(p, c, g, b, (uint32_t)a[6], a[0], a[7]);
-		break;
-	}
-	case CU_C_RT_MEMCPY:
-	case CU_C_RT_MEMCPY2D: {
-		bool two = f->cls == CU_C_RT_MEMCPY2D;
-		uint64_t kind = two ? a[6] : a[3];
-
-		c->bytes = two ? a[4] * a[5] : a[2];
-		/* cudaMemcpyKind: 0 HtoH, 1 HtoD, 2 DtoH, 3 DtoD, 4 default (by address). */
-		c->dir = kind == 1 ? DIR_HTOD : kind == 2 ? DIR_DTOH : kind == 3 ? DIR_DTOD :
-			 DIR_ANY;
-		annot_u(c->begin, n, "bytes", c->bytes);
-		annot_s(c->begin, n, "kind", kind == 0 ? "HtoH" : dir_names[c->dir]);
-		annot_p(c->begin, n, "dst", a[0]);
-		annot_p(c->begin, n, "src", two ? a[2] : a[1]);
-		if (async)
-			annot_stream(p, c, two ? a[7] : a[4]);
-		break;
-	}
-	case CU_C_RT_DEVICE:
-		annot_u(c->begin, n, "device", (uint32_t)a[0]);
-		break;
 	case CU_C_GRAPH_LAUNCH:
-		annot_p(c->begin, n, "graph_exec", a[0]);
+		cuda__annot_p(c->begin, n, "graph_exec", a[0]);
 		annot_stream(p, c, a[1]);
 		break;
 	case CU_C_ALLOC:
 		c->bytes = a[1];
-		annot_u(c->begin, n, "bytes", a[1]);
+		cuda__annot_u(c->begin, n, "bytes", a[1]);
 		if (async)
 			annot_stream(p, c, a[2]);
 		break;
 	case CU_C_FREE:
-		annot_p(c->begin, n, "ptr", a[0]);
+		cuda__annot_p(c->begin, n, "ptr", a[0]);
 		if (async)
 			annot_stream(p, c, a[1]);
 		break;
@@ -322,64 +269,64 @@ void cuda__decode_enter(struct model *m, struct thread *t, struct call *c,
 		c->bytes = a[2];
 		c->dir = f->flags & CU_F_HTOD ? DIR_HTOD : f->flags & CU_F_DTOH ? DIR_DTOH :
 			 f->flags & CU_F_DTOD ? DIR_DTOD : DIR_ANY;
-		annot_u(c->begin, n, "bytes", a[2]);
-		annot_s(c->begin, n, "kind", dir_names[c->dir]);
-		annot_p(c->begin, n, "dst", a[0]);
-		annot_p(c->begin, n, "src", a[1]);
+		cuda__annot_u(c->begin, n, "bytes", a[2]);
+		cuda__annot_s(c->begin, n, "kind", cuda__dir_name(c->dir));
+		cuda__annot_p(c->begin, n, "dst", a[0]);
+		cuda__annot_p(c->begin, n, "src", a[1]);
 		if (async)
 			annot_stream(p, c, a[3]);
 		break;
 	case CU_C_MEMSET:
 		c->bytes = a[2] * (f->flags & 0xff);
-		annot_u(c->begin, n, "bytes", c->bytes);
-		annot_p(c->begin, n, "dst", a[0]);
-		annot_u(c->begin, n, "value", (uint32_t)a[1]);
+		cuda__annot_u(c->begin, n, "bytes", c->bytes);
+		cuda__annot_p(c->begin, n, "dst", a[0]);
+		cuda__annot_u(c->begin, n, "value", (uint32_t)a[1]);
 		if (async)
 			annot_stream(p, c, a[3]);
 		break;
 	case CU_C_STREAM_CREATE:
-		annot_u(c->begin, n, "flags", (uint32_t)a[1]);
+		cuda__annot_u(c->begin, n, "flags", (uint32_t)a[1]);
 		if (c->func == CU_FN_cuStreamCreateWithPriority)
-			annot_u(c->begin, n, "priority", (uint32_t)a[2]);
+			cuda__annot_u(c->begin, n, "priority", (uint32_t)a[2]);
 		break;
 	case CU_C_STREAM:
 		annot_stream(p, c, a[0]);
 		break;
 	case CU_C_STREAM_WAIT_EVENT:
 		annot_stream(p, c, a[0]);
-		annot_p(c->begin, n, "event", a[1]);
+		cuda__annot_p(c->begin, n, "event", a[1]);
 		break;
 	case CU_C_EVENT_RECORD:
-		annot_p(c->begin, n, "event", a[0]);
+		cuda__annot_p(c->begin, n, "event", a[0]);
 		annot_stream(p, c, a[1]);
 		break;
 	case CU_C_EVENT:
-		annot_p(c->begin, n, "event", a[0]);
+		cuda__annot_p(c->begin, n, "event", a[0]);
 		break;
 	case CU_C_GET_FUNCTION:
-		annot_p(c->begin, n, c->func == CU_FN_cuLibraryGetKernel ? "library" : "module",
+		cuda__annot_p(c->begin, n, c->func == CU_FN_cuLibraryGetKernel ? "library" : "module",
 			a[1]);
 		if (c->str)
-			annot_s(c->begin, n, "name", c->str);
+			cuda__annot_s(c->begin, n, "name", c->str);
 		break;
 	case CU_C_KERNEL_GET_FUNCTION: {
 		uint64_t *name = hmap__get(&p->names, a[1]);
 
-		annot_p(c->begin, n, "kernel_handle", a[1]);
+		cuda__annot_p(c->begin, n, "kernel_handle", a[1]);
 		if (name)
-			annot_s(c->begin, n, "kernel", (const char *)(uintptr_t)*name);
+			cuda__annot_s(c->begin, n, "kernel", (const char *)(uintptr_t)*name);
 		break;
 	}
 	case CU_C_MODULE_LOAD:
 	case CU_C_LIBRARY_LOAD:
 		if (c->str)
-			annot_s(c->begin, n, "path", c->str);
+			cuda__annot_s(c->begin, n, "path", c->str);
 		break;
 	}
 }
 
 /* Remembers handle -> demangled name for later launches. */
-static void remember_name(struct proc *p, uint64_t handle, const char *name)
+void cuda__remember_name(struct proc *p, uint64_t handle, const char *name)
 {
 	char *d = cuda__demangle(name);
 	uint64_t old;
@@ -392,47 +339,46 @@ static void remember_name(struct proc *p, uint64_t handle, const char *name)
 		free(d);
 }
 
-void cuda__decode_exit(struct model *m, struct thread *t, struct call *c,
-		       const struct func_desc *f)
+static void exit_(struct model *m, struct thread *t, struct call *c)
 {
+	const struct func_desc *f = &cuda_funcs[c->func];
 	struct proc *p = t->proc;
 	int *n = &c->nend;
 	bool ok = c->ret == 0;
 
 	c->nend = 0;
 	if (!ok) {
-		const char *r = c->lib == LIB_CUDA ? cuda__result_name(c->ret) : NULL;
+		const char *r = cuda__result_name(c->ret);
 
 		if (r)
 			snprintf(c->scratch[0], sizeof(c->scratch[0]), "%s (%" PRId64 ")", r, c->ret);
 		else
-			snprintf(c->scratch[0], sizeof(c->scratch[0]), "%s %" PRId64,
-				 c->lib == LIB_CUDA ? "CUresult" : "cudaError_t", c->ret);
-		annot_s(c->end, n, "result", c->scratch[0]);
+			snprintf(c->scratch[0], sizeof(c->scratch[0]), "CUresult %" PRId64, c->ret);
+		cuda__annot_s(c->end, n, "result", c->scratch[0]);
 		return;
 	}
 	switch (f->cls) {
 	case CU_C_CTX_CREATE:
 		if (c->has_out)
-			annot_p(c->end, n, "context", c->out);
+			cuda__annot_p(c->end, n, "context", c->out);
 		break;
 	case CU_C_MODULE_LOAD:
 	case CU_C_LIBRARY_LOAD:
 		if (c->has_out)
-			annot_p(c->end, n, f->cls == CU_C_MODULE_LOAD ? "module" : "library", c->out);
+			cuda__annot_p(c->end, n, f->cls == CU_C_MODULE_LOAD ? "module" : "library", c->out);
 		break;
 	case CU_C_GET_FUNCTION:
 		if (c->has_out) {
-			annot_p(c->end, n, "handle", c->out);
+			cuda__annot_p(c->end, n, "handle", c->out);
 			if (c->str)
-				remember_name(p, c->out, c->str);
+				cuda__remember_name(p, c->out, c->str);
 		}
 		break;
 	case CU_C_KERNEL_GET_FUNCTION:
 		if (c->has_out) {
 			uint64_t *name = hmap__get(&p->names, c->args[1]);
 
-			annot_p(c->end, n, "function", c->out);
+			cuda__annot_p(c->end, n, "function", c->out);
 			if (name) {
 				char *d = strdup((const char *)(uintptr_t)*name);
 				uint64_t old;
@@ -448,7 +394,7 @@ void cuda__decode_exit(struct model *m, struct thread *t, struct call *c,
 		if (c->has_out) {
 			bool host = f->flags & CU_F_HOST;
 
-			annot_p(c->end, n, "ptr", c->out);
+			cuda__annot_p(c->end, n, "ptr", c->out);
 			if (!hmap__put(&p->allocs, c->out, c->bytes << 1 | host))
 				model__mem(m, t, host ? CTR_HOST_PINNED : CTR_GPU_MEM, c->end_ts,
 					   (int64_t)c->bytes);
@@ -460,7 +406,7 @@ void cuda__decode_exit(struct model *m, struct thread *t, struct call *c,
 		/* Memory allocated before cgbpf attached has no known size. */
 		if (hmap__del(&p->allocs, c->args[0], &v)) {
 			c->bytes = v >> 1;
-			annot_u(c->end, n, "bytes", c->bytes);
+			cuda__annot_u(c->end, n, "bytes", c->bytes);
 			model__mem(m, t, v & 1 ? CTR_HOST_PINNED : CTR_GPU_MEM, c->end_ts,
 				   -(int64_t)c->bytes);
 		}
@@ -468,21 +414,11 @@ void cuda__decode_exit(struct model *m, struct thread *t, struct call *c,
 	}
 	case CU_C_STREAM_CREATE:
 		if (c->has_out)
-			annot_s(c->end, n, "stream",
-				stream_name(p, c, c->out, false, c->scratch[2],
+			cuda__annot_s(c->end, n, "stream",
+				cuda__stream_name(p, c->out, false, c->scratch[2],
 					    sizeof(c->scratch[2])));
 		break;
 	}
-}
-
-static void enter(struct model *m, struct thread *t, struct call *c)
-{
-	cuda__decode_enter(m, t, c, &cuda_funcs[c->func]);
-}
-
-static void exit_(struct model *m, struct thread *t, struct call *c)
-{
-	cuda__decode_exit(m, t, c, &cuda_funcs[c->func]);
 }
 
 const struct lib_ops cuda_ops = {
@@ -493,11 +429,14 @@ const struct lib_ops cuda_ops = {
 	.exit = exit_,
 };
 
-void cuda__agg_cfg_of(const struct func_desc *f, struct agg_cfg *c)
+/* monitor: bytes of copies, memsets and allocations; device memory held;
+ * synchronizations may trigger a dump. */
+static void agg_cfg(uint16_t func, struct agg_cfg *c)
 {
+	const struct func_desc *f = &cuda_funcs[func];
+
 	switch (f->cls) {
 	case CU_C_MEMCPY:
-	case CU_C_RT_MEMCPY:
 		c->bytes_arg = 3;
 		break;
 	case CU_C_MEMSET:
@@ -509,18 +448,12 @@ void cuda__agg_cfg_of(const struct func_desc *f, struct agg_cfg *c)
 		break;
 	}
 	c->flags = AGG_F_ERRORS | (f->flags & CU_F_SYNC ? AGG_F_SLOW : 0);
-	/* Device memory held: cuMemAlloc* write the pointer through a0, the
-	 * frees take it in a0. */
+	/* cuMemAlloc* write the pointer through a0, the frees take it in a0. */
 	if (f->flags & CU_F_DEVICE) {
 		c->flags |= f->cls == CU_C_ALLOC ? AGG_F_ALLOC : f->cls == CU_C_FREE ? AGG_F_FREE : 0;
 		c->ptr_arg = 1;
 	}
 	c->ok_ret2 = 600;	/* CUDA_ERROR_NOT_READY: a poll's "not yet" */
-}
-
-static void agg_cfg(uint16_t func, struct agg_cfg *c)
-{
-	cuda__agg_cfg_of(&cuda_funcs[func], c);
 }
 
 static const char *const watch[] = { "libcuda.so", NULL };

@@ -34,4 +34,20 @@ const char *cuda__result_name(int64_t code);
 /* Demangled C++ name (malloc'ed) or a copy of name; NULL on ENOMEM. */
 char *cuda__demangle(const char *name);
 
+/* Helpers shared with the runtime API decoder (user/cudart.c). */
+/* Appends an annotation to a[*n] unless the array is full. */
+void cuda__annot_u(struct pf_annot *a, int *n, const char *name, uint64_t v);
+void cuda__annot_p(struct pf_annot *a, int *n, const char *name, uint64_t v);
+void cuda__annot_s(struct pf_annot *a, int *n, const char *name, const char *v);
+/* "stream N" (per-process ordinal of stream handle h), "default", ...;
+ * may format into buf. ptsz: a per-thread-default-stream entry point. */
+const char *cuda__stream_name(struct proc *p, uint64_t h, bool ptsz, char *buf, size_t len);
+/* "<<<(gx,gy,gz), (bx,by,bz), smem, stream>>>", cached per process. */
+const char *cuda__launch_fmt(struct proc *p, struct call *c, const uint32_t g[3],
+			     const uint32_t b[3], uint32_t smem, uint64_t stream, bool ptsz);
+/* "HtoD", "DtoH", ... for the "kind" annotation. */
+const char *cuda__dir_name(enum copy_dir d);
+/* Remembers handle -> demangled name (p->names) for later launches. */
+void cuda__remember_name(struct proc *p, uint64_t handle, const char *name);
+
 #endif

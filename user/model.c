@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,7 @@ static void free_proc(struct model *m, struct proc *p)
 		if (m->libs[l] && m->libs[l]->proc_free)
 			m->libs[l]->proc_free(p);
 	free_names(&p->names);
+	free_names(&p->stubs);
 	hmap__free(&p->allocs);
 	hmap__free(&p->streams);
 	free(p->launch_fmt);
@@ -208,6 +210,19 @@ struct thread *model__thread(struct model *m, uint32_t pid, uint32_t tid)
 static bool has_string(const struct model *m, const struct call *c)
 {
 	return m->libs[c->lib]->has_string && m->libs[c->lib]->has_string(c->func);
+}
+
+bool model__inside_cuda_api(const struct thread *t, const struct call *c)
+{
+	/* Callers sit below c on the stack; at call_end c was just popped. */
+	ptrdiff_t below = c - t->stack;
+
+	if (below < 0 || below > CALL_DEPTH)
+		below = 0;
+	for (int i = 0; i < t->depth && i < below; i++)
+		if (t->stack[i].lib == LIB_CUDA || t->stack[i].lib == LIB_CUDART)
+			return true;
+	return false;
 }
 
 const char *model__func_name(const struct model *m, uint8_t lib, uint16_t func)

@@ -34,7 +34,7 @@ struct stack {
 	struct sym_frame *frames;
 };
 
-enum copy_dir { DIR_NONE, DIR_HTOD, DIR_DTOH, DIR_DTOD, DIR_ANY, DIR__COUNT };
+enum copy_dir { DIR_NONE, DIR_HTOD, DIR_DTOH, DIR_DTOD, DIR_ANY, DIR_HTOH, DIR__COUNT };
 enum counter_kind { CTR_GPU_MEM, CTR_HOST_PINNED, CTR__COUNT };
 
 struct call {
@@ -89,6 +89,7 @@ struct proc {
 	void *launch_fmt;	/* user/cuda.c's cache of formatted launch configs (one block) */
 	bool counter_described[CTR__COUNT];
 	void *lib_state[LIB__COUNT];	/* a library decoder's own (lib_ops.proc_free frees it) */
+	struct hmap stubs;	/* host stub address -> char * kernel name ("" = none; user/cudart.c) */
 };
 
 struct model;
@@ -126,11 +127,11 @@ struct model {
 	struct sink sinks[MAX_SINKS];
 	int nsinks;
 	const struct lib_ops *libs[LIB__COUNT];
-	struct symbolizer *sym;	/* for names from addresses (kernel host stubs), or NULL */
 	/* What could not be matched, reported in the summary. */
 	uint64_t unmatched_exits;
 	uint64_t lost_exits;	/* calls closed because a caller returned first */
 	uint64_t strings_orphaned;
+	struct symbolizer *sym;	/* for host stub names (user/cudart.c); NULL = none */
 };
 
 /* Initializes an empty model with the built-in library decoders. */
@@ -171,6 +172,11 @@ void model__backtrace(struct model *m, uint32_t pid, uint32_t tid, struct stack 
 /* Changes a process's counter by delta at ts on behalf of thread t. */
 void model__mem(struct model *m, struct thread *t, enum counter_kind k, uint64_t ts,
 		int64_t delta);
+
+/* True when c (a call of t, at call_begin or call_end) was made inside an
+ * open CUDA runtime or driver API call of the same thread: a driver call
+ * the runtime made, or cudaLaunchKernel reached from __cudaLaunchKernel. */
+bool model__inside_cuda_api(const struct thread *t, const struct call *c);
 
 /* Name of a function of a library ("cuLaunchKernel"). */
 const char *model__func_name(const struct model *m, uint8_t lib, uint16_t func);

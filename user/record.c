@@ -430,6 +430,14 @@ static size_t min_size(uint16_t type)
 	return 0;
 }
 
+/* Samples, backtraces and the runtime's kernel names (host stubs) need
+ * the symbolizer to have read a process's files while it is alive. */
+static bool needs_symbols(const struct rec *r)
+{
+	return r->o->sample_hz || r->o->backtrace_threshold_ns != THRESHOLD_OFF ||
+	       (r->o->trace_mask & TRACE_BIT(LIB_CUDART));
+}
+
 static void on_mmap(struct rec *r, const struct rec_mmap *m)
 {
 	size_t files;
@@ -452,7 +460,7 @@ static void on_mmap(struct rec *r, const struct rec_mmap *m)
 		info("pid %u: %.*s probed %.1f ms after it was mapped%s", m->hdr.pid, REC_MMAP_NAME,
 		     m->name, (now_boot() - m->hdr.ts) / 1e6,
 		     m->stopped ? " (the process was paused until then)" : "");
-	if (r->o->sample_hz || r->o->backtrace_threshold_ns != THRESHOLD_OFF)
+	if (needs_symbols(r))
 		stacks__proc_changed(r->stacks, m->hdr.pid);
 	/* Name it while it is alive: an exited process has no command line. */
 	model__proc_refresh(&r->model, m->hdr.pid);
@@ -500,7 +508,7 @@ static int handle(void *ctx, void *data, size_t size)
 		break;
 	}
 	case REC_CALL_ENTER:
-		if (r->o->sample_hz || r->o->backtrace_threshold_ns != THRESHOLD_OFF)
+		if (needs_symbols(r))
 			stacks__proc_seen(r->stacks, h->pid);
 		model__call_enter(&r->model, data);
 		break;
@@ -532,7 +540,7 @@ static int handle(void *ctx, void *data, size_t size)
 			model__proc_refresh(&r->model, h->pid);
 		/* A new program: it may load a libcuda not probed yet. */
 		scan(r, h->pid);
-		if (r->o->sample_hz || r->o->backtrace_threshold_ns != THRESHOLD_OFF)
+		if (needs_symbols(r))
 			stacks__proc_changed(r->stacks, h->pid);
 		break;
 	case REC_PROC_EXIT: {

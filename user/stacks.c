@@ -31,11 +31,6 @@ struct stacks {
 	struct sym_frame frames[MAX_FRAMES];	/* the sample being decoded */
 };
 
-struct symbolizer *stacks__symbolizer(struct stacks *s)
-{
-	return s ? s->sym : NULL;
-}
-
 struct stacks *stacks__new(struct model *m)
 {
 	struct stacks *s = calloc(1, sizeof(*s));
@@ -327,6 +322,11 @@ void stacks__drained(struct stacks *s)
 const struct stacks_stats *stacks__stats(const struct stacks *s)
 {
 	return &s->st;
+}
+
+struct symbolizer *stacks__symbolizer(struct stacks *s)
+{
+	return s->sym;
 }
 
 static int cmp_tops(const void *a, const void *b)

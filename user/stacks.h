@@ -47,12 +47,13 @@ void stacks__proc_seen(struct stacks *s, uint32_t pid);
 void stacks__drained(struct stacks *s);
 void stacks__proc_exit(struct stacks *s, uint32_t pid);
 const struct stacks_stats *stacks__stats(const struct stacks *s);
+/* The capture's symbolizer (shared with the kernel-name lookups of
+ * user/cudart.c). */
+struct symbolizer *stacks__symbolizer(struct stacks *s);
 /* Prints the "CPU samples" summary section (top functions by self
  * samples); backtrace_ns is the threshold, UINT64_MAX when off. Call once,
  * after the last record. */
 void stacks__summary(struct stacks *s, uint64_t backtrace_ns, FILE *f);
 
-/* The capture's symbolizer (shared with the model for kernel names). */
-struct symbolizer *stacks__symbolizer(struct stacks *s);
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "apilib.h"
 #include "cuda.h"
+#include "cudart.h"
 #include "hmap.h"
 #include "stacks.h"
 #include "stats.h"
@@ -21,6 +22,7 @@ struct kernel_count {
 
 struct summary {
 	struct stats *funcs[LIB__COUNT];	/* per function, lazily allocated */
+	struct stats *inner[LIB__COUNT];	/* CUDA API calls made inside another one */
 	uint16_t nfuncs[LIB__COUNT];
 	const char **names[LIB__COUNT];		/* per function: its name in the trace */
 	struct hmap kernels;			/* hash(name) -> struct kernel_count * */
@@ -29,7 +31,6 @@ struct summary {
 	uint64_t copies[DIR__COUNT], copy_bytes[DIR__COUNT];
 	uint64_t memsets, memset_bytes;
 	uint64_t errors;
-	uint64_t nested_driver;			/* driver calls inside runtime calls */
 	struct syssum *sys;			/* user/syscalls.c */
 	uint64_t syscall_threshold_ns;
 };
@@ -52,6 +53,11 @@ struct summary *summary__new(void)
 		s->names[l] = calloc(lib->nfuncs, sizeof(char *));
 		if (!s->funcs[l] || !s->names[l])
 			goto fail;
+		if (l == LIB_CUDA || l == LIB_CUDART) {
+			s->inner[l] = calloc(lib->nfuncs, sizeof(struct stats));
+			if (!s->inner[l])
+				goto fail;
+		}
 	}
 	if (!s->sys)
 		goto fail;
@@ -70,7 +76,10 @@ void summary__free(struct summary *s)
 	for (int l = 0; l < LIB__COUNT; l++) {
 		for (int f = 0; s->funcs[l] && f < s->nfuncs[l]; f++)
 			stats__free(&s->funcs[l][f]);
+		for (int f = 0; s->inner[l] && f < s->nfuncs[l]; f++)
+			stats__free(&s->inner[l][f]);
 		free(s->funcs[l]);
+		free(s->inner[l]);
 		free(s->names[l]);
 	}
 	for (size_t it = 0; hmap__next(&s->kernels, &it, NULL, &v);) {
@@ -127,21 +136,18 @@ static void on_end(void *ctx, struct thread *t, struct call *c)
 	if (!c->ended || c->lib >= LIB__COUNT || c->func >= s->nfuncs[c->lib] ||
 	    !s->funcs[c->lib])
 		return;
-	/* A driver call the runtime made on the application's behalf is part
-	 * of that runtime call: counting it too would show the time twice. */
-	if (c->lib == LIB_CUDA) {
-		for (int i = 0; i < t->depth; i++) {
-			if (t->stack[i].lib == LIB_CUDART) {
-				s->nested_driver++;
-				return;
-			}
-		}
-	}
 	dur = c->end_ts - c->ts;
 	s->names[c->lib][c->func] = c->name;
-	stats__add(&s->funcs[c->lib][c->func], dur);
 	if (c->ret)
 		s->errors++;
+	/* One user action, counted once: a CUDA API call made inside another
+	 * (the runtime's driver calls) has its own rows, and its launch, copy
+	 * or memset was counted with the outer call. */
+	if (s->inner[c->lib] && model__inside_cuda_api(t, c)) {
+		stats__add(&s->inner[c->lib][c->func], dur);
+		return;
+	}
+	stats__add(&s->funcs[c->lib][c->func], dur);
 	if (c->is_launch) {
 		s->launches++;
 		if (!c->kernel)
@@ -152,7 +158,8 @@ static void on_end(void *ctx, struct thread *t, struct call *c)
 	if (c->dir != DIR_NONE && c->ret == 0) {
 		s->copies[c->dir]++;
 		s->copy_bytes[c->dir] += c->bytes;
-	} else if (c->lib == LIB_CUDA && cuda_funcs[c->func].cls == CU_C_MEMSET && c->ret == 0) {
+	} else if (((c->lib == LIB_CUDA && cuda_funcs[c->func].cls == CU_C_MEMSET) ||
+		    (c->lib == LIB_CUDART && cudart__is_memset(c->func))) && c->ret == 0) {
 		s->memsets++;
 		s->memset_bytes += c->bytes;
 	}
@@ -211,40 +218,39 @@ static void human_bytes(uint64_t b, char *buf, size_t len)
 		snprintf(buf, len, "%.1f %s", v, unit[u]);
 }
 
-/* nsys's cuda_api_sum: the runtime and driver APIs in one table. */
-static void print_api(struct summary *s, FILE *f)
+/* The rows of the runtime and driver functions with calls in tab (funcs
+ * or inner); their total time in *total. NULL on ENOMEM. */
+static struct row *api_rows(struct summary *s, struct stats *const tab[LIB__COUNT], int *nrows,
+			    uint64_t *total)
 {
 	static const uint8_t api_libs[] = { LIB_CUDART, LIB_CUDA };
 	struct row *rows;
-	uint64_t total = 0;
 	int n = 0, cap = 0;
 
+	*total = 0;
 	for (size_t j = 0; j < sizeof(api_libs); j++)
 		cap += s->nfuncs[api_libs[j]];
 	rows = calloc(cap ? cap : 1, sizeof(*rows));
 	if (!rows)
-		return;
+		return NULL;
 	for (size_t j = 0; j < sizeof(api_libs); j++) {
 		int l = api_libs[j];
 
-		for (int i = 0; i < s->nfuncs[l]; i++)
-			if (s->funcs[l][i].n) {
+		for (int i = 0; tab[l] && i < s->nfuncs[l]; i++)
+			if (tab[l][i].n) {
 				rows[n].name = s->names[l][i];
-				rows[n].st = &s->funcs[l][i];
-				total += rows[n].st->total;
+				rows[n].st = &tab[l][i];
+				*total += rows[n].st->total;
 				n++;
 			}
 	}
-	fprintf(f, "\n** CUDA API Summary (cuda_api_sum):\n\n");
-	if (s->nested_driver)
-		fprintf(f, "   (%" PRIu64 " driver calls made inside runtime calls are part of those "
-			   "calls and not counted again)\n\n", s->nested_driver);
-	if (!n) {
-		fprintf(f, "   no CUDA API calls were traced\n");
-		free(rows);
-		return;
-	}
 	qsort(rows, n, sizeof(rows[0]), cmp_rows);
+	*nrows = n;
+	return rows;
+}
+
+static void print_api_rows(const struct row *rows, int n, uint64_t total, FILE *f)
+{
 	fprintf(f, " %8s %16s %10s %12s %12s %10s %12s %12s  %s\n", "Time (%)", "Total Time (ns)",
 		"Num Calls", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)", "StdDev (ns)", "Name");
 	for (int i = 0; i < n; i++) {
@@ -255,7 +261,38 @@ static void print_api(struct summary *s, FILE *f)
 			total ? 100.0 * st->total / total : 0.0, st->total, st->n, st->mean,
 			stats__median(st), st->min, st->max, stats__stddev(st), rows[i].name);
 	}
+}
+
+/*
+ * nsys's cuda_api_sum: the runtime and driver APIs in one table, each
+ * user action once. Calls made inside another CUDA API call of the same
+ * thread (the driver calls of a runtime call) are left out of it and
+ * listed below it, their Time (%) relative to the same total, so no time
+ * is counted twice.
+ */
+static void print_api(struct summary *s, FILE *f)
+{
+	struct row *rows, *inner;
+	uint64_t total, inner_total;
+	int n = 0, ninner = 0;
+
+	rows = api_rows(s, s->funcs, &n, &total);
+	inner = api_rows(s, s->inner, &ninner, &inner_total);
+	fprintf(f, "\n** CUDA API Summary (cuda_api_sum):\n\n");
+	if (!rows || !inner || !n) {
+		fprintf(f, "   no CUDA API calls were traced\n");
+		free(rows);
+		free(inner);
+		return;
+	}
+	print_api_rows(rows, n, total, f);
+	if (ninner) {
+		fprintf(f, "\n   Made inside the calls above (the runtime's driver calls), not counted"
+			   " in them again;\n   Time (%%) of the same total:\n\n");
+		print_api_rows(inner, ninner, total, f);
+	}
 	free(rows);
+	free(inner);
 }
 
 static void print_kernels(struct summary *s, FILE *f)
@@ -291,7 +328,8 @@ static void print_memory(struct summary *s, const struct model *m, FILE *f)
 {
 	static const char *const dirs[DIR__COUNT] = { "", "Host to Device", "Device to Host",
 						      "Device to Device",
-						      "Unified (cuMemcpy, direction by address)" };
+						      "Unified (cuMemcpy, direction by address)",
+						      "Host to Host" };
 	char b1[32], b2[32];
 	uint64_t v;
 
