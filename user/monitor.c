@@ -181,7 +181,7 @@ struct monitor {
 	bool working;
 	atomic_bool done;
 	struct dump_job job;
-	const char *pending;		/* a reason waiting for the running dump */
+	char pending[64];		/* reasons waiting for the running dump ("error+exit") */
 	uint64_t dumps, dump_failures, coalesced, scrapes;
 	uint64_t last_dump_ns;
 	char last_dump[4096];
@@ -488,9 +488,13 @@ void monitor__trigger(struct monitor *mo, const char *why)
 	}
 	reap_dump(mo);
 	if (mo->working) {
-		/* One at a time: the next one covers this reason too. */
-		if (!mo->pending)
-			mo->pending = why;
+		/* One at a time: the next one covers every reason that came
+		 * meanwhile, and its name lists them. */
+		size_t l = strlen(mo->pending), w = strlen(why);
+		const char *hit = strstr(mo->pending, why);
+
+		if (!(hit && (hit[w] == '+' || !hit[w])) && l + w + 2 < sizeof(mo->pending))
+			snprintf(mo->pending + l, sizeof(mo->pending) - l, "%s%s", l ? "+" : "", why);
 		mo->coalesced++;
 		return;
 	}
@@ -1017,10 +1021,11 @@ void monitor__tick(struct monitor *mo, uint64_t now)
 		close(fd);
 	}
 	reap_dump(mo);
-	if (!mo->working && mo->pending) {
-		const char *why = mo->pending;
+	if (!mo->working && mo->pending[0]) {
+		char why[sizeof(mo->pending)];
 
-		mo->pending = NULL;
+		memcpy(why, mo->pending, sizeof(why));
+		mo->pending[0] = 0;
 		start_dump(mo, why);
 	}
 	if (now - mo->last_house >= mo->o.interval_ns) {

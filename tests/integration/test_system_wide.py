@@ -58,7 +58,8 @@ def test_every_gpu_process_system_wide():
         procs.append(before)
         wait_for(lambda: "libcuda.so.1" in open("/proc/%d/maps" % before.pid).read(), 20,
                  "the early workload to map libcuda")
-        bg = Bg(["-a"] + FLAGS, tmp=d)
+        # --comm: other GPU processes on the host must not add files.
+        bg = Bg(["-a", "--comm", "train,mt,dl_late"] + FLAGS, tmp=d)
         bg.wait_msg("system-wide capture running")
         check("(1 already do, 1 library file(s) probed)" in bg.stderr(),
               "the running GPU process was found: %r" % bg.stderr())
