@@ -93,6 +93,13 @@ $(OUT)/fake/libcuda.so.1: tests/fake/libcuda.c $(wildcard tests/fake/*.h) | $(OU
 
 fakes: $(OUT)/fake/libcuda.so.1
 
+# A legacy NVTX v2 library (CUDA 13 no longer ships libnvToolsExt.so.1).
+$(OUT)/fake/libnvToolsExt.so.1: tests/fake/libnvtoolsext.c tests/fake/nvtx_v2.h | $(OUT)/fake
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FAKE_CFLAGS) $(DEPFLAGS) -shared -Wl,-soname,libnvToolsExt.so.1 $< -o $@
+
+fakes: $(OUT)/fake/libnvToolsExt.so.1
+
 # The fake libnccl.so.2 needs the toolkit's nccl.h (and cuda_runtime.h).
 ifeq ($(HAVE_CUDA_TOOLKIT),1)
 $(OUT)/fake/libnccl.so.2: tests/fake/libnccl.c | $(OUT)/fake
@@ -127,6 +134,10 @@ WL_SRCS := $(filter-out $(WL_TOOLKIT_ONLY),$(WL_SRCS))
 endif
 WL_BINS := $(patsubst tests/workloads/%.c,$(OUT)/workloads/%,$(WL_SRCS))
 WL_CFLAGS := -O2 -g -pthread $(WARN) $(CUDA_INC) -Itests/workloads
+
+$(OUT)/workloads/nvtx_v2: tests/workloads/nvtx_v2.c $(OUT)/fake/libnvToolsExt.so.1 | $(OUT)/workloads
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(WL_CFLAGS) -Itests/fake $(DEPFLAGS) $< -o $@ -L$(OUT)/fake -l:libnvToolsExt.so.1 -Wl,-rpath,'$$ORIGIN/../fake'
 
 $(OUT)/workloads/dl_%: tests/workloads/dl_%.c $(OUT)/fake/libcuda.so.1 | $(OUT)/workloads
 	$(call msg,CC,$@)

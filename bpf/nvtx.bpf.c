@@ -49,6 +49,7 @@ static __always_inline int emit(struct pt_regs *ctx, __u8 probe, int id_arg, int
 	r->color = 0;
 	r->payload_type = 0;
 	r->payload = 0;
+	r->msg = 0;
 	if (attr >= 0) {
 		/* msg_kind, msg, color_type, color, category, payload_type, payload */
 		r->msg_kind = arg(ctx, attr);
@@ -92,3 +93,108 @@ SEC("usdt") int nvtx_name_category(struct pt_regs *ctx) { return emit(ctx, NV_NA
 SEC("usdt") int nvtx_domain_create(struct pt_regs *ctx) { return emit(ctx, NV_DOMAIN_CREATE, -1, 1, -1, -1, 0); }
 SEC("usdt") int nvtx_domain_destroy(struct pt_regs *ctx) { return emit(ctx, NV_DOMAIN_DESTROY, -1, -1, -1, -1, 0); }
 SEC("usdt") int nvtx_register_string(struct pt_regs *ctx) { return emit(ctx, NV_REGISTER_STRING, 1, 2, -1, -1, 0); }
+
+/* ---------------------------------------------------------------- NVTX v2 */
+
+/*
+ * Legacy applications linked against libnvToolsExt.so.1: uprobes on its
+ * exported functions (user/nvtx.c attaches them), the same records. An
+ * nvtxEventAttributes_t is read whole: its fields' offsets are NVTX's ABI
+ * (version 2 struct, 48 bytes).
+ */
+struct nvtx_attr {
+	__u16 version, size;
+	__u32 category;
+	__s32 color_type;
+	__u32 color;
+	__s32 payload_type;
+	__s32 reserved0;
+	__u64 payload;
+	__s32 message_type;
+	__s32 pad;
+	__u64 message;
+};
+
+
+/* A v2 record: a string (ascii, or wide when wide) or event attributes. */
+static __always_inline int emit_v2(struct pt_regs *ctx, __u8 probe, __u64 domain, __u64 id,
+				   const void *msg, int wide, const struct nvtx_attr *uattr)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct nvtx_attr at = {};
+	struct rec_nvtx *r;
+	__u32 zero = 0, size;
+	long n = 0;
+
+	if (!is_target(pid_tgid >> 32))
+		return 0;
+	r = bpf_map_lookup_elem(&nvtx_scratch, &zero);
+	if (!r)
+		return 0;
+	r->probe = probe;
+	r->domain = domain;
+	r->id = id;
+	r->category = 0;
+	r->msg_kind = msg ? (wide ? NV_MSG_UTF32 : 1) : 0;
+	r->color_type = 0;
+	r->color = 0;
+	r->payload_type = 0;
+	r->payload = 0;
+	if (uattr && !bpf_probe_read_user(&at, sizeof(at), uattr)) {
+		r->category = at.category;
+		r->color_type = at.color_type == 1;
+		r->color = at.color;
+		r->payload_type = at.payload_type;
+		r->payload = at.payload;
+		msg = (const void *)at.message;
+		wide = at.message_type == 2;
+		r->msg_kind = !msg ? 0 : at.message_type == 1 ? 1 : wide ? NV_MSG_UTF32 : 0;
+		if (at.message_type == 3)
+			msg = 0;	/* a registered handle: opaque in libnvToolsExt */
+	}
+	r->str[0] = 0;
+	r->msg = 0;
+	if (msg && !wide)
+		n = bpf_probe_read_user_str(r->str, sizeof(r->str), msg);
+	/* Wide, or a string whose page the program has not touched yet (a
+	 * probe cannot fault it in): user space reads it from the process. */
+	if (msg && (wide || n <= 0))
+		r->msg = (__u64)msg;
+	if (n <= 0) {
+		n = 1;
+		r->str[0] = 0;
+	}
+	r->len = n - 1;
+	r->truncated = n == sizeof(r->str);
+	__builtin_memset(r->pad, 0, sizeof(r->pad));
+	size = offsetof(struct rec_nvtx, str) + n;
+	if (size > sizeof(*r))
+		size = sizeof(*r);
+	fill_hdr(&r->hdr, REC_NVTX, size, pid_tgid);
+	if (bpf_ringbuf_output(&events, r, size, wake_flag()))
+		count_drop(REC_NVTX);
+	return 0;
+}
+
+#define V2_ATTR(x) ((const struct nvtx_attr *)(x))
+
+SEC("uprobe") int BPF_KPROBE(nvtx2_push_a, const char *m) { return emit_v2(ctx, NV_PUSH, 0, 0, m, 0, 0); }
+SEC("uprobe") int BPF_KPROBE(nvtx2_push_w, const void *m) { return emit_v2(ctx, NV_PUSH, 0, 0, m, 1, 0); }
+SEC("uprobe") int BPF_KPROBE(nvtx2_push_ex, const void *a) { return emit_v2(ctx, NV_PUSH, 0, 0, 0, 0, V2_ATTR(a)); }
+SEC("uprobe") int BPF_KPROBE(nvtx2_pop) { return emit_v2(ctx, NV_POP, 0, 0, 0, 0, 0); }
+SEC("uprobe") int BPF_KPROBE(nvtx2_mark_a, const char *m) { return emit_v2(ctx, NV_MARK, 0, 0, m, 0, 0); }
+SEC("uprobe") int BPF_KPROBE(nvtx2_mark_w, const void *m) { return emit_v2(ctx, NV_MARK, 0, 0, m, 1, 0); }
+SEC("uprobe") int BPF_KPROBE(nvtx2_mark_ex, const void *a) { return emit_v2(ctx, NV_MARK, 0, 0, 0, 0, V2_ATTR(a)); }
+SEC("uprobe") int BPF_KPROBE(nvtx2_start_a, const char *m) { return emit_v2(ctx, NV_START, 0, 0, m, 0, 0); }
+SEC("uprobe") int BPF_KPROBE(nvtx2_start_w, const void *m) { return emit_v2(ctx, NV_START, 0, 0, m, 1, 0); }
+SEC("uprobe") int BPF_KPROBE(nvtx2_start_ex, const void *a) { return emit_v2(ctx, NV_START, 0, 0, 0, 0, V2_ATTR(a)); }
+SEC("uretprobe") int BPF_KRETPROBE(nvtx2_started, __u64 id) { return emit_v2(ctx, NV_STARTED, 0, id, 0, 0, 0); }
+SEC("uprobe") int BPF_KPROBE(nvtx2_end, __u64 id) { return emit_v2(ctx, NV_END, 0, id, 0, 0, 0); }
+SEC("uprobe") int BPF_KPROBE(nvtx2_name_thread_a, __u32 tid, const char *m) { return emit_v2(ctx, NV_NAME_THREAD, 0, tid, m, 0, 0); }
+SEC("uprobe") int BPF_KPROBE(nvtx2_domain_create_a, const char *m) { return emit_v2(ctx, NV_DOMAIN_CREATE, 0, 0, m, 0, 0); }
+SEC("uretprobe") int BPF_KRETPROBE(nvtx2_domain_created, __u64 h) { return emit_v2(ctx, NV_DOMAIN_CREATED, h, 0, 0, 0, 0); }
+SEC("uprobe") int BPF_KPROBE(nvtx2_domain_push_ex, __u64 d, const void *a) { return emit_v2(ctx, NV_PUSH, d, 0, 0, 0, V2_ATTR(a)); }
+SEC("uprobe") int BPF_KPROBE(nvtx2_domain_pop, __u64 d) { return emit_v2(ctx, NV_POP, d, 0, 0, 0, 0); }
+SEC("uprobe") int BPF_KPROBE(nvtx2_domain_mark_ex, __u64 d, const void *a) { return emit_v2(ctx, NV_MARK, d, 0, 0, 0, V2_ATTR(a)); }
+SEC("uprobe") int BPF_KPROBE(nvtx2_domain_start_ex, __u64 d, const void *a) { return emit_v2(ctx, NV_START, d, 0, 0, 0, V2_ATTR(a)); }
+SEC("uprobe") int BPF_KPROBE(nvtx2_domain_end, __u64 d, __u64 id) { return emit_v2(ctx, NV_END, d, id, 0, 0, 0); }

@@ -17,10 +17,16 @@ enum nvtx_probe {
 	NV_DOMAIN_CREATE,
 	NV_DOMAIN_DESTROY,
 	NV_REGISTER_STRING,
+	/* Legacy NVTX v2 (libnvToolsExt uprobes): the id / handle a start or
+	 * a domain creation returns comes in a second record at the return. */
+	NV_STARTED,		/* id: what the thread's last NV_START (id 0) returned */
+	NV_DOMAIN_CREATED,	/* domain: what the thread's last NV_DOMAIN_CREATE returned */
 	NV__COUNT,
 };
 
 #define REC_NVTX_STR 256
+/* msg_kind of a v2 wide message sent as raw UTF-32 code units. */
+#define NV_MSG_UTF32 4
 
 struct rec_nvtx {
 	struct rec_hdr hdr;
@@ -33,6 +39,8 @@ struct rec_nvtx {
 	__u64 id;		/* range id; category id; thread id; string handle */
 	__u64 category;
 	__u64 payload;
+	__u64 msg;		/* v2: the message's address when str could not hold it
+				 * (wide, or its page not yet touched): user space reads it */
 	__u16 len;		/* bytes in str, without the NUL */
 	__u8 truncated;
 	__u8 pad[5];

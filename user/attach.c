@@ -245,6 +245,21 @@ int attach__usdt(struct attach *a, struct bpf_program *prog, const char *path,
 	return err;
 }
 
+int attach__uprobe(struct attach *a, struct bpf_program *prog, const char *path, uint64_t off,
+		   bool ret)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret);
+	struct bpf_link *l = bpf_program__attach_uprobe_opts(prog, -1, path, off, &opts);
+	int err;
+
+	if (!l)
+		return -errno;
+	err = add_link(a, l);
+	if (err)
+		bpf_link__destroy(l);
+	return err;
+}
+
 struct cgbpf_bpf *attach__skel(const struct attach *a)
 {
 	return a->skel;

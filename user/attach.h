@@ -53,6 +53,10 @@ int attach__file(struct attach *a, const char *path, const char *display);
 struct bpf_program;
 int attach__usdt(struct attach *a, struct bpf_program *prog, const char *path,
 		 const char *provider, const char *name);
+/* Attaches a program of its own (not the generic call pair) at a file
+ * offset, for every process. */
+int attach__uprobe(struct attach *a, struct bpf_program *prog, const char *path, uint64_t off,
+		   bool ret);
 /* The skeleton whose programs the manager attaches. */
 struct cgbpf_bpf *attach__skel(const struct attach *a);
 /* Library files probed and probes attached so far. */

@@ -10,6 +10,7 @@
 #include "apilib.h"
 #include "attach.h"
 #include "cgbpf.skel.h"
+#include "elfsym.h"
 #include "hmap.h"
 #include "log.h"
 #include "nvtx.h"
@@ -34,6 +35,8 @@ struct nv_open {
 struct nv_thread {
 	int depth;
 	struct nv_open stack[NV_DEPTH];
+	struct nv_open *pending;	/* v2: a start whose id comes at its return */
+	char *pending_domain;		/* v2: a domain whose handle comes at its return */
 };
 
 struct nv_proc {
@@ -68,6 +71,55 @@ static const char *const probes[] = {
 	"domain_create", "domain_destroy", "register_string",
 };
 
+/* Legacy NVTX v2: libnvToolsExt's exported functions, each with its own
+ * program (bpf/nvtx.bpf.c); starts and domain creations also at return. */
+static int attach_v2(struct attach *a, const char *path, const char *display)
+{
+	struct cgbpf_bpf *k = attach__skel(a);
+	const struct { const char *sym; struct bpf_program *prog; bool ret; } v2[] = {
+		{ "nvtxRangePushA", k->progs.nvtx2_push_a },
+		{ "nvtxRangePushW", k->progs.nvtx2_push_w },
+		{ "nvtxRangePushEx", k->progs.nvtx2_push_ex },
+		{ "nvtxRangePop", k->progs.nvtx2_pop },
+		{ "nvtxMarkA", k->progs.nvtx2_mark_a },
+		{ "nvtxMarkW", k->progs.nvtx2_mark_w },
+		{ "nvtxMarkEx", k->progs.nvtx2_mark_ex },
+		{ "nvtxRangeStartA", k->progs.nvtx2_start_a },
+		{ "nvtxRangeStartA", k->progs.nvtx2_started, true },
+		{ "nvtxRangeStartW", k->progs.nvtx2_start_w },
+		{ "nvtxRangeStartW", k->progs.nvtx2_started, true },
+		{ "nvtxRangeStartEx", k->progs.nvtx2_start_ex },
+		{ "nvtxRangeStartEx", k->progs.nvtx2_started, true },
+		{ "nvtxRangeEnd", k->progs.nvtx2_end },
+		{ "nvtxNameOsThreadA", k->progs.nvtx2_name_thread_a },
+		{ "nvtxDomainCreateA", k->progs.nvtx2_domain_create_a },
+		{ "nvtxDomainCreateA", k->progs.nvtx2_domain_created, true },
+		{ "nvtxDomainRangePushEx", k->progs.nvtx2_domain_push_ex },
+		{ "nvtxDomainRangePop", k->progs.nvtx2_domain_pop },
+		{ "nvtxDomainMarkEx", k->progs.nvtx2_domain_mark_ex },
+		{ "nvtxDomainRangeStartEx", k->progs.nvtx2_domain_start_ex },
+		{ "nvtxDomainRangeStartEx", k->progs.nvtx2_started, true },
+		{ "nvtxDomainRangeEnd", k->progs.nvtx2_domain_end },
+	};
+	struct elfsym *es = elfsym__open(path);
+	int n = 0, err = 0;
+
+	if (!es)
+		return -errno;
+	for (size_t i = 0; i < sizeof(v2) / sizeof(v2[0]) && !err; i++) {
+		uint64_t off;
+
+		if (elfsym__offset(es, v2[i].sym, &off)) {
+			dbg("%s: no %s", display, v2[i].sym);
+			continue;
+		}
+		err = attach__uprobe(a, v2[i].prog, path, off, v2[i].ret);
+		n += !err;
+	}
+	elfsym__close(es);
+	return err ? err : n;
+}
+
 static int attach_file(struct attach *a, const char *path, const char *display)
 {
 	const char *base = strrchr(display, '/');
@@ -81,6 +133,8 @@ static int attach_file(struct attach *a, const char *path, const char *display)
 	int n = 0;
 
 	base = base ? base + 1 : display;
+	if (!strncmp(base, "libnvToolsExt.so", 16))
+		return attach_v2(a, path, display);
 	if (strncmp(base, "libcgbpf-nvtx.so", 16))
 		return -ENOSYS;
 	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
@@ -114,9 +168,9 @@ static const struct lib_ops ops = {
 	.exit = nop,
 };
 
-/* libnvToolsExt (NVTX v2) is not probed yet: only the injection library,
- * which serves NVTX v3 (header-only) applications, is watched. */
-static const char *const watch[] = { "libcgbpf-nvtx.so", NULL };
+/* The injection library (NVTX v3 applications, USDT) and the legacy
+ * libnvToolsExt of NVTX v2 applications (uprobes). */
+static const char *const watch[] = { "libcgbpf-nvtx.so", "libnvToolsExt.so", NULL };
 
 const struct api_lib nvtx_lib = {
 	.id = LIB_NVTX,
@@ -205,7 +259,43 @@ static void free_thread(struct nv_thread *t)
 {
 	for (int i = 0; i < t->depth && i < NV_DEPTH; i++)
 		free(t->stack[i].name);
+	if (t->pending) {
+		free(t->pending->name);
+		free(t->pending);
+	}
+	free(t->pending_domain);
 	free(t);
+}
+
+/* v2 wide messages arrive as UTF-32 code units: to UTF-8, in place
+ * (UTF-8 never needs more than the 4 bytes a code unit took). */
+static void utf32_to_utf8(char *s, uint16_t len)
+{
+	char out[REC_NVTX_STR];
+	size_t o = 0;
+
+	for (size_t i = 0; i + 4 <= len && o + 5 < sizeof(out); i += 4) {
+		uint32_t c;
+
+		memcpy(&c, s + i, 4);
+		if (c < 0x80) {
+			out[o++] = c;
+		} else if (c < 0x800) {
+			out[o++] = 0xc0 | c >> 6;
+			out[o++] = 0x80 | (c & 0x3f);
+		} else if (c < 0x10000) {
+			out[o++] = 0xe0 | c >> 12;
+			out[o++] = 0x80 | ((c >> 6) & 0x3f);
+			out[o++] = 0x80 | (c & 0x3f);
+		} else if (c < 0x110000) {
+			out[o++] = 0xf0 | c >> 18;
+			out[o++] = 0x80 | ((c >> 12) & 0x3f);
+			out[o++] = 0x80 | ((c >> 6) & 0x3f);
+			out[o++] = 0x80 | (c & 0x3f);
+		}
+	}
+	memcpy(s, out, o);
+	s[o] = 0;
 }
 
 void nvtx__free(struct nvtx *n)
@@ -416,26 +506,76 @@ void nvtx__record(struct nvtx *n, const struct rec_nvtx *r, size_t size)
 {
 	const struct rec_hdr *h = &r->hdr;
 	struct nv_proc *p = proc_of(n, h->pid);
-	const char *msg = r->len ? r->str : "(unnamed)";
+	char wide[REC_NVTX_STR];
+	const char *text = r->str;	/* the message or name */
+	const char *msg;
 	struct annots an;
 	struct nv_thread *t;
 	struct pfseq *s;
 
 	if (!p)
 		return;
+	if (r->msg) {
+		/* v2: read from the process (wide, or not yet paged in). */
+		struct iovec local = { wide, sizeof(wide) - 4 };
+		struct iovec remote = { (void *)(uintptr_t)r->msg, sizeof(wide) - 4 };
+		ssize_t got = process_vm_readv(h->pid, &local, 1, &remote, 1, 0);
+
+		if (got > 0) {
+			memset(wide + got, 0, 4);
+			if (r->msg_kind == NV_MSG_UTF32) {
+				uint16_t units = 0;
+
+				while (units + 4 <= got && memcmp(wide + units, "\0\0\0\0", 4))
+					units += 4;
+				utf32_to_utf8(wide, units);
+			} else {
+				wide[sizeof(wide) - 1] = 0;
+			}
+			if (wide[0])
+				text = wide;
+		}
+	}
+	msg = text[0] ? text : "(unnamed)";
 	switch (r->probe) {
 	case NV_DOMAIN_CREATE:
-		put_name(&p->domains, r->domain, r->str);
+		if (r->domain) {
+			put_name(&p->domains, r->domain, text);
+		} else if ((t = thread_of(n, h->tid))) {
+			/* v2: the handle comes with the return. */
+			free(t->pending_domain);
+			t->pending_domain = strdup(text);
+		}
+		break;
+	case NV_DOMAIN_CREATED:
+		t = thread_of(n, h->tid);
+		if (t && t->pending_domain) {
+			put_name(&p->domains, r->domain, t->pending_domain);
+			free(t->pending_domain);
+			t->pending_domain = NULL;
+		}
+		break;
+	case NV_STARTED:
+		t = thread_of(n, h->tid);
+		if (t && t->pending) {
+			t->pending->id = r->id;
+			if (hmap__put(&p->open, r->id, (uintptr_t)t->pending)) {
+				p->slots &= ~(1ull << t->pending->slot);
+				free(t->pending->name);
+				free(t->pending);
+			}
+			t->pending = NULL;
+		}
 		break;
 	case NV_DOMAIN_DESTROY:
 		/* Keep the name: ranges of the domain may still end later. */
 		break;
 	case NV_NAME_CATEGORY:
-		put_name(&p->cats, cat_key(r->domain, r->category), r->str);
+		put_name(&p->cats, cat_key(r->domain, r->category), text);
 		break;
 	case NV_NAME_THREAD:
 		if (r->id)
-			model__thread_name(n->m, h->pid, r->id, r->str);
+			model__thread_name(n->m, h->pid, r->id, text);
 		break;
 	case NV_REGISTER_STRING:
 		break;	/* messages are read through the handle at use */
@@ -491,7 +631,20 @@ void nvtx__record(struct nvtx *n, const struct rec_nvtx *r, size_t size)
 		o->id = r->id;
 		o->slot = slot;
 		o->name = strdup(msg);
-		if (hmap__put(&p->open, r->id, (uintptr_t)o)) {
+		if (!r->id) {
+			/* v2: the id is the return value, in the next record. */
+			t = thread_of(n, h->tid);
+			if (!t) {
+				free(o->name);
+				free(o);
+				break;
+			}
+			if (t->pending) {
+				free(t->pending->name);
+				free(t->pending);
+			}
+			t->pending = o;
+		} else if (hmap__put(&p->open, r->id, (uintptr_t)o)) {
 			free(o->name);
 			free(o);
 			break;

@@ -145,3 +145,36 @@ def test_trace_without_nvtx_leaves_nothing():
     eq([s.name for s in r.trace.slices], [], "no NVTX slice with --trace cuda")
     check("NVTX probes" not in r.stderr, "the injection library not probed")
     check("NVTX Range Summary" not in r.stdout, "no nvtx_sum")
+
+
+def test_legacy_nvtx_v2_library():
+    """A legacy NVTX v2 program linked against libnvToolsExt.so.1 (a fake:
+    CUDA 13 no longer ships it): uprobes on its exported functions give the
+    same slices, async ranges, marks and names as the injection library."""
+    exe = harness.wl("nvtx_v2")
+    if not os.path.exists(exe):
+        raise harness.Skip("%s not built" % exe)
+    r = record(FLAGS, cmd=[exe])
+    eq(r.rc, 0, "exit (stderr %r)" % r.stderr[-300:])
+    check(re.search(r"probing \d+ NVTX probes in \S+/libnvToolsExt.so.1", r.stderr),
+          "libnvToolsExt probed: %r" % r.stderr[-300:])
+    f = facts_of(r.stdout)
+    t = r.trace
+    clean_trace(t)
+    pid, main = f["pid"], f["main_tid"]
+    sl = {s.name: s for s in t.slices if s.pid == pid}
+    for name in ("v2-outer", "v2-wide-\u00e9", "v2-attr", "v2-dom-push"):
+        check(name in sl and sl[name].tid == main and sl[name].dur is not None,
+              "push/pop %r on the main thread" % name)
+    o, w = sl["v2-outer"], sl["v2-wide-\u00e9"]
+    check(o.ts < w.ts and w.end < o.end and w.depth == o.depth + 1, "wide push nests in outer")
+    eq(sl["v2-attr"].args, {"color": "#00ff00", "category": 5, "payload": -7}, "pushEx attrs")
+    eq(sl["v2-dom-push"].categories, ["v2-dom"], "domain (opaque handle) named at creation")
+    for name in ("v2-range", "v2-wide-range", "v2-dom-range"):
+        check(name in sl and sl[name].tid is None and sl[name].dur is not None,
+              "start/end %r on an async track, ended (id from the return value)" % name)
+    eq(sl["v2-wide-range"].args, {"payload": 11}, "startEx with a wide message")
+    marks = {i.name: i for i in t.instants if i.pid == pid}
+    eq(marks["v2-mark"].args["domain"], "NVTX", "mark")
+    eq(marks["v2-dom-mark"].args["domain"], "v2-dom", "domain mark")
+    eq(t.threads[main].thread_name, "v2-main", "nvtxNameOsThreadA")
