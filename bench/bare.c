@@ -134,11 +134,11 @@ int main(int argc, char **argv)
 
 		efd = uprobe_multi__link(bpf_program__fd(floor_ ? skel->progs.floor_enter_multi :
 							  skel->progs.bare_enter_multi),
-					 path, &off, &cookie, 1, false);
+					 path, &off, &cookie, 1, false, 0);
 		rfd = efd < 0 ? -1 :
 		      uprobe_multi__link(bpf_program__fd(floor_ ? skel->progs.floor_exit_multi :
 							 skel->progs.bare_exit_multi),
-					 path, &off, &cookie, 1, true);
+					 path, &off, &cookie, 1, true, 0);
 		if (efd < 0 || rfd < 0) {
 			fprintf(stderr, "bare: uprobe_multi link on %s+%#llx: %s\n", path,
 				(unsigned long long)off, strerror(errno));

@@ -139,7 +139,7 @@ struct rec_mmap {
 	__u64 ino;
 	__u32 dev;		/* kernel encoding: major << 20 | minor */
 	__u8 watched;		/* the name matched a library cgbpf probes */
-	__u8 stopped;		/* the process was sent SIGSTOP to wait for attach */
+	__u8 pad2;
 	__u8 new_target;	/* record -a: this mapping made the process a target */
 	__u8 pad;
 	char name[REC_MMAP_NAME];

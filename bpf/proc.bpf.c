@@ -2,13 +2,14 @@
 /*
  * Process life of the targets: forks (children of a target become targets
  * in the kernel, before they can run a single instruction), execs, exits,
- * and executable file mappings of the libraries cgbpf probes, so that a
- * library loaded late (dlopen, PyTorch's lazy libcuda) is probed before
- * its first call.
+ * and executable file mappings of the libraries cgbpf probes. Files user
+ * space found in advance (user/ldpath.c) carry their probes before they
+ * are mapped; a mapping reported here of a file nobody predicted (a
+ * container's private copy, a dlopen by absolute path) is probed at once.
+ * Nothing here signals or stops a process.
  */
 #include "common.bpf.h"
 
-#define SIGSTOP_NR 19
 #define NR_mmap 9
 #define PROT_EXEC_BIT 4
 #define MAP_ANON_BIT 0x20
@@ -20,16 +21,6 @@
 /* Library file name prefixes to watch ("libcuda.so"), set by user space. */
 const volatile char watch_names[WATCH_MAX][WATCH_LEN] = {};
 const volatile __u32 watch_count = 0;
-/* Stop a target that maps a watched, not yet probed file until user space
- * has attached to it (it sends SIGCONT). */
-const volatile __u8 stop_on_map = 0;
-
-struct file_key {
-	__u64 ino;
-	__u32 dev;		/* kernel encoding */
-	__u32 pad;
-};
-
 /*
  * System-wide capture (record -a): a process becomes a target when it maps
  * a watched library (and passes the --comm / --cgroup filters), decided
@@ -97,14 +88,6 @@ static __always_inline int passes_filters(struct task_struct *t)
 	return 1;
 }
 
-/* Library files already probed: mapping them needs no stop. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct file_key);
-	__type(value, __u8);
-} probed_files SEC(".maps");
-
 static __always_inline void emit_proc(__u16 type, struct task_struct *t, __u32 other)
 {
 	struct rec_proc *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
@@ -143,7 +126,10 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(proc_exec, struct task_struct *p, pid_t old_pid)
 {
-	if (!is_target(p->tgid))
+	/* -a: any process that passes the filters may load a traced
+	 * library next; user space probes what its loader will find. */
+	if (!is_target(p->tgid) &&
+	    (!target_on_map || p->tgid == self_tgid || !passes_filters(p)))
 		return 0;
 	emit_proc(REC_PROC_EXEC, p, old_pid);
 	return 0;
@@ -194,7 +180,6 @@ int BPF_PROG(sys_exit_mmap, struct pt_regs *regs, long ret)
 	struct file **fds;
 	struct file *f = NULL;
 	struct rec_mmap *r;
-	struct file_key k = {};
 	int fd;
 
 	if (regs->orig_ax != NR_mmap || (ret < 0 && ret > -4096))
@@ -222,7 +207,7 @@ int BPF_PROG(sys_exit_mmap, struct pt_regs *regs, long ret)
 	r->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
 	r->pad = 0;
 	r->new_target = 0;
-	r->stopped = 0;
+	r->pad2 = 0;
 	if (bpf_probe_read_kernel_str(r->name, sizeof(r->name),
 				      BPF_CORE_READ(f, f_path.dentry, d_name.name)) < 0)
 		r->name[0] = 0;
@@ -240,11 +225,6 @@ int BPF_PROG(sys_exit_mmap, struct pt_regs *regs, long ret)
 		set_target(pid_tgid >> 32, 1);
 		r->new_target = 1;
 	}
-	k.ino = r->ino;
-	k.dev = r->dev;
-	if (stop_on_map && !bpf_map_lookup_elem(&probed_files, &k) &&
-	    !bpf_send_signal(SIGSTOP_NR))
-		r->stopped = 1;
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }

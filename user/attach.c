@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,29 +18,53 @@
 #include "cgbpf.skel.h"
 #include "elfsym.h"
 #include "hmap.h"
+#include "ldpath.h"
 #include "log.h"
 #include "procfs.h"
 #include "uprobe_multi.h"
 
+/*
+ * A library file cgbpf probes, whatever number of processes it is probed
+ * for: kept open (attaching for one more process needs no path lookup, and
+ * works after every process that mapped it is gone) with its function
+ * table's offsets read once.
+ */
 struct lib_file {
 	dev_t dev;
 	ino_t ino;
 	uint8_t lib;		/* enum rec_lib */
-	char *path;		/* as seen by the first process that mapped it */
+	int fd;
+	char *path;		/* as the first process that led to it sees it */
+	bool syms_read;
+	size_t n;		/* functions found */
+	uint64_t *offs, *cookies;
+	bool probed;		/* attached at least once */
+};
+
+/* The probes of one file for one scope: a process, or every process (-1). */
+struct probe_set {
+	size_t file;		/* index in files */
+	pid_t pid;
+	int *fds;		/* uprobe_multi links */
+	size_t nfds;
+	struct bpf_link **links;
+	size_t nlinks;
+	size_t nprobes;
 };
 
 struct attach {
 	struct cgbpf_bpf *skel;
 	bool multi;
+	bool per_process;	/* probes filtered by pid in the kernel */
 	uint32_t mask;		/* libraries traced (TRACE_BIT) */
-	int *link_fds;		/* uprobe_multi links */
-	size_t nfds, capfds;
-	size_t nmulti_probes;
 	struct lib_file *files;
 	size_t nfiles, capfiles;
-	struct bpf_link **links;
-	size_t nlinks, caplinks;
-	struct hmap exes;	/* hash of main executables' (dev, inode) looked at */
+	struct probe_set *sets;
+	size_t nsets, capsets;
+	struct probe_set loose;	/* attach__offsets outside a file (check, bench) */
+	struct probe_set *cur;	/* the set being attached */
+	size_t probes;		/* probes attached, all sets, detached ones included */
+	struct hmap exes;	/* main executables looked at, per scope */
 };
 
 bool attach__prepare(struct cgbpf_bpf *skel)
@@ -58,7 +83,7 @@ bool attach__prepare(struct cgbpf_bpf *skel)
 	return multi;
 }
 
-struct attach *attach__new(struct cgbpf_bpf *skel, bool multi, uint32_t mask)
+struct attach *attach__new(struct cgbpf_bpf *skel, bool multi, uint32_t mask, bool per_process)
 {
 	struct attach *a = calloc(1, sizeof(*a));
 
@@ -66,45 +91,40 @@ struct attach *attach__new(struct cgbpf_bpf *skel, bool multi, uint32_t mask)
 		a->skel = skel;
 		a->multi = multi;
 		a->mask = mask;
+		a->per_process = per_process;
+		a->loose.pid = -1;
 	}
 	return a;
 }
 
-static int multi_link(struct attach *a, struct bpf_program *prog, const char *path,
-		      const uint64_t *offs, const uint64_t *cookies, size_t n, bool ret)
+static void set_release(struct probe_set *s)
 {
-	int fd = uprobe_multi__link(bpf_program__fd(prog), path, offs, cookies, n, ret);
-
-	if (fd < 0)
-		return -errno;
-	if (a->nfds == a->capfds) {
-		size_t nc = a->capfds ? a->capfds * 2 : 16;
-		int *nf = realloc(a->link_fds, nc * sizeof(*nf));
-
-		if (!nf) {
-			close(fd);
-			return -ENOMEM;
-		}
-		a->link_fds = nf;
-		a->capfds = nc;
-	}
-	a->link_fds[a->nfds++] = fd;
-	a->nmulti_probes += n;
-	return 0;
+	for (size_t i = 0; i < s->nfds; i++)
+		close(s->fds[i]);
+	for (size_t i = 0; i < s->nlinks; i++)
+		bpf_link__destroy(s->links[i]);
+	free(s->fds);
+	free(s->links);
+	s->fds = NULL;
+	s->links = NULL;
+	s->nfds = s->nlinks = 0;
 }
 
 void attach__free(struct attach *a)
 {
 	if (!a)
 		return;
-	for (size_t i = 0; i < a->nfds; i++)
-		close(a->link_fds[i]);
-	free(a->link_fds);
-	for (size_t i = 0; i < a->nlinks; i++)
-		bpf_link__destroy(a->links[i]);
-	for (size_t i = 0; i < a->nfiles; i++)
+	for (size_t i = 0; i < a->nsets; i++)
+		set_release(&a->sets[i]);
+	set_release(&a->loose);
+	for (size_t i = 0; i < a->nfiles; i++) {
+		if (a->files[i].fd >= 0)
+			close(a->files[i].fd);
 		free(a->files[i].path);
-	free(a->links);
+		free(a->files[i].offs);
+		free(a->files[i].cookies);
+	}
+	free(a->sets);
 	free(a->files);
 	hmap__free(&a->exes);
 	free(a);
@@ -112,26 +132,66 @@ void attach__free(struct attach *a)
 
 size_t attach__files(const struct attach *a)
 {
-	return a->nfiles;
+	size_t n = 0;
+
+	for (size_t i = 0; i < a->nfiles; i++)
+		n += a->files[i].probed;
+	return n;
 }
 
 size_t attach__probes(const struct attach *a)
 {
-	return a->nlinks + a->nmulti_probes;
+	return a->probes;
 }
 
-static int add_link(struct attach *a, struct bpf_link *l)
+/* The scope of probes attached for pid. */
+static pid_t scope_of(const struct attach *a, pid_t pid)
 {
-	if (a->nlinks == a->caplinks) {
-		size_t nc = a->caplinks ? a->caplinks * 2 : 256;
-		struct bpf_link **n = realloc(a->links, nc * sizeof(*n));
+	return a->per_process && pid > 0 ? pid : -1;
+}
 
-		if (!n)
-			return -ENOMEM;
-		a->links = n;
-		a->caplinks = nc;
+static struct probe_set *cur_set(struct attach *a)
+{
+	return a->cur ? a->cur : &a->loose;
+}
+
+static int add_fd(struct probe_set *s, int fd)
+{
+	int *n = realloc(s->fds, (s->nfds + 1) * sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	s->fds = n;
+	s->fds[s->nfds++] = fd;
+	return 0;
+}
+
+static int add_link(struct probe_set *s, struct bpf_link *l)
+{
+	struct bpf_link **n = realloc(s->links, (s->nlinks + 1) * sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	s->links = n;
+	s->links[s->nlinks++] = l;
+	return 0;
+}
+
+static int multi_link(struct attach *a, struct bpf_program *prog, const char *path,
+		      const uint64_t *offs, const uint64_t *cookies, size_t n, bool ret)
+{
+	struct probe_set *s = cur_set(a);
+	int fd = uprobe_multi__link(bpf_program__fd(prog), path, offs, cookies, n, ret,
+				    s->pid > 0 ? s->pid : 0);
+
+	if (fd < 0)
+		return -errno;
+	if (add_fd(s, fd)) {
+		close(fd);
+		return -ENOMEM;
 	}
-	a->links[a->nlinks++] = l;
+	s->nprobes += n;
+	a->probes += n;
 	return 0;
 }
 
@@ -150,32 +210,32 @@ size_t attach__watch_names(uint32_t mask, char names[][ATTACH_WATCH_LEN], size_t
 	return n;
 }
 
+/* Keeps a link made for the set being attached. */
+static int keep_link(struct attach *a, struct bpf_link *l)
+{
+	struct probe_set *s = cur_set(a);
+	int err = add_link(s, l);
+
+	if (err) {
+		bpf_link__destroy(l);
+		return err;
+	}
+	s->nprobes++;
+	a->probes++;
+	return 0;
+}
+
 static int attach_probe(struct attach *a, const char *path, uint64_t off, uint64_t cookie,
 			bool ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = ret);
 	struct bpf_program *prog = ret ? a->skel->progs.call_exit : a->skel->progs.call_enter;
 	struct bpf_link *l;
-	int err;
 
-	l = bpf_program__attach_uprobe_opts(prog, -1, path, off, &opts);
+	l = bpf_program__attach_uprobe_opts(prog, cur_set(a)->pid, path, off, &opts);
 	if (!l)
 		return -errno;
-	err = add_link(a, l);
-	if (err)
-		bpf_link__destroy(l);
-	return err;
-}
-
-/* Marks the file probed in BPF so mapping it no longer stops a process. */
-static void mark_probed(struct attach *a, dev_t dev, ino_t ino)
-{
-	struct { uint64_t ino; uint32_t dev; uint32_t pad; } k = {
-		.ino = ino, .dev = (major(dev) << 20) | minor(dev) };
-	uint8_t one = 1;
-
-	bpf_map__update_elem(a->skel->maps.probed_files, &k, sizeof(k), &one, sizeof(one),
-			     BPF_ANY);
+	return keep_link(a, l);
 }
 
 int attach__offsets(struct attach *a, const char *path, const uint64_t *offs,
@@ -198,66 +258,27 @@ int attach__offsets(struct attach *a, const char *path, const uint64_t *offs,
 	return err;
 }
 
-/* True when the library file (device + inode) has its probes already. */
-static bool probed(const struct attach *a, const struct stat *st)
-{
-	for (size_t i = 0; i < a->nfiles; i++)
-		if (a->files[i].dev == st->st_dev && a->files[i].ino == st->st_ino)
-			return true;
-	return false;
-}
-
-/* Remembers a probed file (and tells BPF, which stops pausing mappers). */
-static int add_file(struct attach *a, const struct api_lib *lib, const char *display,
-		    const struct stat *st)
-{
-	struct lib_file *lf;
-
-	if (a->nfiles == a->capfiles) {
-		size_t nc = a->capfiles ? a->capfiles * 2 : 8;
-		struct lib_file *n = realloc(a->files, nc * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		a->files = n;
-		a->capfiles = nc;
-	}
-	lf = &a->files[a->nfiles++];
-	lf->dev = st->st_dev;
-	lf->ino = st->st_ino;
-	lf->lib = lib->id;
-	lf->path = strdup(display);
-	mark_probed(a, st->st_dev, st->st_ino);
-	return 0;
-}
-
 int attach__usdt(struct attach *a, struct bpf_program *prog, const char *path,
 		 const char *provider, const char *name)
 {
-	struct bpf_link *l = bpf_program__attach_usdt(prog, -1, path, provider, name, NULL);
-	int err;
+	struct bpf_link *l = bpf_program__attach_usdt(prog, cur_set(a)->pid, path, provider, name,
+						      NULL);
 
 	if (!l)
 		return -errno;
-	err = add_link(a, l);
-	if (err)
-		bpf_link__destroy(l);
-	return err;
+	return keep_link(a, l);
 }
 
 int attach__uprobe(struct attach *a, struct bpf_program *prog, const char *path, uint64_t off,
 		   bool ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret);
-	struct bpf_link *l = bpf_program__attach_uprobe_opts(prog, -1, path, off, &opts);
-	int err;
+	struct bpf_link *l = bpf_program__attach_uprobe_opts(prog, cur_set(a)->pid, path, off,
+							     &opts);
 
 	if (!l)
 		return -errno;
-	err = add_link(a, l);
-	if (err)
-		bpf_link__destroy(l);
-	return err;
+	return keep_link(a, l);
 }
 
 struct cgbpf_bpf *attach__skel(const struct attach *a)
@@ -265,123 +286,216 @@ struct cgbpf_bpf *attach__skel(const struct attach *a)
 	return a->skel;
 }
 
-/* Attaches lib's table to the file whose symbols es holds (and frees es). */
-static int attach_symbols(struct attach *a, const struct api_lib *lib, const char *path,
-			  const char *display, const struct stat *st, struct elfsym *es)
+/* ---------------------------------------------------------------- files */
+
+static struct lib_file *find_file(struct attach *a, const struct stat *st)
+{
+	for (size_t i = 0; i < a->nfiles; i++)
+		if (a->files[i].dev == st->st_dev && a->files[i].ino == st->st_ino)
+			return &a->files[i];
+	return NULL;
+}
+
+static struct probe_set *find_set(struct attach *a, size_t file, pid_t scope)
+{
+	for (size_t i = 0; i < a->nsets; i++)
+		if (a->sets[i].file == file && a->sets[i].pid == scope)
+			return &a->sets[i];
+	return NULL;
+}
+
+/* The file open at fd, remembered (with its own descriptor) if new. */
+static struct lib_file *file_of(struct attach *a, const struct api_lib *lib, int fd,
+				const char *display, const struct stat *st)
+{
+	struct lib_file *f = find_file(a, st);
+
+	if (f)
+		return f;
+	if (a->nfiles == a->capfiles) {
+		size_t nc = a->capfiles ? a->capfiles * 2 : 8;
+		struct lib_file *n = realloc(a->files, nc * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		a->files = n;
+		a->capfiles = nc;
+	}
+	f = &a->files[a->nfiles];
+	memset(f, 0, sizeof(*f));
+	f->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	f->path = strdup(display);
+	if (f->fd < 0 || !f->path) {
+		if (f->fd >= 0)
+			close(f->fd);
+		free(f->path);
+		return NULL;
+	}
+	f->dev = st->st_dev;
+	f->ino = st->st_ino;
+	f->lib = lib->id;
+	a->nfiles++;
+	return f;
+}
+
+/* Reads lib's function table in the file once: offsets and cookies. */
+static int read_syms(const struct api_lib *lib, struct lib_file *f, const char *path,
+		     struct elfsym *es)
 {
 	struct hmap offs = { 0 };
-	uint64_t *offv = NULL, *cookiev = NULL;
-	int funcs = 0, err = 0;
+	int err = 0;
 
-	offv = calloc(lib->nfuncs + 1, sizeof(*offv));
-	cookiev = calloc(lib->nfuncs + 1, sizeof(*cookiev));
-	if (!offv || !cookiev)
+	f->syms_read = true;
+	f->offs = calloc(lib->nfuncs + 1, sizeof(*f->offs));
+	f->cookies = calloc(lib->nfuncs + 1, sizeof(*f->cookies));
+	if (!f->offs || !f->cookies)
 		err = -ENOMEM;
-	for (uint16_t f = 0; f < lib->nfuncs && !err; f++) {
-		const char *sym = lib->symbol(f);
+	for (uint16_t fn = 0; fn < lib->nfuncs && !err; fn++) {
+		const char *sym = lib->symbol(fn);
 		uint64_t off;
 
 		if (elfsym__offset(es, sym, &off)) {
-			dbg("%s: no %s", display, sym);
+			dbg("%s: no %s", f->path, sym);
 			continue;
 		}
 		/* Aliases share an address: one probe, or a call counts twice. */
 		if (hmap__get(&offs, off))
 			continue;
-		err = hmap__put(&offs, off, f);
-		offv[funcs] = off;
-		cookiev[funcs] = lib->cookie(f);
-		funcs++;
+		err = hmap__put(&offs, off, fn);
+		f->offs[f->n] = off;
+		f->cookies[f->n] = lib->cookie(fn);
+		f->n++;
 	}
-	if (!err && funcs) {
-		err = attach__offsets(a, path, offv, cookiev, funcs);
-		if (err)
-			warn("%s: attaching %d uprobes: %s", display, funcs, strerror(-err));
-	}
-	free(offv);
-	free(cookiev);
 	hmap__free(&offs);
-	elfsym__close(es);
-	if (!err)
-		err = add_file(a, lib, display, st);
-	if (err)
-		return err;
-	if (!funcs)
-		warn("%s: none of the %d %s functions cgbpf knows is exported", display,
+	if (!f->n)
+		warn("%s: none of the %d %s functions cgbpf knows is exported", f->path,
 		     lib->nfuncs, lib->title);
-	else
-		info("probing %d %s functions in %s", funcs, lib->title, display);
-	return 1;
+	return err;
 }
 
-static int attach_resolved(struct attach *a, const struct api_lib *lib, const char *path,
-			   const char *display, const struct stat *st)
+static struct probe_set *new_set(struct attach *a, size_t file, pid_t scope)
 {
-	struct elfsym *es;
-	int err;
+	struct probe_set *s;
 
-	if (probed(a, st))
-		return 0;
-	/* A library probed its own way (USDT) for some of its files. */
-	if (lib->attach_file) {
-		int n = lib->attach_file(a, path, display);
+	if (a->nsets == a->capsets) {
+		size_t nc = a->capsets ? a->capsets * 2 : 16;
+		struct probe_set *n = realloc(a->sets, nc * sizeof(*n));
 
-		if (n != -ENOSYS) {
-			if (n < 0) {
-				warn("%s: attaching %s probes: %s", display, lib->title, strerror(-n));
-				return n;
-			}
-			err = add_file(a, lib, display, st);
-			if (err)
-				return err;
-			info("probing %d %s probes in %s", n, lib->title, display);
-			return 1;
-		}
+		if (!n)
+			return NULL;
+		a->sets = n;
+		a->capsets = nc;
 	}
-	es = elfsym__open(path);
-	if (!es) {
-		err = -errno;
-		warn("%s: cannot read ELF symbols: %s", display, strerror(errno));
-		return err;
-	}
-	return attach_symbols(a, lib, path, display, st, es);
+	s = &a->sets[a->nsets++];
+	memset(s, 0, sizeof(*s));
+	s->file = file;
+	s->pid = scope;
+	return s;
+}
+
+static void drop_set(struct attach *a, struct probe_set *s)
+{
+	set_release(s);
+	*s = a->sets[--a->nsets];
 }
 
 /*
- * Attaches through an open descriptor: /proc/PID/root/... stops resolving
- * the moment a short-lived process exits, /proc/self/fd/N does not.
+ * Probes the library file open at fd for pid's scope (es: its symbols,
+ * when the caller has read them; consumed). Returns 1 when it attached,
+ * 0 when the file was probed for that scope already, -errno on failure.
  */
-static int attach_path(struct attach *a, const struct api_lib *lib, const char *path,
-		       const char *display)
+static int attach_fd(struct attach *a, const struct api_lib *lib, int fd, const char *display,
+		     pid_t pid, struct elfsym *es)
 {
-	char fdpath[64];
+	pid_t scope = scope_of(a, pid);
+	struct lib_file *f;
+	struct probe_set *s;
 	struct stat st;
-	int fd, ret;
+	char path[64];
+	size_t fi;
+	int n = 0, err = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	if (fstat(fd, &st)) {
-		ret = -errno;
-		close(fd);
-		return ret;
+		elfsym__close(es);
+		return -errno;
 	}
-	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
-	ret = attach_resolved(a, lib, fdpath, display, &st);
-	close(fd);
-	return ret;
+	f = file_of(a, lib, fd, display, &st);
+	if (!f) {
+		elfsym__close(es);
+		return -ENOMEM;
+	}
+	fi = f - a->files;
+	if (find_set(a, fi, scope)) {
+		elfsym__close(es);
+		return 0;
+	}
+	/* The kept descriptor: it reaches the file after the process that
+	 * led to it exited or left its mount namespace. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", f->fd);
+	s = new_set(a, fi, scope);
+	if (!s) {
+		elfsym__close(es);
+		return -ENOMEM;
+	}
+	a->cur = s;
+	/* A library probed its own way (USDT) for some of its files. */
+	if (lib->attach_file)
+		n = lib->attach_file(a, path, display);
+	if (!lib->attach_file || n == -ENOSYS) {
+		n = 0;
+		if (!f->syms_read) {
+			if (!es)
+				es = elfsym__open(path);
+			if (!es) {
+				err = -errno;
+				warn("%s: cannot read ELF symbols: %s", display, strerror(errno));
+			} else {
+				err = read_syms(lib, f, display, es);
+			}
+		}
+		if (!err && f->n) {
+			err = attach__offsets(a, path, f->offs, f->cookies, f->n);
+			n = f->n;
+		}
+	} else if (n < 0) {
+		err = n;
+	}
+	elfsym__close(es);
+	a->cur = NULL;
+	/* s may have moved: sets grow by realloc only in new_set. */
+	if (err) {
+		warn("%s: attaching %s probes: %s", display, lib->title, strerror(-err));
+		drop_set(a, s);
+		return err;
+	}
+	if (!f->probed || scope < 0)
+		info("probing %d %s %s in %s%s", n, lib->title,
+		     lib->attach_file && !f->syms_read ? "probes" : "functions", display,
+		     scope > 0 ? "" : " (every process)");
+	else
+		dbg("probing %d %s functions in %s for pid %d", n, lib->title, display, scope);
+	f->probed = true;
+	return 1;
 }
 
 int attach__file(struct attach *a, const char *path, const char *display)
 {
 	const struct api_lib *lib;
+	int fd, ret;
 
 	display = display ? display : path;
 	lib = apilib__for_path(display, a->mask);
 	if (!lib)
 		return -ENOENT;
-	return attach_path(a, lib, path, display);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = attach_fd(a, lib, fd, display, -1, NULL);
+	close(fd);
+	return ret;
 }
+
+/* ---------------------------------------------------------------- maps */
 
 struct scan_ctx {
 	struct attach *a;
@@ -391,13 +505,33 @@ struct scan_ctx {
 	int err;
 };
 
+/* The file a maps line names, opened inside the process's root when that
+ * is the very file mapped, through map_files otherwise (deleted, replaced,
+ * or another file under that path in the root). */
+static int open_mapped(pid_t pid, const struct map_entry *e)
+{
+	struct stat st;
+	char path[96];
+	int fd = ldpath__open_in_root(pid, e->path, O_RDONLY);
+
+	if (fd >= 0 && !fstat(fd, &st) && st.st_ino == e->inode &&
+	    major(st.st_dev) == e->dev_major && minor(st.st_dev) == e->dev_minor)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, e->start,
+		 e->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
 static int scan_map(const struct map_entry *e, void *ctx)
 {
 	struct scan_ctx *s = ctx;
 	const struct api_lib *lib;
-	char path[4096];
+	struct lib_file *f;
 	struct stat st;
-	int n;
+	int fd, n;
 
 	if (e->perms[2] != 'x' || e->path[0] != '/')
 		return 0;
@@ -409,23 +543,19 @@ static int scan_map(const struct map_entry *e, void *ctx)
 	 * then, or its driver calls go unseen until the next rescan. */
 	if (lib->id == LIB_CUDA || !(s->a->mask & TRACE_BIT(LIB_CUDA)))
 		s->mapped = true;
-	/* The path is the target's view: resolve it in its mount namespace. */
-	n = snprintf(path, sizeof(path), "/proc/%d/root%s", s->pid, e->path);
-	if (n < 0 || (size_t)n >= sizeof(path))
+	/* Probed for this process already (most scans): nothing to open. */
+	st.st_dev = makedev(e->dev_major, e->dev_minor);
+	st.st_ino = e->inode;
+	f = find_file(s->a, &st);
+	if (f && find_set(s->a, f - s->a->files, scope_of(s->a, s->pid)))
 		return 0;
-	if (stat(path, &st)) {
-		/* Deleted or replaced since: map_files still reaches it. */
-		n = snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
-			     s->pid, e->start, e->end);
-		if (n < 0 || (size_t)n >= sizeof(path) || stat(path, &st)) {
-			dbg("pid %d: %s: %s", s->pid, e->path, strerror(errno));
-			return 0;
-		}
+	fd = open_mapped(s->pid, e);
+	if (fd < 0) {
+		dbg("pid %d: %s: %s", s->pid, e->path, strerror(-fd));
+		return 0;
 	}
-	/* Probed already (most scans): no need to open it again. */
-	if (probed(s->a, &st))
-		return 0;
-	n = attach_path(s->a, lib, path, e->path);
+	n = attach_fd(s->a, lib, fd, e->path, s->pid, NULL);
+	close(fd);
 	if (n > 0)
 		s->attached += n;
 	else if (n < 0 && !s->err)
@@ -437,24 +567,24 @@ static int scan_map(const struct map_entry *e, void *ctx)
  * A statically linked CUDA runtime (nvcc's default) lives in the main
  * executable, its functions local symbols of .symtab: attach the runtime
  * table there when the executable defines cudaLaunchKernel. Each distinct
- * executable file (dev, inode) is read once, whatever it holds.
+ * executable file (dev, inode) is read once per scope, whatever it holds.
  */
-/* The static CUDA runtime in the executable open at fd, if it has one
- * and was not looked at before (each distinct file once). */
-static int exe_runtime(struct attach *a, int fd, const char *display)
+static int exe_runtime(struct attach *a, int fd, const char *display, pid_t pid)
 {
 	const struct api_lib *lib = apilib__get(LIB_CUDART);
 	char path[64];
 	struct elfsym *es;
 	struct stat st;
-	struct { uint64_t dev, ino; } key;
+	struct { uint64_t dev, ino; int64_t scope; } key;
 	uint64_t off;
 
 	if (fstat(fd, &st))
 		return 0;
+	memset(&key, 0, sizeof(key));
 	key.dev = st.st_dev;
 	key.ino = st.st_ino;
-	if (hmap__get(&a->exes, hash__bytes(&key, sizeof(key))) || probed(a, &st))
+	key.scope = scope_of(a, pid);
+	if (hmap__get(&a->exes, hash__bytes(&key, sizeof(key))))
 		return 0;
 	hmap__put(&a->exes, hash__bytes(&key, sizeof(key)), 1);
 	if (apilib__for_path(display, a->mask))
@@ -466,17 +596,23 @@ static int exe_runtime(struct attach *a, int fd, const char *display)
 		return 0;
 	}
 	dbg("%s has a static CUDA runtime", display);
-	return attach_symbols(a, lib, path, display, &st, es);
+	return attach_fd(a, lib, fd, display, pid, es);
+}
+
+static bool runtime_traced(const struct attach *a)
+{
+	const struct api_lib *lib = apilib__get(LIB_CUDART);
+
+	return lib && lib->nfuncs && (a->mask & TRACE_BIT(LIB_CUDART));
 }
 
 static int scan_exe(struct attach *a, pid_t pid)
 {
-	const struct api_lib *lib = apilib__get(LIB_CUDART);
 	char path[64], display[4096];
 	ssize_t n;
 	int fd, ret;
 
-	if (!lib || !lib->nfuncs || !(a->mask & TRACE_BIT(LIB_CUDART)))
+	if (!runtime_traced(a))
 		return 0;
 	/* The magic link reaches the file in the target's mount namespace,
 	 * even when it was deleted or replaced since the exec. */
@@ -488,22 +624,21 @@ static int scan_exe(struct attach *a, pid_t pid)
 	display[n > 0 ? n : 0] = 0;
 	if (n <= 0)
 		snprintf(display, sizeof(display), "%s", path);
-	ret = exe_runtime(a, fd, display);
+	ret = exe_runtime(a, fd, display, pid);
 	close(fd);
 	return ret;
 }
 
-int attach__exe(struct attach *a, const char *path)
+int attach__exe(struct attach *a, const char *path, pid_t pid)
 {
-	const struct api_lib *lib = apilib__get(LIB_CUDART);
 	int fd, ret;
 
-	if (!lib || !lib->nfuncs || !(a->mask & TRACE_BIT(LIB_CUDART)))
+	if (!runtime_traced(a))
 		return 0;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	ret = exe_runtime(a, fd, path);
+	ret = exe_runtime(a, fd, path, pid);
 	close(fd);
 	return ret;
 }
@@ -518,13 +653,94 @@ int attach__scan(struct attach *a, pid_t pid, bool *mapped)
 	 * and that mapping is worth waiting for. */
 	if (exe > 0)
 		s.attached += exe;
-	else if (exe < 0 && !s.err) {
+	else if (exe < 0 && !s.err)
 		s.err = exe;
-	}
 
 	if (mapped)
 		*mapped = s.mapped;
 	if (err)
 		return err;
 	return s.attached ? s.attached : s.err;
+}
+
+/* ---------------------------------------------------------------- resolve */
+
+struct resolve_ctx {
+	struct attach *a;
+	pid_t pid;
+	int attached;
+};
+
+static int resolved(int fd, const char *path, void *ctx)
+{
+	struct resolve_ctx *r = ctx;
+	const struct api_lib *lib = apilib__for_path(path, r->a->mask);
+
+	if (lib && attach_fd(r->a, lib, fd, path, r->pid, NULL) > 0)
+		r->attached++;
+	return 0;
+}
+
+int attach__resolve(struct attach *a, pid_t pid, const char *exe, char *const *env,
+		    bool skip_system)
+{
+	char names[8][ATTACH_WATCH_LEN];
+	const char *prefixes[9];
+	static const char *const path_vars[] = { "NVTX_INJECTION64_PATH", NULL };
+	size_t n = attach__watch_names(a->mask, names, 8);
+	struct ldpath_req q = { .pid = pid, .exe = exe, .env = env, .prefixes = prefixes,
+				.path_vars = path_vars, .skip_system = skip_system };
+	struct resolve_ctx r = { .a = a, .pid = pid };
+	int err;
+
+	for (size_t i = 0; i < n; i++)
+		prefixes[i] = names[i];
+	prefixes[n] = NULL;
+	err = ldpath__resolve(&q, resolved, &r);
+	if (err < 0)
+		return err;
+	return r.attached;
+}
+
+int attach__inherit(struct attach *a, pid_t parent, pid_t child)
+{
+	int attached = 0;
+
+	if (!a->per_process)
+		return 0;
+	/* Indexes, not pointers: attaching grows the set array. */
+	for (size_t i = 0, n = a->nsets; i < n; i++) {
+		struct lib_file *f;
+
+		if (a->sets[i].pid != parent)
+			continue;
+		f = &a->files[a->sets[i].file];
+		if (attach_fd(a, apilib__get(f->lib), f->fd, f->path, child, NULL) > 0)
+			attached++;
+	}
+	return attached;
+}
+
+void attach__forget(struct attach *a, pid_t pid)
+{
+	/* Perf-event uprobes take ~100 ms each to detach (an RCU grace period
+	 * per probe): on kernels without uprobe_multi they stay until the
+	 * end, harmless, since their process is gone. */
+	if (!a->per_process || pid <= 0 || !a->multi)
+		return;
+	for (size_t i = 0; i < a->nsets;) {
+		if (a->sets[i].pid == pid)
+			drop_set(a, &a->sets[i]);
+		else
+			i++;
+	}
+}
+
+bool attach__probed_for(struct attach *a, pid_t pid, uint32_t kdev, uint64_t ino)
+{
+	/* The kernel's encoding: major << 20 | minor. */
+	struct stat st = { .st_dev = makedev(kdev >> 20, kdev & 0xfffff), .st_ino = ino };
+	struct lib_file *f = find_file(a, &st);
+
+	return f && find_set(a, f - a->files, scope_of(a, pid));
 }

@@ -27,39 +27,57 @@ size_t attach__watch_names(uint32_t mask, char names[][ATTACH_WATCH_LEN], size_t
  * per-function perf-event uprobes otherwise. Returns true for multi. */
 bool attach__prepare(struct cgbpf_bpf *skel);
 /* A manager attaching the skeleton's call programs, as prepared, to the
- * libraries in mask (TRACE_BIT of enum rec_lib). */
-struct attach *attach__new(struct cgbpf_bpf *skel, bool multi, uint32_t mask);
+ * libraries in mask (TRACE_BIT of enum rec_lib). per_process: each
+ * target gets probes of its own, filtered by pid in the kernel, so no
+ * other process has a breakpoint in its memory (record -p, record --);
+ * otherwise probes are for every process mapping a file (record -a,
+ * monitor), and BPF picks the targets. */
+struct attach *attach__new(struct cgbpf_bpf *skel, bool multi, uint32_t mask, bool per_process);
 /* Detaches every probe and frees; accepts NULL. */
 void attach__free(struct attach *a);
 /* Scans pid's maps (and its main executable, for a static CUDA runtime)
- * and attaches to libraries not probed yet; *mapped (if not NULL) says
- * whether pid maps the driver (any watched library when the driver is not
- * traced): until then its mmaps are watched. Returns
- * the number of library files newly attached, or -errno (-ENOENT: the
- * process is gone). */
+ * and probes the traced libraries it maps for pid; *mapped (if not NULL)
+ * says whether pid maps the driver (any watched library when the driver
+ * is not traced): until then its mmaps are watched. Returns the number of
+ * probe sets newly attached, or -errno (-ENOENT: the process is gone). */
 int attach__scan(struct attach *a, pid_t pid, bool *mapped);
+/* Probes for pid the traced library files its dynamic loader would load
+ * (user/ldpath.h), before it maps them: the kernel installs the
+ * breakpoints at the mapping. exe and env describe a program about to be
+ * exec'ed by pid (NULL: pid's own); skip_system leaves out the cache and
+ * default directories of pid's root (probed already). The number of probe
+ * sets attached, or -errno. */
+int attach__resolve(struct attach *a, pid_t pid, const char *exe, char *const *env,
+		    bool skip_system);
+/* A forked child gets probes on every file its parent has them on. */
+int attach__inherit(struct attach *a, pid_t parent, pid_t child);
+/* Detaches the probes of an exited process (per_process only). */
+void attach__forget(struct attach *a, pid_t pid);
+/* Whether the file (kernel dev encoding, inode) is probed for pid. */
+bool attach__probed_for(struct attach *a, pid_t pid, uint32_t kdev, uint64_t ino);
 /* Attaches entry and return probes at file offsets with attach cookies;
  * 0 or -errno. */
 int attach__offsets(struct attach *a, const char *path, const uint64_t *offs,
 		    const uint64_t *cookies, size_t n);
 /* Probes the CUDA runtime linked into the executable at path, if it has
- * one (before `record -- CMD` lets CMD exec); 1, 0 or -errno. */
-int attach__exe(struct attach *a, const char *path);
-/* Attaches to one library file by path (for tests and benchmarks); the
- * library is told by display's file name (-ENOENT: no traced library). */
+ * one, for pid (before `record -- CMD` lets CMD exec); 1, 0 or -errno. */
+int attach__exe(struct attach *a, const char *path, pid_t pid);
+/* Attaches to one library file by path for every process (tests,
+ * benchmarks); the library is told by display's file name (-ENOENT: no
+ * traced library). */
 int attach__file(struct attach *a, const char *path, const char *display);
-/* Attaches a USDT program to provider:name in the file at path, for every
- * process (for libraries probed their own way: api_lib.attach_file). */
+/* Attaches a USDT program to provider:name in the file at path, for the
+ * scope of the file being attached (api_lib.attach_file hooks). */
 struct bpf_program;
 int attach__usdt(struct attach *a, struct bpf_program *prog, const char *path,
 		 const char *provider, const char *name);
 /* Attaches a program of its own (not the generic call pair) at a file
- * offset, for every process. */
+ * offset, for the scope of the file being attached. */
 int attach__uprobe(struct attach *a, struct bpf_program *prog, const char *path, uint64_t off,
 		   bool ret);
 /* The skeleton whose programs the manager attaches. */
 struct cgbpf_bpf *attach__skel(const struct attach *a);
-/* Library files probed and probes attached so far. */
+/* Library files probed and probes attached so far (detached ones too). */
 size_t attach__files(const struct attach *a);
 size_t attach__probes(const struct attach *a);
 

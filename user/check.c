@@ -45,7 +45,7 @@ int check__run(const char *path, char **names, int n, bool attach)
 			elfsym__close(es);
 			return 1;
 		}
-		a = attach__new(skel, multi, TRACE_ALL);
+		a = attach__new(skel, multi, TRACE_ALL, false);
 		offs = calloc(total, sizeof(*offs));
 		cookies = calloc(total, sizeof(*cookies));
 	}

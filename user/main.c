@@ -66,8 +66,6 @@ static const char usage_record[] =
 "                            cudart (runtime API), nccl, nvtx; 'all' (default)\n"
 "                            or 'none' (system events only)\n"
 "      --no-follow           do not trace children forked by the targets\n"
-"      --no-stop             never pause a target that maps a traced library while cgbpf\n"
-"                            attaches (its first calls may then be missed)\n"
 "      --ring-size MIB       BPF ring buffer size in MiB, power of two (default 64)\n"
 "      --sched SCOPE         scheduler events: all (every CPU's context switches,\n"
 "                            default), targets (only traced threads) or off\n"
@@ -253,7 +251,7 @@ static int cmd_record(int argc, char **argv)
 		{ 0 },
 	};
 	struct record_opts o = {
-		.follow = true, .stop_on_load = true, .ring_mib = 64, .sched = SCHED_ALL,
+		.follow = true, .ring_mib = 64, .sched = SCHED_ALL,
 		.syscall_threshold_ns = 1000, .sample_hz = 99, .backtrace_threshold_ns = 100000,
 		.stack_copy = 8192, .trace_mask = TRACE_ALL,
 	};
@@ -312,7 +310,9 @@ static int cmd_record(int argc, char **argv)
 			o.follow = false;
 			break;
 		case OPT_NO_STOP:
-			o.stop_on_load = false;
+			/* Scripts written for earlier versions pass it; targets are
+			 * never paused now. */
+			warn("--no-stop is no longer needed: cgbpf never stops a target");
 			break;
 		case OPT_RING:
 			if (parse_u64(optarg, &v) || v == 0 || v > 4096 || (v & (v - 1)))
@@ -671,7 +671,7 @@ static int cmd_monitor(int argc, char **argv)
 		.trigger_slow_ns = 10000000000ull, .trigger_errors = true, .trigger_exit = true,
 	};
 	struct record_opts o = {
-		.all = true, .follow = true, .stop_on_load = true, .ring_mib = 0,
+		.all = true, .follow = true, .ring_mib = 0,
 		.sched = SCHED_OFF, .syscall_threshold_ns = THRESHOLD_OFF, .sample_hz = 0,
 		.backtrace_threshold_ns = THRESHOLD_OFF, .stack_copy = 0,
 		.trace_mask = TRACE_ALL, .summary_only = true, .no_summary = true, .monitor = &mo,

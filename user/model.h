@@ -131,6 +131,7 @@ struct model {
 	uint64_t unmatched_exits;
 	uint64_t lost_exits;	/* calls closed because a caller returned first */
 	uint64_t strings_orphaned;
+	uint64_t strings_unreadable;	/* string arguments neither BPF nor process_vm_readv could read */
 	struct symbolizer *sym;	/* for host stub names (user/cudart.c); NULL = none */
 };
 

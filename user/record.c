@@ -91,6 +91,12 @@ struct rec {
 	int cg_fd[8];
 	size_t ncg;
 	uint64_t new_targets;		/* processes made targets by -a */
+	struct late_attach *late;	/* mappings that came before their probes */
+	struct hmap forked;		/* forked child -> its fork's ts */
+	struct hmap forked_win;		/* forked child -> ns from its fork to its probes */
+	size_t nlate, caplate;
+	dev_t root_dev;			/* cgbpf's root, to tell containers' (-a) */
+	ino_t root_ino;
 	int fatal;			/* -errno that ends the capture */
 };
 
@@ -200,6 +206,9 @@ static void target_gone(struct rec *r, pid_t pid)
 	uint8_t zero = 0;
 
 	hmap__del(&r->waiting, pid, NULL);
+	hmap__del(&r->forked, pid, NULL);
+	hmap__del(&r->forked_win, pid, NULL);
+	attach__forget(r->attach, pid);
 	if (hmap__del(&r->live, pid, NULL)) {
 		dbg("pid %d exited", pid);
 		bpf_map__update_elem(r->skel->maps.targets, &k, sizeof(k), &zero, sizeof(zero),
@@ -231,6 +240,18 @@ static void sweep(struct rec *r)
 }
 
 /* ---------------------------------------------------------------- -a */
+
+/* Whether pid sees cgbpf's own root (not a container's): its loader then
+ * finds what the host's cache and default directories hold. */
+static bool same_root(const struct rec *r, pid_t pid)
+{
+	char path[32];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/root", pid);
+	return !stat(path, &st) && st.st_dev == r->root_dev && st.st_ino == r->root_ino;
+}
+
 
 #define SYSTEM_SCAN_NS (10000ull * 1000000)
 #define CG_WALK_DEPTH 12
@@ -366,6 +387,7 @@ static bool passes_filters(struct rec *r, pid_t pid)
 struct scan_all_ctx {
 	struct rec *r;
 	size_t found;
+	bool resolve;		/* also probe what each process would load */
 };
 
 static int scan_one(pid_t pid, void *ctx)
@@ -377,6 +399,8 @@ static int scan_one(pid_t pid, void *ctx)
 
 	if (pid == getpid() || hmap__get(&r->live, pid) || !passes_filters(r, pid))
 		return 0;
+	if (c->resolve)
+		attach__resolve(r->attach, pid, NULL, NULL, same_root(r, pid));
 	n = attach__scan(r->attach, pid, &mapped);
 	if (n < 0 && n != -ENOENT && n != -ESRCH && n != -EACCES)
 		dbg("pid %d: scanning maps: %s", pid, strerror(-n));
@@ -391,9 +415,9 @@ static int scan_one(pid_t pid, void *ctx)
 /* -a: every running process that maps a traced library (and passes the
  * filters) becomes a target; at start, then as a slow safety net for what
  * the mmap watch could not report. */
-static size_t scan_all(struct rec *r)
+static size_t scan_all(struct rec *r, bool resolve)
 {
-	struct scan_all_ctx c = { .r = r };
+	struct scan_all_ctx c = { .r = r, .resolve = resolve };
 
 	procfs__for_each_pid(scan_one, &c);
 	return c.found;
@@ -438,9 +462,84 @@ static bool needs_symbols(const struct rec *r)
 	       (r->o->trace_mask & TRACE_BIT(LIB_CUDART));
 }
 
+/*
+ * A library file probed only once a process had mapped it (nobody could
+ * predict its path): how long after the mapping its probes were live is
+ * said in the log, on the process's track and in the summary, since calls
+ * made in between were not seen.
+ */
+static void add_late(struct rec *r, uint32_t pid, uint64_t ts, uint64_t window,
+		     const char *what)
+{
+	struct proc *p = model__proc(&r->model, pid);
+	struct late_attach *l;
+
+	if (r->nlate == r->caplate) {
+		size_t nc = r->caplate ? r->caplate * 2 : 16;
+		struct late_attach *n = realloc(r->late, nc * sizeof(*n));
+
+		if (!n)
+			return;
+		r->late = n;
+		r->caplate = nc;
+	}
+	l = &r->late[r->nlate++];
+	memset(l, 0, sizeof(*l));
+	l->pid = pid;
+	l->window_ns = window;
+	snprintf(l->comm, sizeof(l->comm), "%s", p ? p->comm : "?");
+	snprintf(l->file, sizeof(l->file), "%s", what);
+	if (r->pt && r->meta && p) {
+		struct pf_annot a[] = {
+			{ .name = "library", .type = PA_STR, .s = l->file },
+			{ .name = "probed_after_us", .type = PA_UINT, .u = window / 1000 },
+		};
+
+		pftrace__instant(r->pt, r->meta, ts, UUID_PROCESS(pid),
+				 "cgbpf: probes came after this point (calls may be missing)",
+				 a, 2);
+	}
+}
+
+static void report_late(struct rec *r, const struct rec_mmap *m, uint64_t now)
+{
+	uint64_t window = now > m->hdr.ts ? now - m->hdr.ts : 0;
+	char name[REC_MMAP_NAME + 1];
+
+	snprintf(name, sizeof(name), "%.*s", REC_MMAP_NAME, m->name);
+	info("pid %u: %s probed %.3f ms after it was mapped; calls made meanwhile may be "
+	     "missing", m->hdr.pid, name, window / 1e6);
+	add_late(r, m->hdr.pid, m->hdr.ts, window, name);
+}
+
+/*
+ * A forked child runs its parent's code, breakpoints included, before its
+ * own probes exist (the kernel has no way to hand a pid-filtered probe
+ * down at fork). If it turns out to call a traced API, how long it ran
+ * unprobed is reported as for a late mapping.
+ */
+static void note_fork(struct rec *r, uint32_t child, uint64_t fork_ts, uint64_t now)
+{
+	uint64_t window = now > fork_ts ? now - fork_ts : 0;
+
+	dbg("pid %u: probes in place %.3f ms after its fork", child, window / 1e6);
+	if (hmap__put(&r->forked, child, fork_ts) || hmap__put(&r->forked_win, child, window))
+		hmap__del(&r->forked, child, NULL);
+}
+
+static void first_call_of_child(struct rec *r, uint32_t pid)
+{
+	uint64_t ts, window = 0;
+
+	if (!hmap__del(&r->forked, pid, &ts))
+		return;
+	hmap__del(&r->forked_win, pid, &window);
+	add_late(r, pid, ts, window, "(its fork)");
+}
+
 static void on_mmap(struct rec *r, const struct rec_mmap *m)
 {
-	size_t files;
+	bool before;
 
 	if (m->new_target) {
 		/* BPF made it a target before its mmap returned. */
@@ -449,23 +548,16 @@ static void on_mmap(struct rec *r, const struct rec_mmap *m)
 		dbg("pid %u mapped %.*s: traced from now on (-a)", m->hdr.pid, REC_MMAP_NAME,
 		    m->name);
 	}
-	files = attach__files(r->attach);
+	before = attach__probed_for(r->attach, m->hdr.pid, m->dev, m->ino);
 	dbg("pid %u mapped %.*s%s", m->hdr.pid, REC_MMAP_NAME, m->name,
-	    m->stopped ? " (stopped until probed)" : "");
+	    before ? " (probed in advance)" : "");
 	scan(r, m->hdr.pid);
-	/* The attach latency (docs/performance.md): from the mmap's return
-	 * in the kernel to the probes in place. A stopped process made no
-	 * call meanwhile. */
-	if (attach__files(r->attach) > files)
-		info("pid %u: %.*s probed %.1f ms after it was mapped%s", m->hdr.pid, REC_MMAP_NAME,
-		     m->name, (now_boot() - m->hdr.ts) / 1e6,
-		     m->stopped ? " (the process was paused until then)" : "");
+	if (!before && attach__probed_for(r->attach, m->hdr.pid, m->dev, m->ino))
+		report_late(r, m, now_boot());
 	if (needs_symbols(r))
 		stacks__proc_changed(r->stacks, m->hdr.pid);
 	/* Name it while it is alive: an exited process has no command line. */
 	model__proc_refresh(&r->model, m->hdr.pid);
-	if (m->stopped)
-		kill(m->hdr.pid, SIGCONT);
 }
 
 static int handle(void *ctx, void *data, size_t size)
@@ -508,6 +600,8 @@ static int handle(void *ctx, void *data, size_t size)
 		break;
 	}
 	case REC_CALL_ENTER:
+		if (r->forked.count)
+			first_call_of_child(r, h->pid);
 		if (needs_symbols(r))
 			stacks__proc_seen(r->stacks, h->pid);
 		model__call_enter(&r->model, data);
@@ -531,14 +625,24 @@ static int handle(void *ctx, void *data, size_t size)
 		if (r->o->follow) {
 			dbg("pid %u forked %u", p->hdr.pid, p->other);
 			hmap__put(&r->live, p->other, 1);
+			/* Its memory is its parent's: the same files. */
+			if (attach__inherit(r->attach, p->hdr.pid, p->other) > 0)
+				note_fork(r, p->other, p->hdr.ts, now_boot());
 			scan(r, p->other);
 		}
 		break;
 	}
 	case REC_PROC_EXEC:
+		if (!hmap__get(&r->live, h->pid)) {
+			/* -a: not a target until it maps a traced library;
+			 * probe what its loader will look for before it does. */
+			attach__resolve(r->attach, h->pid, NULL, NULL, same_root(r, h->pid));
+			break;
+		}
 		if (hmap__get(&r->model.procs, h->pid))
 			model__proc_refresh(&r->model, h->pid);
-		/* A new program: it may load a libcuda not probed yet. */
+		/* A new program: it may load libraries not probed yet. */
+		attach__resolve(r->attach, h->pid, NULL, NULL, false);
 		scan(r, h->pid);
 		if (needs_symbols(r))
 			stacks__proc_changed(r->stacks, h->pid);
@@ -685,7 +789,6 @@ static int open_bpf(struct rec *r)
 	skel->rodata->self_tgid = getpid();
 	skel->rodata->wakeup_bytes = ring / 2;
 	skel->rodata->follow_children = o->follow;
-	skel->rodata->stop_on_map = o->stop_on_load;
 	/* -a: a process becomes a target when it maps a traced library; with
 	 * -p the listed processes are the targets, as without -a. */
 	skel->rodata->target_on_map = o->all && !o->npids;
@@ -765,7 +868,10 @@ static int open_bpf(struct rec *r)
 			return err;
 		}
 	}
-	r->attach = attach__new(skel, multi, o->trace_mask);
+	/* -a and the monitor trace every process that maps a library: one
+	 * probe set per file serves them all. Otherwise each target gets its
+	 * own, so no other process carries a breakpoint. */
+	r->attach = attach__new(skel, multi, o->trace_mask, !(o->all && !o->npids));
 	r->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), handle, r, NULL);
 	if (r->rb && o->sched != SCHED_OFF &&
 	    ring_buffer__add(r->rb, bpf_map__fd(skel->maps.sched_events), schedtrace__handle,
@@ -931,6 +1037,14 @@ int record__run(const struct record_opts *o)
 		goto cleanup;
 	}
 	log__hook_libbpf();
+	{
+		struct stat st;
+
+		if (!stat("/", &st)) {
+			r.root_dev = st.st_dev;
+			r.root_ino = st.st_ino;
+		}
+	}
 	if (resolve_cgroups(&r) || open_bpf(&r))
 		goto cleanup;
 	if (r.mon && monitor__start(r.mon, r.skel, &r.model, r.attach))
@@ -989,11 +1103,20 @@ int record__run(const struct record_opts *o)
 	{
 		uint64_t pid;
 
-		for (size_t it = 0; hmap__next(&r.live, &it, &pid, NULL);)
+		/* Probe, before they map them, the files each target's loader
+		 * would load; then what they map already. */
+		for (size_t it = 0; hmap__next(&r.live, &it, &pid, NULL);) {
+			if ((pid_t)pid != r.child)
+				attach__resolve(r.attach, pid, NULL, NULL, false);
 			scan(&r, pid);
+		}
 	}
 	if (o->all && !o->npids) {
-		size_t n = scan_all(&r);
+		size_t n;
+
+		/* The host's own libraries, for processes to come. */
+		attach__resolve(r.attach, 0, NULL, NULL, false);
+		n = scan_all(&r, true);
 
 		update_mmap_watch(&r);
 		info("tracing every process that loads a traced library%s%s, now or later "
@@ -1001,13 +1124,15 @@ int record__run(const struct record_opts *o)
 		     o->ncomm ? ", named as --comm says" : "",
 		     o->ncgroup ? ", in the --cgroup cgroups" : "", n, attach__files(r.attach));
 	}
-	/* A runtime linked into CMD itself (nvcc's default) must be probed
-	 * before CMD runs: nothing stops it at exec as a mapping would. */
+	/* CMD's libraries, found as its loader will find them, and a runtime
+	 * linked into CMD itself (nvcc's default) are probed before it execs. */
 	if (o->cmd) {
 		char exe[PATH_MAX];
 
-		if (find_exe(o->cmd[0], exe, sizeof(exe)))
-			attach__exe(r.attach, exe);
+		if (find_exe(o->cmd[0], exe, sizeof(exe))) {
+			attach__resolve(r.attach, r.child, exe, environ, false);
+			attach__exe(r.attach, exe, r.child);
+		}
 	}
 	if (release_fd >= 0) {
 		if (write(release_fd, "g", 1) != 1)
@@ -1065,7 +1190,7 @@ int record__run(const struct record_opts *o)
 			monitor__tick(r.mon, now);
 		}
 		if (o->all && !o->npids && now - last_system_scan >= SYSTEM_SCAN_NS) {
-			size_t n = scan_all(&r);
+			size_t n = scan_all(&r, false);
 
 			if (n)
 				warn("%zu process(es) mapping a traced library were found by the "
@@ -1119,6 +1244,8 @@ cleanup:
 	if (r.attach) {
 		ci.lib_files = attach__files(r.attach);
 		ci.probes = attach__probes(r.attach);
+		ci.late = r.late;
+		ci.nlate = r.nlate;
 		if (ret == 0 && !ci.lib_files) {
 			char names[64];
 
@@ -1206,5 +1333,8 @@ cleanup:
 	model__free(&r.model);
 	hmap__free(&r.live);
 	hmap__free(&r.waiting);
+	free(r.late);
+	hmap__free(&r.forked);
+	hmap__free(&r.forked_win);
 	return ret;
 }

@@ -27,7 +27,6 @@ struct record_opts {
 	bool summary_only;
 	bool no_summary;
 	bool follow;		/* forks of targets become targets */
-	bool stop_on_load;	/* stop a target mapping libcuda until probed */
 	uint32_t ring_mib;
 	enum sched_scope sched;	/* --sched */
 	uint64_t syscall_threshold_ns;	/* --syscall-threshold; UINT64_MAX: off */

@@ -409,6 +409,19 @@ void summary__print(struct summary *s, const struct model *m, const struct captu
 		fprintf(f, "   %" PRIu64 " returns of calls entered before attach, %" PRIu64
 			   " calls whose return was not seen\n",
 			m->unmatched_exits, m->lost_exits);
+	if (ci->nlate) {
+		fprintf(f, "   %zu library mapping(s) came before their probes: calls made "
+			   "between the mapping and the probes may be missing:\n", ci->nlate);
+		fprintf(f, "   %8s  %-16s %-28s %12s\n", "PID", "Process", "Library", "Probed after");
+		for (size_t i = 0; i < ci->nlate && i < 20; i++)
+			fprintf(f, "   %8u  %-16.16s %-28.64s %9.3f ms\n", ci->late[i].pid,
+				ci->late[i].comm, ci->late[i].file, ci->late[i].window_ns / 1e6);
+		if (ci->nlate > 20)
+			fprintf(f, "   ... and %zu more\n", ci->nlate - 20);
+	}
+	if (m->strings_unreadable)
+		fprintf(f, "   %" PRIu64 " string arguments could not be read (shown as "
+			   "\"(unreadable at 0x...)\")\n", m->strings_unreadable);
 	if (m->strings_orphaned)
 		fprintf(f, "   %" PRIu64 " string arguments without their call (entry lost)\n",
 			m->strings_orphaned);

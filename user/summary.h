@@ -12,6 +12,15 @@ struct summary;
 struct stacks;
 
 /* What the capture itself knows, printed with the tables. */
+/* A library file probed only after a process had mapped it: calls the
+ * process made in between may be missing. */
+struct late_attach {
+	uint32_t pid;
+	char comm[16];
+	char file[64];
+	uint64_t window_ns;	/* from the mapping's return to the probes in place */
+};
+
 struct capture_info {
 	uint64_t drops[REC__COUNT];	/* records lost in the ring buffer */
 	uint64_t records;		/* records received */
@@ -20,6 +29,8 @@ struct capture_info {
 	uint64_t trace_bytes;		/* 0 with --summary-only */
 	const char *trace_path;		/* NULL with --summary-only */
 	size_t lib_files, probes;
+	const struct late_attach *late;	/* mappings that came before their probes */
+	size_t nlate;
 	struct stacks *stacks;		/* CPU samples and backtraces, or NULL */
 	uint64_t backtrace_ns;		/* --backtrace-threshold; UINT64_MAX: off */
 	/* More sections printed before "Capture" (the scheduler's), or NULL. */

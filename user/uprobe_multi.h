@@ -50,10 +50,11 @@ static inline bool uprobe_multi__supported(void)
 	return ok;
 }
 
-/* Attaches prog_fd at n offsets of path (return probes when ret); the
- * link's fd, or -1 with errno set. */
+/* Attaches prog_fd at n offsets of path (return probes when ret), in
+ * process pid only (0: every process that maps path); the link's fd, or
+ * -1 with errno set. */
 static inline int uprobe_multi__link(int prog_fd, const char *path, const uint64_t *offs,
-				     const uint64_t *cookies, size_t n, bool ret)
+				     const uint64_t *cookies, size_t n, bool ret, int pid)
 {
 	struct uprobe_multi_attr attr;
 
@@ -65,6 +66,7 @@ static inline int uprobe_multi__link(int prog_fd, const char *path, const uint64
 	attr.cookies = (uintptr_t)cookies;
 	attr.cnt = n;
 	attr.multi_flags = ret ? UPROBE_MULTI_RETURN : 0;
+	attr.pid = pid;
 	return syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
 }
 

@@ -1,0 +1,558 @@
+// SPDX-License-Identifier: MIT
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/openat2.h>
+#include "ldpath.h"
+#include "log.h"
+#include "procfs.h"
+
+#define ENV_MAX (1u << 20)
+#define CACHE_MAX (64u << 20)
+#define MAX_DIRS 256
+
+#if defined(__x86_64__)
+#define MULTIARCH "x86_64-linux-gnu"
+#define CACHE_ARCH 0x0300	/* ldconfig's FLAG_X8664_LIB64 */
+#elif defined(__aarch64__)
+#define MULTIARCH "aarch64-linux-gnu"
+#define CACHE_ARCH 0x0a00	/* FLAG_AARCH64_LIB64 */
+#else
+#define MULTIARCH ""
+#define CACHE_ARCH 0
+#endif
+#define CACHE_ELF_LIBC6 0x0003	/* FLAG_ELF_LIBC6 */
+
+static int open_at_root(int rootfd, const char *path, int flags)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		/* Absolute links and ".." stay inside the root; /proc magic
+		 * links would leave it. */
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	int fd = syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
+
+	return fd < 0 ? -errno : fd;
+}
+
+static int open_root(pid_t pid)
+{
+	char path[32];
+	int fd;
+
+	snprintf(path, sizeof(path), pid ? "/proc/%d/root" : "/", pid);
+	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int ldpath__open_in_root(pid_t pid, const char *path, int flags)
+{
+	int rootfd = open_root(pid), fd;
+
+	if (rootfd < 0)
+		return rootfd;
+	fd = open_at_root(rootfd, path, flags);
+	close(rootfd);
+	return fd;
+}
+
+/* ---------------------------------------------------------------- walk */
+
+struct walk {
+	const struct ldpath_req *q;
+	int rootfd;
+	int (*cb)(int fd, const char *path, void *ctx);
+	void *ctx;
+	int stop;
+	char **names;		/* file names already picked */
+	size_t nnames, capnames;
+	char **dirs;		/* directories already searched */
+	size_t ndirs;
+};
+
+/* A shared object's name: "....so" with any ".N" version suffixes
+ * ("libcuda.so.580.65.06"), not a neighbour such as "libcuda.so.d". */
+static bool library_name(const char *name)
+{
+	const char *so = NULL, *p;
+
+	for (p = strstr(name, ".so"); p; p = strstr(p + 1, ".so"))
+		so = p;
+	if (!so)
+		return false;
+	for (p = so + 3; *p; p++)
+		if (*p != '.' && (*p < '0' || *p > '9'))
+			return false;
+	return p == so + 3 || (so[3] == '.' && p[-1] != '.');
+}
+
+static bool wanted(const struct walk *w, const char *name)
+{
+	if (!library_name(name))
+		return false;
+	for (const char *const *p = w->q->prefixes; p && *p; p++)
+		if (!strncmp(name, *p, strlen(*p)))
+			return true;
+	return false;
+}
+
+static bool taken(const struct walk *w, const char *name)
+{
+	for (size_t i = 0; i < w->nnames; i++)
+		if (!strcmp(w->names[i], name))
+			return true;
+	return false;
+}
+
+static void take(struct walk *w, const char *name)
+{
+	char *d;
+
+	if (w->nnames == w->capnames) {
+		size_t nc = w->capnames ? w->capnames * 2 : 16;
+		char **n = realloc(w->names, nc * sizeof(*n));
+
+		if (!n)
+			return;
+		w->names = n;
+		w->capnames = nc;
+	}
+	d = strdup(name);
+	if (d)
+		w->names[w->nnames++] = d;
+}
+
+/* Opens path inside the root and hands a regular file to the callback. */
+static void offer(struct walk *w, const char *path)
+{
+	char magic[4];
+	struct stat st;
+	int fd;
+
+	if (w->stop)
+		return;
+	fd = open_at_root(w->rootfd, path, O_RDONLY);
+	if (fd < 0)
+		return;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && pread(fd, magic, 4, 0) == 4 &&
+	    !memcmp(magic, "\x7f" "ELF", 4))
+		w->stop = w->cb(fd, path, w->ctx);
+	close(fd);
+}
+
+static void search_dir(struct walk *w, const char *dir)
+{
+	struct dirent *e;
+	DIR *d;
+	int fd;
+
+	if (w->stop || dir[0] != '/' || w->ndirs >= MAX_DIRS)
+		return;
+	for (size_t i = 0; i < w->ndirs; i++)
+		if (!strcmp(w->dirs[i], dir))
+			return;
+	w->dirs[w->ndirs] = strdup(dir);
+	if (!w->dirs[w->ndirs])
+		return;
+	w->ndirs++;
+	fd = open_at_root(w->rootfd, dir, O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	/* Files first, then links to them ("libcuda.so.1", not the
+	 * "libcuda.so" link): the first name a file is found by names it. */
+	for (int links = 0; links < 2; links++) {
+		rewinddir(d);
+		while (!w->stop && (e = readdir(d))) {
+			char path[PATH_MAX];
+
+			if ((e->d_type == DT_LNK) != links || !wanted(w, e->d_name) ||
+			    taken(w, e->d_name))
+				continue;
+			if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >=
+			    sizeof(path))
+				continue;
+			take(w, e->d_name);
+			offer(w, path);
+		}
+	}
+	closedir(d);
+}
+
+/* A run path list ("a:$ORIGIN/../lib") searched in order; origin is the
+ * directory of the object that carries it. Entries with other dynamic
+ * string tokens ($LIB, $PLATFORM) are skipped. */
+static void search_list(struct walk *w, const char *list, const char *origin)
+{
+	char *copy = strdup(list), *save = NULL;
+
+	for (char *s = copy ? strtok_r(copy, ":;", &save) : NULL; s && !w->stop;
+	     s = strtok_r(NULL, ":;", &save)) {
+		char dir[PATH_MAX];
+		const char *rest = NULL;
+
+		if (!strncmp(s, "$ORIGIN", 7))
+			rest = s + 7;
+		else if (!strncmp(s, "${ORIGIN}", 9))
+			rest = s + 9;
+		if (rest) {
+			if (!origin || strchr(rest, '$') ||
+			    (size_t)snprintf(dir, sizeof(dir), "%s%s", origin, rest) >= sizeof(dir))
+				continue;
+			search_dir(w, dir);
+		} else if (!strchr(s, '$')) {
+			search_dir(w, s);
+		}
+	}
+	free(copy);
+}
+
+/* The DT_RPATH and DT_RUNPATH strings of the ELF object open at fd. */
+static void run_paths(int fd, char **rpath, char **runpath)
+{
+	Elf_Scn *scn = NULL;
+	Elf *e;
+
+	*rpath = *runpath = NULL;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!e)
+		return;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize)
+			continue;
+		data = elf_getdata(scn, NULL);
+		for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Dyn dyn;
+			const char *s;
+
+			if (!gelf_getdyn(data, i, &dyn))
+				break;
+			if (dyn.d_tag != DT_RPATH && dyn.d_tag != DT_RUNPATH)
+				continue;
+			s = elf_strptr(e, sh.sh_link, dyn.d_un.d_val);
+			if (!s)
+				continue;
+			if (dyn.d_tag == DT_RPATH && !*rpath)
+				*rpath = strdup(s);
+			else if (dyn.d_tag == DT_RUNPATH && !*runpath)
+				*runpath = strdup(s);
+		}
+		break;
+	}
+	elf_end(e);
+}
+
+static void dirname_of(const char *path, char *out, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) : 0;
+
+	if (n >= len)
+		n = len - 1;
+	memcpy(out, path, n);
+	out[n] = 0;
+	if (!n && len > 1)
+		snprintf(out, len, "/");
+}
+
+/* ---------------------------------------------------------------- env */
+
+/* The environment of pid as a NULL-ended vector over one buffer (*buf). */
+static char **read_environ(pid_t pid, char **buf)
+{
+	char path[32];
+	size_t len = 0, n = 0, cap = 64 * 1024;
+	char **v;
+	int fd;
+
+	*buf = NULL;
+	snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	*buf = malloc(cap + 1);
+	while (*buf) {
+		ssize_t got = read(fd, *buf + len, cap - len);
+
+		if (got <= 0)
+			break;
+		len += got;
+		if (len == cap) {
+			char *nb;
+
+			if (cap >= ENV_MAX)
+				break;
+			cap *= 2;
+			nb = realloc(*buf, cap + 1);
+			if (!nb)
+				break;
+			*buf = nb;
+		}
+	}
+	close(fd);
+	if (!*buf)
+		return NULL;
+	(*buf)[len] = 0;
+	for (size_t i = 0; i < len; i++)
+		n += !(*buf)[i];
+	v = calloc(n + 2, sizeof(*v));
+	if (!v)
+		return NULL;
+	n = 0;
+	for (size_t i = 0; i < len; i += strlen(*buf + i) + 1)
+		v[n++] = *buf + i;
+	return v;
+}
+
+static const char *env_get(char *const *env, const char *key)
+{
+	size_t kl = strlen(key);
+
+	for (; env && *env; env++)
+		if (!strncmp(*env, key, kl) && (*env)[kl] == '=')
+			return *env + kl + 1;
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- cache */
+
+struct cache_hdr {
+	char magic[20];		/* "glibc-ld.so.cache" "1.1" */
+	uint32_t nlibs;
+	uint32_t len_strings;
+	uint32_t unused[5];
+};
+
+struct cache_entry {
+	int32_t flags;
+	uint32_t key, value;	/* string offsets from the start of the header */
+	uint32_t osversion;
+	uint64_t hwcap;
+};
+
+int ldpath__parse_cache(const void *data, size_t len,
+			int (*cb)(const char *name, const char *path, void *ctx), void *ctx)
+{
+	const char *base = data;
+	const struct cache_hdr *h;
+	size_t off = 0, avail;
+
+	/* The old format (libc5, glibc < 2.32 default) may come first; the
+	 * new table follows it, 8-byte aligned. */
+	if (len >= 15 && !memcmp(base, "ld.so-1.7.0", 11)) {
+		uint32_t n;
+
+		memcpy(&n, base + 11, sizeof(n));
+		if (n > len / 12)
+			return -EINVAL;
+		off = (11 + 4 + (size_t)n * 12 + 7) & ~(size_t)7;
+	}
+	if (off > len || len - off < sizeof(*h) || memcmp(base + off, "glibc-ld.so.cache1.1", 20))
+		return -EINVAL;
+	h = (const void *)(base + off);
+	avail = len - off;
+	if (h->nlibs > (avail - sizeof(*h)) / sizeof(struct cache_entry))
+		return -EINVAL;
+	for (uint32_t i = 0; i < h->nlibs; i++) {
+		struct cache_entry ce;
+		const char *k, *v;
+
+		memcpy(&ce, base + off + sizeof(*h) + i * sizeof(ce), sizeof(ce));
+		if ((ce.flags & 0xff) != CACHE_ELF_LIBC6 || (ce.flags & 0xff00) != CACHE_ARCH)
+			continue;
+		if (ce.key >= avail || ce.value >= avail)
+			continue;
+		k = base + off + ce.key;
+		v = base + off + ce.value;
+		/* Both strings must end inside the image. */
+		if (!memchr(k, 0, avail - ce.key) || !memchr(v, 0, avail - ce.value))
+			continue;
+		if (cb(k, v, ctx))
+			break;
+	}
+	return 0;
+}
+
+static int cache_entry(const char *name, const char *path, void *ctx)
+{
+	struct walk *w = ctx;
+
+	if (w->stop)
+		return 1;
+	if (wanted(w, name) && !taken(w, name) && path[0] == '/') {
+		take(w, name);
+		offer(w, path);
+	}
+	return 0;
+}
+
+static void search_cache(struct walk *w)
+{
+	struct stat st;
+	void *buf = NULL;
+	size_t len = 0;
+	int fd = open_at_root(w->rootfd, "/etc/ld.so.cache", O_RDONLY);
+
+	if (fd < 0)
+		return;
+	if (!fstat(fd, &st) && st.st_size > 0 && (uint64_t)st.st_size <= CACHE_MAX)
+		buf = malloc(st.st_size);
+	while (buf && len < (size_t)st.st_size) {
+		ssize_t got = read(fd, (char *)buf + len, st.st_size - len);
+
+		if (got <= 0)
+			break;
+		len += got;
+	}
+	close(fd);
+	if (buf && ldpath__parse_cache(buf, len, cache_entry, w))
+		dbg("ld.so.cache: not in a format cgbpf reads");
+	free(buf);
+}
+
+/* ---------------------------------------------------------------- objects */
+
+/* The run paths of every object pid has mapped: dlopen() from a library
+ * searches the library's own (PyTorch's libraries find pip's CUDA copies
+ * through $ORIGIN run paths). */
+struct maps_walk {
+	struct walk *w;
+	char last[PATH_MAX];
+};
+
+static int mapped_object(const struct map_entry *e, void *ctx)
+{
+	struct maps_walk *m = ctx;
+	char *rpath, *runpath, origin[PATH_MAX];
+	int fd;
+
+	if (m->w->stop)
+		return 1;
+	if (e->path[0] != '/' || !strstr(e->path, ".so") || !strcmp(e->path, m->last))
+		return 0;
+	snprintf(m->last, sizeof(m->last), "%s", e->path);
+	fd = open_at_root(m->w->rootfd, e->path, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	run_paths(fd, &rpath, &runpath);
+	close(fd);
+	dirname_of(e->path, origin, sizeof(origin));
+	if (runpath)
+		search_list(m->w, runpath, origin);
+	else if (rpath)
+		search_list(m->w, rpath, origin);
+	free(rpath);
+	free(runpath);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- resolve */
+
+int ldpath__resolve(const struct ldpath_req *q,
+		    int (*cb)(int fd, const char *path, void *ctx), void *ctx)
+{
+	static const char *const defaults[] = {
+		"/lib/" MULTIARCH, "/usr/lib/" MULTIARCH, "/lib64", "/usr/lib64", "/lib", "/usr/lib",
+	};
+	struct walk w = { .q = q, .cb = cb, .ctx = ctx };
+	char *envbuf = NULL, **envv = NULL, *rpath = NULL, *runpath = NULL;
+	char *const *env = q->env;
+	char exe_path[PATH_MAX] = "", origin[PATH_MAX] = "";
+	const char *llp;
+	int fd;
+
+	w.rootfd = open_root(q->pid);
+	if (w.rootfd < 0)
+		return w.rootfd;
+	w.dirs = calloc(MAX_DIRS, sizeof(*w.dirs));
+	if (!w.dirs) {
+		close(w.rootfd);
+		return -ENOMEM;
+	}
+	if (!env && q->pid)
+		env = envv = read_environ(q->pid, &envbuf);
+	/* The executable: its run paths, and $ORIGIN for them. */
+	if (q->exe) {
+		snprintf(exe_path, sizeof(exe_path), "%s", q->exe);
+		fd = open(q->exe, O_RDONLY | O_CLOEXEC);
+	} else if (q->pid) {
+		char link[32];
+		ssize_t n;
+
+		snprintf(link, sizeof(link), "/proc/%d/exe", q->pid);
+		n = readlink(link, exe_path, sizeof(exe_path) - 1);
+		exe_path[n > 0 ? n : 0] = 0;
+		fd = open(link, O_RDONLY | O_CLOEXEC);
+	} else {
+		fd = -1;
+	}
+	if (fd >= 0) {
+		run_paths(fd, &rpath, &runpath);
+		close(fd);
+	}
+	dirname_of(exe_path, origin, sizeof(origin));
+
+	/* Libraries named by path in the environment come first: they are
+	 * loaded by path, whatever the search order. */
+	for (const char *const *v = q->path_vars; v && *v && !w.stop; v++) {
+		const char *p = env_get(env, *v), *base;
+
+		if (!p || p[0] != '/')
+			continue;
+		base = strrchr(p, '/') + 1;
+		if (wanted(&w, base))
+			offer(&w, p);
+	}
+	/* ld.so's order (dl-load.c): DT_RPATH unless DT_RUNPATH exists,
+	 * LD_LIBRARY_PATH, DT_RUNPATH, then the cache and the defaults. */
+	if (rpath && !runpath)
+		search_list(&w, rpath, exe_path[0] ? origin : NULL);
+	llp = env_get(env, "LD_LIBRARY_PATH");
+	if (llp)
+		search_list(&w, llp, NULL);
+	if (runpath)
+		search_list(&w, runpath, exe_path[0] ? origin : NULL);
+	if (q->pid && !q->exe) {
+		struct maps_walk m = { .w = &w };
+
+		procfs__for_each_map(q->pid, mapped_object, &m);
+	}
+	if (!q->skip_system) {
+		search_cache(&w);
+		for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++)
+			search_dir(&w, defaults[i]);
+	}
+
+	for (size_t i = 0; i < w.nnames; i++)
+		free(w.names[i]);
+	for (size_t i = 0; i < w.ndirs; i++)
+		free(w.dirs[i]);
+	free(w.names);
+	free(w.dirs);
+	free(envv);
+	free(envbuf);
+	free(rpath);
+	free(runpath);
+	close(w.rootfd);
+	return w.stop;
+}
