@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -50,6 +51,7 @@ struct probe_set {
 	struct bpf_link **links;
 	size_t nlinks;
 	size_t nprobes;
+	uint64_t live_ns;	/* CLOCK_BOOTTIME when its probes were all in */
 };
 
 struct attach {
@@ -65,6 +67,7 @@ struct attach {
 	struct probe_set *cur;	/* the set being attached */
 	size_t probes;		/* probes attached, all sets, detached ones included */
 	struct hmap exes;	/* main executables looked at, per scope */
+	bool seen_mapped;	/* a scan found a traced library mapped */
 };
 
 bool attach__prepare(struct cgbpf_bpf *skel)
@@ -139,12 +142,25 @@ size_t attach__files(const struct attach *a)
 	return n;
 }
 
+bool attach__seen_mapped(const struct attach *a)
+{
+	return a->seen_mapped;
+}
+
 size_t attach__probes(const struct attach *a)
 {
 	return a->probes;
 }
 
 /* The scope of probes attached for pid. */
+static uint64_t boot_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static pid_t scope_of(const struct attach *a, pid_t pid)
 {
 	return a->per_process && pid > 0 ? pid : -1;
@@ -412,7 +428,7 @@ static int attach_fd(struct attach *a, const struct api_lib *lib, int fd, const 
 	struct probe_set *s;
 	struct stat st;
 	char path[64];
-	size_t fi;
+	size_t fi, si;
 	int n = 0, err = 0;
 
 	if (fstat(fd, &st)) {
@@ -437,6 +453,7 @@ static int attach_fd(struct attach *a, const struct api_lib *lib, int fd, const 
 		elfsym__close(es);
 		return -ENOMEM;
 	}
+	si = s - a->sets;
 	a->cur = s;
 	/* A library probed its own way (USDT) for some of its files. */
 	if (lib->attach_file)
@@ -468,6 +485,7 @@ static int attach_fd(struct attach *a, const struct api_lib *lib, int fd, const 
 		drop_set(a, s);
 		return err;
 	}
+	a->sets[si].live_ns = boot_ns();
 	if (!f->probed || scope < 0)
 		info("probing %d %s %s in %s%s", n, lib->title,
 		     lib->attach_file && !f->syms_read ? "probes" : "functions", display,
@@ -538,6 +556,7 @@ static int scan_map(const struct map_entry *e, void *ctx)
 	lib = apilib__for_path(e->path, s->a->mask);
 	if (!lib)
 		return 0;
+	s->a->seen_mapped = true;
 	/* Every CUDA process loads the driver, often after the runtime or
 	 * NCCL (PyTorch loads libcuda lazily): keep watching its mmaps until
 	 * then, or its driver calls go unseen until the next rescan. */
@@ -736,11 +755,12 @@ void attach__forget(struct attach *a, pid_t pid)
 	}
 }
 
-bool attach__probed_for(struct attach *a, pid_t pid, uint32_t kdev, uint64_t ino)
+uint64_t attach__live_since(struct attach *a, pid_t pid, uint32_t kdev, uint64_t ino)
 {
 	/* The kernel's encoding: major << 20 | minor. */
 	struct stat st = { .st_dev = makedev(kdev >> 20, kdev & 0xfffff), .st_ino = ino };
 	struct lib_file *f = find_file(a, &st);
+	struct probe_set *s = f ? find_set(a, f - a->files, scope_of(a, pid)) : NULL;
 
-	return f && find_set(a, f - a->files, scope_of(a, pid));
+	return s ? s->live_ns : 0;
 }

@@ -54,7 +54,7 @@ int attach__inherit(struct attach *a, pid_t parent, pid_t child);
 /* Detaches the probes of an exited process (per_process only). */
 void attach__forget(struct attach *a, pid_t pid);
 /* Whether the file (kernel dev encoding, inode) is probed for pid. */
-bool attach__probed_for(struct attach *a, pid_t pid, uint32_t kdev, uint64_t ino);
+uint64_t attach__live_since(struct attach *a, pid_t pid, uint32_t kdev, uint64_t ino);
 /* Attaches entry and return probes at file offsets with attach cookies;
  * 0 or -errno. */
 int attach__offsets(struct attach *a, const char *path, const uint64_t *offs,
@@ -80,5 +80,9 @@ struct cgbpf_bpf *attach__skel(const struct attach *a);
 /* Library files probed and probes attached so far (detached ones too). */
 size_t attach__files(const struct attach *a);
 size_t attach__probes(const struct attach *a);
+/* Whether a scan found a traced library in a process's memory map (files
+ * are probed before any process maps them: attach__files says nothing of
+ * that). */
+bool attach__seen_mapped(const struct attach *a);
 
 #endif

@@ -91,6 +91,7 @@ struct rec {
 	int cg_fd[8];
 	size_t ncg;
 	uint64_t new_targets;		/* processes made targets by -a */
+	bool lib_mapped;		/* a REC_MMAP of a traced library came */
 	struct late_attach *late;	/* mappings that came before their probes */
 	struct hmap forked;		/* forked child -> its fork's ts */
 	struct hmap forked_win;		/* forked child -> ns from its fork to its probes */
@@ -501,9 +502,9 @@ static void add_late(struct rec *r, uint32_t pid, uint64_t ts, uint64_t window,
 	}
 }
 
-static void report_late(struct rec *r, const struct rec_mmap *m, uint64_t now)
+static void report_late(struct rec *r, const struct rec_mmap *m, uint64_t live)
 {
-	uint64_t window = now > m->hdr.ts ? now - m->hdr.ts : 0;
+	uint64_t window = live - m->hdr.ts;
 	char name[REC_MMAP_NAME + 1];
 
 	snprintf(name, sizeof(name), "%.*s", REC_MMAP_NAME, m->name);
@@ -537,9 +538,17 @@ static void first_call_of_child(struct rec *r, uint32_t pid)
 	add_late(r, pid, ts, window, "(its fork)");
 }
 
+/* The libraries an exec'ed program's loader will find are probed; tests
+ * wait for this line (-v) to start the program's work. */
+static void exec_probed(const struct rec_hdr *h)
+{
+	dbg("pid %u: probes in place %.3f ms after its exec", h->pid,
+	    (now_boot() - h->ts) / 1e6);
+}
+
 static void on_mmap(struct rec *r, const struct rec_mmap *m)
 {
-	bool before;
+	uint64_t live;
 
 	if (m->new_target) {
 		/* BPF made it a target before its mmap returned. */
@@ -548,12 +557,17 @@ static void on_mmap(struct rec *r, const struct rec_mmap *m)
 		dbg("pid %u mapped %.*s: traced from now on (-a)", m->hdr.pid, REC_MMAP_NAME,
 		    m->name);
 	}
-	before = attach__probed_for(r->attach, m->hdr.pid, m->dev, m->ino);
+	r->lib_mapped = true;
+	live = attach__live_since(r->attach, m->hdr.pid, m->dev, m->ino);
 	dbg("pid %u mapped %.*s%s", m->hdr.pid, REC_MMAP_NAME, m->name,
-	    before ? " (probed in advance)" : "");
+	    live && live <= m->hdr.ts ? " (probed in advance)" : "");
 	scan(r, m->hdr.pid);
-	if (!before && attach__probed_for(r->attach, m->hdr.pid, m->dev, m->ino))
-		report_late(r, m, now_boot());
+	if (!live)
+		live = attach__live_since(r->attach, m->hdr.pid, m->dev, m->ino);
+	/* Probes that came after the mapping: a file resolved only at exec
+	 * (-a) or seen only now (a container's private copy). */
+	if (live > m->hdr.ts)
+		report_late(r, m, live);
 	if (needs_symbols(r))
 		stacks__proc_changed(r->stacks, m->hdr.pid);
 	/* Name it while it is alive: an exited process has no command line. */
@@ -623,11 +637,17 @@ static int handle(void *ctx, void *data, size_t size)
 		const struct rec_proc *p = data;
 
 		if (r->o->follow) {
-			dbg("pid %u forked %u", p->hdr.pid, p->other);
+			uint64_t t = now_boot();
+
+			dbg("pid %u forked %u (%.3f ms ago)", p->hdr.pid, p->other,
+			    (t - p->hdr.ts) / 1e6);
 			hmap__put(&r->live, p->other, 1);
 			/* Its memory is its parent's: the same files. */
-			if (attach__inherit(r->attach, p->hdr.pid, p->other) > 0)
+			if (attach__inherit(r->attach, p->hdr.pid, p->other) > 0) {
+				dbg("pid %u: attaching its probes took %.3f ms", p->other,
+				    (now_boot() - t) / 1e6);
 				note_fork(r, p->other, p->hdr.ts, now_boot());
+			}
 			scan(r, p->other);
 		}
 		break;
@@ -637,12 +657,14 @@ static int handle(void *ctx, void *data, size_t size)
 			/* -a: not a target until it maps a traced library;
 			 * probe what its loader will look for before it does. */
 			attach__resolve(r->attach, h->pid, NULL, NULL, same_root(r, h->pid));
+			exec_probed(h);
 			break;
 		}
 		if (hmap__get(&r->model.procs, h->pid))
 			model__proc_refresh(&r->model, h->pid);
 		/* A new program: it may load libraries not probed yet. */
 		attach__resolve(r->attach, h->pid, NULL, NULL, false);
+		exec_probed(h);
 		scan(r, h->pid);
 		if (needs_symbols(r))
 			stacks__proc_changed(r->stacks, h->pid);
@@ -1246,7 +1268,7 @@ cleanup:
 		ci.probes = attach__probes(r.attach);
 		ci.late = r.late;
 		ci.nlate = r.nlate;
-		if (ret == 0 && !ci.lib_files) {
+		if (ret == 0 && !attach__seen_mapped(r.attach) && !r.lib_mapped) {
 			char names[64];
 
 			apilib__mask_names(o->trace_mask, names, sizeof(names));

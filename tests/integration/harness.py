@@ -58,20 +58,63 @@ def env_with(**kw):
     return env
 
 
-def record(args, cmd=None, env=None, timeout=120, tmp=None, trace=True):
+def record(args, cmd=None, env=None, timeout=120, tmp=None, trace=True, child_gate=False):
     """cgbpf record ARGS [-- CMD]; returns a Result. The manifest of a
-    workload goes to TMP/manifest.json (CGBPF_MANIFEST)."""
+    workload goes to TMP/manifest.json (CGBPF_MANIFEST). child_gate: forked
+    children of CMD wait (tests/workloads/child_gate.h) until cgbpf says
+    their probes are in place, so none of their calls can be missed."""
     tmp = tmp or tmpdir()
     trace_path = os.path.join(tmp, "out.perfetto-trace")
     argv = [CGBPF, "record"] + list(args)
     if trace and "-o" not in args and "--summary-only" not in args:
         argv += ["-o", trace_path]
-    if cmd:
-        argv += ["--"] + list(cmd)
     if env is None:
         env = env_with(CGBPF_MANIFEST=os.path.join(tmp, "manifest.json"))
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
-    return Result(p.returncode, p.stdout, p.stderr, trace_path, tmp)
+    if child_gate:
+        argv.append("-v")
+        gate = tempfile.mkdtemp(prefix="child-gate-", dir=tmp)
+        env = dict(env, CGBPF_CHILD_GATE=gate)
+    if cmd:
+        argv += ["--"] + list(cmd)
+    if not child_gate:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+        return Result(p.returncode, p.stdout, p.stderr, trace_path, tmp)
+    return _record_gated(argv, env, timeout, gate, trace_path, tmp)
+
+
+def open_gate(gate, line):
+    """Lets the process a cgbpf -v line says is probed start its work."""
+    import re
+    m = re.search(r"pid (\d+): probes in place", line)
+    if m:
+        touch(os.path.join(gate, m.group(1)))
+
+
+def _record_gated(argv, env, timeout, gate, trace_path, tmp):
+    import threading
+    out_path = os.path.join(tmp, "cgbpf.stdout")
+    with open(out_path, "w") as out_f:
+        p = subprocess.Popen(argv, stdout=out_f, stderr=subprocess.PIPE, text=True, env=env)
+    lines = []
+
+    def read_err():
+        for line in p.stderr:
+            if "libbpf:" in line:
+                continue  # -v's libbpf debug output
+            lines.append(line)
+            open_gate(gate, line)
+
+    t = threading.Thread(target=read_err, daemon=True)
+    t.start()
+    try:
+        p.wait(timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise
+    t.join(10)
+    with open(out_path) as f:
+        out = f.read()
+    return Result(p.returncode, out, "".join(lines), trace_path, tmp)
 
 
 def start(cmd, env=None, **kw):
@@ -162,13 +205,20 @@ class Bg:
     """cgbpf running in the background; stderr is collected by a thread so
     a test can wait for a message."""
 
-    def __init__(self, args, tmp=None, env=None):
+    def __init__(self, args, tmp=None, env=None, gate=False):
+        """gate: run with -v and open the child gate (child_gate.h) of each
+        process cgbpf says has its probes in place; workloads get
+        CGBPF_CHILD_GATE=self.gate in their environment."""
         import threading
         self.tmp = tmp or tmpdir()
         self.trace_path = os.path.join(self.tmp, "out.perfetto-trace")
         argv = [CGBPF, "record"] + list(args)
         if "-o" not in args and "--summary-only" not in args:
             argv += ["-o", self.trace_path]
+        self.gate = None
+        if gate:
+            self.gate = tempfile.mkdtemp(prefix="child-gate-", dir=self.tmp)
+            argv.insert(2, "-v")
         self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, env=env or env_with())
         self.err_lines = []
@@ -177,6 +227,10 @@ class Bg:
 
     def _read(self):
         for line in self.p.stderr:
+            if self.gate:
+                if "libbpf:" in line:
+                    continue  # -v's libbpf debug output
+                open_gate(self.gate, line)
             self.err_lines.append(line)
 
     def stderr(self):

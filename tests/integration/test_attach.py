@@ -59,15 +59,18 @@ def test_attach_after_module_load_shows_unnamed_launches():
 
 
 def test_attach_before_late_dlopen_misses_nothing():
-    """libcuda is dlopen'ed after cgbpf attached and called at once: the
-    process is paused at the mapping until the probes are in."""
+    """libcuda is dlopen'ed after cgbpf attached and called at once: cgbpf
+    found the file the target's loader would load (LD_LIBRARY_PATH from its
+    environment) and probed it before the mapping, so the kernel installs
+    the breakpoints at the mapping; nothing is paused and nothing missed."""
     d = tmpdir()
     gate = os.path.join(d, "go")
     w = start([wl("dl_late"), "--after-dlopen-ms", "0", "--iters", "30"],
               env=env_with(CGBPF_WAIT_FILE=gate, CGBPF_MANIFEST=os.path.join(d, "manifest.json")))
     try:
         bg = Bg(["-p", str(w.pid)], tmp=d)
-        bg.wait_msg("no traced library loaded yet")
+        bg.wait_msg("probing 72 CUDA driver functions")
+        bg.wait_msg("Ctrl-C stops")
         touch(gate)
         eq(w.wait(30), 0, "workload exit")
         r = bg.finish()
@@ -79,6 +82,7 @@ def test_attach_before_late_dlopen_misses_nothing():
     m = r.manifest()
     eq(api_counts(r.trace, w.pid), expected_calls(m["calls"]), "every call, the first included")
     check(r.trace.processes[w.pid].cmdline, "process named with its command line")
+    check("after it was mapped" not in r.stderr, "no late attach: %r" % r.stderr[-400:])
 
 
 def test_sigint_finishes_trace_target_keeps_running():

@@ -56,7 +56,7 @@ def res(mode):
         if mode == "procs":
             cmd += ["--procs", "--late-ms", str(cfg["late_ms"])]
         env = env_with(FAKENCCL_STATS=os.path.join(tmp, "stats-%p.json"))
-        r = record([], cmd=cmd, env=env, tmp=tmp)
+        r = record([], cmd=cmd, env=env, tmp=tmp, child_gate=(mode == "procs"))
         eq(r.rc, 0, "cgbpf/workload exit (stderr: %r)" % r.stderr[-800:])
         line = [ln for ln in r.stdout.splitlines() if ln.startswith('{"pid"')]
         eq(len(line), 1, "the workload's JSON line")

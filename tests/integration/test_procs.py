@@ -35,7 +35,7 @@ def test_threads_counted_and_named():
 
 
 def test_forked_children_followed():
-    r = record([], cmd=[wl("fork"), "--children", "3", "--iters", "40"])
+    r = record([], cmd=[wl("fork"), "--children", "3", "--iters", "40"], child_gate=True)
     eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-300:])
     clean_trace(r.trace)
     no_drops(r)

@@ -84,19 +84,50 @@ static void nccl_check(ncclResult_t r, const char *what)
 		wl_die("%s: %s", what, ncclGetErrorString(r));
 }
 
-/* Forks ranks 1..n-1 after the id is made; returns this process's rank. */
-static int start_ranks(unsigned long n, ncclUniqueId *id)
+/*
+ * Starts ranks 1..n-1 the way torchrun and mp.spawn do: fork and exec, so
+ * each rank is a fresh program. The id goes in the environment as hex.
+ */
+static void start_ranks(unsigned long n, unsigned long steps, ncclUniqueId *id)
 {
-	nccl_check(ncclGetUniqueId(id), "ncclGetUniqueId");
-	for (unsigned long r = 1; r < n; r++) {
-		pid_t pid = fork();
+	char hex[2 * NCCL_UNIQUE_ID_BYTES + 1], arg_rank[16], arg_n[16], arg_steps[24];
 
+	nccl_check(ncclGetUniqueId(id), "ncclGetUniqueId");
+	for (size_t i = 0; i < NCCL_UNIQUE_ID_BYTES; i++)
+		snprintf(hex + 2 * i, 3, "%02x", (unsigned char)id->internal[i]);
+	if (setenv("CGBPF_DEMO_NCCL_ID", hex, 1))
+		wl_die("setenv: %s", strerror(errno));
+	snprintf(arg_n, sizeof(arg_n), "%lu", n);
+	snprintf(arg_steps, sizeof(arg_steps), "%lu", steps);
+	for (unsigned long r = 1; r < n; r++) {
+		pid_t pid;
+
+		snprintf(arg_rank, sizeof(arg_rank), "%lu", r);
+		pid = fork();
 		if (pid < 0)
 			wl_die("fork");
-		if (pid == 0)
-			return (int)r;
+		if (pid == 0) {
+			execl("/proc/self/exe", "demo", "--ranks", arg_n, "--steps", arg_steps,
+			      "--rank", arg_rank, (char *)NULL);
+			wl_die("exec /proc/self/exe: %s", strerror(errno));
+		}
 	}
-	return 0;
+}
+
+/* A rank started by start_ranks: the id its parent made. */
+static void rank_id(ncclUniqueId *id)
+{
+	const char *hex = getenv("CGBPF_DEMO_NCCL_ID");
+
+	if (!hex || strlen(hex) != 2 * NCCL_UNIQUE_ID_BYTES)
+		wl_die("--rank: CGBPF_DEMO_NCCL_ID is not set (ranks are started by rank 0)");
+	for (size_t i = 0; i < NCCL_UNIQUE_ID_BYTES; i++) {
+		unsigned int b;
+
+		if (sscanf(hex + 2 * i, "%2x", &b) != 1)
+			wl_die("CGBPF_DEMO_NCCL_ID: not hex");
+		id->internal[i] = (char)b;
+	}
 }
 #endif
 
@@ -130,6 +161,12 @@ int main(int argc, char **argv)
 #endif
 
 	for (int i = 1; i < argc; i++) {
+		unsigned long r;
+
+		if (wl_arg_ul(argc, argv, &i, "--rank", &r)) {
+			rank = (int)r;
+			continue;
+		}
 		if (!wl_arg_ul(argc, argv, &i, "--steps", &steps) &&
 		    !wl_arg_ul(argc, argv, &i, "--ranks", &nranks))
 			wl_die("usage: demo [--steps N] [--ranks R]");
@@ -139,8 +176,18 @@ int main(int argc, char **argv)
 
 	wl_gate();
 #ifdef CGBPF_DEMO_DIST
-	/* CUDA does not survive fork: the ranks fork before touching it. */
-	rank = start_ranks(nranks, &id);
+	if (rank == 0) {
+		start_ranks(nranks, steps, &id);
+	} else {
+		/* A real rank spends seconds importing its framework before
+		 * its first CUDA call; 50 ms stands in for that. (cgbpf
+		 * gives a forked child probes of its own a few ms after the
+		 * fork: calls made before them are missed, and reported.) */
+		struct timespec startup = { 0, 50000000 };
+
+		rank_id(&id);
+		nanosleep(&startup, NULL);
+	}
 #else
 	nranks = 1;
 #endif

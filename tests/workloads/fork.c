@@ -184,6 +184,7 @@ int main(int argc, char **argv)
 
 			close(fds[0]);
 			wl_reset_after_fork();
+			wl_child_gate();
 			child_main(k, cs.iters);
 			if (!(f = fdopen(fds[1], "w")))
 				wl_die("fdopen: %s", strerror(errno));

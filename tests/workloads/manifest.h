@@ -41,6 +41,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include "child_gate.h"
 #include <unistd.h>
 
 #define WL_STR_(x) #x
@@ -272,6 +273,7 @@ static inline void wl_gate(void)
 	const char *file = getenv("CGBPF_WAIT_FILE");
 	unsigned long delay = wl_env_ul("CGBPF_START_DELAY_MS", 0);
 
+	wl_child_gate();
 	if (file && *file) {
 		struct timespec ms = { 0, 1000000 };
 		int i;

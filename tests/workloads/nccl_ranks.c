@@ -54,6 +54,8 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
+
+#include "child_gate.h"
 #include <unistd.h>
 
 #define MAX_RANKS 64
@@ -300,6 +302,7 @@ int main(int argc, char **argv)
 		for (i = 0; i < nranks; i++) {
 			kids[i] = fork();
 			if (kids[i] == 0) {
+				wl_child_gate();
 				/* CUDA does not survive fork: start from scratch. */
 				if (cuda_setup())
 					atomic_fetch_add(&sh->errors, 1);
