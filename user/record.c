@@ -566,8 +566,20 @@ static void on_mmap(struct rec *r, const struct rec_mmap *m)
 		live = attach__live_since(r->attach, m->hdr.pid, m->dev, m->ino);
 	/* Probes that came after the mapping: a file resolved only at exec
 	 * (-a) or seen only now (a container's private copy). */
-	if (live > m->hdr.ts)
+	if (live > m->hdr.ts) {
 		report_late(r, m, live);
+	} else if (!live && kill((pid_t)m->hdr.pid, 0) && errno == ESRCH) {
+		char name[REC_MMAP_NAME + 24];
+		uint64_t now = now_boot();
+
+		/* Gone before its probes could be attached: every call it
+		 * made through that file is missing. */
+		snprintf(name, sizeof(name), "%.*s (exited unprobed)", REC_MMAP_NAME, m->name);
+		info("pid %u: exited %.3f ms after it mapped %.*s, before it could be probed: its "
+		     "calls are missing", m->hdr.pid, (now - m->hdr.ts) / 1e6, REC_MMAP_NAME,
+		     m->name);
+		add_late(r, m->hdr.pid, m->hdr.ts, now - m->hdr.ts, name);
+	}
 	if (needs_symbols(r))
 		stacks__proc_changed(r->stacks, m->hdr.pid);
 	/* Name it while it is alive: an exited process has no command line. */

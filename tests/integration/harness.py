@@ -201,6 +201,15 @@ def expected_calls(manifest_calls):
     return {k: v for k, v in manifest_calls.items() if k in want and v}
 
 
+_bgs = []
+
+
+def kill_leftovers():
+    """Kills every Bg capture still running."""
+    while _bgs:
+        kill_quiet(_bgs.pop().p)
+
+
 class Bg:
     """cgbpf running in the background; stderr is collected by a thread so
     a test can wait for a message."""
@@ -221,6 +230,7 @@ class Bg:
             argv.insert(2, "-v")
         self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, env=env or env_with())
+        _bgs.append(self)
         self.err_lines = []
         self.t = threading.Thread(target=self._read, daemon=True)
         self.t.start()

@@ -38,7 +38,12 @@ def main(argv):
             n += 1
             t0 = time.time()
             try:
-                getattr(mod, name)()
+                try:
+                    getattr(mod, name)()
+                finally:
+                    # A failed test may leave a capture running (a -a one
+                    # would probe every later test's processes).
+                    harness.kill_leftovers()
             except harness.Skip as e:
                 skipped += 1
                 print("ok %d - %s # SKIP %s" % (n, full, e))

@@ -3,8 +3,12 @@
  * dl_late: a program that does not link libcuda but dlopen()s it late, as
  * Python frameworks do, and calls it through dlsym()ed pointers.
  *
- * Usage: dl_late [--lib PATH] [--after-dlopen-ms MS] [--iters N]
+ * Usage: dl_late [--lib PATH] [--after-dlopen-ms MS] [--iters N] [--exit-file F]
  *        defaults: libcuda.so.1 (found through LD_LIBRARY_PATH), 300, 50
+ *
+ * --exit-file: after its last call (and the manifest) it waits for F to
+ * exist (at most 30 s) before it exits, so a test can see what a tracer
+ * does about it while it is still alive.
  *
  * Order: start gate (CGBPF_WAIT_FILE / CGBPF_START_DELAY_MS), dlopen, dlsym,
  * sleep MS, first CUDA call. The sleep is there because a tracer that only
@@ -24,11 +28,13 @@
  * cuModuleUnload, cuCtxDestroy_v2.
  *
  * Manifest: the common fields, plus "lib" (the path given to dlopen),
- * "after_dlopen_ms" and "iters".
+ * "after_dlopen_ms", "iters" and "sigcont": how many SIGCONTs it got (a
+ * tracer that stops a process to attach must continue it: this counts).
  */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
+#include <signal.h>
 
 #include "manifest.h"
 
@@ -68,8 +74,17 @@ DL_FUNCS(DL_DECLARE)
 		wl_die("%s failed: %d (%s:%d)", #fn, (int)dl_r_, __FILE__, __LINE__); \
 })
 
+static volatile sig_atomic_t sigconts;
+
+static void on_sigcont(int sig)
+{
+	(void)sig;
+	sigconts++;
+}
+
 struct opts {
 	const char *lib;
+	const char *exit_file;
 	unsigned long after_ms;
 	unsigned long iters;
 };
@@ -80,12 +95,13 @@ static void write_extra(FILE *f, void *arg)
 
 	fputs(",\n  \"lib\": ", f);
 	wl_json_str(f, o->lib);
-	fprintf(f, ",\n  \"after_dlopen_ms\": %lu,\n  \"iters\": %lu", o->after_ms, o->iters);
+	fprintf(f, ",\n  \"after_dlopen_ms\": %lu,\n  \"iters\": %lu,\n  \"sigcont\": %d",
+		o->after_ms, o->iters, (int)sigconts);
 }
 
 int main(int argc, char **argv)
 {
-	struct opts o = { "libcuda.so.1", 300, 50 };
+	struct opts o = { "libcuda.so.1", NULL, 300, 50 };
 	CUresult (*memset_d8)(CUdeviceptr, unsigned char, size_t);
 	CUdriverProcAddressQueryResult status;
 	unsigned char host[BUF_BYTES], back[BUF_BYTES];
@@ -98,15 +114,22 @@ int main(int argc, char **argv)
 	void *lib, *sym;
 	int n = BUF_BYTES;
 	void *args[] = { &d, &n };
+	struct sigaction sa = { .sa_handler = on_sigcont, .sa_flags = SA_RESTART };
 
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGCONT, &sa, NULL))
+		wl_die("sigaction: %s", strerror(errno));
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--lib") && i + 1 < argc)
 			o.lib = argv[++i];
 		else if (!strncmp(argv[i], "--lib=", 6))
 			o.lib = argv[i] + 6;
+		else if (!strcmp(argv[i], "--exit-file") && i + 1 < argc)
+			o.exit_file = argv[++i];
 		else if (!wl_arg_ul(argc, argv, &i, "--after-dlopen-ms", &o.after_ms) &&
 			 !wl_arg_ul(argc, argv, &i, "--iters", &o.iters))
-			wl_die("usage: dl_late [--lib PATH] [--after-dlopen-ms MS] [--iters N]");
+			wl_die("usage: dl_late [--lib PATH] [--after-dlopen-ms MS] [--iters N] "
+			       "[--exit-file F]");
 	}
 
 	wl_gate();
@@ -163,5 +186,12 @@ int main(int argc, char **argv)
 	DCHECK(cuCtxDestroy_v2, ctx);
 
 	wl_manifest_write(write_extra, &o);
+	if (o.exit_file) {
+		struct timespec ms = { 0, 1000000 };
+		int i;
+
+		for (i = 0; i < 30000 && access(o.exit_file, F_OK) != 0; i++)
+			nanosleep(&ms, NULL);
+	}
 	return 0;
 }
