@@ -259,17 +259,24 @@ int attach__offsets(struct attach *a, const char *path, const uint64_t *offs,
 {
 	int err = 0;
 
+	/* Return probes first: a call whose entry is seen then has its
+	 * return seen too, even while the probes are going in. */
 	if (a->multi) {
-		err = multi_link(a, a->skel->progs.call_enter_multi, path, offs, cookies, n, false);
+		uint64_t t0 = boot_ns(), t1;
+
+		err = multi_link(a, a->skel->progs.call_exit_multi, path, offs, cookies, n, true);
+		t1 = boot_ns();
 		if (!err)
-			err = multi_link(a, a->skel->progs.call_exit_multi, path, offs, cookies, n,
-					 true);
+			err = multi_link(a, a->skel->progs.call_enter_multi, path, offs, cookies, n,
+					 false);
+		dbg("%s: %zu return probes in %.3f ms, entry probes in %.3f ms", path, n,
+		    (t1 - t0) / 1e6, (boot_ns() - t1) / 1e6);
 		return err;
 	}
 	for (size_t i = 0; i < n && !err; i++) {
-		err = attach_probe(a, path, offs[i], cookies[i], false);
+		err = attach_probe(a, path, offs[i], cookies[i], true);
 		if (!err)
-			err = attach_probe(a, path, offs[i], cookies[i], true);
+			err = attach_probe(a, path, offs[i], cookies[i], false);
 	}
 	return err;
 }
@@ -481,7 +488,12 @@ static int attach_fd(struct attach *a, const struct api_lib *lib, int fd, const 
 	a->cur = NULL;
 	/* s may have moved: sets grow by realloc only in new_set. */
 	if (err) {
-		warn("%s: attaching %s probes: %s", display, lib->title, strerror(-err));
+		/* -ESRCH: the process is gone (a short-lived fork): the
+		 * caller counts those. */
+		if (err == -ESRCH)
+			dbg("%s: pid %d exited before its probes", display, scope);
+		else
+			warn("%s: attaching %s probes: %s", display, lib->title, strerror(-err));
 		drop_set(a, s);
 		return err;
 	}
@@ -723,7 +735,7 @@ int attach__resolve(struct attach *a, pid_t pid, const char *exe, char *const *e
 
 int attach__inherit(struct attach *a, pid_t parent, pid_t child)
 {
-	int attached = 0;
+	int attached = 0, err;
 
 	if (!a->per_process)
 		return 0;
@@ -734,7 +746,10 @@ int attach__inherit(struct attach *a, pid_t parent, pid_t child)
 		if (a->sets[i].pid != parent)
 			continue;
 		f = &a->files[a->sets[i].file];
-		if (attach_fd(a, apilib__get(f->lib), f->fd, f->path, child, NULL) > 0)
+		err = attach_fd(a, apilib__get(f->lib), f->fd, f->path, child, NULL);
+		if (err == -ESRCH)
+			return err;
+		if (err > 0)
 			attached++;
 	}
 	return attached;

@@ -49,7 +49,8 @@ int attach__scan(struct attach *a, pid_t pid, bool *mapped);
  * sets attached, or -errno. */
 int attach__resolve(struct attach *a, pid_t pid, const char *exe, char *const *env,
 		    bool skip_system);
-/* A forked child gets probes on every file its parent has them on. */
+/* A forked child gets probes on every file its parent has them on: the
+ * number of probe sets attached, or -ESRCH when the child is gone. */
 int attach__inherit(struct attach *a, pid_t parent, pid_t child);
 /* Detaches the probes of an exited process (per_process only). */
 void attach__forget(struct attach *a, pid_t pid);

@@ -92,6 +92,7 @@ struct rec {
 	size_t ncg;
 	uint64_t new_targets;		/* processes made targets by -a */
 	bool lib_mapped;		/* a REC_MMAP of a traced library came */
+	uint64_t forks_unprobed;	/* forked children gone before their probes */
 	struct late_attach *late;	/* mappings that came before their probes */
 	struct hmap forked;		/* forked child -> its fork's ts */
 	struct hmap forked_win;		/* forked child -> ns from its fork to its probes */
@@ -655,7 +656,11 @@ static int handle(void *ctx, void *data, size_t size)
 			    (t - p->hdr.ts) / 1e6);
 			hmap__put(&r->live, p->other, 1);
 			/* Its memory is its parent's: the same files. */
-			if (attach__inherit(r->attach, p->hdr.pid, p->other) > 0) {
+			int n = attach__inherit(r->attach, p->hdr.pid, p->other);
+
+			if (n == -ESRCH)
+				r->forks_unprobed++;
+			if (n > 0) {
 				dbg("pid %u: attaching its probes took %.3f ms", p->other,
 				    (now_boot() - t) / 1e6);
 				note_fork(r, p->other, p->hdr.ts, now_boot());
@@ -1280,6 +1285,7 @@ cleanup:
 		ci.probes = attach__probes(r.attach);
 		ci.late = r.late;
 		ci.nlate = r.nlate;
+		ci.forks_unprobed = r.forks_unprobed;
 		if (ret == 0 && !attach__seen_mapped(r.attach) && !r.lib_mapped) {
 			char names[64];
 

@@ -419,6 +419,11 @@ void summary__print(struct summary *s, const struct model *m, const struct captu
 		if (ci->nlate > 20)
 			fprintf(f, "   ... and %zu more\n", ci->nlate - 20);
 	}
+	if (ci->forks_unprobed) {
+		fprintf(f, "   %" PRIu64 " forked child(ren) exited before their probes were in place "
+			"(a few ms after the fork): their calls, if any, are missing\n",
+			ci->forks_unprobed);
+	}
 	if (m->strings_unreadable)
 		fprintf(f, "   %" PRIu64 " string arguments could not be read (shown as "
 			   "\"(unreadable at 0x...)\")\n", m->strings_unreadable);

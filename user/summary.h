@@ -31,6 +31,7 @@ struct capture_info {
 	size_t lib_files, probes;
 	const struct late_attach *late;	/* mappings that came before their probes */
 	size_t nlate;
+	uint64_t forks_unprobed;	/* forked children that exited before their probes */
 	struct stacks *stacks;		/* CPU samples and backtraces, or NULL */
 	uint64_t backtrace_ns;		/* --backtrace-threshold; UINT64_MAX: off */
 	/* More sections printed before "Capture" (the scheduler's), or NULL. */
