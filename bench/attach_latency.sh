@@ -83,8 +83,8 @@ echo "2. record -a, a library file first seen when it is mapped: probes in place
 echo "   median $(median "${ms[@]}") ms, max $max ms ($N files; calls in that window are missed)"
 
 # 3. Forked children.
-"$OUT/cgbpf" record -v --summary-only --sched off --sample-hz 0 --syscall-threshold off \
-	-- env LD_LIBRARY_PATH="$OUT/fake" "$OUT/workloads/fork" --children "$N" --iters 200000 \
+LD_LIBRARY_PATH="$OUT/fake" "$OUT/cgbpf" record -v --summary-only --sched off --sample-hz 0 \
+	--syscall-threshold off -- "$OUT/workloads/fork" --children "$N" --iters 200000 \
 	2> "$TMP/ferr" > /dev/null || true
 mapfile -t fk < <(sed -n 's/.*probes in place \([0-9.]*\) ms after its fork.*/\1/p' "$TMP/ferr")
 if [ ${#fk[@]} -gt 0 ]; then

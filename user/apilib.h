@@ -35,6 +35,9 @@ struct api_lib {
 	/* A file probed otherwise than by the function table (USDT): returns
 	 * the probes attached, -errno, or -ENOSYS to use the table. */
 	int (*attach_file)(struct attach *a, const char *path, const char *display);
+	/* Whether a file is probed once for every process that maps it, even
+	 * when targets have probes of their own (NULL: never). */
+	bool (*shared_file)(const char *display);
 };
 
 /* Bit of a library in a --trace mask. */

@@ -430,7 +430,7 @@ static void drop_set(struct attach *a, struct probe_set *s)
 static int attach_fd(struct attach *a, const struct api_lib *lib, int fd, const char *display,
 		     pid_t pid, struct elfsym *es)
 {
-	pid_t scope = scope_of(a, pid);
+	pid_t scope = lib->shared_file && lib->shared_file(display) ? -1 : scope_of(a, pid);
 	struct lib_file *f;
 	struct probe_set *s;
 	struct stat st;

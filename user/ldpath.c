@@ -80,7 +80,19 @@ struct walk {
 	size_t nnames, capnames;
 	char **dirs;		/* directories already searched */
 	size_t ndirs;
+	char cwd[PATH_MAX];	/* the process's working directory ("" unknown) */
 };
+
+/* dir made absolute against the process's working directory, as its
+ * loader resolves a relative LD_LIBRARY_PATH entry; NULL when unknown. */
+static const char *absolute(const struct walk *w, const char *dir, char *buf, size_t len)
+{
+	if (dir[0] == '/')
+		return dir;
+	if (!w->cwd[0] || (size_t)snprintf(buf, len, "%s/%s", w->cwd, dir) >= len)
+		return NULL;
+	return buf;
+}
 
 /* A shared object's name: "....so" with any ".N" version suffixes
  * ("libcuda.so.580.65.06"), not a neighbour such as "libcuda.so.d". */
@@ -217,7 +229,10 @@ static void search_list(struct walk *w, const char *list, const char *origin)
 				continue;
 			search_dir(w, dir);
 		} else if (!strchr(s, '$')) {
-			search_dir(w, s);
+			const char *abs = absolute(w, s, dir, sizeof(dir));
+
+			if (abs)
+				search_dir(w, abs);
 		}
 	}
 	free(copy);
@@ -491,6 +506,21 @@ int ldpath__resolve(const struct ldpath_req *q,
 	}
 	if (!env && q->pid)
 		env = envv = read_environ(q->pid, &envbuf);
+	/* Its working directory, for relative entries: only when it shares
+	 * our root (a container's cwd reads as a host path here). */
+	if (q->pid) {
+		struct stat ours, theirs;
+		char link[32];
+		ssize_t n;
+
+		snprintf(link, sizeof(link), "/proc/%d/root", q->pid);
+		if (!stat("/", &ours) && !stat(link, &theirs) && ours.st_dev == theirs.st_dev &&
+		    ours.st_ino == theirs.st_ino) {
+			snprintf(link, sizeof(link), "/proc/%d/cwd", q->pid);
+			n = readlink(link, w.cwd, sizeof(w.cwd) - 1);
+			w.cwd[n > 0 ? n : 0] = 0;
+		}
+	}
 	/* The executable: its run paths, and $ORIGIN for them. */
 	if (q->exe) {
 		snprintf(exe_path, sizeof(exe_path), "%s", q->exe);
@@ -509,6 +539,15 @@ int ldpath__resolve(const struct ldpath_req *q,
 	if (fd >= 0) {
 		run_paths(fd, &rpath, &runpath);
 		close(fd);
+	}
+	if (exe_path[0] && exe_path[0] != '/') {
+		char abs[PATH_MAX];
+
+		if (w.cwd[0] && (size_t)snprintf(abs, sizeof(abs), "%s/%s", w.cwd, exe_path) <
+		    sizeof(abs))
+			snprintf(exe_path, sizeof(exe_path), "%s", abs);
+		else
+			exe_path[0] = 0;
 	}
 	dirname_of(exe_path, origin, sizeof(origin));
 

@@ -147,6 +147,20 @@ static int attach_file(struct attach *a, const char *path, const char *display)
 	return n;
 }
 
+/*
+ * cgbpf's own injection library is probed for every process that maps it,
+ * not per target: libbpf 1.1's USDT attach frees twice when the process
+ * exits while its probes go in (a short-lived fork: seen under load). Only
+ * processes that chose it (NVTX_INJECTION64_PATH) map it, and BPF keeps
+ * the targets' events alone.
+ */
+static bool shared_file(const char *display)
+{
+	const char *base = strrchr(display, '/');
+
+	return !strncmp(base ? base + 1 : display, "libcgbpf-nvtx.so", 16);
+}
+
 static const char *func_name(uint16_t func)
 {
 	return "nvtx?";
@@ -182,6 +196,7 @@ const struct api_lib nvtx_lib = {
 	.cookie = cookie,
 	.ops = &ops,
 	.attach_file = attach_file,
+	.shared_file = shared_file,
 };
 
 const char *nvtx__injection_path(char *buf, size_t len)
