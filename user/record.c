@@ -660,6 +660,8 @@ static int handle(void *ctx, void *data, size_t size)
 
 			if (n == -ESRCH)
 				r->forks_unprobed++;
+			if (!n)
+				dbg("pid %u: probes in place at its fork (its parent's)", p->other);
 			if (n > 0) {
 				dbg("pid %u: attaching its probes took %.3f ms", p->other,
 				    (now_boot() - t) / 1e6);

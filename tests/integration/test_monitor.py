@@ -9,9 +9,10 @@ import re
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 
-from harness import (CGBPF, check, clean_trace, env_with, eq, expected_calls, kill_quiet,
+from harness import (CGBPF, open_gate, check, clean_trace, env_with, eq, expected_calls, kill_quiet,
                      start, tmpdir, wait_for, wl)
 
 import ptrace
@@ -32,18 +33,33 @@ class Monitor:
         self.listen = "127.0.0.1:%d" % self.port
         self.dumps = os.path.join(d, "dumps")
         os.makedirs(self.dumps, exist_ok=True)
-        self.p = subprocess.Popen([CGBPF, "monitor", "--listen", self.listen, "--dump-dir",
-                                   self.dumps] + args, stdout=subprocess.PIPE,
+        # Workloads started after the monitor have their libraries probed
+        # at their exec (their LD_LIBRARY_PATH names the fakes): they wait
+        # at the child gate (child_gate.h) until -v says so. wl_env() sets it.
+        self.gate = tempfile.mkdtemp(prefix="child-gate-", dir=d)
+        self.p = subprocess.Popen([CGBPF, "monitor", "-v", "--listen", self.listen,
+                                   "--dump-dir", self.dumps] + args, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True, env=env_with())
         self.lines = []
-        self.t = threading.Thread(target=lambda: self.lines.extend(self.p.stderr), daemon=True)
+        self.t = threading.Thread(target=self._read, daemon=True)
         self.t.start()
         wait_for(lambda: "monitoring; metrics at" in self.stderr() or self.p.poll() is not None,
                  30, "the monitor to start")
         check(self.p.poll() is None, "monitor running (stderr %r)" % self.stderr())
 
+    def _read(self):
+        for line in self.p.stderr:
+            if "libbpf:" in line:
+                continue  # -v's libbpf debug output
+            open_gate(self.gate, line)
+            self.lines.append(line)
+
     def stderr(self):
         return "".join(self.lines)
+
+    def wl_env(self, **kw):
+        """A workload's environment: the fakes, and the child gate."""
+        return env_with(CGBPF_CHILD_GATE=self.gate, **kw)
 
     def scrape(self):
         r = subprocess.run(["curl", "-sS", "--max-time", "10", "http://%s/metrics" % self.listen],
@@ -114,7 +130,7 @@ def test_monitor_metrics_dump_and_stop():
                    "--comm", "mt,train"], d)
     try:
         mf = os.path.join(d, "mt.json")
-        w = start([wl("mt")], env=env_with(CGBPF_MANIFEST=mf))
+        w = start([wl("mt")], env=mon.wl_env(CGBPF_MANIFEST=mf))
         eq(w.wait(60), 0, "workload exit")
         man = json.load(open(mf))
         pid = man["pid"]
@@ -260,7 +276,7 @@ def test_monitor_nccl_bytes():
     d = tmpdir()
     mon = Monitor(["--interval", "1h", "--comm", "nccl_ranks"], d)
     try:
-        env = env_with(FAKENCCL_STATS=os.path.join(d, "stats-%p.json"))
+        env = mon.wl_env(FAKENCCL_STATS=os.path.join(d, "stats-%p.json"))
         w = start([wl("nccl_ranks"), "--ranks", "3", "--iters", "3", "--procs"], env=env)
         eq(w.wait(120), 0, "nccl_ranks exit")
         m = mon.scrape()
@@ -309,7 +325,7 @@ def test_monitor_syscall_and_sync_wait():
     mon = Monitor(["--interval", "1h", "--syscall-threshold", "1ms", "--comm", "sys_mix"], d)
     try:
         mf = os.path.join(d, "sys.json")
-        w = start([wl("sys_mix"), "--sleeps", "3"], env=env_with(CGBPF_MANIFEST=mf))
+        w = start([wl("sys_mix"), "--sleeps", "3"], env=mon.wl_env(CGBPF_MANIFEST=mf))
         eq(w.wait(60), 0, "sys_mix exit")
         man = json.load(open(mf))
         pid = man["pid"]
@@ -339,9 +355,11 @@ def test_monitor_syscall_and_sync_wait():
 HOLDER = r"""
 #include <cuda.h>
 #include <stdio.h>
+#include "child_gate.h"
 int main(void)
 {
     CUdevice dev; CUcontext ctx; CUdeviceptr p[3];
+    wl_child_gate();
     cuInit(0);
     cuDeviceGet(&dev, 0);
 #if CUDA_VERSION >= 13000
@@ -373,12 +391,13 @@ def test_monitor_gpu_memory_held():
     # cuda.h: the toolkit's, or the fake's own minimal one without it.
     inc = "/usr/local/cuda/include" if os.path.exists("/usr/local/cuda/include/cuda.h") \
         else os.path.join(REPO, "tests", "fake", "include")
-    subprocess.run(["gcc", "-I", inc, src, "-o", exe, "-L", FAKE, "-l:libcuda.so.1",
+    subprocess.run(["gcc", "-I", inc, "-I", os.path.join(REPO, "tests", "workloads"), src,
+                    "-o", exe, "-L", FAKE, "-l:libcuda.so.1",
                     "-Wl,-rpath," + FAKE], check=True)
     mon = Monitor(["--interval", "1h", "--comm", "holder"], d)
     try:
         w = subprocess.Popen([exe], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                             env=env_with())
+                             env=mon.wl_env())
         eq(w.stdout.readline().strip(), "holding", "the workload holds its memory")
         key = ("cgbpf_gpu_memory_bytes", frozenset({("pid", str(w.pid)), ("comm", "holder")}))
         eq(mon.scrape().get(key), float(2 << 20), "2 MiB held")

@@ -270,6 +270,7 @@ int main(int argc, char **argv)
 	pid_t kids[MAX_RANKS];
 	int procs = 0, i, status;
 
+	wl_child_gate();
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--ranks") && i + 1 < argc)
 			nranks = num(argv[++i]);
