@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "hmap.h"
 #include "log.h"
+#include "outfile.h"
 #include "pb.h"
 #include "perfetto.h"
 #include "version.h"
@@ -129,18 +130,30 @@ struct new_str {
 
 struct pftrace *pftrace__create(const char *path)
 {
+	int fd = outfile__create(AT_FDCWD, path, OUTFILE_MODE);
+	struct pftrace *pt;
+
+	if (fd < 0) {
+		errno = -fd;
+		return NULL;
+	}
+	pt = pftrace__fdopen(fd);
+	if (!pt) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+	}
+	return pt;
+}
+
+struct pftrace *pftrace__fdopen(int fd)
+{
 	struct pftrace *pt = calloc(1, sizeof(*pt));
 
 	if (!pt)
 		return NULL;
-	pt->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (pt->fd < 0) {
-		int e = errno;
-
-		free(pt);
-		errno = e;
-		return NULL;
-	}
+	pt->fd = fd;
 	pb__init(&pt->out);
 	pt->next_seq = META_SEQ + 1;
 	return pt;

@@ -37,8 +37,13 @@ enum pf_unit { PF_UNIT_NONE = 0, PF_UNIT_COUNT = 2, PF_UNIT_BYTES = 3 };
 struct pftrace;
 struct pfseq;
 
-/* Creates (truncates) the trace file; NULL with errno set. */
+/* Creates the trace file as a new file (outfile__create: a regular file
+ * there is replaced, a link or anything else refused; under sudo it is the
+ * user's); NULL with errno set. */
 struct pftrace *pftrace__create(const char *path);
+/* A writer on fd, open for writing (a file, a pipe, a device); it owns fd
+ * from then on, closed by pftrace__close. NULL with errno set (fd open). */
+struct pftrace *pftrace__fdopen(int fd);
 /* Writes buffered packets; 0 or the first write error (-errno). After a
  * write error the file is cut back to its last whole packet and every
  * later call is a no-op. */
