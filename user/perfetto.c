@@ -149,8 +149,11 @@ struct pftrace *pftrace__create(const char *path)
 
 struct pftrace *pftrace__fdopen(int fd)
 {
-	struct pftrace *pt = calloc(1, sizeof(*pt));
+	struct pftrace *pt;
 
+	if (fd < 0)
+		return NULL;	/* errno from the open that failed */
+	pt = calloc(1, sizeof(*pt));
 	if (!pt)
 		return NULL;
 	pt->fd = fd;

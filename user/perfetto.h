@@ -42,7 +42,8 @@ struct pfseq;
  * user's); NULL with errno set. */
 struct pftrace *pftrace__create(const char *path);
 /* A writer on fd, open for writing (a file, a pipe, a device); it owns fd
- * from then on, closed by pftrace__close. NULL with errno set (fd open). */
+ * from then on, closed by pftrace__close. NULL with errno set (fd open);
+ * fd < 0 (a failed open's) gives NULL with errno as that open left it. */
 struct pftrace *pftrace__fdopen(int fd);
 /* Writes buffered packets; 0 or the first write error (-errno). After a
  * write error the file is cut back to its last whole packet and every
