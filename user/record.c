@@ -1160,8 +1160,10 @@ int record__run(const struct record_opts *o)
 		info("tracing %zu process(es)%s; Ctrl-C stops", o->npids,
 		     attach__files(r.attach) ? "" :
 		     " (no traced library loaded yet: waiting for one)");
+	/* --duration counts from here: attaching (slow under load) is not
+	 * taken out of the time traced. */
 	if (o->duration_ns)
-		deadline = t0 + o->duration_ns;
+		deadline = now_boot() + o->duration_ns;
 	last_flush = last_scan = last_system_scan = t0;
 
 	while (!stop_requested) {
