@@ -1093,7 +1093,9 @@ int monitor__request_dump(const char *listen)
 	}
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		err("no cgbpf monitor at %s: %s", listen, strerror(errno));
+		err("no cgbpf monitor at %s: %s (start one with 'sudo cgbpf monitor "
+		    "--flight-recorder 30s', or give its address with --listen)", listen,
+		    strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return 1;
