@@ -138,6 +138,17 @@ FILE *outfile__fopen(const char *path, mode_t mode)
 	return f;
 }
 
+int outfile__discard(int fd, const char *path)
+{
+	struct stat mine, there;
+
+	if (fstat(fd, &mine) || lstat(path, &there))
+		return -errno;
+	if (mine.st_dev != there.st_dev || mine.st_ino != there.st_ino)
+		return -ESTALE;
+	return unlink(path) ? -errno : 0;
+}
+
 const char *outfile__strerror(int err)
 {
 	switch (err) {

@@ -42,6 +42,11 @@ int outfile__create(int dirfd, const char *path, mode_t mode);
 /* outfile__create as a stdio stream ("w"); NULL with errno set. */
 FILE *outfile__fopen(const char *path, mode_t mode);
 
+/* Removes path if it still names the file open as fd (one cgbpf created
+ * and wrote nothing useful to); another file there now is left alone.
+ * 0 or -errno. fd stays open. */
+int outfile__discard(int fd, const char *path);
+
 /* What went wrong in words, for outfile__create's errors that strerror
  * words badly ("Too many levels of symbolic links"). */
 const char *outfile__strerror(int err);

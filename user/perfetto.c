@@ -229,6 +229,16 @@ int pftrace__flush(struct pftrace *pt)
 	return 0;
 }
 
+void pftrace__discard(struct pftrace *pt, const char *path)
+{
+	if (!pt)
+		return;
+	outfile__discard(pt->fd, path);
+	pb__reset(&pt->out);
+	pt->err = -ECANCELED;	/* so that close writes nothing */
+	pftrace__close(pt);
+}
+
 int pftrace__close(struct pftrace *pt)
 {
 	int err;

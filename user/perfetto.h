@@ -51,6 +51,9 @@ struct pftrace *pftrace__fdopen(int fd);
 int pftrace__flush(struct pftrace *pt);
 /* Flushes, closes and frees; returns the first error seen. Accepts NULL. */
 int pftrace__close(struct pftrace *pt);
+/* Closes and frees without writing what is buffered, and removes path if
+ * it still names the file pt wrote (outfile__discard). Accepts NULL. */
+void pftrace__discard(struct pftrace *pt, const char *path);
 /* First error seen (-errno), 0 if none. */
 int pftrace__error(const struct pftrace *pt);
 /* Bytes written to the file so far plus bytes buffered. */

@@ -1267,6 +1267,17 @@ cleanup:
 			     "holds no API calls", names);
 		}
 	}
+	/* A capture that failed before it began leaves no empty trace or
+	 * summary behind, as one that fails its first checks does. */
+	if (ret && !r.meta && !r.fatal) {
+		pftrace__discard(r.pt, o->output);
+		r.pt = NULL;
+		if (r.summary_f) {
+			outfile__discard(fileno(r.summary_f), o->summary_path);
+			fclose(r.summary_f);
+			r.summary_f = NULL;
+		}
+	}
 	if (r.pt) {
 		int e = pftrace__close(r.pt);
 

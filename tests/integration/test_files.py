@@ -258,3 +258,17 @@ def test_summary_file_problems_fail_before_the_capture():
                        capture_output=True, text=True, timeout=60)
     eq(p.returncode, 2, "usage error")
     check("--no-summary and --summary-file" in p.stderr, "message %r" % p.stderr)
+
+
+def test_failed_start_leaves_no_empty_files():
+    """A capture that fails after its outputs were opened but before it
+    began (here an unknown container id) removes them: no empty trace or
+    summary lies around as if it were a capture."""
+    d = tmpdir()
+    trace = os.path.join(d, "t.perfetto-trace")
+    summary = os.path.join(d, "s.txt")
+    p = subprocess.run([CGBPF, "record", "-a", "--cgroup", "ffffee0123", "-d", "1s", "-o", trace,
+                        "--summary-file", summary], capture_output=True, text=True, timeout=60)
+    eq(p.returncode, 1, "exit status (stderr %r)" % p.stderr)
+    check("--cgroup ffffee0123" in p.stderr, "names the culprit: %r" % p.stderr)
+    eq(sorted(os.listdir(d)), [], "nothing left in the directory")

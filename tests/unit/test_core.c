@@ -1662,6 +1662,26 @@ static void test_outfile_kinds(void)
 	if (old >= 0)
 		close(old);
 
+	/* discard: removes the file it created, not one put in its place. */
+	fd = outfile__create(AT_FDCWD, in_tmp(p, sizeof(p), "o-gone"), OUTFILE_MODE);
+	err = fd < 0 ? fd : outfile__discard(fd, p);
+	check(!err && access(p, F_OK) && errno == ENOENT, "outfile: discard removes its file (%d)",
+	      err);
+	if (fd >= 0)
+		close(fd);
+	fd = outfile__create(AT_FDCWD, p, OUTFILE_MODE);
+	if (fd >= 0) {
+		unlink(p);
+		old = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
+		err = outfile__discard(fd, p);
+		check(err == -ESTALE && !access(p, F_OK),
+		      "outfile: discard leaves another file at the path alone (%d)", err);
+		close(fd);
+		if (old >= 0)
+			close(old);
+		unlink(p);
+	}
+
 	/* mkdir: made with its mode; an existing directory left as it is; a
 	 * file in the way is -ENOTDIR. */
 	err = outfile__mkdir(in_tmp(p, sizeof(p), "o-dir"), OUTDIR_PRIVATE_MODE);
