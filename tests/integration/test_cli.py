@@ -204,6 +204,8 @@ def test_command_outlives_duration_and_sigterm_is_passed_on():
         try:
             wait_for(lambda: "Ctrl-C stops" in open(errpath).read() or p.poll() is not None,
                      60, "cgbpf to start the command")
+            check(p.poll() is None, "cgbpf runs (exit status %r, stderr %r)"
+                  % (p.poll(), open(errpath).read()[-300:]))
             pid = command_pid(open(errpath).read(), train)
             born = start_time(pid)
             p.send_signal(signal.SIGTERM)
