@@ -31,7 +31,10 @@ int check__run(const char *path, char **names, int n, bool attach)
 	total = n ? n : lib->nfuncs;
 
 	if (!es) {
-		err("%s: %s", path, strerror(errno));
+		int e = errno;
+
+		err("%s: %s%s", path, strerror(e), e == ENOENT ? " (ldconfig -p lists the "
+		    "libraries on this host, /proc/PID/maps those a process uses)" : "");
 		return 1;
 	}
 	if (attach) {

@@ -375,6 +375,8 @@ static int cmd_record(int argc, char **argv)
 				   "drop --comm/--cgroup or the command%s", "");
 	if (o.summary_only && o.no_summary)
 		return usage_error("--summary-only and --no-summary exclude each other%s", "");
+	if (o.no_summary && o.summary_path)
+		return usage_error("--no-summary and --summary-file exclude each other%s", "");
 	if (o.summary_only && o.output)
 		return usage_error("--summary-only writes no trace: drop --output%s", "");
 	if (!o.summary_only && !o.output) {
@@ -463,7 +465,8 @@ static const char usage_monitor[] =
 "                            (default off: aggregates only, the cheapest mode)\n"
 "      --flight-memory MIB   memory for the flight recorder, its one dump's\n"
 "                            snapshot included (default 64)\n"
-"      --dump-dir DIR        where dumps are written (default /var/lib/cgbpf)\n"
+"      --dump-dir DIR        where dumps are written (default " MONITOR_DEFAULT_DUMP_DIR ",\n"
+"                            created 0700 when missing); dumps are 0600\n"
 "      --trigger-slow TIME   a synchronization or NCCL call lasting TIME dumps\n"
 "                            (default 10s; 'off')\n"
 "      --no-trigger-errors   calls returning an error do not dump\n"
@@ -667,7 +670,7 @@ static int cmd_monitor(int argc, char **argv)
 {
 	struct monitor_opts mo = {
 		.listen = MONITOR_DEFAULT_LISTEN, .interval_ns = 10000000000ull,
-		.dump_dir = "/var/lib/cgbpf", .flight_bytes = 64ull << 20,
+		.flight_bytes = 64ull << 20,
 		.trigger_slow_ns = 10000000000ull, .trigger_errors = true, .trigger_exit = true,
 	};
 	struct record_opts o = {

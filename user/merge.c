@@ -23,10 +23,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 #include "log.h"
 #include "merge.h"
+#include "outfile.h"
 #include "pb.h"
 
 /* Field numbers from perfetto_trace.proto. */
@@ -572,6 +574,17 @@ int merge__run(const char *const *paths, int n, const char *output)
 		err = -ENOMEM;
 		goto cleanup;
 	}
+	{
+		struct stat st;
+
+		/* The rename at the end would replace a link, not write through
+		 * it: refuse what record -o refuses, before the work. */
+		if (!lstat(output, &st) && !S_ISREG(st.st_mode)) {
+			err = S_ISLNK(st.st_mode) ? -ELOOP : S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+			err("cannot write %s: %s", output, outfile__strerror(err));
+			goto cleanup;
+		}
+	}
 	for (int i = 0; i < n && !err; i++) {
 		in[i].path = paths[i];
 		in[i].f = fopen(paths[i], "rb");
@@ -585,6 +598,20 @@ int merge__run(const char *const *paths, int n, const char *output)
 	if (err)
 		goto cleanup;
 	fd = mkstemp(tmp);
+	if (fd >= 0) {
+		/* mkstemp's 0600, widened as record's traces are (the umask
+		 * still applies), and the sudo user's. */
+		mode_t um = umask(0);
+
+		umask(um);
+		if (fchmod(fd, OUTFILE_MODE & ~um))
+			warn("%s: %s", tmp, strerror(errno));
+		err = outfile__give(fd);
+		if (err)
+			warn("cannot give %s to the sudo user: %s; it stays root's", output,
+			     strerror(-err));
+		err = 0;
+	}
 	if (fd < 0 || !(out = fdopen(fd, "wb"))) {
 		err = -errno;
 		err("%s: %s", output, strerror(-err));

@@ -23,6 +23,7 @@
 #include "log.h"
 #include "model.h"
 #include "monitor.h"
+#include "outfile.h"
 #include "pfsink.h"
 #include "perfetto.h"
 #include "procfs.h"
@@ -157,8 +158,9 @@ static uint8_t *flight_copy(const struct flight *f, size_t *out_len)
 struct dump_job {
 	uint8_t *data;
 	size_t len;
-	char path[4096];
-	char tmp[4200];
+	char path[4096];		/* for messages: the directory and name */
+	char name[256];			/* in the dump directory */
+	char tmp[256 + 8];
 	int err;
 	uint64_t records;
 };
@@ -166,6 +168,7 @@ struct dump_job {
 struct monitor {
 	struct monitor_opts o;
 	int lfd;			/* listening socket */
+	int dirfd;			/* the dump directory (O_PATH) */
 	struct cgbpf_bpf *skel;
 	struct model *model;
 	struct attach *attach;
@@ -224,20 +227,48 @@ struct monitor *monitor__new(const struct monitor_opts *o)
 	}
 	mo->o = *o;
 	mo->lfd = -1;
+	mo->dirfd = -1;
 	pthread_mutex_init(&mo->lock, NULL);
 	if (parse_listen(o->listen, &sa)) {
 		err("--listen %s: expected IPv4ADDR:PORT, e.g. %s", o->listen,
 		    MONITOR_DEFAULT_LISTEN);
 		goto fail;
 	}
-	if (stat(o->dump_dir, &st) || !S_ISDIR(st.st_mode)) {
-		err("--dump-dir %s: %s", o->dump_dir,
-		    errno && !S_ISDIR(st.st_mode) ? strerror(errno) : "not a directory");
-		goto fail;
+	if (!o->dump_dir) {
+		/* The default is for dumps only: without a flight recorder
+		 * there are none, and nothing is created. */
+		mo->o.dump_dir = MONITOR_DEFAULT_DUMP_DIR;
+		if (o->flight_ns) {
+			int e = outfile__mkdir(MONITOR_DEFAULT_DUMP_DIR, OUTDIR_PRIVATE_MODE);
+
+			if (e) {
+				err("cannot create the dump directory %s: %s; name another with "
+				    "--dump-dir", MONITOR_DEFAULT_DUMP_DIR, strerror(-e));
+				goto fail;
+			}
+		}
 	}
-	if (access(o->dump_dir, W_OK | X_OK)) {
-		err("--dump-dir %s: not writable: %s", o->dump_dir, strerror(errno));
-		goto fail;
+	if (o->dump_dir || o->flight_ns) {
+		const char *d = mo->o.dump_dir;
+
+		mo->dirfd = open(d, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (mo->dirfd < 0) {
+			if (errno == ENOENT)
+				err("--dump-dir %s: no such directory: create it (mkdir -m 0700 %s) or "
+				    "leave --dump-dir out for the default, %s", d, d,
+				    MONITOR_DEFAULT_DUMP_DIR);
+			else
+				err("--dump-dir %s: %s", d, errno == ENOTDIR ? "not a directory" :
+				    strerror(errno));
+			goto fail;
+		}
+		if (faccessat(mo->dirfd, ".", W_OK | X_OK, AT_EACCESS)) {
+			err("--dump-dir %s: not writable: %s", d, strerror(errno));
+			goto fail;
+		}
+		if (!fstat(mo->dirfd, &st) && (st.st_mode & 0077) && o->flight_ns)
+			dbg("--dump-dir %s is open to other users (mode %04o): dumps are 0600, "
+			    "their names visible", d, (unsigned)(st.st_mode & 07777));
 	}
 	mo->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (mo->lfd < 0 || setsockopt(mo->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
@@ -316,6 +347,8 @@ void monitor__free(struct monitor *mo)
 	}
 	if (mo->lfd >= 0)
 		close(mo->lfd);
+	if (mo->dirfd >= 0)
+		close(mo->dirfd);
 	free(mo->vals);
 	free(mo->flight.buf);
 	hmap__free(&mo->gone);
@@ -381,12 +414,20 @@ static void *dump_worker(void *arg)
 {
 	struct monitor *mo = arg;
 	struct dump_job *j = &mo->job;
-	struct pftrace *pt = pftrace__create(j->tmp);
+	/* Dumps hold other users' command lines and arguments: 0600, the
+	 * sudo user's; in the directory opened at start, whatever its path
+	 * names now. */
+	int fd = outfile__create(mo->dirfd, j->tmp, OUTFILE_PRIVATE_MODE);
+	struct pftrace *pt = fd < 0 ? NULL : pftrace__fdopen(fd);
 	struct model m;
 	struct sink sk;
 
 	if (!pt) {
-		j->err = -errno;
+		j->err = fd < 0 ? fd : -errno;
+		if (fd >= 0) {
+			close(fd);
+			unlinkat(mo->dirfd, j->tmp, 0);
+		}
 		atomic_store(&mo->done, true);
 		return NULL;
 	}
@@ -418,10 +459,10 @@ static void *dump_worker(void *arg)
 	pftrace__clock_snapshot(pt);
 	j->err = pftrace__close(pt);
 	model__free(&m);
-	if (!j->err && rename(j->tmp, j->path))
+	if (!j->err && renameat(mo->dirfd, j->tmp, mo->dirfd, j->name))
 		j->err = -errno;
 	if (j->err)
-		unlink(j->tmp);
+		unlinkat(mo->dirfd, j->tmp, 0);
 	atomic_store(&mo->done, true);
 	return NULL;
 }
@@ -437,9 +478,10 @@ static void start_dump(struct monitor *mo, const char *why)
 	memset(j, 0, sizeof(*j));
 	localtime_r(&t, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
-	snprintf(j->path, sizeof(j->path), "%s/cgbpf-dump-%s-%" PRIu64 "-%s.perfetto-trace",
-		 mo->o.dump_dir, stamp, mo->dumps + mo->dump_failures + 1, why);
-	snprintf(j->tmp, sizeof(j->tmp), "%s.partial", j->path);
+	snprintf(j->name, sizeof(j->name), "cgbpf-dump-%s-%" PRIu64 "-%s.perfetto-trace", stamp,
+		 mo->dumps + mo->dump_failures + 1, why);
+	snprintf(j->tmp, sizeof(j->tmp), "%s.partial", j->name);
+	snprintf(j->path, sizeof(j->path), "%s/%s", mo->o.dump_dir, j->name);
 	/* The snapshot is the only work on the event path: a memcpy. */
 	pthread_mutex_lock(&mo->lock);
 	j->data = flight_copy(&mo->flight, &j->len);
@@ -472,7 +514,7 @@ static void reap_dump(struct monitor *mo)
 	mo->job.data = NULL;
 	if (mo->job.err) {
 		mo->dump_failures++;
-		warn("dump to %s failed: %s", mo->job.path, strerror(-mo->job.err));
+		warn("dump to %s failed: %s", mo->job.path, outfile__strerror(mo->job.err));
 	} else {
 		mo->dumps++;
 		snprintf(mo->last_dump, sizeof(mo->last_dump), "%s", mo->job.path);
@@ -1051,7 +1093,9 @@ int monitor__request_dump(const char *listen)
 	}
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		err("no cgbpf monitor at %s: %s", listen, strerror(errno));
+		err("no cgbpf monitor at %s: %s (start one with 'sudo cgbpf monitor "
+		    "--flight-recorder 30s', or give its address with --listen)", listen,
+		    strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return 1;

@@ -13,11 +13,13 @@
 #include <stdint.h>
 
 #define MONITOR_DEFAULT_LISTEN "127.0.0.1:9464"
+/* Created (0700) when the flight recorder is on and no --dump-dir is given. */
+#define MONITOR_DEFAULT_DUMP_DIR "/var/lib/cgbpf"
 
 struct monitor_opts {
 	const char *listen;		/* ADDR:PORT of the metrics endpoint */
 	uint64_t interval_ns;		/* housekeeping of the aggregates */
-	const char *dump_dir;		/* where dumps go */
+	const char *dump_dir;		/* where dumps go; NULL: the default */
 	uint64_t flight_ns;		/* keep this much history; 0: no flight recorder */
 	uint64_t flight_bytes;		/* memory for it (ring + one dump's snapshot) */
 	uint64_t trigger_slow_ns;	/* NCCL/sync calls at least this long dump; 0: off */
@@ -32,7 +34,8 @@ struct attach;
 
 /* Checks the options that can fail before any BPF work: the listen
  * address parses and is free (the socket is kept), the dump directory is
- * writable. NULL after a message. */
+ * writable (the default one created, with a flight recorder). NULL after
+ * a message. */
 struct monitor *monitor__new(const struct monitor_opts *o);
 /* After the BPF object is loaded: the aggregates' configuration. */
 int monitor__start(struct monitor *mo, struct cgbpf_bpf *skel, struct model *m,

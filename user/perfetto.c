@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "hmap.h"
 #include "log.h"
+#include "outfile.h"
 #include "pb.h"
 #include "perfetto.h"
 #include "version.h"
@@ -129,18 +130,33 @@ struct new_str {
 
 struct pftrace *pftrace__create(const char *path)
 {
-	struct pftrace *pt = calloc(1, sizeof(*pt));
+	int fd = outfile__create(AT_FDCWD, path, OUTFILE_MODE);
+	struct pftrace *pt;
 
-	if (!pt)
-		return NULL;
-	pt->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (pt->fd < 0) {
-		int e = errno;
-
-		free(pt);
-		errno = e;
+	if (fd < 0) {
+		errno = -fd;
 		return NULL;
 	}
+	pt = pftrace__fdopen(fd);
+	if (!pt) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+	}
+	return pt;
+}
+
+struct pftrace *pftrace__fdopen(int fd)
+{
+	struct pftrace *pt;
+
+	if (fd < 0)
+		return NULL;	/* errno from the open that failed */
+	pt = calloc(1, sizeof(*pt));
+	if (!pt)
+		return NULL;
+	pt->fd = fd;
 	pb__init(&pt->out);
 	pt->next_seq = META_SEQ + 1;
 	return pt;
@@ -211,6 +227,16 @@ int pftrace__flush(struct pftrace *pt)
 	pt->written += pt->out.len;
 	pb__reset(&pt->out);
 	return 0;
+}
+
+void pftrace__discard(struct pftrace *pt, const char *path)
+{
+	if (!pt)
+		return;
+	outfile__discard(pt->fd, path);
+	pb__reset(&pt->out);
+	pt->err = -ECANCELED;	/* so that close writes nothing */
+	pftrace__close(pt);
 }
 
 int pftrace__close(struct pftrace *pt)

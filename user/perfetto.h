@@ -37,14 +37,23 @@ enum pf_unit { PF_UNIT_NONE = 0, PF_UNIT_COUNT = 2, PF_UNIT_BYTES = 3 };
 struct pftrace;
 struct pfseq;
 
-/* Creates (truncates) the trace file; NULL with errno set. */
+/* Creates the trace file as a new file (outfile__create: a regular file
+ * there is replaced, a link or anything else refused; under sudo it is the
+ * user's); NULL with errno set. */
 struct pftrace *pftrace__create(const char *path);
+/* A writer on fd, open for writing (a file, a pipe, a device); it owns fd
+ * from then on, closed by pftrace__close. NULL with errno set (fd open);
+ * fd < 0 (a failed open's) gives NULL with errno as that open left it. */
+struct pftrace *pftrace__fdopen(int fd);
 /* Writes buffered packets; 0 or the first write error (-errno). After a
  * write error the file is cut back to its last whole packet and every
  * later call is a no-op. */
 int pftrace__flush(struct pftrace *pt);
 /* Flushes, closes and frees; returns the first error seen. Accepts NULL. */
 int pftrace__close(struct pftrace *pt);
+/* Closes and frees without writing what is buffered, and removes path if
+ * it still names the file pt wrote (outfile__discard). Accepts NULL. */
+void pftrace__discard(struct pftrace *pt, const char *path);
 /* First error seen (-errno), 0 if none. */
 int pftrace__error(const struct pftrace *pt);
 /* Bytes written to the file so far plus bytes buffered. */

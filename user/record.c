@@ -26,6 +26,7 @@
 #include "ncclsum.h"
 #include "nvtx.h"
 #include "nvtx_rec.h"
+#include "outfile.h"
 #include "pfsink.h"
 #include "procfs.h"
 #include "pfstacks.h"
@@ -73,6 +74,7 @@ struct rec {
 	struct ncclsum *ncclsum;
 	struct nvtx *nvtx;		/* NVTX ranges (user/nvtx.c) */
 	struct pftrace *pt;
+	FILE *summary_f;		/* --summary-file, open from the start */
 	struct pfseq *meta;		/* cgbpf's own events (drops) */
 	struct stacks *stacks;		/* CPU samples and backtraces */
 	struct pfstacks *pfstacks;
@@ -1029,11 +1031,20 @@ int record__run(const struct record_opts *o)
 		if (!r.mon)
 			return 1;
 	}
-	/* Open the output first: a typo in -o must not cost a capture. */
+	/* Open the outputs first: a typo in -o must not cost a capture. */
+	if (o->summary_path && !o->no_summary) {
+		r.summary_f = outfile__fopen(o->summary_path, OUTFILE_MODE);
+		if (!r.summary_f) {
+			err("cannot write %s: %s", o->summary_path, outfile__strerror(-errno));
+			return 1;
+		}
+	}
 	if (!o->summary_only) {
 		r.pt = pftrace__create(o->output);
 		if (!r.pt) {
-			err("cannot write %s: %s", o->output, strerror(errno));
+			err("cannot write %s: %s", o->output, outfile__strerror(-errno));
+			if (r.summary_f)
+				fclose(r.summary_f);
 			return 1;
 		}
 	}
@@ -1190,8 +1201,10 @@ int record__run(const struct record_opts *o)
 		info("tracing %zu process(es)%s; Ctrl-C stops", o->npids,
 		     attach__files(r.attach) ? "" :
 		     " (no traced library loaded yet: waiting for one)");
+	/* --duration counts from here: attaching (slow under load) is not
+	 * taken out of the time traced. */
 	if (o->duration_ns)
-		deadline = t0 + o->duration_ns;
+		deadline = now_boot() + o->duration_ns;
 	last_flush = last_scan = last_system_scan = t0;
 
 	while (!stop_requested) {
@@ -1296,6 +1309,17 @@ cleanup:
 			     "holds no API calls", names);
 		}
 	}
+	/* A capture that failed before it began leaves no empty trace or
+	 * summary behind, as one that fails its first checks does. */
+	if (ret && !r.meta && !r.fatal) {
+		pftrace__discard(r.pt, o->output);
+		r.pt = NULL;
+		if (r.summary_f) {
+			outfile__discard(fileno(r.summary_f), o->summary_path);
+			fclose(r.summary_f);
+			r.summary_f = NULL;
+		}
+	}
 	if (r.pt) {
 		int e = pftrace__close(r.pt);
 
@@ -1323,15 +1347,20 @@ cleanup:
 	if (ret == 0 && !o->no_summary) {
 		summary__print(r.summary, &r.model, &ci, stdout);
 		fflush(stdout);
-		if (o->summary_path) {
-			FILE *f = fopen(o->summary_path, "we");
+		if (r.summary_f) {
+			bool bad;
 
-			if (f) {
-				summary__print(r.summary, &r.model, &ci, f);
-				fclose(f);
+			summary__print(r.summary, &r.model, &ci, r.summary_f);
+			bad = fflush(r.summary_f) || ferror(r.summary_f);
+			if (fclose(r.summary_f) || bad) {
+				err("writing %s failed: %s", o->summary_path, strerror(errno));
+				ret = 1;
 			}
+			r.summary_f = NULL;
 		}
 	}
+	if (r.summary_f)
+		fclose(r.summary_f);
 	if (ret == 0 && r.pt)
 		info("wrote %s: open it at https://ui.perfetto.dev", o->output);
 	if (ret == 0 && r.child > 0 && !r.child_reaped &&

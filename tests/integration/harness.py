@@ -131,6 +131,48 @@ def wait_for(pred, timeout=10.0, what="condition"):
     raise AssertionError("timed out waiting for " + what)
 
 
+def flushed_slices(path, pid, limit=256 << 10):
+    """Slices of pid in the first limit bytes cgbpf has written to path (a
+    prefix: the file only grows, and decoding all of it would take longer
+    than writing more). A packet cut by the prefix's end or by a write in
+    progress is not counted."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit)
+    except FileNotFoundError:
+        return 0
+    if not data:
+        return 0
+    return len(ptrace.loads(data, allow_truncated_tail=True).slices_on(pid=pid))
+
+
+def wait_flushed(path, pid, n, timeout=60):
+    """Waits until more than n calls of pid are in the trace file (cgbpf
+    flushed them); returns how many there were."""
+    got = [0]
+
+    def more():
+        got[0] = flushed_slices(path, pid)
+        return got[0] > n
+
+    wait_for(more, timeout, "more than %d calls of pid %d written to %s" % (n, pid, path))
+    return got[0]
+
+
+def cpu_ticks(pid):
+    """utime + stime of a process, in clock ticks (proc(5))."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def wait_running(pid, timeout=30):
+    """Waits until a process that computes without end has used more CPU:
+    it runs (not stopped, not stuck, not dead)."""
+    t0 = cpu_ticks(pid)
+    wait_for(lambda: cpu_ticks(pid) > t0, timeout, "pid %d to use CPU" % pid)
+
+
 def check(cond, msg):
     if not cond:
         raise AssertionError(msg)

@@ -2,10 +2,10 @@
 """Attaching to running processes: before their first call, after their
 modules were loaded (unnamed kernels), before they dlopen libcuda."""
 import os
-import time
 
 from harness import (Bg, api_counts, check, clean_trace, env_with, eq, expected_calls, kill_quiet,
-                     no_drops, proc_stopped, start, tmpdir, touch, wait_for, wl)
+                     no_drops, proc_stopped, start, tmpdir, touch, wait_flushed, wait_for,
+                     wait_running, wl)
 
 
 def test_attach_before_first_call():
@@ -89,38 +89,51 @@ def test_sigint_finishes_trace_target_keeps_running():
     d = tmpdir()
     w = start([wl("train"), "--iters", "100000000"], env=env_with())
     try:
-        time.sleep(0.3)
+        # Attach to a process already in its loop.
+        wait_for(lambda: "libcuda.so.1" in open("/proc/%d/maps" % w.pid).read(), 20,
+                 "the target to map libcuda")
         bg = Bg(["-p", str(w.pid)], tmp=d)
         bg.wait_msg("Ctrl-C stops")
-        time.sleep(0.3)
+        # Ctrl-C once calls were recorded: the test is about what follows.
+        seen = wait_flushed(bg.trace_path, w.pid, 100)
         bg.p.send_signal(2)
         r = bg.finish()
         eq(r.rc, 0, "cgbpf exit after one Ctrl-C")
         check(w.poll() is None, "target still running")
         check(not proc_stopped(w.pid), "target not left stopped")
         clean_trace(r.trace)
-        check(len(r.trace.slices_on(pid=w.pid)) > 100, "calls recorded until Ctrl-C")
+        check(len(r.trace.slices_on(pid=w.pid)) >= seen, "calls recorded until Ctrl-C")
         no_drops(r)
+        wait_running(w.pid)
     finally:
         kill_quiet(w)
 
 
 def test_sigkill_leaves_a_decodable_trace():
+    """SIGKILL at any time: what cgbpf flushed decodes. A kill inside a
+    write() ends the file where the kernel stopped copying, always at a
+    page boundary (it checks for fatal signals between pages): that one
+    packet may be cut, and readers drop it (trace processor silently)."""
     d = tmpdir()
     w = start([wl("train"), "--iters", "100000000"], env=env_with())
     try:
         bg = Bg(["-p", str(w.pid)], tmp=d)
         bg.wait_msg("Ctrl-C stops")
-        time.sleep(0.6)
+        seen = wait_flushed(bg.trace_path, w.pid, 100)
         bg.p.kill()
         bg.finish()
         import ptrace
-        t = ptrace.load(bg.trace_path)
-        eq(t.truncated_bytes, 0, "no partial packet")
+        size = os.path.getsize(bg.trace_path)
+        t = ptrace.load(bg.trace_path, allow_truncated_tail=True)
+        check(t.truncated_bytes == 0 or size % 4096 == 0,
+              "whole packets, or a packet cut at a page boundary by the kill (%d bytes, "
+              "the last %d not a whole packet)" % (size, t.truncated_bytes))
         eq(t.errors, [], "decoder errors")
-        check(len(t.slices_on(pid=w.pid)) > 100, "calls flushed before the kill")
-        time.sleep(0.2)
-        check(w.poll() is None and not proc_stopped(w.pid), "target runs on without probes")
+        check(len(t.slices_on(pid=w.pid)) >= seen,
+              "every call flushed before the kill is there (%d >= %d)"
+              % (len(t.slices_on(pid=w.pid)), seen))
+        check(not proc_stopped(w.pid), "target not stopped")
+        wait_running(w.pid)
     finally:
         kill_quiet(w)
 
@@ -131,15 +144,18 @@ def test_second_sigint_exits_at_once():
     try:
         bg = Bg(["-p", str(w.pid)], tmp=d)
         bg.wait_msg("Ctrl-C stops")
-        time.sleep(0.3)
+        # Signals while cgbpf is writing calls.
+        wait_flushed(bg.trace_path, w.pid, 0)
         bg.p.send_signal(2)
         bg.p.send_signal(2)
         r = bg.finish()
         check(r.rc in (0, 130), "exit code %d (0 if the first finished first, 130 otherwise)"
               % r.rc)
         import ptrace
+        # cgbpf is one thread: a handler runs between write()s, never in one.
         t = ptrace.load(bg.trace_path)
         eq(t.truncated_bytes, 0, "whole packets only")
         check(w.poll() is None and not proc_stopped(w.pid), "target runs on")
+        wait_running(w.pid)
     finally:
         kill_quiet(w)

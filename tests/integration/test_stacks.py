@@ -6,7 +6,6 @@ in order."""
 import os
 import re
 import subprocess
-import time
 
 from harness import OUT, REPO, Skip, check, clean_trace, eq, no_drops, record
 
@@ -189,9 +188,9 @@ def test_deleted_executable():
     os.symlink(os.path.join(OUT, "fake"), os.path.join(d, "fake"))
     exe = os.path.join(d, "stacks", "chain_del")
     shutil.copy(os.path.join(ST, "chain_fp_pie"), exe)
+    # Popen returns once the program was exec'ed: deleting it now is after.
     p = subprocess.Popen([exe, "2000", str(SYNC_MS)])
     try:
-        time.sleep(0.1)
         os.unlink(exe)
         r = record(["-p", str(p.pid), "--sample-hz", "499", "--backtrace-threshold", "5ms"])
     finally:

@@ -38,6 +38,7 @@
 #include "cuda.h"
 #include "elfsym.h"
 #include "hmap.h"
+#include "outfile.h"
 #include "procfs.h"
 #include "stats.h"
 #include "tap.h"
@@ -1551,17 +1552,226 @@ static void test_result_name(void)
 	check(bad == 0, "cuda: unknown codes (0, -1, 5, 501, 12345, 2^32+500, INT64_MIN) give NULL");
 }
 
+/* ================================================================ outfile */
+
+static char *in_tmp(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s/%s", tmpdir, name);
+	return buf;
+}
+
+static bool mode_owner(const char *path, mode_t mode, uid_t uid, gid_t gid)
+{
+	struct stat st;
+
+	return !lstat(path, &st) && S_ISREG(st.st_mode) && (st.st_mode & 07777) == mode && st.st_uid == uid && st.st_gid == gid;
+}
+
+/* What outfile__create does to what lies at the path: expected values from
+ * lstat and from reading the files back, not from the module. */
+static void test_outfile_kinds(void)
+{
+	char p[PATH_MAX + 32], q[PATH_MAX + 32];
+	mode_t um = umask(022);
+	struct stat before, after;
+	int fd, old, err;
+	char buf[16] = { 0 };
+
+	/* The environment of `sudo make test` must not change what is checked. */
+	unsetenv("SUDO_UID");
+	unsetenv("SUDO_GID");
+	fd = outfile__create(AT_FDCWD, in_tmp(p, sizeof(p), "o-new"), OUTFILE_MODE);
+	check(fd >= 0 && mode_owner(p, 0640, geteuid(), getegid()),
+	      "outfile: a new file is 0640 under umask 022, cgbpf's own (fd %d)", fd);
+	if (fd >= 0)
+		close(fd);
+	umask(077);
+	unlink(p);
+	fd = outfile__create(AT_FDCWD, p, OUTFILE_MODE);
+	check(fd >= 0 && mode_owner(p, 0600, geteuid(), getegid()),
+	      "outfile: umask 077 tightens it to 0600");
+	if (fd >= 0)
+		close(fd);
+	umask(022);
+
+	/* A regular file there, held open by "another user": replaced by a
+	 * new inode; the holder never sees the new contents. */
+	old = open(in_tmp(p, sizeof(p), "o-old"), O_RDWR | O_CREAT | O_TRUNC, 0666);
+	if (old >= 0 && write(old, "secret", 6) == 6)
+		fchmod(old, 0666);
+	stat(p, &before);
+	fd = outfile__create(AT_FDCWD, p, OUTFILE_MODE);
+	if (fd >= 0) {
+		if (write(fd, "trace", 5) != 5)
+			fd = -1;
+		close(fd);
+	}
+	stat(p, &after);
+	check(fd >= 0 && after.st_ino != before.st_ino && mode_owner(p, 0640, geteuid(), getegid()),
+	      "outfile: an existing file is replaced by a new one (inode %lu -> %lu), 0640 not 0666",
+	      (unsigned long)before.st_ino, (unsigned long)after.st_ino);
+	check(old >= 0 && pread(old, buf, sizeof(buf) - 1, 0) == 6 && !strcmp(buf, "secret"),
+	      "outfile: whoever held the old file open still reads the old bytes (%s)", buf);
+	if (old >= 0)
+		close(old);
+
+	/* A symbolic link, to a file or dangling: refused, the target untouched. */
+	in_tmp(q, sizeof(q), "o-target");
+	old = open(q, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (old >= 0) {
+		if (write(old, "keep", 4) != 4)
+			check(false, "outfile: writing the link target");
+		close(old);
+	}
+	if (symlink(q, in_tmp(p, sizeof(p), "o-link")))
+		check(false, "outfile: making a link: %s", strerror(errno));
+	err = outfile__create(AT_FDCWD, p, OUTFILE_MODE);
+	check(err == -ELOOP && !stat(q, &after) && after.st_size == 4,
+	      "outfile: a link to a file is refused with -ELOOP, its target untouched (%d)", err);
+	if (err >= 0)
+		close(err);
+	if (symlink(in_tmp(q, sizeof(q), "o-nowhere"), in_tmp(p, sizeof(p), "o-dangling")))
+		check(false, "outfile: making a dangling link: %s", strerror(errno));
+	err = outfile__create(AT_FDCWD, p, OUTFILE_MODE);
+	check(err == -ELOOP && access(q, F_OK) && errno == ENOENT,
+	      "outfile: a dangling link is refused too, nothing created where it points (%d)", err);
+	if (err >= 0)
+		close(err);
+	check(strstr(outfile__strerror(-ELOOP), "symbolic link") != NULL,
+	      "outfile: the link error says so in words");
+
+	/* Other kinds of files. */
+	err = outfile__create(AT_FDCWD, tmpdir, OUTFILE_MODE);
+	check(err == -EISDIR, "outfile: a directory: -EISDIR (%d)", err);
+	mkfifo(in_tmp(p, sizeof(p), "o-fifo"), 0600);
+	err = outfile__create(AT_FDCWD, p, OUTFILE_MODE);
+	check(err == -EINVAL, "outfile: a FIFO: -EINVAL, and no hang opening it (%d)", err);
+	err = outfile__create(AT_FDCWD, "/dev/null", OUTFILE_MODE);
+	check(err == -EINVAL && !access("/dev/null", W_OK),
+	      "outfile: /dev/null: -EINVAL, and still there (%d)", err);
+	err = outfile__create(AT_FDCWD, in_tmp(p, sizeof(p), "o-no/such"), OUTFILE_MODE);
+	check(err == -ENOENT, "outfile: a missing directory: -ENOENT (%d)", err);
+
+	/* Relative to a directory descriptor. */
+	old = open(tmpdir, O_PATH | O_DIRECTORY);
+	fd = old < 0 ? -1 : outfile__create(old, "o-at", OUTFILE_PRIVATE_MODE);
+	check(fd >= 0 && mode_owner(in_tmp(p, sizeof(p), "o-at"), 0600, geteuid(), getegid()),
+	      "outfile: created relative to a directory fd, 0600");
+	if (fd >= 0)
+		close(fd);
+	if (old >= 0)
+		close(old);
+
+	/* discard: removes the file it created, not one put in its place. */
+	fd = outfile__create(AT_FDCWD, in_tmp(p, sizeof(p), "o-gone"), OUTFILE_MODE);
+	err = fd < 0 ? fd : outfile__discard(fd, p);
+	check(!err && access(p, F_OK) && errno == ENOENT, "outfile: discard removes its file (%d)",
+	      err);
+	if (fd >= 0)
+		close(fd);
+	fd = outfile__create(AT_FDCWD, p, OUTFILE_MODE);
+	if (fd >= 0) {
+		unlink(p);
+		old = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
+		err = outfile__discard(fd, p);
+		check(err == -ESTALE && !access(p, F_OK),
+		      "outfile: discard leaves another file at the path alone (%d)", err);
+		close(fd);
+		if (old >= 0)
+			close(old);
+		unlink(p);
+	}
+
+	/* mkdir: made with its mode; an existing directory left as it is; a
+	 * file in the way is -ENOTDIR. */
+	err = outfile__mkdir(in_tmp(p, sizeof(p), "o-dir"), OUTDIR_PRIVATE_MODE);
+	check(!err && !stat(p, &after) && S_ISDIR(after.st_mode) && (after.st_mode & 07777) == 0700,
+	      "outfile: mkdir makes a 0700 directory (%d)", err);
+	chmod(p, 0755);
+	err = outfile__mkdir(p, OUTDIR_PRIVATE_MODE);
+	check(!err && !stat(p, &after) && (after.st_mode & 07777) == 0755,
+	      "outfile: mkdir leaves an existing directory's mode alone (%d)", err);
+	err = outfile__mkdir(in_tmp(p, sizeof(p), "o-new"), OUTDIR_PRIVATE_MODE);
+	check(err == -ENOTDIR, "outfile: mkdir where a file is: -ENOTDIR (%d)", err);
+	umask(um);
+}
+
+/* Under sudo (root, SUDO_UID/SUDO_GID): files and a new directory are the
+ * user's. Run in children: the variables are read once per process. */
+static int sudo_child(const char *uid, const char *gid, const char *file, const char *dir)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		int fd;
+
+		setenv("SUDO_UID", uid, 1);
+		setenv("SUDO_GID", gid, 1);
+		umask(022);
+		fd = outfile__create(AT_FDCWD, file, OUTFILE_MODE);
+		if (fd < 0)
+			_exit(2);
+		close(fd);
+		_exit(dir && outfile__mkdir(dir, OUTDIR_PRIVATE_MODE) ? 3 : 0);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+static void test_outfile_sudo(void)
+{
+	char p[PATH_MAX + 32], d[PATH_MAX + 32];
+	struct stat st;
+	int rc;
+
+	if (geteuid() != 0) {
+		skip("outfile: giving files to the sudo user needs root");
+		return;
+	}
+	rc = sudo_child("65534", "65534", in_tmp(p, sizeof(p), "o-sudo"),
+			in_tmp(d, sizeof(d), "o-sudodir"));
+	check(rc == 0 && mode_owner(p, 0640, 65534, 65534),
+	      "outfile: under sudo (SUDO_UID=65534) a new file is 0640 65534:65534 (rc %d)", rc);
+	check(!stat(d, &st) && st.st_uid == 65534 && st.st_gid == 65534 &&
+	      (st.st_mode & 07777) == 0700, "outfile: and a new directory 0700 65534:65534");
+	/* The existing directory is not given away again, nor is a file
+	 * replaced by another user's wish: it is a new file, the user's. */
+	if (chown(d, 0, 0))
+		check(false, "outfile: chown %s: %s", d, strerror(errno));
+	rc = sudo_child("1000", "1000", p, d);
+	check(rc == 0 && mode_owner(p, 0640, 1000, 1000) && !stat(d, &st) && st.st_uid == 0,
+	      "outfile: the file replaced is the new sudo user's; an existing directory is not "
+	      "(rc %d)", rc);
+	/* Garbage in SUDO_UID: a warning, the file stays root's. */
+	const char *bad[] = { "", "abc", "-1", "4294967295", "12x" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		rc = sudo_child(bad[i], "65534", p, NULL);
+		check(rc == 0 && mode_owner(p, 0640, 0, 0),
+		      "outfile: SUDO_UID='%s' is ignored: root's file (rc %d)", bad[i], rc);
+	}
+	rc = sudo_child("0", "0", p, NULL);
+	check(rc == 0 && mode_owner(p, 0640, 0, 0), "outfile: SUDO_UID=0: root's file");
+}
+
 /* ================================================================ main */
 
 static void rm_tmpdir(void)
 {
 	static const char *const files[] = { "synth20.so", "synth16.so", "synth0.so", "not-elf.txt",
-					     "empty" };
+					     "empty", "o-new", "o-old", "o-target", "o-link",
+					     "o-dangling", "o-fifo", "o-at", "o-sudo" };
+	static const char *const dirs[] = { "o-dir", "o-sudodir" };
 	char path[PATH_MAX + 32];
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", tmpdir, files[i]);
 		unlink(path);
+	}
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", tmpdir, dirs[i]);
+		rmdir(path);
 	}
 	rmdir(tmpdir);
 }
@@ -1599,6 +1809,8 @@ int main(int argc, char **argv)
 	test_cookie();
 	test_demangle();
 	test_result_name();
+	test_outfile_sudo();
+	test_outfile_kinds();
 
 	rm_tmpdir();
 	printf("%d passed, %d failed\n", n_pass, n_fail);

@@ -601,9 +601,13 @@ static void test_errors(void)
 		skip("d: /dev/full is not writable here");
 		return;
 	}
-	/* A small trace, then an explicit flush. */
+	errno = 0;
 	pt = pftrace__create("/dev/full");
-	if (check(pt != NULL, "d: create /dev/full succeeds (nothing written yet)")) {
+	check(!pt && errno == EINVAL, "d: create refuses a device (only regular files are made: %s)",
+	      strerror(errno));
+	/* A small trace, then an explicit flush. */
+	pt = pftrace__fdopen(open("/dev/full", O_WRONLY | O_CLOEXEC));
+	if (check(pt != NULL, "d: a writer on /dev/full starts (nothing written yet)")) {
 		pftrace__thread(pt, 1, 0, 1, 1, "t");
 		s = pftrace__seq(pt, 1, 1000);
 		pftrace__begin(pt, s, 1000, "x", NULL, 0);
@@ -619,8 +623,8 @@ static void test_errors(void)
 
 	/* Enough to pass the flush threshold: the write error comes from a
 	 * flush the writer does on its own. */
-	pt = pftrace__create("/dev/full");
-	if (check(pt != NULL, "d: create /dev/full again")) {
+	pt = pftrace__fdopen(open("/dev/full", O_WRONLY | O_CLOEXEC));
+	if (check(pt != NULL, "d: a writer on /dev/full again")) {
 		pftrace__thread(pt, 1, 0, 1, 1, "t");
 		s = pftrace__seq(pt, 1, 1000);
 		fill(pt, s, 1000, 50000);
