@@ -20,7 +20,8 @@ endif
 .DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all inject test-bins deps test unit-test integration-test demo bench bench-bins stacks stack-bins clean install
+.PHONY: all inject test-bins deps test unit-test integration-test demo bench bench-bins stacks stack-bins clean install \
+	fuzz fuzz-run asan
 
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
@@ -343,6 +344,36 @@ bench-bins: $(BENCH_BINS) $(OUT)/bench/symbolize stacks
 $(OUT)/bench:
 	$(Q)mkdir -p $@
 
+# ---------------------------------------------------------------- fuzzing
+# fuzz/fuzz_NAME.c -> $(OUT)/fuzz/fuzz_NAME: libFuzzer harnesses over the
+# parsers of input that traced processes, containers and users control
+# (docs/security.md), on every user/ module built again by clang with
+# ASan and UBSan (any report aborts). Built by `make fuzz` only; `make
+# fuzz-run FUZZ_SECONDS=N` runs each for N seconds from fuzz/corpus/NAME.
+FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
+FUZZ_BINS := $(patsubst fuzz/%.c,$(OUT)/fuzz/%,$(FUZZ_SRCS))
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS := -O1 -g $(FUZZ_SAN) $(WARN) $(CPPFLAGS_CGBPF) -Ifuzz
+FUZZ_OBJS := $(patsubst user/%.c,$(OUT)/fuzz/obj/%.o,$(filter-out user/main.c,$(USER_SRCS)))
+FUZZ_SECONDS ?= 60
+
+$(OUT)/fuzz/obj/%.o: user/%.c $(OUT)/cgbpf.skel.h | $(OUT)/fuzz/obj
+	$(call msg,CC-FUZZ,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(DEPFLAGS) -c $< -o $@
+
+$(OUT)/fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_OBJS) | $(OUT)/fuzz
+	$(call msg,FUZZ,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(DEPFLAGS) $< $(FUZZ_OBJS) -o $@ \
+		-lbpf $(LIBS_DW) -lstdc++ -lm -lpthread
+
+fuzz: $(FUZZ_BINS)
+
+fuzz-run: fuzz
+	$(Q)bash fuzz/run.sh $(OUT) $(FUZZ_SECONDS)
+
+$(OUT)/fuzz $(OUT)/fuzz/obj:
+	$(Q)mkdir -p $@
+
 # ---------------------------------------------------------------- entry points
 deps:
 	$(Q)bash scripts/install-deps.sh
@@ -367,4 +398,4 @@ clean:
 $(OUT)/bpf $(OUT)/user $(OUT)/fake $(OUT)/workloads $(OUT)/unit $(OUT)/stacks $(OUT)/inject $(OUT)/tests:
 	$(Q)mkdir -p $@
 
--include $(wildcard $(OUT)/*/*.d)
+-include $(wildcard $(OUT)/*/*.d $(OUT)/fuzz/obj/*.d)

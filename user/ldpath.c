@@ -82,9 +82,7 @@ struct walk {
 	size_t ndirs;
 };
 
-/* A shared object's name: "....so" with any ".N" version suffixes
- * ("libcuda.so.580.65.06"), not a neighbour such as "libcuda.so.d". */
-static bool library_name(const char *name)
+bool ldpath__library_name(const char *name)
 {
 	const char *so = NULL, *p;
 
@@ -100,7 +98,7 @@ static bool library_name(const char *name)
 
 static bool wanted(const struct walk *w, const char *name)
 {
-	if (!library_name(name))
+	if (!ldpath__library_name(name))
 		return false;
 	for (const char *const *p = w->q->prefixes; p && *p; p++)
 		if (!strncmp(name, *p, strlen(*p)))
@@ -354,7 +352,7 @@ int ldpath__parse_cache(const void *data, size_t len,
 			int (*cb)(const char *name, const char *path, void *ctx), void *ctx)
 {
 	const char *base = data;
-	const struct cache_hdr *h;
+	struct cache_hdr h;
 	size_t off = 0, avail;
 
 	/* The old format (libc5, glibc < 2.32 default) may come first; the
@@ -367,17 +365,18 @@ int ldpath__parse_cache(const void *data, size_t len,
 			return -EINVAL;
 		off = (11 + 4 + (size_t)n * 12 + 7) & ~(size_t)7;
 	}
-	if (off > len || len - off < sizeof(*h) || memcmp(base + off, "glibc-ld.so.cache1.1", 20))
+	if (off > len || len - off < sizeof(h) || memcmp(base + off, "glibc-ld.so.cache1.1", 20))
 		return -EINVAL;
-	h = (const void *)(base + off);
+	/* Copied: the image need not be aligned for the header's fields. */
+	memcpy(&h, base + off, sizeof(h));
 	avail = len - off;
-	if (h->nlibs > (avail - sizeof(*h)) / sizeof(struct cache_entry))
+	if (h.nlibs > (avail - sizeof(h)) / sizeof(struct cache_entry))
 		return -EINVAL;
-	for (uint32_t i = 0; i < h->nlibs; i++) {
+	for (uint32_t i = 0; i < h.nlibs; i++) {
 		struct cache_entry ce;
 		const char *k, *v;
 
-		memcpy(&ce, base + off + sizeof(*h) + i * sizeof(ce), sizeof(ce));
+		memcpy(&ce, base + off + sizeof(h) + i * sizeof(ce), sizeof(ce));
 		if ((ce.flags & 0xff) != CACHE_ELF_LIBC6 || (ce.flags & 0xff00) != CACHE_ARCH)
 			continue;
 		if (ce.key >= avail || ce.value >= avail)

@@ -54,6 +54,11 @@ int ldpath__resolve(const struct ldpath_req *q,
  */
 int ldpath__open_in_root(pid_t pid, const char *path, int flags);
 
+/* Whether a file name is a shared object's: "....so" with any ".N"
+ * version suffixes ("libcuda.so.580.65.06"), not a neighbour such as
+ * "libcuda.so.d". */
+bool ldpath__library_name(const char *name);
+
 /* Library names in an ld.so.cache image (the new "glibc-ld.so.cache1.1"
  * format, alone or after the old one) for this machine's ABI: calls
  * cb(name, path) per entry; -EINVAL when the image is not one. */

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "apilib.h"
 #include "check.h"
+#include "config.h"
 #include "merge.h"
 #include "monitor.h"
 #include "record.h"
@@ -203,11 +204,12 @@ static int split_list(const char *s, char ***list, size_t *n, size_t maxlen)
 			break;
 		}
 		nl = realloc(*list, (*n + 1) * sizeof(*nl));
+		if (nl)
+			*list = nl;
 		if (!nl || !(tok = strdup(tok))) {
 			err = -ENOMEM;
 			break;
 		}
-		*list = nl;
 		nl[(*n)++] = tok;
 	}
 	free(copy);
@@ -612,57 +614,6 @@ static int monitor_args(int argc, char **argv, struct record_opts *o, struct mon
 	return 0;
 }
 
-/* The options of a config file as an argv: "key value" lines. */
-static char **config_argv(const char *path, int *argc)
-{
-	FILE *f = fopen(path, "re");
-	char line[4096], **av = NULL;
-	int n = 1, lineno = 0;
-
-	if (!f) {
-		fprintf(stderr, "cgbpf: --config %s: %s\n", path, strerror(errno));
-		return NULL;
-	}
-	av = calloc(2, sizeof(*av));
-	if (!av)
-		goto fail;
-	av[0] = strdup("monitor");
-	while (fgets(line, sizeof(line), f)) {
-		char *k = line, *v, *e, **nav;
-
-		lineno++;
-		if ((e = strchr(k, '#')))
-			*e = 0;
-		k += strspn(k, " \t\r\n");
-		e = k + strlen(k);
-		while (e > k && strchr(" \t\r\n", e[-1]))
-			*--e = 0;
-		if (!*k)
-			continue;
-		v = k + strcspn(k, " \t=");
-		if (*v) {
-			*v++ = 0;
-			v += strspn(v, " \t=");
-		}
-		nav = realloc(av, (n + 3) * sizeof(*av));
-		if (!nav)
-			goto fail;
-		av = nav;
-		if (asprintf(&av[n++], "--%s", k) < 0)
-			goto fail;
-		if (*v)
-			av[n++] = strdup(v);
-		av[n] = NULL;
-	}
-	fclose(f);
-	*argc = n;
-	return av;
-fail:
-	fprintf(stderr, "cgbpf: --config %s: out of memory\n", path);
-	fclose(f);
-	return NULL;
-}
-
 static int cmd_monitor(int argc, char **argv)
 {
 	struct monitor_opts mo = {
@@ -676,36 +627,51 @@ static int cmd_monitor(int argc, char **argv)
 		.backtrace_threshold_ns = THRESHOLD_OFF, .stack_copy = 0,
 		.trace_mask = TRACE_ALL, .summary_only = true, .no_summary = true, .monitor = &mo,
 	};
-	char **fav = NULL;
+	char **fav = NULL, msg[256];
+	const char *cfg = NULL;
 	int fac = 0, ret;
 
 	for (int i = 1; i < argc; i++) {
-		const char *cfg = NULL;
+		const char *c = NULL;
 
+		if (!strcmp(argv[i], "--"))
+			break;
 		if (!strcmp(argv[i], "--config") && i + 1 < argc)
-			cfg = argv[i + 1];
+			c = argv[++i];
 		else if (!strncmp(argv[i], "--config=", 9))
-			cfg = argv[i] + 9;
-		if (cfg) {
-			fav = config_argv(cfg, &fac);
-			if (!fav)
-				return 2;
-			ret = monitor_args(fac, fav, &o, &mo, true);
-			if (ret)
-				return ret == 1 ? 0 : 2;
+			c = argv[i] + 9;
+		if (c && cfg) {
+			fprintf(stderr, "cgbpf: --config given twice\nTry 'cgbpf monitor --help'.\n");
+			return 2;
+		}
+		if (c)
+			cfg = c;
+	}
+	if (cfg) {
+		/* The file's options first: the command line's override them. */
+		if (config__read(cfg, &fav, &fac, msg, sizeof(msg))) {
+			fprintf(stderr, "cgbpf: --config %s: %s\n", cfg, msg);
+			return 2;
+		}
+		ret = monitor_args(fac, fav, &o, &mo, true);
+		if (ret) {
+			ret = ret == 1 ? 0 : 2;	/* 1: --help */
+			goto out;
 		}
 	}
 	ret = monitor_args(argc, argv, &o, &mo, false);
-	if (ret)
-		return ret == 1 ? 0 : 2;
+	if (ret) {
+		ret = ret == 1 ? 0 : 2;
+		goto out;
+	}
 	/* Without a flight recorder the ring carries only process events and
 	 * triggers: a small one keeps the daemon's resident memory small. */
 	if (!o.ring_mib)
 		o.ring_mib = mo.flight_ns ? 16 : 4;
 	ret = record__run(&o);
-	for (int i = 0; fav && i < fac; i++)
-		free(fav[i]);
-	free(fav);
+out:
+	/* The options point into the file's argv: it lives until here. */
+	config__free(fav, fac);
 	return ret;
 }
 
