@@ -34,17 +34,57 @@
 #endif
 #define CACHE_ELF_LIBC6 0x0003	/* FLAG_ELF_LIBC6 */
 
+/*
+ * Opens path from dirfd with the resolve flags of openat2 if it is a
+ * regular file, and nothing else: it is looked at through an O_PATH
+ * descriptor first, then opened again through that descriptor. A FIFO
+ * planted where a library was (a container chooses its files) would
+ * block an open for reading forever, and opening a device runs its
+ * driver.
+ */
+static int open_regular(int dirfd, const char *path, uint64_t resolve)
+{
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = resolve };
+	char self[32];
+	struct stat st;
+	int pfd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how)), fd, err;
+
+	if (pfd < 0)
+		return -errno;
+	err = fstat(pfd, &st) ? -errno : !S_ISREG(st.st_mode) ? -EINVAL : 0;
+	if (err) {
+		close(pfd);
+		return err;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	err = -errno;
+	close(pfd);
+	return fd < 0 ? err : fd;
+}
+
+int ldpath__open_at(int rootfd, const char *path, int flags)
+{
+	/* Absolute links and ".." stay inside the root; /proc magic links
+	 * would leave it. */
+	const uint64_t resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+	struct open_how how = { .flags = (uint64_t)(flags | O_CLOEXEC), .resolve = resolve };
+	int fd;
+
+	if (!(flags & O_DIRECTORY))
+		return open_regular(rootfd, path, resolve);
+	fd = syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
+	return fd < 0 ? -errno : fd;
+}
+
+int ldpath__open_file(const char *path)
+{
+	return open_regular(AT_FDCWD, path, 0);
+}
+
 static int open_at_root(int rootfd, const char *path, int flags)
 {
-	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC),
-		/* Absolute links and ".." stay inside the root; /proc magic
-		 * links would leave it. */
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-	};
-	int fd = syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
-
-	return fd < 0 ? -errno : fd;
+	return ldpath__open_at(rootfd, path, flags);
 }
 
 static int open_root(pid_t pid)
@@ -221,8 +261,7 @@ static void search_list(struct walk *w, const char *list, const char *origin)
 	free(copy);
 }
 
-/* The DT_RPATH and DT_RUNPATH strings of the ELF object open at fd. */
-static void run_paths(int fd, char **rpath, char **runpath)
+void ldpath__run_paths(int fd, char **rpath, char **runpath)
 {
 	Elf_Scn *scn = NULL;
 	Elf *e;
@@ -453,7 +492,7 @@ static int mapped_object(const struct map_entry *e, void *ctx)
 	fd = open_at_root(m->w->rootfd, e->path, O_RDONLY);
 	if (fd < 0)
 		return 0;
-	run_paths(fd, &rpath, &runpath);
+	ldpath__run_paths(fd, &rpath, &runpath);
 	close(fd);
 	dirname_of(e->path, origin, sizeof(origin));
 	if (runpath)
@@ -506,7 +545,7 @@ int ldpath__resolve(const struct ldpath_req *q,
 		fd = -1;
 	}
 	if (fd >= 0) {
-		run_paths(fd, &rpath, &runpath);
+		ldpath__run_paths(fd, &rpath, &runpath);
 		close(fd);
 	}
 	dirname_of(exe_path, origin, sizeof(origin));
