@@ -361,9 +361,14 @@ $(OUT)/fuzz/obj/%.o: user/%.c $(OUT)/cgbpf.skel.h | $(OUT)/fuzz/obj
 	$(call msg,CC-FUZZ,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(DEPFLAGS) -c $< -o $@
 
+# A harness that #includes a user/ module (to reach its static functions)
+# names it here and is linked without that module's object.
+FUZZ_INCLUDES_elf := symbolize
+
 $(OUT)/fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_OBJS) | $(OUT)/fuzz
 	$(call msg,FUZZ,$@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(DEPFLAGS) $< $(FUZZ_OBJS) -o $@ \
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(DEPFLAGS) $< \
+		$(filter-out $(patsubst %,$(OUT)/fuzz/obj/%.o,$(FUZZ_INCLUDES_$*)),$(FUZZ_OBJS)) -o $@ \
 		-lbpf $(LIBS_DW) -lstdc++ -lm -lpthread
 
 fuzz: $(FUZZ_BINS)

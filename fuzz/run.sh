@@ -36,12 +36,14 @@ for name in "${names[@]}"; do
 	seeds=fuzz/corpus/$name
 	mkdir -p "$work" "$seeds"
 	log=$out/fuzz/$name.log
+	dict=()
+	[ -f "fuzz/$name.dict" ] && dict=(-dict="fuzz/$name.dict")
 	echo "=== $name: ${secs}s"
 	# -timeout: one input taking 10 s is a hang; -rss_limit_mb: the parsers
 	# must stay bounded whatever the input; -close_fd_mask=1: the
 	# harnesses' own output is noise.
 	"$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -close_fd_mask=1 \
-		-print_final_stats=1 -artifact_prefix="$out/fuzz/artifacts/$name-" \
+		-print_final_stats=1 -artifact_prefix="$out/fuzz/artifacts/$name-" "${dict[@]}" \
 		"$work" "$seeds" >"$log" 2>&1
 	rc=$?
 	grep -E '^stat::(number_of_executed_units|new_units_added|peak_rss_mb)' "$log" |

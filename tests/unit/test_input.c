@@ -6,9 +6,12 @@
  * parser. The fuzz/ harnesses explore the rest.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "apilib.h"
 #include "config.h"
 #include "events.h"
@@ -177,6 +180,43 @@ static void test_ldcache(void)
 	      !ldpath__library_name(""), "ldcache: library names");
 }
 
+static int found_lib(int fd, const char *path, void *ctx)
+{
+	(*(int *)ctx)++;
+	return 0;
+}
+
+/* A FIFO where a library or a debug file is looked for (a container
+ * chooses its files): an open for reading would wait for a writer
+ * forever; it must not be opened at all. */
+static void test_fifo(void)
+{
+	char dir[] = "/tmp/cgbpf-fifo-XXXXXX", fifo[64], llp[80];
+	char *env[] = { llp, NULL };
+	const char *const prefixes[] = { "libcuda.so", NULL };
+	struct ldpath_req q = { .env = env, .prefixes = prefixes, .skip_system = true };
+	int rootfd, fd, n = 0;
+
+	if (!check(mkdtemp(dir) != NULL, "fifo: temporary directory"))
+		return;
+	snprintf(fifo, sizeof(fifo), "%s/libcuda.so.1", dir);
+	snprintf(llp, sizeof(llp), "LD_LIBRARY_PATH=%s", dir);
+	if (check(!mkfifo(fifo, 0644), "fifo: libcuda.so.1 is a FIFO")) {
+		rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		alarm(20);	/* a hang is a failure, not a stuck test run */
+		fd = ldpath__open_at(rootfd, fifo, O_RDONLY);
+		check(fd == -EINVAL, "fifo: ldpath__open_at refuses it without opening it (%d)", fd);
+		fd = ldpath__open_file(fifo);
+		check(fd == -EINVAL, "fifo: ldpath__open_file too (%d)", fd);
+		check(!ldpath__resolve(&q, found_lib, &n) && n == 0,
+		      "fifo: resolving libcuda.so through LD_LIBRARY_PATH skips it (%d found)", n);
+		alarm(0);
+		close(rootfd);
+		unlink(fifo);
+	}
+	rmdir(dir);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -185,6 +225,7 @@ int main(void)
 	test_config();
 	test_ingest();
 	test_ldcache();
+	test_fifo();
 	printf("%d passed, %d failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;
 }
