@@ -21,7 +21,7 @@ endif
 .DELETE_ON_ERROR:
 .SECONDARY:
 .PHONY: all inject test-bins deps test unit-test integration-test demo bench bench-bins stacks stack-bins clean install \
-	fuzz fuzz-run asan
+	fuzz fuzz-run asan asan-test
 
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
@@ -371,13 +371,31 @@ $(OUT)/fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_OBJS) | $(OUT)/fuzz
 		$(filter-out $(patsubst %,$(OUT)/fuzz/obj/%.o,$(FUZZ_INCLUDES_$*)),$(FUZZ_OBJS)) -o $@ \
 		-lbpf $(LIBS_DW) -lstdc++ -lm -lpthread
 
-fuzz: $(FUZZ_BINS)
+fuzz: deps
+	$(Q)$(MAKE) --no-print-directory $(FUZZ_BINS)
 
 fuzz-run: fuzz
 	$(Q)bash fuzz/run.sh $(OUT) $(FUZZ_SECONDS)
 
 $(OUT)/fuzz $(OUT)/fuzz/obj:
 	$(Q)mkdir -p $@
+
+# ---------------------------------------------------------------- sanitized cgbpf
+# cgbpf built with ASan and UBSan (any report aborts) into $(ASAN_OUT), for
+# a pass of integration tests against it (tests/asan.sh; the harness runs
+# CGBPF_BIN instead of $(OUT)/cgbpf). Linked dynamically: the sanitizer
+# runtimes do not link statically.
+ASAN_OUT ?= build-asan
+ASAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+asan:
+	$(Q)$(MAKE) --no-print-directory OUT=$(ASAN_OUT) CFLAGS="$(ASAN_CFLAGS)" LDFLAGS_CGBPF= \
+		$(ASAN_OUT)/cgbpf inject
+
+# The fast integration pass against it (the workloads and fakes of $(OUT)).
+asan-test: deps
+	$(Q)$(MAKE) --no-print-directory all asan
+	$(Q)ASAN_OUT=$(ASAN_OUT) bash tests/asan.sh
 
 # ---------------------------------------------------------------- entry points
 deps:

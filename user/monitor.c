@@ -258,9 +258,10 @@ struct monitor *monitor__new(const struct monitor_opts *o)
 		    MONITOR_DEFAULT_LISTEN);
 		goto fail;
 	}
+	/* errno only when stat failed: it is stale otherwise. */
 	if (stat(o->dump_dir, &st) || !S_ISDIR(st.st_mode)) {
 		err("--dump-dir %s: %s", o->dump_dir,
-		    errno && !S_ISDIR(st.st_mode) ? strerror(errno) : "not a directory");
+		    stat(o->dump_dir, &st) ? strerror(errno) : "not a directory");
 		goto fail;
 	}
 	if (access(o->dump_dir, W_OK | X_OK)) {
