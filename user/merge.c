@@ -200,6 +200,8 @@ static int next_field(const uint8_t **p, const uint8_t *end, struct field *f)
 	if (*p == end)
 		return 0;
 	f->start = *p;
+	f->data = NULL;
+	f->len = 0;
 	if (!get_varint(p, end, &tag) || !(tag >> 3) || tag >> 32)
 		return -EINVAL;
 	f->id = tag >> 3;
@@ -459,10 +461,12 @@ static bool attributes_are_cgbpf(const uint8_t *p, size_t n)
 	struct field f, a;
 
 	while (next_field(&p, end, &f) == 1) {
-		const uint8_t *q = f.data, *qe = f.data + f.len;
+		const uint8_t *q, *qe;
 
 		if (f.id != ATTR || f.wt != PB_WIRE_LEN)
 			continue;
+		q = f.data;
+		qe = f.data + f.len;
 		while (next_field(&q, qe, &a) == 1)
 			if (a.id == ATTR_KEY && a.wt == PB_WIRE_LEN && a.len > 6 &&
 			    !memcmp(a.data, "cgbpf.", 6))
