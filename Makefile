@@ -415,8 +415,8 @@ bench:
 	$(Q)bash bench/run.sh
 
 clean:
-	$(call msg,CLEAN,$(OUT))
-	$(Q)rm -rf $(OUT)
+	$(call msg,CLEAN,$(OUT) $(ASAN_OUT))
+	$(Q)rm -rf $(OUT) $(ASAN_OUT)
 
 $(OUT)/bpf $(OUT)/user $(OUT)/fake $(OUT)/workloads $(OUT)/unit $(OUT)/stacks $(OUT)/inject $(OUT)/tests:
 	$(Q)mkdir -p $@

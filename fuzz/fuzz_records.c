@@ -106,6 +106,8 @@ static void map_ids(uint8_t *rec, size_t size)
 
 /* What record.c's handler does with a valid events record, minus what
  * needs BPF (attaching, the targets map). */
+static bool self_exited;
+
 static void dispatch(struct nvtx *nv, bool monitor, const void *data, size_t size,
 		     struct hmap *live)
 {
@@ -137,6 +139,7 @@ static void dispatch(struct nvtx *nv, bool monitor, const void *data, size_t siz
 		nvtx__proc_exit(nv, h->pid, h->ts);
 		hmap__del(live, h->pid, NULL);
 		stacks__proc_exit(stacks, h->pid);
+		self_exited |= h->pid == self;
 		if (monitor)
 			model__forget(&model, h->pid);
 		break;
@@ -296,5 +299,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	nvtx__free(nv);
 	model__free(&model);
 	hmap__free(&live);
+	/* The symbolizer now takes this process for gone: a fresh one, so
+	 * later inputs unwind and symbolize it again. */
+	if (self_exited) {
+		stacks__free(stacks);
+		stacks = stacks__new(&model);
+		if (!stacks)
+			abort();
+		self_exited = false;
+	}
 	return 0;
 }
