@@ -20,7 +20,8 @@ endif
 .DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all inject test-bins deps test unit-test integration-test demo bench bench-bins stacks stack-bins clean install
+.PHONY: all inject test-bins deps test unit-test integration-test demo bench bench-bins stacks stack-bins clean install \
+	fuzz fuzz-run asan asan-test
 
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
@@ -343,6 +344,59 @@ bench-bins: $(BENCH_BINS) $(OUT)/bench/symbolize stacks
 $(OUT)/bench:
 	$(Q)mkdir -p $@
 
+# ---------------------------------------------------------------- fuzzing
+# fuzz/fuzz_NAME.c -> $(OUT)/fuzz/fuzz_NAME: libFuzzer harnesses over the
+# parsers of input that traced processes, containers and users control
+# (docs/security.md), on every user/ module built again by clang with
+# ASan and UBSan (any report aborts). Built by `make fuzz` only; `make
+# fuzz-run FUZZ_SECONDS=N` runs each for N seconds from fuzz/corpus/NAME.
+FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
+FUZZ_BINS := $(patsubst fuzz/%.c,$(OUT)/fuzz/%,$(FUZZ_SRCS))
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS := -O1 -g $(FUZZ_SAN) $(WARN) $(CPPFLAGS_CGBPF) -Ifuzz
+FUZZ_OBJS := $(patsubst user/%.c,$(OUT)/fuzz/obj/%.o,$(filter-out user/main.c,$(USER_SRCS)))
+FUZZ_SECONDS ?= 60
+
+$(OUT)/fuzz/obj/%.o: user/%.c $(OUT)/cgbpf.skel.h | $(OUT)/fuzz/obj
+	$(call msg,CC-FUZZ,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(DEPFLAGS) -c $< -o $@
+
+# A harness that #includes a user/ module (to reach its static functions)
+# names it here and is linked without that module's object.
+FUZZ_INCLUDES_elf := symbolize
+
+$(OUT)/fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_OBJS) | $(OUT)/fuzz
+	$(call msg,FUZZ,$@)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(DEPFLAGS) $< \
+		$(filter-out $(patsubst %,$(OUT)/fuzz/obj/%.o,$(FUZZ_INCLUDES_$*)),$(FUZZ_OBJS)) -o $@ \
+		-lbpf $(LIBS_DW) -lstdc++ -lm -lpthread
+
+fuzz: deps
+	$(Q)$(MAKE) --no-print-directory $(FUZZ_BINS)
+
+fuzz-run: fuzz
+	$(Q)bash fuzz/run.sh $(OUT) $(FUZZ_SECONDS)
+
+$(OUT)/fuzz $(OUT)/fuzz/obj:
+	$(Q)mkdir -p $@
+
+# ---------------------------------------------------------------- sanitized cgbpf
+# cgbpf built with ASan and UBSan (any report aborts) into $(ASAN_OUT), for
+# a pass of integration tests against it (tests/asan.sh; the harness runs
+# CGBPF_BIN instead of $(OUT)/cgbpf). Linked dynamically: the sanitizer
+# runtimes do not link statically.
+ASAN_OUT ?= build-asan
+ASAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+asan:
+	$(Q)$(MAKE) --no-print-directory OUT=$(ASAN_OUT) CFLAGS="$(ASAN_CFLAGS)" LDFLAGS_CGBPF= \
+		$(ASAN_OUT)/cgbpf inject
+
+# The fast integration pass against it (the workloads and fakes of $(OUT)).
+asan-test: deps
+	$(Q)$(MAKE) --no-print-directory all asan
+	$(Q)ASAN_OUT=$(ASAN_OUT) bash tests/asan.sh
+
 # ---------------------------------------------------------------- entry points
 deps:
 	$(Q)bash scripts/install-deps.sh
@@ -361,10 +415,10 @@ bench:
 	$(Q)bash bench/run.sh
 
 clean:
-	$(call msg,CLEAN,$(OUT))
-	$(Q)rm -rf $(OUT)
+	$(call msg,CLEAN,$(OUT) $(ASAN_OUT))
+	$(Q)rm -rf $(OUT) $(ASAN_OUT)
 
 $(OUT)/bpf $(OUT)/user $(OUT)/fake $(OUT)/workloads $(OUT)/unit $(OUT)/stacks $(OUT)/inject $(OUT)/tests:
 	$(Q)mkdir -p $@
 
--include $(wildcard $(OUT)/*/*.d)
+-include $(wildcard $(OUT)/*/*.d $(OUT)/fuzz/obj/*.d)

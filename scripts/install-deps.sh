@@ -7,7 +7,7 @@ set -euo pipefail
 
 pkgs=(make gcc g++ clang libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev
       libzstd-dev liblzma-dev libbz2-dev binutils util-linux protobuf-compiler python3-protobuf
-      systemtap-sdt-dev curl)
+      systemtap-sdt-dev curl libclang-rt-dev)
 [ "${1:-}" = "--bench" ] && pkgs+=(bpftrace linux-perf)
 
 missing=()

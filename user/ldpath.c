@@ -34,17 +34,57 @@
 #endif
 #define CACHE_ELF_LIBC6 0x0003	/* FLAG_ELF_LIBC6 */
 
+/*
+ * Opens path from dirfd with the resolve flags of openat2 if it is a
+ * regular file, and nothing else: it is looked at through an O_PATH
+ * descriptor first, then opened again through that descriptor. A FIFO
+ * planted where a library was (a container chooses its files) would
+ * block an open for reading forever, and opening a device runs its
+ * driver.
+ */
+static int open_regular(int dirfd, const char *path, uint64_t resolve)
+{
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = resolve };
+	char self[32];
+	struct stat st;
+	int pfd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how)), fd, err;
+
+	if (pfd < 0)
+		return -errno;
+	err = fstat(pfd, &st) ? -errno : !S_ISREG(st.st_mode) ? -EINVAL : 0;
+	if (err) {
+		close(pfd);
+		return err;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	err = -errno;
+	close(pfd);
+	return fd < 0 ? err : fd;
+}
+
+int ldpath__open_at(int rootfd, const char *path, int flags)
+{
+	/* Absolute links and ".." stay inside the root; /proc magic links
+	 * would leave it. */
+	const uint64_t resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+	struct open_how how = { .flags = (uint64_t)(flags | O_CLOEXEC), .resolve = resolve };
+	int fd;
+
+	if (!(flags & O_DIRECTORY))
+		return open_regular(rootfd, path, resolve);
+	fd = syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
+	return fd < 0 ? -errno : fd;
+}
+
+int ldpath__open_file(const char *path)
+{
+	return open_regular(AT_FDCWD, path, 0);
+}
+
 static int open_at_root(int rootfd, const char *path, int flags)
 {
-	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC),
-		/* Absolute links and ".." stay inside the root; /proc magic
-		 * links would leave it. */
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-	};
-	int fd = syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
-
-	return fd < 0 ? -errno : fd;
+	return ldpath__open_at(rootfd, path, flags);
 }
 
 static int open_root(pid_t pid)
@@ -94,9 +134,7 @@ static const char *absolute(const struct walk *w, const char *dir, char *buf, si
 	return buf;
 }
 
-/* A shared object's name: "....so" with any ".N" version suffixes
- * ("libcuda.so.580.65.06"), not a neighbour such as "libcuda.so.d". */
-static bool library_name(const char *name)
+bool ldpath__library_name(const char *name)
 {
 	const char *so = NULL, *p;
 
@@ -112,7 +150,7 @@ static bool library_name(const char *name)
 
 static bool wanted(const struct walk *w, const char *name)
 {
-	if (!library_name(name))
+	if (!ldpath__library_name(name))
 		return false;
 	for (const char *const *p = w->q->prefixes; p && *p; p++)
 		if (!strncmp(name, *p, strlen(*p)))
@@ -238,8 +276,7 @@ static void search_list(struct walk *w, const char *list, const char *origin)
 	free(copy);
 }
 
-/* The DT_RPATH and DT_RUNPATH strings of the ELF object open at fd. */
-static void run_paths(int fd, char **rpath, char **runpath)
+void ldpath__run_paths(int fd, char **rpath, char **runpath)
 {
 	Elf_Scn *scn = NULL;
 	Elf *e;
@@ -369,7 +406,7 @@ int ldpath__parse_cache(const void *data, size_t len,
 			int (*cb)(const char *name, const char *path, void *ctx), void *ctx)
 {
 	const char *base = data;
-	const struct cache_hdr *h;
+	struct cache_hdr h;
 	size_t off = 0, avail;
 
 	/* The old format (libc5, glibc < 2.32 default) may come first; the
@@ -382,17 +419,18 @@ int ldpath__parse_cache(const void *data, size_t len,
 			return -EINVAL;
 		off = (11 + 4 + (size_t)n * 12 + 7) & ~(size_t)7;
 	}
-	if (off > len || len - off < sizeof(*h) || memcmp(base + off, "glibc-ld.so.cache1.1", 20))
+	if (off > len || len - off < sizeof(h) || memcmp(base + off, "glibc-ld.so.cache1.1", 20))
 		return -EINVAL;
-	h = (const void *)(base + off);
+	/* Copied: the image need not be aligned for the header's fields. */
+	memcpy(&h, base + off, sizeof(h));
 	avail = len - off;
-	if (h->nlibs > (avail - sizeof(*h)) / sizeof(struct cache_entry))
+	if (h.nlibs > (avail - sizeof(h)) / sizeof(struct cache_entry))
 		return -EINVAL;
-	for (uint32_t i = 0; i < h->nlibs; i++) {
+	for (uint32_t i = 0; i < h.nlibs; i++) {
 		struct cache_entry ce;
 		const char *k, *v;
 
-		memcpy(&ce, base + off + sizeof(*h) + i * sizeof(ce), sizeof(ce));
+		memcpy(&ce, base + off + sizeof(h) + i * sizeof(ce), sizeof(ce));
 		if ((ce.flags & 0xff) != CACHE_ELF_LIBC6 || (ce.flags & 0xff00) != CACHE_ARCH)
 			continue;
 		if (ce.key >= avail || ce.value >= avail)
@@ -469,7 +507,7 @@ static int mapped_object(const struct map_entry *e, void *ctx)
 	fd = open_at_root(m->w->rootfd, e->path, O_RDONLY);
 	if (fd < 0)
 		return 0;
-	run_paths(fd, &rpath, &runpath);
+	ldpath__run_paths(fd, &rpath, &runpath);
 	close(fd);
 	dirname_of(e->path, origin, sizeof(origin));
 	if (runpath)
@@ -537,7 +575,7 @@ int ldpath__resolve(const struct ldpath_req *q,
 		fd = -1;
 	}
 	if (fd >= 0) {
-		run_paths(fd, &rpath, &runpath);
+		ldpath__run_paths(fd, &rpath, &runpath);
 		close(fd);
 	}
 	if (exe_path[0] && exe_path[0] != '/') {

@@ -49,10 +49,33 @@ int ldpath__resolve(const struct ldpath_req *q,
 
 /*
  * Opens path (absolute, as the process sees it) inside the root of pid
- * (0: cgbpf's own root) with flags, following symbolic links only within
- * that root; a descriptor or -errno.
+ * (0: cgbpf's own root) as ldpath__open_at does; a descriptor or -errno.
  */
 int ldpath__open_in_root(pid_t pid, const char *path, int flags);
+
+/*
+ * Opens path inside the root directory rootfd (an O_PATH descriptor of
+ * "/proc/PID/root" or of any directory standing for a root): absolute
+ * links and ".." stay inside it, /proc magic links are refused. Without
+ * O_DIRECTORY in flags only a regular file is opened (read-only): -EINVAL
+ * for anything else, which is never opened (a FIFO would block, a device
+ * open has effects). A descriptor or -errno.
+ */
+int ldpath__open_at(int rootfd, const char *path, int flags);
+
+/* Opens path, resolved as open() would (magic links included: the
+ * /proc/PID/map_files/ entries), read-only if it is a regular file; as
+ * ldpath__open_at otherwise. */
+int ldpath__open_file(const char *path);
+
+/* The DT_RPATH and DT_RUNPATH strings (malloc'ed, NULL if absent) of the
+ * ELF object open at fd. */
+void ldpath__run_paths(int fd, char **rpath, char **runpath);
+
+/* Whether a file name is a shared object's: "....so" with any ".N"
+ * version suffixes ("libcuda.so.580.65.06"), not a neighbour such as
+ * "libcuda.so.d". */
+bool ldpath__library_name(const char *name);
 
 /* Library names in an ld.so.cache image (the new "glibc-ld.so.cache1.1"
  * format, alone or after the old one) for this machine's ABI: calls

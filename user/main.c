@@ -10,6 +10,7 @@
 #include "log.h"
 #include "apilib.h"
 #include "check.h"
+#include "config.h"
 #include "merge.h"
 #include "monitor.h"
 #include "record.h"
@@ -203,15 +204,28 @@ static int split_list(const char *s, char ***list, size_t *n, size_t maxlen)
 			break;
 		}
 		nl = realloc(*list, (*n + 1) * sizeof(*nl));
+		if (nl)
+			*list = nl;
 		if (!nl || !(tok = strdup(tok))) {
 			err = -ENOMEM;
 			break;
 		}
-		*list = nl;
 		nl[(*n)++] = tok;
 	}
 	free(copy);
 	return err;
+}
+
+/* Frees what the option parsers allocated in o. */
+static void free_lists(struct record_opts *o)
+{
+	free(o->pids);
+	for (size_t i = 0; i < o->ncomm; i++)
+		free(o->comms[i]);
+	for (size_t i = 0; i < o->ncgroup; i++)
+		free(o->cgroups[i]);
+	free(o->comms);
+	free(o->cgroups);
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -264,18 +278,24 @@ static int cmd_record(int argc, char **argv)
 
 		switch (c) {
 		case 'p':
-			if (parse_pids(optarg, &o))
-				return usage_error("invalid --pid '%s': expected PID[,PID...]", optarg);
+			if (parse_pids(optarg, &o)) {
+				ret = usage_error("invalid --pid '%s': expected PID[,PID...]", optarg);
+				goto out;
+			}
 			break;
 		case 'o':
-			if (!*optarg)
-				return usage_error("empty --output%s", "");
+			if (!*optarg) {
+				ret = usage_error("empty --output%s", "");
+				goto out;
+			}
 			o.output = optarg;
 			break;
 		case 'd':
-			if (parse_duration(optarg, &o.duration_ns))
-				return usage_error("invalid --duration '%s': expected e.g. 500ms, 10s, 2m",
-						   optarg);
+			if (parse_duration(optarg, &o.duration_ns)) {
+				ret = usage_error("invalid --duration '%s': expected e.g. 500ms, 10s, 2m",
+						  optarg);
+				goto out;
+			}
 			break;
 		case OPT_SUMMARY_ONLY:
 			o.summary_only = true;
@@ -290,20 +310,26 @@ static int cmd_record(int argc, char **argv)
 			o.all = true;
 			break;
 		case OPT_COMM:
-			if (split_list(optarg, &o.comms, &o.ncomm, 15))
-				return usage_error("invalid --comm '%s': names of 1 to 15 characters, "
-						   "comma-separated", optarg);
+			if (split_list(optarg, &o.comms, &o.ncomm, 15)) {
+				ret = usage_error("invalid --comm '%s': names of 1 to 15 characters, "
+						  "comma-separated", optarg);
+				goto out;
+			}
 			break;
 		case OPT_CGROUP:
-			if (split_list(optarg, &o.cgroups, &o.ncgroup, 4095))
-				return usage_error("invalid --cgroup '%s': cgroup paths or container "
-						   "ids, comma-separated", optarg);
+			if (split_list(optarg, &o.cgroups, &o.ncgroup, 4095)) {
+				ret = usage_error("invalid --cgroup '%s': cgroup paths or container "
+						  "ids, comma-separated", optarg);
+				goto out;
+			}
 			break;
 		case OPT_TRACE: {
 			char msg[160];
 
-			if (apilib__parse_trace(optarg, &o.trace_mask, msg, sizeof(msg)))
-				return usage_error("%s", msg);
+			if (apilib__parse_trace(optarg, &o.trace_mask, msg, sizeof(msg))) {
+				ret = usage_error("%s", msg);
+				goto out;
+			}
 			break;
 		}
 		case OPT_NO_FOLLOW:
@@ -315,9 +341,11 @@ static int cmd_record(int argc, char **argv)
 			warn("--no-stop is no longer needed: cgbpf never stops a target");
 			break;
 		case OPT_RING:
-			if (parse_u64(optarg, &v) || v == 0 || v > 4096 || (v & (v - 1)))
-				return usage_error("invalid --ring-size '%s': a power of two from 1 to 4096 (MiB)",
-						   optarg);
+			if (parse_u64(optarg, &v) || v == 0 || v > 4096 || (v & (v - 1))) {
+				ret = usage_error("invalid --ring-size '%s': a power of two from 1 to 4096 (MiB)",
+						  optarg);
+				goto out;
+			}
 			o.ring_mib = v;
 			break;
 		case OPT_SCHED:
@@ -327,28 +355,38 @@ static int cmd_record(int argc, char **argv)
 				o.sched = SCHED_TARGETS;
 			else if (!strcmp(optarg, "off"))
 				o.sched = SCHED_OFF;
-			else
-				return usage_error("invalid --sched '%s': expected all, targets or off",
-						   optarg);
+			else {
+				ret = usage_error("invalid --sched '%s': expected all, targets or off",
+						  optarg);
+				goto out;
+			}
 			break;
 		case OPT_SYSCALL_THRESHOLD:
-			if (parse_threshold(optarg, &o.syscall_threshold_ns))
-				return usage_error("invalid --syscall-threshold '%s': expected e.g. 1us, 50us, 2ms or off",
-						   optarg);
+			if (parse_threshold(optarg, &o.syscall_threshold_ns)) {
+				ret = usage_error("invalid --syscall-threshold '%s': expected e.g. 1us, 50us, 2ms or off",
+						  optarg);
+				goto out;
+			}
 			break;
 		case OPT_SAMPLE_HZ:
-			if (parse_u64(optarg, &v) || v > 10000)
-				return usage_error("invalid --sample-hz '%s': 0 (off) to 10000", optarg);
+			if (parse_u64(optarg, &v) || v > 10000) {
+				ret = usage_error("invalid --sample-hz '%s': 0 (off) to 10000", optarg);
+				goto out;
+			}
 			o.sample_hz = v;
 			break;
 		case OPT_BACKTRACE_THRESHOLD:
-			if (parse_threshold(optarg, &o.backtrace_threshold_ns))
-				return usage_error("invalid --backtrace-threshold '%s': expected e.g. 100us, 1ms or off",
-						   optarg);
+			if (parse_threshold(optarg, &o.backtrace_threshold_ns)) {
+				ret = usage_error("invalid --backtrace-threshold '%s': expected e.g. 100us, 1ms or off",
+						  optarg);
+				goto out;
+			}
 			break;
 		case OPT_STACK_COPY:
-			if (parse_u64(optarg, &v) || v > 16384)
-				return usage_error("invalid --stack-copy '%s': 0 to 16384 bytes", optarg);
+			if (parse_u64(optarg, &v) || v > 16384) {
+				ret = usage_error("invalid --stack-copy '%s': 0 to 16384 bytes", optarg);
+				goto out;
+			}
 			o.stack_copy = v;
 			break;
 		case 'v':
@@ -356,29 +394,45 @@ static int cmd_record(int argc, char **argv)
 			break;
 		case 'h':
 			fputs(usage_record, stdout);
-			return 0;
+			ret = 0;
+			goto out;
 		default:
 			fprintf(stderr, "Try 'cgbpf record --help'.\n");
-			return 2;
+			ret = 2;
+			goto out;
 		}
 	}
 	if (optind < argc)
 		o.cmd = &argv[optind];
-	if (o.cmd && o.npids)
-		return usage_error("use either -p PID or -- COMMAND, not both%s", "");
-	if (!o.cmd && !o.npids && !o.all)
-		return usage_error("nothing to trace: give -p PID, -- COMMAND or -a%s", "");
-	if ((o.ncomm || o.ncgroup) && !o.all)
-		return usage_error("--comm and --cgroup filter -a: add -a%s", "");
-	if (o.all && o.cmd && (o.ncomm || o.ncgroup))
-		return usage_error("-a with -- COMMAND traces the command whatever the filters: "
-				   "drop --comm/--cgroup or the command%s", "");
-	if (o.summary_only && o.no_summary)
-		return usage_error("--summary-only and --no-summary exclude each other%s", "");
-	if (o.no_summary && o.summary_path)
-		return usage_error("--no-summary and --summary-file exclude each other%s", "");
-	if (o.summary_only && o.output)
-		return usage_error("--summary-only writes no trace: drop --output%s", "");
+	if (o.cmd && o.npids) {
+		ret = usage_error("use either -p PID or -- COMMAND, not both%s", "");
+		goto out;
+	}
+	if (!o.cmd && !o.npids && !o.all) {
+		ret = usage_error("nothing to trace: give -p PID, -- COMMAND or -a%s", "");
+		goto out;
+	}
+	if ((o.ncomm || o.ncgroup) && !o.all) {
+		ret = usage_error("--comm and --cgroup filter -a: add -a%s", "");
+		goto out;
+	}
+	if (o.all && o.cmd && (o.ncomm || o.ncgroup)) {
+		ret = usage_error("-a with -- COMMAND traces the command whatever the filters: "
+				  "drop --comm/--cgroup or the command%s", "");
+		goto out;
+	}
+	if (o.summary_only && o.no_summary) {
+		ret = usage_error("--summary-only and --no-summary exclude each other%s", "");
+		goto out;
+	}
+	if (o.no_summary && o.summary_path) {
+		ret = usage_error("--no-summary and --summary-file exclude each other%s", "");
+		goto out;
+	}
+	if (o.summary_only && o.output) {
+		ret = usage_error("--summary-only writes no trace: drop --output%s", "");
+		goto out;
+	}
 	if (!o.summary_only && !o.output) {
 		time_t t = time(NULL);
 		struct tm tm;
@@ -388,13 +442,8 @@ static int cmd_record(int argc, char **argv)
 		o.output = default_out;
 	}
 	ret = record__run(&o);
-	free(o.pids);
-	for (size_t i = 0; i < o.ncomm; i++)
-		free(o.comms[i]);
-	for (size_t i = 0; i < o.ncgroup; i++)
-		free(o.cgroups[i]);
-	free(o.comms);
-	free(o.cgroups);
+out:
+	free_lists(&o);
 	return ret;
 }
 
@@ -615,57 +664,6 @@ static int monitor_args(int argc, char **argv, struct record_opts *o, struct mon
 	return 0;
 }
 
-/* The options of a config file as an argv: "key value" lines. */
-static char **config_argv(const char *path, int *argc)
-{
-	FILE *f = fopen(path, "re");
-	char line[4096], **av = NULL;
-	int n = 1, lineno = 0;
-
-	if (!f) {
-		fprintf(stderr, "cgbpf: --config %s: %s\n", path, strerror(errno));
-		return NULL;
-	}
-	av = calloc(2, sizeof(*av));
-	if (!av)
-		goto fail;
-	av[0] = strdup("monitor");
-	while (fgets(line, sizeof(line), f)) {
-		char *k = line, *v, *e, **nav;
-
-		lineno++;
-		if ((e = strchr(k, '#')))
-			*e = 0;
-		k += strspn(k, " \t\r\n");
-		e = k + strlen(k);
-		while (e > k && strchr(" \t\r\n", e[-1]))
-			*--e = 0;
-		if (!*k)
-			continue;
-		v = k + strcspn(k, " \t=");
-		if (*v) {
-			*v++ = 0;
-			v += strspn(v, " \t=");
-		}
-		nav = realloc(av, (n + 3) * sizeof(*av));
-		if (!nav)
-			goto fail;
-		av = nav;
-		if (asprintf(&av[n++], "--%s", k) < 0)
-			goto fail;
-		if (*v)
-			av[n++] = strdup(v);
-		av[n] = NULL;
-	}
-	fclose(f);
-	*argc = n;
-	return av;
-fail:
-	fprintf(stderr, "cgbpf: --config %s: out of memory\n", path);
-	fclose(f);
-	return NULL;
-}
-
 static int cmd_monitor(int argc, char **argv)
 {
 	struct monitor_opts mo = {
@@ -679,36 +677,52 @@ static int cmd_monitor(int argc, char **argv)
 		.backtrace_threshold_ns = THRESHOLD_OFF, .stack_copy = 0,
 		.trace_mask = TRACE_ALL, .summary_only = true, .no_summary = true, .monitor = &mo,
 	};
-	char **fav = NULL;
+	char **fav = NULL, msg[256];
+	const char *cfg = NULL;
 	int fac = 0, ret;
 
 	for (int i = 1; i < argc; i++) {
-		const char *cfg = NULL;
+		const char *c = NULL;
 
+		if (!strcmp(argv[i], "--"))
+			break;
 		if (!strcmp(argv[i], "--config") && i + 1 < argc)
-			cfg = argv[i + 1];
+			c = argv[++i];
 		else if (!strncmp(argv[i], "--config=", 9))
-			cfg = argv[i] + 9;
-		if (cfg) {
-			fav = config_argv(cfg, &fac);
-			if (!fav)
-				return 2;
-			ret = monitor_args(fac, fav, &o, &mo, true);
-			if (ret)
-				return ret == 1 ? 0 : 2;
+			c = argv[i] + 9;
+		if (c && cfg) {
+			fprintf(stderr, "cgbpf: --config given twice\nTry 'cgbpf monitor --help'.\n");
+			return 2;
+		}
+		if (c)
+			cfg = c;
+	}
+	if (cfg) {
+		/* The file's options first: the command line's override them. */
+		if (config__read(cfg, &fav, &fac, msg, sizeof(msg))) {
+			fprintf(stderr, "cgbpf: --config %s: %s\n", cfg, msg);
+			return 2;
+		}
+		ret = monitor_args(fac, fav, &o, &mo, true);
+		if (ret) {
+			ret = ret == 1 ? 0 : 2;	/* 1: --help */
+			goto out;
 		}
 	}
 	ret = monitor_args(argc, argv, &o, &mo, false);
-	if (ret)
-		return ret == 1 ? 0 : 2;
+	if (ret) {
+		ret = ret == 1 ? 0 : 2;
+		goto out;
+	}
 	/* Without a flight recorder the ring carries only process events and
 	 * triggers: a small one keeps the daemon's resident memory small. */
 	if (!o.ring_mib)
 		o.ring_mib = mo.flight_ns ? 16 : 4;
 	ret = record__run(&o);
-	for (int i = 0; fav && i < fac; i++)
-		free(fav[i]);
-	free(fav);
+out:
+	/* The options point into the file's argv: it lives until here. */
+	config__free(fav, fac);
+	free_lists(&o);
 	return ret;
 }
 

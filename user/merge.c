@@ -140,15 +140,16 @@ static int next_packet(struct input *in, size_t *len)
 		    in->path, at, n);
 		return -EINVAL;
 	}
-	if (n > in->cap) {
-		uint8_t *b = realloc(in->buf, n);
+	/* Never NULL, even for an empty packet: callers do buf + len. */
+	if (n > in->cap || !in->buf) {
+		uint8_t *b = realloc(in->buf, n ? n : 1);
 
 		if (!b) {
 			err("%s: %s", in->path, strerror(ENOMEM));
 			return -ENOMEM;
 		}
 		in->buf = b;
-		in->cap = n;
+		in->cap = n ? n : 1;
 	}
 	if (n && fread(in->buf, 1, n, in->f) != n) {
 		if (ferror(in->f)) {
@@ -201,6 +202,8 @@ static int next_field(const uint8_t **p, const uint8_t *end, struct field *f)
 	if (*p == end)
 		return 0;
 	f->start = *p;
+	f->data = NULL;
+	f->len = 0;
 	if (!get_varint(p, end, &tag) || !(tag >> 3) || tag >> 32)
 		return -EINVAL;
 	f->id = tag >> 3;
@@ -264,7 +267,7 @@ static bool is_uuid_field(enum kind k, uint32_t id)
 	}
 }
 
-static int rewrite(struct merge *mg, const uint8_t *p, size_t n, enum kind k);
+static int rewrite(struct merge *mg, const uint8_t *p, size_t n, enum kind k, bool inner);
 
 /* compressed_packets of a remote machine: inflated, each inner packet
  * rewritten, deflated again. */
@@ -315,7 +318,7 @@ static int rewrite_compressed(struct merge *mg, const struct field *f)
 			break;
 		}
 		pb__begin(&mg->out, TRACE_PACKET);
-		err = rewrite(mg, pf.data, pf.len, K_PACKET);
+		err = rewrite(mg, pf.data, pf.len, K_PACKET, true);
 		pb__end(&mg->out);
 	}
 	if (!err)
@@ -341,8 +344,11 @@ static int rewrite_compressed(struct merge *mg, const struct field *f)
 }
 
 /* Writes message p..p+n of kind k into mg->out with its uuids remapped
- * (and, for a packet, machine_id set). The caller opened the message. */
-static int rewrite(struct merge *mg, const uint8_t *p, size_t n, enum kind k)
+ * (and, for a packet, machine_id set). The caller opened the message.
+ * inner: p is a packet inside compressed_packets, which cannot hold
+ * compressed_packets again (no writer nests them; the inflated bytes
+ * being read live in the one inflate buffer a nested bundle would reuse). */
+static int rewrite(struct merge *mg, const uint8_t *p, size_t n, enum kind k, bool inner)
 {
 	const uint8_t *end = p + n;
 	struct field f;
@@ -383,6 +389,8 @@ static int rewrite(struct merge *mg, const uint8_t *p, size_t n, enum kind k)
 				else
 					nested = false;
 				if (f.id == PKT_COMPRESSED) {
+					if (inner)
+						return -EINVAL;
 					err = rewrite_compressed(mg, &f);
 					if (err)
 						return err;
@@ -394,7 +402,7 @@ static int rewrite(struct merge *mg, const uint8_t *p, size_t n, enum kind k)
 			}
 			if (nested) {
 				pb__begin(&mg->out, f.id);
-				err = rewrite(mg, f.data, f.len, sub);
+				err = rewrite(mg, f.data, f.len, sub, inner);
 				pb__end(&mg->out);
 				if (err)
 					return err;
@@ -455,10 +463,12 @@ static bool attributes_are_cgbpf(const uint8_t *p, size_t n)
 	struct field f, a;
 
 	while (next_field(&p, end, &f) == 1) {
-		const uint8_t *q = f.data, *qe = f.data + f.len;
+		const uint8_t *q, *qe;
 
 		if (f.id != ATTR || f.wt != PB_WIRE_LEN)
 			continue;
+		q = f.data;
+		qe = f.data + f.len;
 		while (next_field(&q, qe, &a) == 1)
 			if (a.id == ATTR_KEY && a.wt == PB_WIRE_LEN && a.len > 6 &&
 			    !memcmp(a.data, "cgbpf.", 6))
@@ -557,18 +567,104 @@ static int write_clock_sync(FILE *out, struct pb *pb, uint32_t m, uint64_t c, ui
 	return write_packet(out, pb->buf, pb->len);
 }
 
-int merge__run(const char *const *paths, int n, const char *output)
+int merge__streams(FILE *const *files, const char *const *names, int n, FILE *out,
+		   uint64_t *npackets)
 {
 	struct input *in = calloc(n, sizeof(*in));
 	uint64_t *boot = calloc(n, sizeof(*boot)), *real = calloc(n, sizeof(*real));
 	struct merge mg = { 0 };
+	uint64_t packets = 0;
+	int err = 0;
+
+	pb__init(&mg.out);
+	if (!in || !boot || !real) {
+		err("%s", strerror(ENOMEM));
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (int i = 0; i < n && !err; i++) {
+		in[i].path = names[i];
+		in[i].f = files[i];
+		err = probe_input(&in[i], &boot[i], &real[i]);
+	}
+	for (int i = 0; i < n && !err; i++) {
+		size_t len;
+		int r;
+
+		mg.machine = i;
+		mg.path = names[i];
+		if (i) {
+			/* Host BOOTTIME when the host's wall clock read what this
+			 * input's did at its snapshot. */
+			int64_t h;
+
+			if (real[i] > INT64_MAX || real[0] > INT64_MAX || boot[0] > INT64_MAX ||
+			    __builtin_add_overflow((int64_t)boot[0], (int64_t)real[i] - (int64_t)real[0],
+						   &h)) {
+				err("%s: its clock snapshot is out of range: cannot align it", names[i]);
+				err = -EINVAL;
+				break;
+			}
+			if (h <= 0) {
+				err("%s was recorded %.0f s before %s began: its events would "
+				    "fall before the host's boot; give the earliest trace first",
+				    names[i], ((double)real[0] - real[i]) / 1e9, names[0]);
+				err = -EINVAL;
+				break;
+			}
+			err = write_clock_sync(out, &mg.out, i, boot[i], h);
+			if (err) {
+				err("writing the merged trace: %s", strerror(-err));
+				break;
+			}
+		}
+		while ((r = next_packet(&in[i], &len)) == 1) {
+			packets++;
+			if (!i) {
+				err = write_packet(out, in[i].buf, len);
+			} else {
+				pb__reset(&mg.out);
+				err = rewrite(&mg, in[i].buf, len, K_PACKET, false);
+				if (!err)
+					err = mg.out.err;
+				if (err) {
+					err("%s: packet at byte %" PRIu64 ": %s", names[i],
+					    in[i].off - len,
+					    err == -EINVAL ? "malformed" : strerror(-err));
+					break;
+				}
+				err = write_packet(out, mg.out.buf, mg.out.len);
+			}
+			if (err) {
+				err("writing the merged trace: %s", strerror(-err));
+				break;
+			}
+		}
+		if (!err && r < 0)
+			err = r;
+	}
+	if (npackets)
+		*npackets = packets;
+cleanup:
+	for (int i = 0; in && i < n; i++)
+		free(in[i].buf);
+	free(in);
+	free(boot);
+	free(real);
+	free(mg.zbuf);
+	pb__free(&mg.out);
+	return err;
+}
+
+int merge__run(const char *const *paths, int n, const char *output)
+{
+	FILE **in = calloc(n, sizeof(*in));
 	char *tmp = NULL;
 	FILE *out = NULL;
 	uint64_t packets = 0;
 	int err = 0, fd;
 
-	pb__init(&mg.out);
-	if (!in || !boot || !real || asprintf(&tmp, "%s.XXXXXX", output) < 0) {
+	if (!in || asprintf(&tmp, "%s.XXXXXX", output) < 0) {
 		err("%s", strerror(ENOMEM));
 		tmp = NULL;
 		err = -ENOMEM;
@@ -585,18 +681,14 @@ int merge__run(const char *const *paths, int n, const char *output)
 			goto cleanup;
 		}
 	}
-	for (int i = 0; i < n && !err; i++) {
-		in[i].path = paths[i];
-		in[i].f = fopen(paths[i], "rb");
-		if (!in[i].f) {
+	for (int i = 0; i < n; i++) {
+		in[i] = fopen(paths[i], "rb");
+		if (!in[i]) {
 			err = -errno;
 			err("%s: %s", paths[i], strerror(-err));
-			break;
+			goto cleanup;
 		}
-		err = probe_input(&in[i], &boot[i], &real[i]);
 	}
-	if (err)
-		goto cleanup;
 	fd = mkstemp(tmp);
 	if (fd >= 0) {
 		/* mkstemp's 0600, widened as record's traces are (the umask
@@ -621,55 +713,7 @@ int merge__run(const char *const *paths, int n, const char *output)
 		}
 		goto cleanup;
 	}
-	for (int i = 0; i < n && !err; i++) {
-		size_t len;
-		int r;
-
-		mg.machine = i;
-		mg.path = paths[i];
-		if (i) {
-			/* Host BOOTTIME when the host's wall clock read what this
-			 * input's did at its snapshot. */
-			int64_t h = (int64_t)boot[0] + ((int64_t)real[i] - (int64_t)real[0]);
-
-			if (h <= 0) {
-				err("%s was recorded %.0f s before %s began: its events would "
-				    "fall before the host's boot; give the earliest trace first",
-				    paths[i], ((double)real[0] - real[i]) / 1e9, paths[0]);
-				err = -EINVAL;
-				break;
-			}
-			err = write_clock_sync(out, &mg.out, i, boot[i], h);
-			if (err) {
-				err("%s: %s", output, strerror(-err));
-				break;
-			}
-		}
-		while ((r = next_packet(&in[i], &len)) == 1) {
-			packets++;
-			if (!i) {
-				err = write_packet(out, in[i].buf, len);
-			} else {
-				pb__reset(&mg.out);
-				err = rewrite(&mg, in[i].buf, len, K_PACKET);
-				if (!err)
-					err = mg.out.err;
-				if (err) {
-					err("%s: packet at byte %" PRIu64 ": %s", paths[i],
-					    in[i].off - len,
-					    err == -EINVAL ? "malformed" : strerror(-err));
-					break;
-				}
-				err = write_packet(out, mg.out.buf, mg.out.len);
-			}
-			if (err) {
-				err("%s: %s", output, strerror(-err));
-				break;
-			}
-		}
-		if (!err && r < 0)
-			err = r;
-	}
+	err = merge__streams(in, paths, n, out, &packets);
 	if (!err && (fflush(out) || fsync(fileno(out)))) {
 		err = -errno;
 		err("%s: %s", output, strerror(-err));
@@ -688,16 +732,10 @@ int merge__run(const char *const *paths, int n, const char *output)
 		info("merged %d traces (%" PRIu64 " packets) into %s: %s is machine 0, the others "
 		     "machines 1..%d, aligned on REALTIME", n, packets, output, paths[0], n - 1);
 cleanup:
-	for (int i = 0; in && i < n; i++) {
-		if (in[i].f)
-			fclose(in[i].f);
-		free(in[i].buf);
-	}
+	for (int i = 0; in && i < n; i++)
+		if (in[i])
+			fclose(in[i]);
 	free(in);
-	free(boot);
-	free(real);
 	free(tmp);
-	free(mg.zbuf);
-	pb__free(&mg.out);
 	return err ? 1 : 0;
 }

@@ -20,6 +20,8 @@
 #include "attach.h"
 #include "cgbpf.skel.h"
 #include "hmap.h"
+#include "http.h"
+#include "ingest.h"
 #include "log.h"
 #include "model.h"
 #include "monitor.h"
@@ -31,8 +33,19 @@
 #include "nccl.h"
 #include "ncclsum.h"
 
-#define HTTP_MAX_REQUEST 8192
-#define HTTP_TIMEOUT_MS 200
+/*
+ * The endpoint never blocks the event loop: connections are non-blocking
+ * and served a little on every tick. A client gets HTTP_HEAD_NS from its
+ * connect to send its request head (at most HTTP_MAX_REQUEST bytes) and
+ * HTTP_DONE_NS in all to take the answer; at most HTTP_MAX_CONNS are kept,
+ * a new one evicting the oldest still sending its request. So slow or
+ * oversized requests cost bounded memory and never delay metrics, dumps
+ * or the ring buffer.
+ */
+#define HTTP_MAX_CONNS 32
+#define HTTP_HEAD_NS (2ull * 1000000000)
+#define HTTP_DONE_NS (10ull * 1000000000)
+#define HTTP_ACCEPTS_PER_TICK 64
 
 /* ------------------------------------------------------------ flight ring */
 
@@ -165,10 +178,23 @@ struct dump_job {
 	uint64_t records;
 };
 
+/* A client connection: reading its request, then writing the answer. */
+struct conn {
+	int fd;				/* -1: free slot */
+	bool writing;
+	uint64_t since;			/* accepted (CLOCK_BOOTTIME ns) */
+	size_t n;			/* request bytes in req */
+	char req[HTTP_MAX_REQUEST];
+	char *out;			/* the answer, malloc'ed */
+	size_t out_len, out_off;
+};
+
 struct monitor {
 	struct monitor_opts o;
 	int lfd;			/* listening socket */
 	int dirfd;			/* the dump directory (O_PATH) */
+	struct conn conns[HTTP_MAX_CONNS];
+	uint64_t http_dropped;		/* connections closed unanswered (slow, evicted) */
 	struct cgbpf_bpf *skel;
 	struct model *model;
 	struct attach *attach;
@@ -228,6 +254,8 @@ struct monitor *monitor__new(const struct monitor_opts *o)
 	mo->o = *o;
 	mo->lfd = -1;
 	mo->dirfd = -1;
+	for (int i = 0; i < HTTP_MAX_CONNS; i++)
+		mo->conns[i].fd = -1;
 	pthread_mutex_init(&mo->lock, NULL);
 	if (parse_listen(o->listen, &sa)) {
 		err("--listen %s: expected IPv4ADDR:PORT, e.g. %s", o->listen,
@@ -349,6 +377,11 @@ void monitor__free(struct monitor *mo)
 		close(mo->lfd);
 	if (mo->dirfd >= 0)
 		close(mo->dirfd);
+	for (int i = 0; i < HTTP_MAX_CONNS; i++) {
+		if (mo->conns[i].fd >= 0)
+			close(mo->conns[i].fd);
+		free(mo->conns[i].out);
+	}
 	free(mo->vals);
 	free(mo->flight.buf);
 	hmap__free(&mo->gone);
@@ -380,32 +413,23 @@ static void replay(struct model *m, const uint8_t *data, uint32_t len)
 {
 	const struct rec_hdr *h = (const void *)data;
 
-	if (len < sizeof(*h) || h->size != len)
+	if (ingest__check(data, len))
 		return;
 	switch (h->type) {
 	case REC_CALL_ENTER:
-		if (len >= sizeof(struct rec_call_enter))
-			model__call_enter(m, (const void *)data);
+		model__call_enter(m, (const void *)data);
 		break;
 	case REC_CALL_EXIT:
-		if (len >= sizeof(struct rec_call_exit))
-			model__call_exit(m, (const void *)data);
+		model__call_exit(m, (const void *)data);
 		break;
-	case REC_STRING: {
-		const struct rec_string *s = (const void *)data;
-
-		if (len > offsetof(struct rec_string, str) &&
-		    s->len <= len - offsetof(struct rec_string, str) && !memchr(s->str, 0, s->len))
-			model__string(m, s);
+	case REC_STRING:
+		model__string(m, (const void *)data);
 		break;
-	}
 	case REC_PROC_EXIT:
-		if (len >= sizeof(struct rec_proc))
-			model__proc_exit(m, (const void *)data);
+		model__proc_exit(m, (const void *)data);
 		break;
 	case REC_THREAD_EXIT:
-		if (len >= sizeof(struct rec_proc))
-			model__thread_exit(m, (const void *)data);
+		model__thread_exit(m, (const void *)data);
 		break;
 	}
 }
@@ -867,86 +891,189 @@ static void render(struct monitor *mo, struct buf *b)
 	bprintf(b, "# HELP cgbpf_scrapes_total Metrics requests served.\n"
 		   "# TYPE cgbpf_scrapes_total counter\ncgbpf_scrapes_total %" PRIu64 "\n",
 		mo->scrapes);
+	bprintf(b, "# HELP cgbpf_http_dropped_total Endpoint connections closed unanswered: "
+		   "no whole request in time, too many at once, or the answer not taken.\n"
+		   "# TYPE cgbpf_http_dropped_total counter\ncgbpf_http_dropped_total %" PRIu64
+		   "\n", mo->http_dropped);
 }
 
 /* ------------------------------------------------------------ http */
 
-static void respond(int fd, int code, const char *status, const char *type, const char *body,
-		    size_t len)
+static void conn_close(struct conn *c)
+{
+	close(c->fd);
+	c->fd = -1;
+	free(c->out);
+	c->out = NULL;
+	c->out_len = c->out_off = c->n = 0;
+	c->writing = false;
+}
+
+/* Sets the answer; it is written as the client takes it. body may be NULL
+ * only with len 0. */
+static void respond(struct conn *c, int code, const char *status, const char *type,
+		    const char *body, size_t len)
 {
 	char hdr[256];
 	int n = snprintf(hdr, sizeof(hdr),
 			 "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
 			 "Connection: close\r\n\r\n", code, status, type, len);
-	size_t off = 0;
 
-	if (write(fd, hdr, n) != n)
+	c->writing = true;
+	c->out_off = 0;
+	c->out = malloc(n + len);
+	if (!c->out) {
+		c->out_len = 0;
 		return;
-	while (off < len) {
-		ssize_t w = write(fd, body + off, len - off);
-
-		if (w <= 0)
-			return;
-		off += w;
 	}
+	memcpy(c->out, hdr, n);
+	if (len)
+		memcpy(c->out + n, body, len);
+	c->out_len = n + len;
 }
 
-static void serve(struct monitor *mo, int fd)
+static void text(struct conn *c, int code, const char *status, const char *body)
 {
-	char req[HTTP_MAX_REQUEST + 1], method[16], path[256];
-	struct timeval tv = { 0, HTTP_TIMEOUT_MS * 1000 };
-	size_t n = 0;
+	respond(c, code, status, "text/plain", body, strlen(body));
+}
 
-	/* A scrape sends its request at once; a slow client waits no more
-	 * than this, the event loop behind it neither. */
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	while (n < HTTP_MAX_REQUEST) {
-		ssize_t r = read(fd, req + n, HTTP_MAX_REQUEST - n);
-
-		if (r <= 0)
-			break;
-		n += r;
-		req[n] = 0;
-		if (strstr(req, "\r\n\r\n") || strstr(req, "\n\n"))
-			break;
-	}
-	req[n] = 0;
-	if (sscanf(req, "%15s %255s", method, path) != 2) {
-		respond(fd, 400, "Bad Request", "text/plain", "bad request\n", 12);
-		return;
-	}
-	if (!strcmp(path, "/metrics") && !strcmp(method, "GET")) {
+/* The answer to a complete request. */
+static void serve(struct monitor *mo, struct conn *c, const struct http_req *rq)
+{
+	if (!strcmp(rq->path, "/metrics") && !strcmp(rq->method, "GET")) {
 		struct buf b = { 0 };
 
 		mo->scrapes++;
 		render(mo, &b);
 		if (b.oom)
-			respond(fd, 500, "Internal Server Error", "text/plain", "out of memory\n", 14);
+			text(c, 500, "Internal Server Error", "out of memory\n");
 		else
-			respond(fd, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", b.p, b.len);
+			respond(c, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", b.p, b.len);
 		free(b.p);
-	} else if (!strcmp(path, "/dump") && (!strcmp(method, "POST") || !strcmp(method, "GET"))) {
+	} else if (!strcmp(rq->path, "/dump") && (!strcmp(rq->method, "POST") ||
+						   !strcmp(rq->method, "GET"))) {
 		char body[4300];
-		int len;
 
 		if (!mo->flight.buf) {
-			len = snprintf(body, sizeof(body), "the flight recorder is off: start the "
-				       "monitor with --flight-recorder TIME\n");
-			respond(fd, 409, "Conflict", "text/plain", body, len);
+			text(c, 409, "Conflict", "the flight recorder is off: start the monitor with "
+			     "--flight-recorder TIME\n");
 			return;
 		}
 		monitor__trigger(mo, "request");
-		len = snprintf(body, sizeof(body), "%s\n",
-			       mo->working ? mo->job.path : "(queued after the running dump)");
-		respond(fd, 202, "Accepted", "text/plain", body, len);
-	} else if (!strcmp(path, "/")) {
-		static const char help[] = "cgbpf monitor: GET /metrics (Prometheus text format), "
-					   "POST /dump (flight recorder)\n";
-
-		respond(fd, 200, "OK", "text/plain", help, sizeof(help) - 1);
+		snprintf(body, sizeof(body), "%s\n",
+			 mo->working ? mo->job.path : "(queued after the running dump)");
+		text(c, 202, "Accepted", body);
+	} else if (!strcmp(rq->path, "/")) {
+		text(c, 200, "OK", "cgbpf monitor: GET /metrics (Prometheus text format), "
+		     "POST /dump (flight recorder)\n");
 	} else {
-		respond(fd, 404, "Not Found", "text/plain", "not found\n", 10);
+		text(c, 404, "Not Found", "not found\n");
+	}
+}
+
+/* Reads what the client sent; answers once the head is complete. */
+static void conn_read(struct monitor *mo, struct conn *c)
+{
+	struct http_req rq;
+	int r;
+
+	while (c->n < sizeof(c->req)) {
+		ssize_t got = read(c->fd, c->req + c->n, sizeof(c->req) - c->n);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (got <= 0) {
+			/* Gone, or done sending without a whole request. */
+			conn_close(c);
+			return;
+		}
+		c->n += got;
+	}
+	r = http__parse_request(c->req, c->n, &rq);
+	if (r == 1)
+		serve(mo, c, &rq);
+	else if (r == -E2BIG)
+		text(c, 431, "Request Header Fields Too Large", "request too large\n");
+	else if (r == -ENAMETOOLONG)
+		text(c, 414, "URI Too Long", "path too long\n");
+	else if (r < 0)
+		text(c, 400, "Bad Request", "bad request\n");
+}
+
+/* Writes what the client takes now; closes when all is written. */
+static void conn_write(struct conn *c)
+{
+	while (c->out_off < c->out_len) {
+		ssize_t w = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (w <= 0)
+			break;
+		c->out_off += w;
+	}
+	conn_close(c);
+}
+
+/* A slot for a new connection: a free one, else the one that has been
+ * sending its request the longest (it had its chance). */
+static struct conn *conn_slot(struct monitor *mo)
+{
+	struct conn *old = NULL;
+
+	for (int i = 0; i < HTTP_MAX_CONNS; i++) {
+		struct conn *c = &mo->conns[i];
+
+		if (c->fd < 0)
+			return c;
+		if (!c->writing && (!old || c->since < old->since))
+			old = c;
+	}
+	if (old) {
+		conn_close(old);
+		mo->http_dropped++;
+	}
+	return old;
+}
+
+static void http_tick(struct monitor *mo, uint64_t now)
+{
+	int fd;
+
+	for (int n = 0; n < HTTP_ACCEPTS_PER_TICK &&
+	     (fd = accept4(mo->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0; n++) {
+		struct conn *c = conn_slot(mo);
+
+		if (!c) {
+			/* Every slot is busy writing answers: come back later. */
+			close(fd);
+			mo->http_dropped++;
+			continue;
+		}
+		c->fd = fd;
+		c->since = now;
+	}
+	for (int i = 0; i < HTTP_MAX_CONNS; i++) {
+		struct conn *c = &mo->conns[i];
+
+		if (c->fd < 0)
+			continue;
+		if (now - c->since >= (c->writing ? HTTP_DONE_NS : HTTP_HEAD_NS)) {
+			if (!c->writing)
+				dbg("metrics endpoint: a client sent no whole request in %llu s: "
+				    "closed", HTTP_HEAD_NS / 1000000000);
+			conn_close(c);
+			mo->http_dropped++;
+			continue;
+		}
+		if (!c->writing)
+			conn_read(mo, c);
+		if (c->fd >= 0 && c->writing)
+			conn_write(c);
 	}
 }
 
@@ -1056,12 +1183,7 @@ static void housekeeping(struct monitor *mo)
 
 void monitor__tick(struct monitor *mo, uint64_t now)
 {
-	int fd;
-
-	while ((fd = accept4(mo->lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
-		serve(mo, fd);
-		close(fd);
-	}
+	http_tick(mo, now);
 	reap_dump(mo);
 	if (!mo->working && mo->pending[0]) {
 		char why[sizeof(mo->pending)];

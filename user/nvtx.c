@@ -517,6 +517,25 @@ found:
 	stats__add(&r->st, dur);
 }
 
+/* Opens range o under id. A range still open under the same id (its end
+ * was lost, or the process reuses ids) is dropped: the map held the only
+ * pointer to it. 0 or -ENOMEM. */
+static int put_open(struct nvtx *n, struct nv_proc *p, uint64_t id, struct nv_open *o)
+{
+	uint64_t v;
+
+	if (hmap__del(&p->open, id, &v)) {
+		struct nv_open *old = (void *)(uintptr_t)v;
+
+		if (old->slot != o->slot)
+			p->slots &= ~(1ull << old->slot);
+		free(old->name);
+		free(old);
+		n->unmatched++;
+	}
+	return hmap__put(&p->open, id, (uintptr_t)o);
+}
+
 void nvtx__record(struct nvtx *n, const struct rec_nvtx *r, size_t size)
 {
 	const struct rec_hdr *h = &r->hdr;
@@ -574,7 +593,7 @@ void nvtx__record(struct nvtx *n, const struct rec_nvtx *r, size_t size)
 		t = thread_of(n, h->tid);
 		if (t && t->pending) {
 			t->pending->id = r->id;
-			if (hmap__put(&p->open, r->id, (uintptr_t)t->pending)) {
+			if (put_open(n, p, r->id, t->pending)) {
 				p->slots &= ~(1ull << t->pending->slot);
 				free(t->pending->name);
 				free(t->pending);
@@ -659,7 +678,7 @@ void nvtx__record(struct nvtx *n, const struct rec_nvtx *r, size_t size)
 				free(t->pending);
 			}
 			t->pending = o;
-		} else if (hmap__put(&p->open, r->id, (uintptr_t)o)) {
+		} else if (put_open(n, p, r->id, o)) {
 			free(o->name);
 			free(o);
 			break;

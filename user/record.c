@@ -18,6 +18,7 @@
 #include "attach.h"
 #include "cgbpf.skel.h"
 #include "hmap.h"
+#include "ingest.h"
 #include "log.h"
 #include "model.h"
 #include "monitor.h"
@@ -429,35 +430,6 @@ static size_t scan_all(struct rec *r, bool resolve)
 
 /* ---------------------------------------------------------------- records */
 
-static size_t min_size(uint16_t type)
-{
-	switch (type) {
-	case REC_CALL_ENTER:
-		return sizeof(struct rec_call_enter);
-	case REC_CALL_EXIT:
-		return sizeof(struct rec_call_exit);
-	case REC_STRING:
-		return offsetof(struct rec_string, str) + 1;
-	case REC_PROC_FORK:
-	case REC_PROC_EXEC:
-	case REC_PROC_EXIT:
-	case REC_THREAD_EXIT:
-		return sizeof(struct rec_proc);
-	case REC_MMAP:
-		return sizeof(struct rec_mmap);
-	case REC_STACK_SAMPLE:
-	case REC_STACK_BT:
-		return stacks__min_size();
-	case REC_SYSCALL:
-		return REC_SYSCALL_BASE_SIZE;
-	case REC_TRIGGER:
-		return sizeof(struct rec_trigger);
-	case REC_NVTX:
-		return offsetof(struct rec_nvtx, str) + 1;
-	}
-	return 0;
-}
-
 /* Samples, backtraces and the runtime's kernel names (host stubs) need
  * the symbolizer to have read a process's files while it is alive. */
 static bool needs_symbols(const struct rec *r)
@@ -593,11 +565,9 @@ static int handle(void *ctx, void *data, size_t size)
 {
 	struct rec *r = ctx;
 	const struct rec_hdr *h = data;
-	size_t need;
 
 	/* The traced process feeds these bytes: check before trusting. */
-	if (size < sizeof(*h) || h->size != size || h->type >= REC__COUNT ||
-	    !(need = min_size(h->type)) || size < need) {
+	if (ingest__check(data, size)) {
 		r->invalid++;
 		return 0;
 	}
@@ -617,17 +587,9 @@ static int handle(void *ctx, void *data, size_t size)
 		monitor__trigger(r->mon, t->ret ? "error" : "slow");
 		break;
 	}
-	case REC_NVTX: {
-		const struct rec_nvtx *nv = data;
-
-		if (nv->len > size - offsetof(struct rec_nvtx, str) - 1 || nv->str[nv->len] ||
-		    nv->probe >= NV__COUNT) {
-			r->invalid++;
-			break;
-		}
-		nvtx__record(r->nvtx, nv, size);
+	case REC_NVTX:
+		nvtx__record(r->nvtx, data, size);
 		break;
-	}
 	case REC_CALL_ENTER:
 		if (r->forked.count)
 			first_call_of_child(r, h->pid);
@@ -638,16 +600,9 @@ static int handle(void *ctx, void *data, size_t size)
 	case REC_CALL_EXIT:
 		model__call_exit(&r->model, data);
 		break;
-	case REC_STRING: {
-		const struct rec_string *s = data;
-
-		if (s->len > size - offsetof(struct rec_string, str) || memchr(s->str, 0, s->len)) {
-			r->invalid++;
-			break;
-		}
-		model__string(&r->model, s);
+	case REC_STRING:
+		model__string(&r->model, data);
 		break;
-	}
 	case REC_PROC_FORK: {
 		const struct rec_proc *p = data;
 
@@ -725,11 +680,6 @@ static int handle(void *ctx, void *data, size_t size)
 			r->invalid++;
 		break;
 	case REC_SYSCALL:
-		/* Two sizes: without and with the fd description. */
-		if (size != REC_SYSCALL_BASE_SIZE && size != sizeof(struct rec_syscall)) {
-			r->invalid++;
-			break;
-		}
 		model__syscall(&r->model, data);
 		break;
 	}

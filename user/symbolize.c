@@ -7,10 +7,12 @@
  * us rather than by dwfl_linux_proc_report so that every file is opened
  * inside the target's mount namespace and as the very file it mapped:
  * /proc/PID/map_files/<range> first (the mapped inode even if deleted or
- * replaced; root only), /proc/PID/root/<path> when its device and inode
- * still match the mapping. The name handed to libdwfl is the
- * /proc/PID/root path, so .gnu_debuglink files are looked up next to the
- * binary as the target sees it.
+ * replaced; root only), <path> resolved inside /proc/PID/root when its
+ * device and inode still match the mapping. Separate debug files
+ * (.gnu_debuglink, build id) are found by our own callback inside the
+ * target's root too (user/debugfile.c), never through a path whose
+ * symbolic links could lead out of a container's root into the host's
+ * files; only regular files are ever opened.
  *
  * Copied stacks are unwound through dwfl_attach_state with our own thread
  * callbacks: registers from the sample, memory from the copied slice (the
@@ -38,7 +40,9 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
+#include "debugfile.h"
 #include "hmap.h"
+#include "ldpath.h"
 #include "procfs.h"
 #include "symbolize.h"
 
@@ -82,6 +86,8 @@ struct smod {
 	bool exec;		/* some mapping of the group is executable */
 	bool loaded;		/* bias and file known */
 	bool no_elf;		/* libdwfl found no ELF for it */
+	bool here;		/* its file was found in our root (the process gone) */
+	bool debug_tried;	/* its debug file was looked for */
 	uint64_t bias;
 	struct sfile *file;
 	Dwfl_Module *mod;
@@ -117,6 +123,7 @@ struct sproc {
 	size_t nmaps;
 	struct smod *all;
 	int mem_fd;		/* /proc/PID/mem, -1 until needed */
+	int root_fd;		/* /proc/PID/root (O_PATH), -1 until needed */
 	struct unwind_ctx *uw;
 	struct sproc *next_exited;
 };
@@ -142,7 +149,7 @@ struct symbolizer {
 	struct cached_sym *cache;
 	size_t ncache, cache_cap;
 	struct hmap strings;	/* hash -> char * (linear probing on collision) */
-	char *debuginfo_path;
+	int host_root;		/* our "/" (O_PATH), for debug files by build id */
 	Dwfl_Callbacks cb;
 	struct ksym *ksyms;
 	size_t nksyms;
@@ -206,25 +213,34 @@ void __wrap___libdwfl_debuginfod_end(void *client)
 {
 }
 
-/* Opens path if it is the regular file dev:ino; -1 otherwise. */
-static int open_checked(const char *path, uint64_t dev, uint64_t ino)
+/* Opens path if it is the regular file dev:ino, resolved inside the root
+ * rootfd (-1: as open() resolves it: magic links, our own root); -1
+ * otherwise. Nothing but a regular file is ever opened (a device or a
+ * FIFO a process happens to map). */
+static int open_checked(int rootfd, const char *path, uint64_t dev, uint64_t ino)
 {
 	struct stat st;
-	int fd;
+	int fd = rootfd >= 0 ? ldpath__open_at(rootfd, path, O_RDONLY) : ldpath__open_file(path);
 
-	/* Never open a device or a FIFO a process happens to map. */
-	if (stat(path, &st) || !S_ISREG(st.st_mode) || st.st_ino != ino ||
-	    (uint64_t)st.st_dev != dev)
-		return -1;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_ino != ino ||
-	    (uint64_t)st.st_dev != dev) {
+	if (fstat(fd, &st) || st.st_ino != ino || (uint64_t)st.st_dev != dev) {
 		close(fd);
 		return -1;
 	}
 	return fd;
+}
+
+/* The target's root directory, opened once; -1 when it is gone. */
+static int proc_root(struct sproc *p)
+{
+	char path[32];
+
+	if (p->root_fd < 0 && !p->exited) {
+		snprintf(path, sizeof(path), "/proc/%d/root", p->pid);
+		p->root_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	}
+	return p->root_fd;
 }
 
 static int vdso_find(const struct map_entry *e, void *ctx)
@@ -254,7 +270,7 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
 	struct smod *m = *userdata;
 	struct symbolizer *s;
 	char root_path[PATH_MAX + 32], mf_path[96];
-	int fd;
+	int fd, rootfd;
 
 	*file_name = NULL;
 	*elfp = NULL;
@@ -269,32 +285,58 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
 			*elfp = elf_memory(s->vdso, s->vdso_len);
 		return -1;
 	}
+	/* The name libdwfl shows: the file as we reach it. */
 	snprintf(root_path, sizeof(root_path), "/proc/%d/root%s", m->proc->pid, m->path);
 	snprintf(mf_path, sizeof(mf_path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, m->proc->pid,
 		 m->map_start, m->map_end);
-	fd = open_checked(mf_path, m->dev, m->ino);
-	if (fd < 0 && !m->deleted)
-		fd = open_checked(root_path, m->dev, m->ino);
+	fd = open_checked(-1, mf_path, m->dev, m->ino);
+	rootfd = proc_root(m->proc);
+	if (fd < 0 && !m->deleted && rootfd >= 0)
+		fd = open_checked(rootfd, m->path, m->dev, m->ino);
 	/* The process is gone (its /proc entries with it) but the very file
 	 * may still be at the same path in our namespace. */
-	if (fd < 0 && !m->deleted && (fd = open_checked(m->path, m->dev, m->ino)) >= 0) {
+	if (fd < 0 && !m->deleted && (fd = open_checked(-1, m->path, m->dev, m->ino)) >= 0) {
+		m->here = true;
 		*file_name = strdup(m->path);
 		return fd;
 	}
 	if (fd < 0)
 		return -1;
-	/* Debug files are looked up next to the name libdwfl is given: the
-	 * path inside the target's root unless that is not the mapped file. */
-	if (!m->deleted) {
-		int rfd = open_checked(root_path, m->dev, m->ino);
+	*file_name = strdup(m->deleted ? mf_path : root_path);
+	return fd;
+}
 
-		if (rfd >= 0) {
-			close(rfd);
-			*file_name = strdup(root_path);
-			return fd;
-		}
+/* libdwfl's standard lookup would follow the file's name through
+ * /proc/PID/root, whose absolute symbolic links lead to our root: this one
+ * resolves every candidate inside the target's root and checks it. */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			  Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+			  GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	struct smod *m = *userdata;
+	struct debugfile_req q = { .link = debuglink_file, .crc = debuglink_crc };
+	const unsigned char *bits;
+	char found[PATH_MAX];
+	GElf_Addr vaddr;
+	int n, fd, rootfd;
+
+	*debuginfo_file_name = NULL;
+	/* Once per module: a second call is for the debug file's own
+	 * .gnu_debugaltlink (DWARF shared by dwz), which symbols and CFI do
+	 * not need. */
+	if (!m || m->vdso || m->debug_tried)
+		return -1;
+	m->debug_tried = true;
+	q.path = m->path;
+	n = dwfl_module_build_id(mod, &bits, &vaddr);
+	if (n > 0) {
+		q.build_id = bits;
+		q.build_id_len = n;
 	}
-	*file_name = strdup(mf_path);
+	rootfd = m->here ? m->proc->sym->host_root : proc_root(m->proc);
+	fd = debugfile__find(rootfd, m->proc->sym->host_root, &q, found, sizeof(found));
+	if (fd >= 0)
+		*debuginfo_file_name = strdup(found);
 	return fd;
 }
 
@@ -547,6 +589,9 @@ static void proc_release_dwfl(struct sproc *p)
 	if (p->mem_fd >= 0)
 		close(p->mem_fd);
 	p->mem_fd = -1;
+	if (p->root_fd >= 0)
+		close(p->root_fd);
+	p->root_fd = -1;
 }
 
 static void proc_free(struct sproc *p)
@@ -588,6 +633,7 @@ static struct sproc *proc_get(struct symbolizer *s, pid_t pid, int *err)
 	p->sym = s;
 	p->pid = pid;
 	p->mem_fd = -1;
+	p->root_fd = -1;
 	*err = proc_read_maps(s, p);
 	if (*err == -ENOENT)
 		*err = -ESRCH;
@@ -1114,12 +1160,9 @@ struct symbolizer *symbolizer__new(void)
 
 	if (!s)
 		return NULL;
-	/* libdwfl's default search path: the file's directory, its .debug/,
-	 * /usr/lib/debug (and /usr/lib/debug/.build-id). */
-	s->debuginfo_path = NULL;
+	s->host_root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	s->cb.find_elf = find_elf;
-	s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
-	s->cb.debuginfo_path = &s->debuginfo_path;
+	s->cb.find_debuginfo = find_debuginfo;
 	return s;
 }
 
@@ -1185,5 +1228,7 @@ void symbolizer__free(struct symbolizer *s)
 	hmap__free(&s->strings);
 	free(s->ksyms);
 	free(s->vdso);
+	if (s->host_root >= 0)
+		close(s->host_root);
 	free(s);
 }

@@ -202,9 +202,24 @@ def test_merge_bad_input():
     other = os.path.join(d, "other.perfetto-trace")
     with open(other, "wb") as f:
         f.write(tr.SerializeToString())
+    # compressed_packets inside compressed_packets: no writer nests them,
+    # and inflating the inner one reused the buffer the outer one was being
+    # read from (fuzz/corpus/fuzz_merge/regress-nested-compressed).
+    big = pb.Trace()
+    for _ in range(1600):
+        big.packet.add().track_event.name = "A" * 1000
+    mid = pb.Trace()
+    mid.packet.add().compressed_packets = zlib.compress(big.SerializeToString(), 9)
+    mid.packet.add().track_event.name = "after"
+    top = pb.Trace()
+    top.packet.add().compressed_packets = zlib.compress(mid.SerializeToString(), 9)
+    nested = os.path.join(d, "nested.perfetto-trace")
+    with open(nested, "wb") as f:
+        f.write(data + top.SerializeToString())
     out = os.path.join(d, "merged.perfetto-trace")
     cases = [
         ([a, cut], "truncated"),
+        ([a, nested], "malformed"),
         ([a, text], "not a Perfetto trace"),
         ([a, other], "not a cgbpf trace"),
         ([a, os.path.join(d, "missing.perfetto-trace")], "No such file"),

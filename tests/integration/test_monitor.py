@@ -274,6 +274,106 @@ def test_monitor_bad_input():
     check("bogus-option" in r.stderr, "names it: %r" % r.stderr)
 
 
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def closed_by_peer(sock):
+    """True once the other end closed sock (EOF or reset), after reading
+    whatever it sent; False while it is open."""
+    sock.setblocking(False)
+    try:
+        while True:
+            b = sock.recv(65536)
+            if not b:
+                return True
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def test_monitor_http_slow_and_oversized_clients():
+    """The endpoint never waits for a client: a slowloris (one byte every
+    100 ms: no per-read timeout ever fires), 100 connections that send
+    nothing, and requests of 1 MiB neither delay a scrape or a dump nor
+    grow the monitor's memory; the slow ones are closed, the oversized
+    ones answered 431."""
+    import threading
+    d = tmpdir()
+    mon = Monitor(["--interval", "1h", "--flight-recorder", "5s",
+                   "--comm", "cgbpf-none-such"], d)
+    addr = ("127.0.0.1", mon.port)
+    stop = threading.Event()
+    socks = []
+    try:
+        mon.scrape()
+        rss0 = rss_kib(mon.p.pid)
+        slow = socket.create_connection(addr)
+        socks.append(slow)
+        slow.sendall(b"GET /metrics HTTP/1.1\r\n")
+
+        def drip():
+            try:
+                while not stop.is_set():
+                    slow.send(b"X")
+                    time.sleep(0.1)
+            except OSError:
+                pass
+        t = threading.Thread(target=drip, daemon=True)
+        t.start()
+        for _ in range(100):
+            socks.append(socket.create_connection(addr))
+        big = []
+        for _ in range(20):
+            b = socket.create_connection(addr)
+            b.settimeout(30)
+            socks.append(b)
+            big.append(b)
+        hdr = b"GET /metrics HTTP/1.1\r\nX-Padding: " + b"a" * 65536
+        for _ in range(16):
+            for b in big:
+                try:
+                    b.sendall(hdr)
+                except OSError:
+                    pass	# answered and closed before all of it was sent
+        # Every slot is taken by clients that will never finish: the
+        # scrape and the dump must still be served.
+        m = mon.scrape()
+        check(series(m, "cgbpf_scrapes_total"), "scraped while the slow clients hang on")
+        r = subprocess.run([CGBPF, "dump", "--listen", mon.listen], capture_output=True,
+                           text=True, timeout=30)
+        eq(r.returncode, 0, "dump requested while the slow clients hang on (%r)" % r.stderr)
+        answers = 0
+        for b in big:
+            try:
+                b.setblocking(True)
+                b.settimeout(30)
+                data = b.recv(4096)
+            except OSError:
+                data = b""
+            answers += data.startswith(b"HTTP/1.1 431")
+        # A client evicted for a newer one gets no answer; most do.
+        check(answers >= 1, "oversized requests answered 431 (%d of 20)" % answers)
+        grown = rss_kib(mon.p.pid) - rss0
+        check(grown < 8 * 1024, "monitor memory grew %d KiB for 20 MiB of requests" % grown)
+        wait_for(lambda: closed_by_peer(slow), 30, "the monitor to close the slowloris")
+        stop.set()
+        m = mon.scrape()
+        dropped = series(m, "cgbpf_http_dropped_total")
+        check(dropped and list(dropped.values())[0] >= 100,
+              "dropped connections counted (%r)" % dropped)
+    finally:
+        stop.set()
+        for s_ in socks:
+            s_.close()
+        eq(mon.stop(), 0, "monitor exit")
+
+
 def test_monitor_nccl_bytes():
     """NCCL collectives: calls and count x sizeof(datatype) bytes per
     process against the fake library's own ground truth."""

@@ -15,6 +15,7 @@
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
+#include <elfutils/libdwelf.h>
 #include <gelf.h>
 #include <sched.h>
 #include <signal.h>
@@ -23,10 +24,13 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "../stacks/capture.h"
+#include "debugfile.h"
 #include "symbolize.h"
 #include "tap.h"
 
@@ -406,6 +410,259 @@ static void test_mount_ns(void)
 	symbolizer__free(s);
 }
 
+/* Starts path_in_root in root the way a container runtime does: its own
+ * mount namespace whose root is root (pivot_root, the old root detached:
+ * its paths in /proc/PID/maps are the container's), the host's /usr and
+ * /proc bound in, /lib and /lib64 linked to /usr as images have them;
+ * then reads its capture. */
+static int child_start_root(const char *root, const char *path_in_root, struct child *c)
+{
+	int in[2], out[2];
+
+	memset(c, 0, sizeof(*c));
+	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC))
+		return -1;
+	c->pid = fork();
+	if (c->pid < 0)
+		return -1;
+	if (c->pid == 0) {
+		char usr[PATH_MAX + 8], proc[PATH_MAX + 8];
+
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		snprintf(usr, sizeof(usr), "%s/usr", root);
+		snprintf(proc, sizeof(proc), "%s/proc", root);
+		if (unshare(CLONE_NEWNS) || mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+		    mount(root, root, NULL, MS_BIND, NULL) ||
+		    mount("/usr", usr, NULL, MS_BIND | MS_REC, NULL) ||
+		    mount("/proc", proc, NULL, MS_BIND | MS_REC, NULL) || chdir(root) ||
+		    syscall(SYS_pivot_root, ".", "oldroot") || umount2("/oldroot", MNT_DETACH) ||
+		    chdir("/"))
+			_exit(126);
+		execl(path_in_root, path_in_root, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	c->in_fd = in[1];
+	c->out_fd = out[0];
+	return child_capture(c);
+}
+
+/* The build id and .gnu_debuglink of an ELF file. */
+static bool debug_ids(const char *path, struct debugfile_req *q, uint8_t *id, size_t idcap,
+		      char *link, size_t linkcap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *e = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+	const void *bits = NULL;
+	const char *l;
+	ssize_t n;
+	GElf_Word crc = 0;
+	bool ok = false;
+
+	if (e && (n = dwelf_elf_gnu_build_id(e, &bits)) > 0 && (size_t)n <= idcap &&
+	    (l = dwelf_elf_gnu_debuglink(e, &crc))) {
+		memcpy(id, bits, n);
+		snprintf(link, linkcap, "%s", l);
+		q->build_id = id;
+		q->build_id_len = n;
+		q->link = link;
+		q->crc = crc;
+		ok = true;
+	}
+	if (e)
+		elf_end(e);
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+static int mkdirs(const char *root, const char *const *dirs)
+{
+	char p[PATH_MAX + 64];
+
+	for (; *dirs; dirs++) {
+		snprintf(p, sizeof(p), "%s/%s", root, *dirs);
+		if (mkdir(p, 0755) && errno != EEXIST)
+			return -1;
+	}
+	return 0;
+}
+
+static void rm_tree(const char *root)
+{
+	char cmd[PATH_MAX + 16];
+	pid_t pid = fork();
+
+	snprintf(cmd, sizeof(cmd), "%s", root);
+	if (pid == 0) {
+		execlp("rm", "rm", "-rf", "--one-file-system", cmd, (char *)NULL);
+		_exit(127);
+	}
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+}
+
+/*
+ * A container's root is untrusted: a symbolic link it plants where a
+ * debug file is looked for must resolve inside that root, never in
+ * cgbpf's (absolute link targets reached through /proc/PID/root lead to
+ * the host's files). debugfile__find on a fake root directory: an
+ * absolute link to the host's genuine debug file is not followed out,
+ * links inside the root are, a FIFO is never opened, a debug file of
+ * another build is refused.
+ */
+static void test_debugfile_in_root(void)
+{
+	char root[] = "/tmp/cgbpf-root-XXXXXX", p[PATH_MAX + 64], host_dbg[PATH_MAX + 32],
+	     bin[PATH_MAX + 32], found[PATH_MAX], link[256];
+	static const char *const dirs[] = { "usr", "usr/lib", "usr/lib/.debug", "usr/lib/debug",
+					    "usr/lib/debug/usr", "usr/lib/debug/usr/lib", "real",
+					    NULL };
+	struct debugfile_req q = { .path = "/usr/lib/chain_stripped" }, crc_only;
+	uint8_t id[64];
+	int rootfd, fd;
+
+	snprintf(bin, sizeof(bin), "%s/chain_stripped", stacks_dir);
+	snprintf(host_dbg, sizeof(host_dbg), "%s/chain_stripped.debug", stacks_dir);
+	if (!check(debug_ids(bin, &q, id, sizeof(id), link, sizeof(link)),
+		   "debug file in root: chain_stripped has a build id and a debuglink") ||
+	    !check(mkdtemp(root) && !mkdirs(root, dirs), "debug file in root: fake root made"))
+		return;
+	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	snprintf(p, sizeof(p), "%s/usr/lib/chain_stripped", root);
+	copy_file(bin, p);
+	/* The planted link: absolute, to the host's genuine debug file. */
+	snprintf(p, sizeof(p), "%s/usr/lib/%s", root, link);
+	check(!symlink(host_dbg, p), "debug file in root: link planted to %s", host_dbg);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	check(fd >= 0 && debugfile__matches(fd, &q),
+	      "debug file in root: followed from our root, the link reaches a matching debug "
+	      "file on the host (the attack is real)");
+	if (fd >= 0)
+		close(fd);
+	fd = debugfile__find(rootfd, -1, &q, found, sizeof(found));
+	check(fd == -ENOENT, "debug file in root: resolved inside the root, the planted link "
+	      "leads nowhere (%d, %s)", fd, found);
+	if (fd >= 0)
+		close(fd);
+	/* By build id in the host's root: found there, as cgbpf's own
+	 * debug packages would be (the fake root stands for it here). */
+	crc_only = q;
+	crc_only.build_id = NULL;
+	crc_only.build_id_len = 0;
+	fd = debugfile__find(rootfd, -1, &crc_only, found, sizeof(found));
+	check(fd == -ENOENT, "debug file in root: the same by CRC alone (%d)", fd);
+	if (fd >= 0)
+		close(fd);
+	/* A FIFO where the debug file is looked for: an open for reading
+	 * would wait for a writer forever. */
+	unlink(p);
+	check(!mkfifo(p, 0644), "debug file in root: FIFO planted");
+	alarm(20);
+	fd = debugfile__find(rootfd, -1, &q, found, sizeof(found));
+	alarm(0);
+	check(fd == -ENOENT, "debug file in root: the FIFO is not opened (%d)", fd);
+	if (fd >= 0)
+		close(fd);
+	unlink(p);
+	/* Another build's debug file: refused by build id. */
+	snprintf(p, sizeof(p), "%s/usr/lib/.debug/%s", root, link);
+	snprintf(bin, sizeof(bin), "%s/libchain.so", stacks_dir);
+	copy_file(bin, p);
+	fd = debugfile__find(rootfd, -1, &q, found, sizeof(found));
+	check(fd == -ENOENT, "debug file in root: another build's file is refused (%d)", fd);
+	if (fd >= 0)
+		close(fd);
+	/* The genuine one, reached by an absolute link that stays in the
+	 * root (as the container itself resolves it). */
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/real/x.debug", root);
+	copy_file(host_dbg, p);
+	snprintf(p, sizeof(p), "%s/usr/lib/debug/usr/lib/%s", root, link);
+	check(!symlink("/real/x.debug", p), "debug file in root: in-root link made");
+	fd = debugfile__find(rootfd, -1, &q, found, sizeof(found));
+	check(fd >= 0 && !strcmp(found, "/usr/lib/debug/usr/lib/chain_stripped.debug"),
+	      "debug file in root: an absolute link inside the root is followed there (%s)", found);
+	if (fd >= 0)
+		close(fd);
+	/* By build id, in the host's root only when nothing in the target's. */
+	check(!debugfile__link_name("../../etc/passwd") && !debugfile__link_name("/etc/shadow") &&
+	      !debugfile__link_name("..") && !debugfile__link_name("") &&
+	      debugfile__link_name("libx.so.debug"), "debug file in root: debuglink names that "
+	      "are paths are refused");
+	close(rootfd);
+	rm_tree(root);
+}
+
+/*
+ * The same end to end: a stripped program in a container-like root whose
+ * debug file is an absolute link to the host's genuine one. Its frames
+ * must stay unnamed (the link resolves inside the root: nothing there);
+ * with the debug file inside the root they are named.
+ */
+static void test_container_debuglink(void)
+{
+	char root[] = "/tmp/cgbpf-ctr-XXXXXX", p[PATH_MAX + 64], host_dbg[PATH_MAX + 32],
+	     bin[PATH_MAX + 32];
+	static const char *const dirs[] = { "usr", "proc", "oldroot", "app", "app/.debug", NULL };
+	struct symbolizer *s;
+	struct sym_frame fr[MAX_FRAMES];
+	uint64_t ips[MAX_FRAMES];
+	bool truncated;
+	struct child c;
+	int n;
+
+	if (geteuid() != 0) {
+		skip("container root: mount namespaces need root");
+		return;
+	}
+	snprintf(bin, sizeof(bin), "%s/chain_stripped", stacks_dir);
+	snprintf(host_dbg, sizeof(host_dbg), "%s/chain_stripped.debug", stacks_dir);
+	if (!check(mkdtemp(root) && !mkdirs(root, dirs), "container root: fake root made"))
+		return;
+	snprintf(p, sizeof(p), "%s/lib", root);
+	symlink("usr/lib", p);
+	snprintf(p, sizeof(p), "%s/lib64", root);
+	symlink("usr/lib64", p);
+	snprintf(p, sizeof(p), "%s/app/chain_stripped", root);
+	copy_file(bin, p);
+	snprintf(p, sizeof(p), "%s/app/chain_stripped.debug", root);
+	symlink(host_dbg, p);
+	for (int inside = 0; inside < 2; inside++) {
+		s = symbolizer__new();
+		if (!check(s && !child_start_root(root, "/app/chain_stripped", &c),
+			   "container root: stripped program started in it%s",
+			   inside ? " (debug file inside)" : " (debug file linked to the host's)")) {
+			child_finish(&c);
+			symbolizer__free(s);
+			break;
+		}
+		n = unwind(s, &c, c.h.len, ips, &truncated);
+		symbolize(s, (pid_t)c.h.pid, ips, n > 0 ? n : 0, fr);
+		if (!inside) {
+			bool named = false;
+
+			for (int i = 0; i < n; i++)
+				named |= fr[i].function && !strncmp(fr[i].function, "level_", 6);
+			if (!check(n > 0 && !named, "container root: the link to the host's debug file is not "
+				   "followed: level_* stay unnamed"))
+				print_frames(fr, n > 0 ? n : 0);
+			/* Now the debug file where the container has it. */
+			snprintf(p, sizeof(p), "%s/app/.debug/chain_stripped.debug", root);
+			copy_file(host_dbg, p);
+		} else if (!check(n > 0 && chain_ok(fr, n, c_names, "chain_stripped", NULL),
+				  "container root: with the debug file inside it, level_c, level_b, "
+				  "level_a, main")) {
+			print_frames(fr, n > 0 ? n : 0);
+		}
+		child_finish(&c);
+		symbolizer__free(s);
+	}
+	rm_tree(root);
+}
+
 /* A library dlopened after the maps were first read: found once the
  * process is invalidated (as on an mmap event). */
 static void test_dlopen(void)
@@ -686,6 +943,8 @@ int main(int argc, char **argv)
 	test_gone_file(false);
 	test_gone_file(true);
 	test_mount_ns();
+	test_debugfile_in_root();
+	test_container_debuglink();
 	test_vdso();
 	test_kernel();
 	test_unknown_pid();

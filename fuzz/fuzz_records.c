@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Record ingest: arbitrary ring-buffer records through the validation
+ * (ingest__check, the scheduler ring's own) and, when they pass, every
+ * decoder record.c hands them to (the model and its library decoders,
+ * strings, NVTX, stacks and the unwinder, syscalls, the scheduler), with
+ * the Perfetto writer, the summary and the NCCL sinks attached, then the
+ * summary printed. A traced process controls most of these bytes.
+ *
+ * Input: a flags byte, then records framed as [u16 LE length][bytes]:
+ * the length is what the ring would report, so it may disagree with the
+ * record's own header. Each record is copied into a buffer of exactly its
+ * length, 8-byte aligned as in the ring. Pids and tids are mapped into a
+ * range no process has, except those whose low byte is 0, which become
+ * this process: stacks then unwind and symbolize against live mappings,
+ * and nothing depends on which processes the machine runs.
+ *
+ * The symbolizer (inside stacks) lives across inputs: it caches what it
+ * read from files, and rebuilding it per input (kallsyms, this binary's
+ * symbols) would cost more than the input.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "events.h"
+#include "fuzz.h"
+#include "ingest.h"
+#include "model.h"
+#include "ncclpf.h"
+#include "ncclsum.h"
+#include "nvtx.h"
+#include "nvtx_rec.h"
+#include "perfetto.h"
+#include "pfsink.h"
+#include "pfstacks.h"
+#include "sched_rec.h"
+#include "schedtrace.h"
+#include "stacks.h"
+#include "summary.h"
+#include "syscalls.h"
+
+enum {
+	F_SCHED_TARGETS = 1,	/* --sched targets instead of all */
+	F_MONITOR = 2,		/* forget processes at exit, as the monitor does */
+	F_SUMMARY_ONLY = 4,	/* no Perfetto writer */
+};
+
+static struct model model;	/* one address: stacks keeps a pointer to it */
+static struct stacks *stacks;
+static FILE *devnull;
+static uint32_t self;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	fuzz_quiet();
+	self = getpid();
+	devnull = fopen("/dev/null", "we");
+	stacks = stacks__new(&model);
+	if (!devnull || !stacks)
+		abort();
+	return 0;
+}
+
+static uint32_t map_id(uint32_t id)
+{
+	/* Above PID_MAX_LIMIT (4194304): never a live process. */
+	return (id & 0xff) ? 0x40000000u | (id & 0xffff) : self;
+}
+
+static void map_ids(uint8_t *rec, size_t size)
+{
+	struct rec_hdr *h = (void *)rec;
+
+	h->pid = map_id(h->pid);
+	h->tid = map_id(h->tid);
+	switch (h->type) {
+	case REC_SCHED_SWITCH:
+		if (size >= sizeof(struct rec_switch)) {
+			struct rec_switch *s = (void *)rec;
+
+			s->next_tid = s->next_tid ? map_id(s->next_tid) : 0;
+			s->next_pid = s->next_pid ? map_id(s->next_pid) : 0;
+		}
+		break;
+	case REC_SCHED_WAKING:
+		if (size >= sizeof(struct rec_waking)) {
+			struct rec_waking *w = (void *)rec;
+
+			w->tid = map_id(w->tid);
+			w->pid = map_id(w->pid);
+		}
+		break;
+	case REC_SCHED_NEWTASK:
+	case REC_SCHED_RENAME:
+	case REC_SCHED_EXIT:
+		if (size >= sizeof(struct rec_task)) {
+			struct rec_task *t = (void *)rec;
+
+			t->tid = map_id(t->tid);
+			t->pid = map_id(t->pid);
+		}
+		break;
+	}
+}
+
+/* What record.c's handler does with a valid events record, minus what
+ * needs BPF (attaching, the targets map). */
+static bool self_exited;
+
+static void dispatch(struct nvtx *nv, bool monitor, const void *data, size_t size,
+		     struct hmap *live)
+{
+	const struct rec_hdr *h = data;
+
+	switch (h->type) {
+	case REC_NVTX:
+		nvtx__record(nv, data, size);
+		break;
+	case REC_CALL_ENTER:
+		stacks__proc_seen(stacks, h->pid);
+		model__call_enter(&model, data);
+		break;
+	case REC_CALL_EXIT:
+		model__call_exit(&model, data);
+		break;
+	case REC_STRING:
+		model__string(&model, data);
+		break;
+	case REC_PROC_FORK:
+		hmap__put(live, ((const struct rec_proc *)data)->other, 1);
+		break;
+	case REC_PROC_EXEC:
+		model__proc_refresh(&model, h->pid);
+		stacks__proc_changed(stacks, h->pid);
+		break;
+	case REC_PROC_EXIT:
+		model__proc_exit(&model, data);
+		nvtx__proc_exit(nv, h->pid, h->ts);
+		hmap__del(live, h->pid, NULL);
+		stacks__proc_exit(stacks, h->pid);
+		self_exited |= h->pid == self;
+		if (monitor)
+			model__forget(&model, h->pid);
+		break;
+	case REC_THREAD_EXIT:
+		model__thread_exit(&model, data);
+		break;
+	case REC_MMAP:
+		hmap__put(live, h->pid, 1);
+		stacks__proc_changed(stacks, h->pid);
+		model__proc_refresh(&model, h->pid);
+		break;
+	case REC_STACK_SAMPLE:
+	case REC_STACK_BT:
+		stacks__record(stacks, data, size);
+		break;
+	case REC_SYSCALL:
+		model__syscall(&model, data);
+		break;
+	}
+}
+
+/* Top-level framing of what the writer wrote: Trace.packet fields whose
+ * lengths add up to the file. A writer bug is a finding too. */
+static void check_trace(int fd)
+{
+	off_t len = lseek(fd, 0, SEEK_END);
+	uint8_t *buf;
+	size_t off = 0;
+
+	if (len <= 0)
+		return;
+	buf = malloc(len);
+	if (!buf || pread(fd, buf, len, 0) != len)
+		abort();
+	while (off < (size_t)len) {
+		uint64_t n = 0;
+		int shift = 0;
+
+		if (buf[off++] != 0x0a)
+			abort();
+		while (off < (size_t)len && shift < 64) {
+			uint8_t c = buf[off++];
+
+			n |= (uint64_t)(c & 0x7f) << shift;
+			shift += 7;
+			if (!(c & 0x80))
+				break;
+		}
+		if (n > (size_t)len - off)
+			abort();
+		off += n;
+	}
+	free(buf);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct summary *sum;
+	struct ncclsum *ns;
+	struct nvtx *nv;
+	struct pftrace *pt = NULL;
+	struct pfstacks *ps = NULL;
+	struct schedtrace *st;
+	struct capture_info ci = { 0 };
+	struct hmap live = { 0 };
+	struct sink sk;
+	uint8_t flags;
+	char path[64];
+	int fd = -1;
+
+	if (!size)
+		return 0;
+	flags = *data++;
+	size--;
+	model__init(&model);
+	if (!(flags & F_SUMMARY_ONLY)) {
+		fd = memfd_create("fuzz-trace", MFD_CLOEXEC);
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		pt = fd >= 0 ? pftrace__create(path) : NULL;
+		ps = pt ? pfstacks__new(pt) : NULL;
+		if (!ps)
+			abort();
+		sk = ncclpf__sink_before(pt);
+		model__add_sink(&model, &sk);
+		sk = pfsink__sink(pt);
+		model__add_sink(&model, &sk);
+		sk = ncclpf__sink_after(pt);
+		model__add_sink(&model, &sk);
+		sk = pfstacks__sink(ps);
+		model__add_sink(&model, &sk);
+	}
+	sum = summary__new();
+	ns = ncclsum__new(&model);
+	nv = nvtx__new(&model, pt);
+	st = schedtrace__new(pt, &model, flags & F_SCHED_TARGETS ? SCHED_TARGETS : SCHED_ALL, &live);
+	if (!sum || !ns || !nv || !st)
+		abort();
+	model.sym = stacks__symbolizer(stacks);
+	sk = summary__sink(sum);
+	model__add_sink(&model, &sk);
+	sk = ncclsum__sink(ns);
+	model__add_sink(&model, &sk);
+	summary__set_syscall_threshold(sum, 1000);
+
+	while (size >= 2) {
+		size_t len = data[0] | (size_t)data[1] << 8;
+		uint64_t *rec;
+
+		data += 2;
+		size -= 2;
+		if (len > size)
+			len = size;
+		/* Exactly len bytes: a read past the record is a report. */
+		rec = malloc(len ? len : 1);
+		if (!rec)
+			abort();
+		memcpy(rec, data, len);
+		data += len;
+		size -= len;
+		if (len >= sizeof(struct rec_hdr))
+			map_ids((uint8_t *)rec, len);
+		ci.records++;
+		if (len >= sizeof(struct rec_hdr) &&
+		    ((struct rec_hdr *)rec)->type >= REC_SCHED_SWITCH &&
+		    ((struct rec_hdr *)rec)->type <= REC_SCHED_EXIT)
+			schedtrace__handle(st, rec, len);
+		else if (ingest__check(rec, len))
+			ci.invalid++;
+		else
+			dispatch(nv, flags & F_MONITOR, rec, len, &live);
+		free(rec);
+		stacks__drained(stacks);
+		if (pt && pftrace__bytes(pt) > (1u << 20))
+			pftrace__flush(pt);
+	}
+
+	ci.stacks = stacks;
+	ci.more = schedtrace__print;
+	ci.more_ctx = st;
+	ci.lib_section[LIB_NCCL] = ncclsum__print;
+	ci.lib_section_ctx[LIB_NCCL] = ns;
+	ci.lib_section[LIB_NVTX] = nvtx__print;
+	ci.lib_section_ctx[LIB_NVTX] = nv;
+	ci.backtrace_ns = 100000;
+	schedtrace__flush(st);
+	summary__print(sum, &model, &ci, devnull);
+	if (pt) {
+		pftrace__clock_snapshot(pt);
+		pftrace__close(pt);
+		check_trace(fd);
+		close(fd);
+	}
+	pfstacks__free(ps);
+	schedtrace__free(st);
+	summary__free(sum);
+	ncclsum__free(ns);
+	nvtx__free(nv);
+	model__free(&model);
+	hmap__free(&live);
+	/* The symbolizer now takes this process for gone: a fresh one, so
+	 * later inputs unwind and symbolize it again. */
+	if (self_exited) {
+		stacks__free(stacks);
+		stacks = stacks__new(&model);
+		if (!stacks)
+			abort();
+		self_exited = false;
+	}
+	return 0;
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Regenerates the seed inputs of fuzz/corpus/ from real inputs (run as
+# root: it records real captures). The seeds are checked in; this script
+# says where each came from. Regression inputs (regress-*) are kept.
+#   fuzz_records  ring records of real captures (train, crt_app, nccl_ranks,
+#                 nvtx_v2, nvtx_ranges, sys_mix, a sampled stack chain, the
+#                 scheduler), tapped from the sanitized cgbpf by
+#                 fuzz/tools/rbtap.c, cut to their first 48 KiB of records
+#   fuzz_merge    pairs of the traces those captures wrote
+#   fuzz_ldcache  this host's /etc/ld.so.cache
+#   fuzz_elf      ELF files the tests use and /usr/local/cuda ships
+#   fuzz_config   dist/monitor.conf
+#   fuzz_http     hand-written requests (Prometheus's, cgbpf dump's)
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+out=${OUT:-build}
+asan=${ASAN_OUT:-build-asan}
+seeds=fuzz/corpus
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+make --no-print-directory all asan >/dev/null
+gcc -O2 -g -shared -fPIC -Wall -Wextra -Werror fuzz/tools/rbtap.c -o "$tmp/rbtap.so" -ldl
+
+# Whole records up to max bytes, in fuzz_records' framing.
+cut_records() {
+	/usr/bin/python3 - "$1" "$2" "$3" <<'PY'
+import sys
+src, dst, cap = sys.argv[1], sys.argv[2], int(sys.argv[3])
+data = open(src, "rb").read()
+out, off = bytearray(data[:1]), 1
+while off + 2 <= len(data):
+    n = int.from_bytes(data[off:off + 2], "little")
+    if off + 2 + n > len(data) or len(out) + 2 + n > cap:
+        break
+    out += data[off:off + 2 + n]
+    off += 2 + n
+open(dst, "wb").write(bytes(out))
+PY
+}
+
+capture() {
+	local name=$1
+	shift
+	CGBPF_RECORDS_TAP="$tmp/$name.rec" LD_PRELOAD="$tmp/rbtap.so" \
+		ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 \
+		LD_LIBRARY_PATH="$top/$out/fake" \
+		"$asan/cgbpf" record -o "$tmp/$name.perfetto-trace" --no-summary "$@" >/dev/null 2>&1
+	cut_records "$tmp/$name.rec" "$seeds/fuzz_records/seed-$name" 49152
+	echo "  fuzz_records/seed-$name: $(stat -c %s "$seeds/fuzz_records/seed-$name") bytes"
+}
+
+mkdir -p "$seeds"/fuzz_{records,merge,ldcache,elf,config,http}
+rm -f "$seeds"/fuzz_records/seed-* "$seeds"/fuzz_merge/seed-*
+wl=$out/workloads
+capture train --sched off --sample-hz 0 --syscall-threshold off -- "$wl/train" --iters 3
+capture cudart --sched off --sample-hz 0 --syscall-threshold off -- "$wl/crt_app" --iters 2
+capture nccl --sched off --sample-hz 0 --syscall-threshold off -- "$wl/nccl_ranks" --ranks 2 --iters 2
+capture nvtx-v2 --sched off --sample-hz 0 --syscall-threshold off -- "$wl/nvtx_v2"
+capture nvtx-v3 --sched off --sample-hz 0 --syscall-threshold off -- "$wl/nvtx_ranges"
+capture syscalls --sched off --sample-hz 0 --syscall-threshold 1us -- "$wl/sys_mix" --sleeps 1 --getpids 20
+capture stacks --sched off --sample-hz 499 --backtrace-threshold 1ms --stack-copy 2048 \
+	-- "$out/apichain/chain_fp_pie" 30 5
+capture sched --sched targets --sample-hz 0 --syscall-threshold off -- "$wl/mt" --threads 2 --iters 3
+
+# merge: [u32 LE length of the first][first][second]
+pair() {
+	/usr/bin/python3 - "$1" "$2" "$3" <<'PY'
+import sys
+a, b = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
+open(sys.argv[3], "wb").write(len(a).to_bytes(4, "little") + a + b)
+PY
+}
+pair "$tmp/train.perfetto-trace" "$tmp/nccl.perfetto-trace" "$seeds/fuzz_merge/seed-train-nccl"
+pair "$tmp/nvtx-v2.perfetto-trace" "$tmp/sched.perfetto-trace" "$seeds/fuzz_merge/seed-nvtx-sched"
+"$out/cgbpf" merge "$tmp/train.perfetto-trace" "$tmp/sched.perfetto-trace" \
+	-o "$tmp/merged.perfetto-trace" 2>/dev/null
+pair "$tmp/merged.perfetto-trace" "$tmp/syscalls.perfetto-trace" "$seeds/fuzz_merge/seed-merged-syscalls"
+
+cp /etc/ld.so.cache "$seeds/fuzz_ldcache/seed-host-ld.so.cache"
+for f in "$out/stacks/chain_stripped" "$out/stacks/chain_stripped.debug" "$out/stacks/chain_cxx" \
+	"$out/fake/libnvToolsExt.so.1" "$wl/nvtx_v2"; do
+	cp "$f" "$seeds/fuzz_elf/seed-$(basename "$f")"
+done
+[ -f /usr/local/cuda/lib64/libnvtx3interop.so.1 ] &&
+	cp /usr/local/cuda/lib64/libnvtx3interop.so.1 "$seeds/fuzz_elf/seed-libnvtx3interop.so.1"
+cp dist/monitor.conf "$seeds/fuzz_config/seed-dist-monitor.conf"
+du -sh "$seeds"
