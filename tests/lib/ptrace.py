@@ -2,8 +2,12 @@
 """Independent decoder for Perfetto traces written by cgbpf (test oracle).
 
 The trace is decoded with the stock protobuf library (Debian python3-protobuf)
-against Perfetto's own merged schema, perfetto_trace.proto, compiled at run
-time with protoc.  Nothing here shares code with cgbpf's C writer.
+against the project's subset of Perfetto's schema (perfetto_subset.proto,
+the messages and fields cgbpf writes, with Perfetto's numbers and types:
+check_subset.py compares it with the full schema), compiled at run time with
+protoc.  Nothing here shares code with cgbpf's C writer.  A field the schema
+does not name is an error: either cgbpf writes a wrong number or the subset
+lacks a field cgbpf now writes.
 
 Run with /usr/bin/python3: the pyenv `python3` on PATH has no protobuf.
 
@@ -18,8 +22,9 @@ CLI:
 Exit status 1 when the trace has semantic errors, 2 when it cannot be read.
 
 Schema lookup (first match wins):
-    $CGBPF_PERFETTO_PROTO (the .proto file, or the folder holding it)
-    <repo root>/../shared/perfetto/perfetto_trace.proto
+    $CGBPF_PERFETTO_PROTO (the .proto file, or the folder holding it; e.g.
+        Perfetto's full perfetto_trace.proto)
+    tests/lib/perfetto_subset.proto
 Generated module cache: $CGBPF_PYPROTO_DIR, else <repo root>/build/pyproto
 (regenerated when the schema's content changes: sha256 stamp file).
 
@@ -100,14 +105,16 @@ class TruncatedTraceError(TraceFormatError):
 # Schema compilation / loading
 # --------------------------------------------------------------------------
 
+SUBSET_PROTO = os.path.join(_HERE, "perfetto_subset.proto")
+
+
 def proto_path() -> str:
     env = os.environ.get("CGBPF_PERFETTO_PROTO")
     if env:
         if os.path.isdir(env):
             return os.path.join(env, "perfetto_trace.proto")
         return env
-    return os.path.join(os.path.dirname(REPO_ROOT), "shared", "perfetto",
-                        "perfetto_trace.proto")
+    return SUBSET_PROTO
 
 
 def _cache_dir() -> str:
@@ -139,7 +146,7 @@ _PB2 = None
 
 
 def pb2():
-    """The generated perfetto_trace_pb2 module (compiled on first use)."""
+    """The generated module of the schema (compiled on first use)."""
     global _PB2
     if _PB2 is not None:
         return _PB2
@@ -645,6 +652,7 @@ class _Loader:
         except Exception as e:  # DecodeError
             self.err("%s: inner packets do not decode: %s" % (where, e))
             return
+        _unknown_fields(self, inner, where)
         self.feed(inner.packet, depth + 1)
 
     def _packet(self, idx, p, pf, kind):
@@ -1662,6 +1670,7 @@ def loads(data, allow_truncated_tail=False, path=None):
         raise TraceFormatError("%s: does not decode as perfetto.protos.Trace: %s"
                                % (path or "<bytes>", e))
     ld = _Loader(t)
+    _unknown_fields(ld, trace, "file")
     if not len(trace.packet):
         ld.warn("trace holds no packets")
     ld.feed(trace.packet)
@@ -1676,6 +1685,33 @@ def load(path, allow_truncated_tail=False):
     return loads(data, allow_truncated_tail=allow_truncated_tail, path=path)
 
 
+def _unknown_fields(ld, trace, where):
+    """Reports fields the schema does not name. Cheap when there are none:
+    the serialized size counts unknown fields, so it shrinks only when
+    discarding them removes something."""
+    before = trace.ByteSize()
+    probe = type(trace)()
+    probe.CopyFrom(trace)
+    probe.DiscardUnknownFields()
+    if probe.ByteSize() == before:
+        return
+    found = Counter()
+
+    def walk(msg, path):
+        for fd, v in msg.ListFields():
+            if fd.type != fd.TYPE_MESSAGE:
+                continue
+            for x in (v if fd.label == fd.LABEL_REPEATED else (v,)):
+                walk(x, path + "." + fd.name)
+        for u in msg.UnknownFields():
+            found["%s field %d (in %s)" % (msg.DESCRIPTOR.name, u.field_number, path)] += 1
+    walk(trace, "Trace")
+    for k, n in sorted(found.items()):
+        ld.err("%s: %s, %d time(s), is not in the schema %s: a wrong field number, or "
+               "a field to add to perfetto_subset.proto with Perfetto's number and type"
+               % (where, k, n, os.path.basename(proto_path())))
+
+
 def _fmt_ts(ns):
     return "-" if ns is None else "%d.%09d" % divmod(ns, 10**9)
 
@@ -1683,7 +1719,7 @@ def _fmt_ts(ns):
 def main(argv=None):
     import argparse
     ap = argparse.ArgumentParser(description="Decode a cgbpf Perfetto trace "
-                                 "against perfetto_trace.proto.")
+                                 "against Perfetto's schema (the project's subset).")
     ap.add_argument("file")
     ap.add_argument("--slices", action="store_true", help="list every slice")
     ap.add_argument("--json", action="store_true", help="JSON summary")

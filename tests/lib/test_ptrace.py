@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Self-test for ptrace.py.
 
-Traces are built with the generated perfetto_trace_pb2 classes and encoded
+Traces are built with the generated perfetto_subset_pb2 classes and encoded
 with SerializeToString (not with ptrace's code), then decoded by ptrace.
 
     /usr/bin/python3 tests/lib/test_ptrace.py
@@ -729,7 +729,7 @@ def pyproto_cache_dir_override():
                        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True)
     eq(r.returncode, 0, r.stderr)
-    eq(r.stdout.strip(), os.path.join(d, "perfetto_trace_pb2.py"), "path")
+    eq(r.stdout.strip(), os.path.join(d, "perfetto_subset_pb2.py"), "path")
 
 
 # -- scheduler: ftrace bundles (compact and full) and ProcessTree ----------
