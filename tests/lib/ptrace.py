@@ -1704,13 +1704,18 @@ def _refs_before_fork(sd):
     forks = defaultdict(list)
     for ts, machine, pid in sd.forks:
         forks[(machine, pid)].append(ts)
+    found = []
     for eff, machine, pid, what in sd.pid_refs:
         for fts in forks.get((machine, pid), ()):
             if eff < fts and not any(eff <= x < fts for x in exits.get((machine, pid), ())):
-                sd.errors.append("pid %d: %s at %d, before the task_newtask that "
-                                 "creates the process (%d): trace processor would "
-                                 "show two processes for it" % (pid, what, eff, fts))
+                found.append("pid %d: %s at %d, before the task_newtask that creates the "
+                             "process (%d): trace processor would show two processes for it"
+                             % (pid, what, eff, fts))
                 break
+    sd.errors += found[:10]
+    if len(found) > 10:
+        sd.errors.append("... and %d more descriptors or ProcessTree entries before their "
+                         "pid's fork" % (len(found) - 10))
 
 
 # --------------------------------------------------------------------------
