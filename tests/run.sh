@@ -46,7 +46,9 @@ for t in "$out"/unit/test_*; do
 	*) suite "unit: $(basename "$t")" "$t" ;;
 	esac
 done
+suite "schema subset (against Perfetto's schema when present)" "$py" tests/lib/check_subset.py
 suite "decoder self-test" "$py" tests/lib/test_ptrace.py
+suite "trace processor comparison self-test (when present)" "$py" tests/lib/test_tpcheck.py
 suite "fake libcuda behaviour" bash tests/fake/selftest.sh "$out"
 suite "fake libnccl behaviour" "$py" tests/fake/nccl_selftest.py "$out"
 suite "integration" "$py" tests/integration/run.py "$@"

@@ -363,6 +363,33 @@ void model__thread_exit(struct model *m, const struct rec_proc *r)
 	}
 }
 
+void model__proc_exec(struct model *m, const struct rec_proc *r)
+{
+	uint64_t *v = hmap__get(&m->procs, r->hdr.pid);
+	struct proc *p = v ? (void *)(uintptr_t)*v : NULL;
+	struct thread *t;
+	char *cmdline;
+
+	if (!p)
+		return;
+	/* Seen before its exec (a command cgbpf forked, in its syscalls or
+	 * samples before the exec), it was named from /proc then: the old
+	 * program. By now /proc may show a later rename or nothing at all. */
+	snprintf(p->comm, sizeof(p->comm), "%.15s", r->comm);
+	cmdline = procfs__cmdline(r->hdr.pid);
+	free(p->cmdline);
+	p->cmdline = cmdline && *cmdline ? cmdline : NULL;
+	if (!p->cmdline)
+		free(cmdline);
+	EMIT(m, process, p);
+	v = hmap__get(&m->threads, r->hdr.pid);
+	t = v ? (void *)(uintptr_t)*v : NULL;
+	if (t && t->proc == p && !t->app_named && strncmp(t->name, p->comm, sizeof(t->name))) {
+		memcpy(t->name, p->comm, sizeof(t->name));
+		EMIT(m, thread, t);
+	}
+}
+
 void model__proc_exit(struct model *m, const struct rec_proc *r)
 {
 	uint64_t *v = hmap__get(&m->procs, r->hdr.pid);

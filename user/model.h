@@ -157,6 +157,10 @@ void model__forget(struct model *m, uint32_t pid);
 /* Re-reads a process's name and command line from /proc (after exec, or
  * while it is known alive: a zombie has no command line left). */
 void model__proc_refresh(struct model *m, uint32_t pid);
+/* A known process ran exec: it takes the record's comm (the new program's,
+ * right whatever /proc says by now) for itself and its main thread, and
+ * the command line /proc has, else none (not the old program's). */
+void model__proc_exec(struct model *m, const struct rec_proc *r);
 
 /* Record handlers; records are already validated. */
 void model__call_enter(struct model *m, const struct rec_call_enter *r);

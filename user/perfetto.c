@@ -367,11 +367,22 @@ void pftrace__system_info(struct pftrace *pt)
 	packet_end(pt);
 }
 
+/*
+ * Descriptors carry the time they are written. Trace processor binds a
+ * thread or process track to a pid at the first packet that uses it, in
+ * time order, and gives a packet without timestamp the latest time read
+ * before it in the file: a descriptor written before the scheduler data it
+ * follows would then bind a pid before its fork, to a process the fork
+ * then replaces (slices in one process, the same thread's states in
+ * another). Now is never before the records that made cgbpf describe the
+ * track, so never before the task's fork.
+ */
 static void desc_begin(struct pftrace *pt, uint64_t uuid, uint64_t parent)
 {
 	struct pb *pb = &pt->out;
 
 	pb__begin(pb, TRACE_PACKET);
+	pb__varint(pb, PKT_TIMESTAMP, clock_ns(CLOCK_BOOTTIME));
 	pb__varint(pb, PKT_SEQ_ID, META_SEQ);
 	pb__begin(pb, PKT_TRACK_DESC);
 	pb__varint(pb, TD_UUID, uuid);

@@ -636,8 +636,7 @@ static int handle(void *ctx, void *data, size_t size)
 			exec_probed(h);
 			break;
 		}
-		if (hmap__get(&r->model.procs, h->pid))
-			model__proc_refresh(&r->model, h->pid);
+		model__proc_exec(&r->model, data);
 		/* A new program: it may load libraries not probed yet. */
 		attach__resolve(r->attach, h->pid, NULL, NULL, false);
 		exec_probed(h);

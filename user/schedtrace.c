@@ -140,7 +140,7 @@ struct schedtrace {
 	struct hmap tids;		/* tid -> tgid + 1, announced in a ProcessTree */
 	struct hmap pids;		/* tgid -> 1, announced */
 	struct pb tree_procs, tree_threads;	/* pending ProcessTree entries */
-	uint64_t tree_ts;
+	uint64_t tree_ts;		/* the latest of theirs */
 	uint32_t tree_seq;
 	struct hmap stats;		/* tid -> struct tstat * */
 	uint64_t switches, wakings, newtasks, renames, exits, reordered, invalid;
@@ -523,6 +523,19 @@ static uint32_t tree_process(struct schedtrace *s, uint32_t pid, const char *com
 	return ppid;
 }
 
+/*
+ * The pending ProcessTree is written at the time of its latest entry, so
+ * no entry is read before the record that announced it. Trace processor
+ * applies an entry at the packet's time: one for a pid before that pid's
+ * task_newtask would make a process the fork then replaces (a second
+ * process for the pid, with the pre-fork name).
+ */
+static void tree_at(struct schedtrace *s, uint64_t ts)
+{
+	if (ts > s->tree_ts)
+		s->tree_ts = ts;
+}
+
 /* Makes sure the trace knows which process tid belongs to. */
 static void see_task(struct schedtrace *s, uint64_t ts, uint32_t tid, uint32_t pid,
 		     const char *comm, uint32_t ppid)
@@ -537,8 +550,7 @@ static void see_task(struct schedtrace *s, uint64_t ts, uint32_t tid, uint32_t p
 	hmap__put(&s->tids, tid, (uint64_t)pid + 1);
 	if (!s->pt)
 		return;
-	if (!s->tree_ts || ts < s->tree_ts)
-		s->tree_ts = ts;
+	tree_at(s, ts);
 	if (!hmap__get(&s->pids, pid)) {
 		/* Kept: a later entry for pid must not lose the parent. */
 		ppid = tree_process(s, pid, tid == pid ? comm : "", ppid);
@@ -696,7 +708,8 @@ static void on_task(struct schedtrace *s, const struct rec_task *r)
 		hmap__del(&s->tids, r->tid, NULL);
 		if (r->tid == r->pid)
 			hmap__del(&s->pids, r->pid, NULL);
-		see_task(s, ts, r->tid, r->pid, r->comm, r->pid == r->hdr.pid ? 0 : r->hdr.pid);
+		/* After the task_newtask at ts, not tied with it. */
+		see_task(s, ts + 1, r->tid, r->pid, r->comm, r->pid == r->hdr.pid ? 0 : r->hdr.pid);
 		if (!pb)
 			break;
 		event_begin(pb, ts, r->hdr.tid, FE_TASK_NEWTASK);
@@ -735,8 +748,10 @@ static void on_task(struct schedtrace *s, const struct rec_task *r)
 			if (pv) {
 				uint32_t ppid = (uint32_t)(*pv - 1);
 
-				if (!s->tree_ts || ts < s->tree_ts)
-					s->tree_ts = ts;
+				/* After the task_rename at ts: the command line's
+				 * first word names the process, as in traces of
+				 * Perfetto's own probes, not the 15-character comm. */
+				tree_at(s, ts + 1);
 				ppid = tree_process(s, r->pid, name, ppid);
 				hmap__put(&s->pids, r->pid, (uint64_t)ppid + 1);
 			}

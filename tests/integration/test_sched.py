@@ -8,11 +8,10 @@ import subprocess
 import zlib
 
 import ptrace
-from harness import (REPO, Bg, check, clean_trace, env_with, eq, kill_quiet, no_drops, record,
+from harness import (Bg, check, clean_trace, env_with, eq, kill_quiet, no_drops, record,
                      start, tmpdir, touch, wl)
 
 MS = 1000000
-PROTO = os.path.join(os.path.dirname(REPO), "shared", "perfetto")
 
 
 def run(*args):
@@ -185,13 +184,14 @@ def test_sched_all_compact():
            if len(l.split()) == 8 and l.split()[1] == str(m["sleeper"])]
     eq(len(row), 1, "summary row of the sleeper")
     check(80 <= float(row[0][5]) <= 1000, "summary: sleeper slept %s ms" % row[0][5])
-    # Second oracle: the stock protobuf compiler against Perfetto's schema,
+    # Second oracle: the stock protobuf compiler against the schema,
     # on the bundles as cgbpf encoded them before deflating.
     raw, ncomp = inflated(r.trace_path)
     check(ncomp >= sd.bundles > 0, "bundles deflated (%d packets, %d bundles)"
           % (ncomp, sd.bundles))
-    p = subprocess.run(["protoc", "--decode=perfetto.protos.Trace", "-I", PROTO,
-                        os.path.join(PROTO, "perfetto_trace.proto")],
+    proto = ptrace.proto_path()
+    p = subprocess.run(["protoc", "--decode=perfetto.protos.Trace", "-I", os.path.dirname(proto),
+                        proto],
                        input=raw, capture_output=True, timeout=60)
     eq(p.returncode, 0, "protoc decodes the trace (%r)" % p.stderr[-200:])
     out = p.stdout.decode()

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 
+import ptrace
 from harness import OUT, REPO, Skip, check, clean_trace, eq, no_drops, record
 
 ST = os.path.join(OUT, "apichain")
@@ -164,9 +165,7 @@ def test_backtraces_only():
 def test_trace_decodes_with_protoc():
     """Second opinion on the packets: protoc against Perfetto's schema."""
     r = run_chain("chain_fp_pie", spin=100, sync=20)
-    proto = os.path.join(os.path.dirname(REPO), "shared", "perfetto", "perfetto_trace.proto")
-    if not os.path.exists(proto):
-        proto = "/work/shared/perfetto/perfetto_trace.proto"
+    proto = ptrace.proto_path()
     with open(r.trace_path, "rb") as f:
         p = subprocess.run(["protoc", "-I", os.path.dirname(proto), "--decode=perfetto.protos.Trace",
                             os.path.basename(proto)], stdin=f, capture_output=True, text=True)

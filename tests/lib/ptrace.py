@@ -2,8 +2,12 @@
 """Independent decoder for Perfetto traces written by cgbpf (test oracle).
 
 The trace is decoded with the stock protobuf library (Debian python3-protobuf)
-against Perfetto's own merged schema, perfetto_trace.proto, compiled at run
-time with protoc.  Nothing here shares code with cgbpf's C writer.
+against the project's subset of Perfetto's schema (perfetto_subset.proto,
+the messages and fields cgbpf writes, with Perfetto's numbers and types:
+check_subset.py compares it with the full schema), compiled at run time with
+protoc.  Nothing here shares code with cgbpf's C writer.  A field the schema
+does not name is an error: either cgbpf writes a wrong number or the subset
+lacks a field cgbpf now writes.
 
 Run with /usr/bin/python3: the pyenv `python3` on PATH has no protobuf.
 
@@ -18,8 +22,9 @@ CLI:
 Exit status 1 when the trace has semantic errors, 2 when it cannot be read.
 
 Schema lookup (first match wins):
-    $CGBPF_PERFETTO_PROTO (the .proto file, or the folder holding it)
-    <repo root>/../shared/perfetto/perfetto_trace.proto
+    $CGBPF_PERFETTO_PROTO (the .proto file, or the folder holding it; e.g.
+        Perfetto's full perfetto_trace.proto)
+    tests/lib/perfetto_subset.proto
 Generated module cache: $CGBPF_PYPROTO_DIR, else <repo root>/build/pyproto
 (regenerated when the schema's content changes: sha256 stamp file).
 
@@ -100,14 +105,16 @@ class TruncatedTraceError(TraceFormatError):
 # Schema compilation / loading
 # --------------------------------------------------------------------------
 
+SUBSET_PROTO = os.path.join(_HERE, "perfetto_subset.proto")
+
+
 def proto_path() -> str:
     env = os.environ.get("CGBPF_PERFETTO_PROTO")
     if env:
         if os.path.isdir(env):
             return os.path.join(env, "perfetto_trace.proto")
         return env
-    return os.path.join(os.path.dirname(REPO_ROOT), "shared", "perfetto",
-                        "perfetto_trace.proto")
+    return SUBSET_PROTO
 
 
 def _cache_dir() -> str:
@@ -139,7 +146,7 @@ _PB2 = None
 
 
 def pb2():
-    """The generated perfetto_trace_pb2 module (compiled on first use)."""
+    """The generated module of the schema (compiled on first use)."""
     global _PB2
     if _PB2 is not None:
         return _PB2
@@ -217,6 +224,7 @@ class Track:
     name_history: List[str] = field(default_factory=list)  # display_name changes
     descriptor_count: int = 0
     seq_ids: List[int] = field(default_factory=list)
+    machine: int = 0               # TracePacket.machine_id (cgbpf merge)
 
     @property
     def display_name(self):
@@ -645,6 +653,7 @@ class _Loader:
         except Exception as e:  # DecodeError
             self.err("%s: inner packets do not decode: %s" % (where, e))
             return
+        _unknown_fields(self, inner, where)
         self.feed(inner.packet, depth + 1)
 
     def _packet(self, idx, p, pf, kind):
@@ -721,8 +730,12 @@ class _Loader:
                             uses_incr)
         elif kind == "track_descriptor":
             self._descriptor(where, seq_id, pf[kind])
+            tr = self.t.tracks.get(pf[kind].uuid)
+            if tr is not None:
+                tr.machine = pf.get("machine_id", 0)
         elif kind == "perf_sample":
-            _stacks_perf_sample(self, where, st, pf[kind], tsref, uses_incr)
+            _stacks_perf_sample(self, where, st, pf[kind], tsref, uses_incr,
+                                pf.get("machine_id", 0))
 
         if uses_incr[0] and not flags & SEQ_NEEDS_INCREMENTAL_STATE:
             # TracePacket.trace_packet_defaults: "Requires that any future
@@ -1265,6 +1278,7 @@ class PerfSampleRec:
     frames: List[StackFrame]     # outermost first (Callstack.frame_ids order)
     seq_id: int
     tsref: Any = None
+    machine: int = 0             # TracePacket.machine_id (cgbpf merge)
 
     @property
     def functions(self):
@@ -1335,7 +1349,7 @@ def _stacks_resolve(ld, where, st, cs_iid, uses_incr):
     return out
 
 
-def _stacks_perf_sample(ld, where, st, ps, tsref, uses_incr):
+def _stacks_perf_sample(ld, where, st, ps, tsref, uses_incr, machine=0):
     if tsref is None:
         ld.err("%s: perf_sample without timestamp" % where)
         return
@@ -1347,7 +1361,7 @@ def _stacks_perf_sample(ld, where, st, ps, tsref, uses_incr):
     ld.t.perf_samples.append(PerfSampleRec(
         ts=None, pid=ps.pid, tid=ps.tid,
         cpu=ps.cpu if ps.HasField("cpu") else None, cpu_mode=ps.cpu_mode,
-        frames=frames, seq_id=where.seq, tsref=tsref))
+        frames=frames, seq_id=where.seq, tsref=tsref, machine=machine))
 
 
 def _stacks_track_event(ld, where, st, te, uses_incr):
@@ -1428,6 +1442,7 @@ class SchedSwitch:
     next_prio: int
     prev_comm: Optional[str] = None
     explicit: bool = False       # full SchedSwitchFtraceEvent (prev written)
+    machine: int = 0             # TracePacket.machine_id (cgbpf merge)
 
 
 @dataclass
@@ -1442,6 +1457,7 @@ class SchedWaking:
     explicit: bool = False
     common_flags: int = 0        # ftrace TRACE_FLAG_* (0x08 hardirq, 0x10 softirq)
     common_pid: Optional[int] = None  # explicit events: the waker
+    machine: int = 0
 
 
 # TRACE_FLAG_HARDIRQ | TRACE_FLAG_SOFTIRQ: trace processor's
@@ -1458,10 +1474,16 @@ class Sched:
         self.switches = defaultdict(list)   # cpu -> [SchedSwitch] by ts
         self.wakings = []
         self.newtasks = []      # (ts, parent tid, child tid, comm, clone_flags)
+        self.pid_refs = []      # (ts as trace processor orders it, machine, pid,
+                                # what): process/thread descriptors, tree entries
+        self.newtask_machines = []  # machine_id of each newtasks entry
+        self.forks = []         # (ts, machine, pid) of task_newtask of a process
+        self.proc_exits = []    # (ts, machine, tgid) of a main thread's exit
         self.renames = []       # (ts, tid, oldcomm, newcomm)
         self.exits = []         # (ts, tid, tgid, comm)
         self.tree_procs = {}    # pid -> {"ppid", "cmdline", "cmdline_is_comm"}
         self.tree_threads = {}  # tid -> tgid
+        # (in a merged trace, machine_id M > 0 keys these by (M, pid / tid))
         self.bundles = 0
         self.compact_bundles = 0
         self.bundle_seqs = defaultdict(set)  # cpu -> sequence ids
@@ -1532,31 +1554,55 @@ class Sched:
         return out
 
 
+CLONE_THREAD = 0x00010000
+
+
 def sched(trace):
-    """Decodes the ftrace bundles and process trees of a loaded Trace."""
+    """Decodes the ftrace bundles and process trees of a loaded Trace.
+    In a merged trace, CPUs of machine_id M > 0 are keyed (M, cpu)."""
     sd = Sched()
-    last_next = {}   # cpu -> (pid, comm) of the latest switch
-    for p in trace.packets:
+    last_next = {}   # cpu key -> (pid, comm) of the latest switch
+    # Trace processor gives a packet without timestamp the latest time it
+    # has read so far (ProtoTraceReader::TimestampTokenizeAndPushToSorter).
+    latest = 0
+    for idx, p in enumerate(trace.packets):
+        pts = trace.packet_ts[idx] if idx < len(trace.packet_ts) else None
+        if pts is not None:
+            latest = max(latest, pts)
+        eff = pts if pts is not None else latest
+        machine = p.machine_id
+        if p.HasField("track_descriptor"):
+            d = p.track_descriptor
+            if d.HasField("thread"):
+                sd.pid_refs.append((eff, machine, d.thread.pid, "thread descriptor of tid %d"
+                                    % d.thread.tid))
+            elif d.HasField("process"):
+                sd.pid_refs.append((eff, machine, d.process.pid, "process descriptor"))
         if p.HasField("process_tree"):
+            for pr in p.process_tree.processes:
+                if len(pr.cmdline):   # trace processor skips an entry without
+                    sd.pid_refs.append((eff, machine, pr.pid, "process_tree entry %r"
+                                        % " ".join(pr.cmdline)))
             for pr in p.process_tree.processes:
                 if pr.cmdline_is_comm and not "".join(pr.cmdline):
                     # trace processor would name the process and its main
                     # thread "" (priority kProcessTree beats ftrace names)
                     sd.errors.append("process_tree: pid %d has an empty cmdline "
                                      "flagged cmdline_is_comm" % pr.pid)
-                old = sd.tree_procs.get(pr.pid)
+                key = pr.pid if not machine else (machine, pr.pid)
+                old = sd.tree_procs.get(key)
                 if old and old["ppid"] and not pr.ppid:
                     # ParseProcessTree would re-parent it to pid 0
                     sd.errors.append("process_tree: pid %d announced again without "
                                      "its parent %d" % (pr.pid, old["ppid"]))
-                sd.tree_procs[pr.pid] = {"ppid": pr.ppid, "cmdline": list(pr.cmdline),
-                                         "cmdline_is_comm": pr.cmdline_is_comm}
+                sd.tree_procs[key] = {"ppid": pr.ppid, "cmdline": list(pr.cmdline),
+                                      "cmdline_is_comm": pr.cmdline_is_comm}
             for th in p.process_tree.threads:
-                sd.tree_threads[th.tid] = th.tgid
+                sd.tree_threads[th.tid if not machine else (machine, th.tid)] = th.tgid
         if not p.HasField("ftrace_events"):
             continue
         b = p.ftrace_events
-        cpu = b.cpu
+        cpu = b.cpu if not machine else (machine, b.cpu)
         sd.bundles += 1
         sd.bundle_seqs[cpu].add(p.trusted_packet_sequence_id)
         for e in b.event:
@@ -1565,26 +1611,32 @@ def sched(trace):
                 x = e.sched_switch
                 sd.switches[cpu].append(SchedSwitch(
                     e.timestamp, cpu, x.prev_pid, x.prev_state, x.next_pid, x.next_comm,
-                    x.next_prio, x.prev_comm, True))
+                    x.next_prio, x.prev_comm, True, machine))
                 if e.pid != x.prev_pid:
-                    sd.errors.append("cpu %d: sched_switch event pid %d != prev_pid %d"
+                    sd.errors.append("cpu %s: sched_switch event pid %d != prev_pid %d"
                                      % (cpu, e.pid, x.prev_pid))
             elif kind in ("sched_waking", "sched_wakeup_new"):
                 x = getattr(e, kind)
                 sd.wakings.append(SchedWaking(e.timestamp, cpu, x.pid, x.comm, x.target_cpu,
                                               x.prio, kind == "sched_wakeup_new", True,
-                                              e.common_flags, e.pid))
+                                              e.common_flags, e.pid, machine))
             elif kind == "task_newtask":
                 x = e.task_newtask
                 sd.newtasks.append((e.timestamp, e.pid, x.pid, x.comm, x.clone_flags))
+                sd.newtask_machines.append(machine)
+                if not x.clone_flags & CLONE_THREAD:
+                    sd.forks.append((e.timestamp, machine, x.pid))
             elif kind == "task_rename":
                 x = e.task_rename
                 sd.renames.append((e.timestamp, x.pid, x.oldcomm, x.newcomm))
             elif kind == "sched_process_exit":
                 x = e.sched_process_exit
                 sd.exits.append((e.timestamp, x.pid, x.tgid, x.comm))
+                if x.pid == x.tgid:
+                    sd.proc_exits.append((e.timestamp, machine, x.tgid))
             else:
-                sd.errors.append("cpu %d: unexpected ftrace event %s" % (cpu, kind))
+                sd.errors.append("cpu %s: unexpected ftrace event %s" % (cpu, kind))
+            latest = max(latest, e.timestamp)
         if not b.HasField("compact_sched"):
             continue
         sd.compact_bundles += 1
@@ -1593,47 +1645,77 @@ def sched(trace):
         n = len(c.switch_timestamp)
         if not (len(c.switch_prev_state) == len(c.switch_next_pid) ==
                 len(c.switch_next_prio) == len(c.switch_next_comm_index) == n):
-            sd.errors.append("cpu %d: compact switch arrays differ in length" % cpu)
+            sd.errors.append("cpu %s: compact switch arrays differ in length" % (cpu,))
             continue
         ts = 0
         for i in range(n):
             ts += c.switch_timestamp[i]   # first absolute, then deltas
             ci = c.switch_next_comm_index[i]
             if ci >= len(tab):
-                sd.errors.append("cpu %d: comm index %d outside the %d-entry table"
+                sd.errors.append("cpu %s: comm index %d outside the %d-entry table"
                                  % (cpu, ci, len(tab)))
                 continue
             prev = last_next.get(cpu)
             sd.switches[cpu].append(SchedSwitch(
                 ts, cpu, prev[0] if prev else None, c.switch_prev_state[i],
                 c.switch_next_pid[i], tab[ci], c.switch_next_prio[i],
-                prev[1] if prev else None))
+                prev[1] if prev else None, machine=machine))
             last_next[cpu] = (c.switch_next_pid[i], tab[ci])
+            latest = max(latest, ts)
         m = len(c.waking_timestamp)
         if not (len(c.waking_pid) == len(c.waking_target_cpu) == len(c.waking_prio) ==
                 len(c.waking_comm_index) == m) or \
                 (len(c.waking_common_flags) not in (0, m)):
-            sd.errors.append("cpu %d: compact waking arrays differ in length" % cpu)
+            sd.errors.append("cpu %s: compact waking arrays differ in length" % (cpu,))
             continue
         ts = 0
         for i in range(m):
             ts += c.waking_timestamp[i]
             ci = c.waking_comm_index[i]
             if ci >= len(tab):
-                sd.errors.append("cpu %d: waking comm index %d outside the table" % (cpu, ci))
+                sd.errors.append("cpu %s: waking comm index %d outside the table" % (cpu, ci))
                 continue
             flags = c.waking_common_flags[i] if len(c.waking_common_flags) else 0
             sd.wakings.append(SchedWaking(ts, cpu, c.waking_pid[i], tab[ci],
                                           c.waking_target_cpu[i], c.waking_prio[i],
-                                          common_flags=flags))
+                                          common_flags=flags, machine=machine))
+            latest = max(latest, ts)
     for cpu, sw in sd.switches.items():
         for a, b in zip(sw, sw[1:]):
             if b.ts < a.ts:
-                sd.errors.append("cpu %d: switch at %d goes back in time (previous %d)"
+                sd.errors.append("cpu %s: switch at %d goes back in time (previous %d)"
                                  % (cpu, b.ts, a.ts))
                 break
     sd.wakings.sort(key=lambda w: w.ts)
+    _refs_before_fork(sd)
     return sd
+
+
+def _refs_before_fork(sd):
+    """A descriptor or ProcessTree entry that names a pid before the
+    task_newtask that created it (and after any exit of an older process
+    with that pid): trace processor binds it to a process of its own, which
+    the fork then replaces (ParseTaskNewTask -> StartNewProcess), so one
+    pid shows as two processes, e.g. API slices in one and the same
+    thread's scheduler states in the other."""
+    exits = defaultdict(list)
+    for ts, machine, pid in sd.proc_exits:
+        exits[(machine, pid)].append(ts)
+    forks = defaultdict(list)
+    for ts, machine, pid in sd.forks:
+        forks[(machine, pid)].append(ts)
+    found = []
+    for eff, machine, pid, what in sd.pid_refs:
+        for fts in forks.get((machine, pid), ()):
+            if eff < fts and not any(eff <= x < fts for x in exits.get((machine, pid), ())):
+                found.append("pid %d: %s at %d, before the task_newtask that creates the "
+                             "process (%d): trace processor would show two processes for it"
+                             % (pid, what, eff, fts))
+                break
+    sd.errors += found[:10]
+    if len(found) > 10:
+        sd.errors.append("... and %d more descriptors or ProcessTree entries before their "
+                         "pid's fork" % (len(found) - 10))
 
 
 # --------------------------------------------------------------------------
@@ -1662,6 +1744,7 @@ def loads(data, allow_truncated_tail=False, path=None):
         raise TraceFormatError("%s: does not decode as perfetto.protos.Trace: %s"
                                % (path or "<bytes>", e))
     ld = _Loader(t)
+    _unknown_fields(ld, trace, "file")
     if not len(trace.packet):
         ld.warn("trace holds no packets")
     ld.feed(trace.packet)
@@ -1676,6 +1759,33 @@ def load(path, allow_truncated_tail=False):
     return loads(data, allow_truncated_tail=allow_truncated_tail, path=path)
 
 
+def _unknown_fields(ld, trace, where):
+    """Reports fields the schema does not name. Cheap when there are none:
+    the serialized size counts unknown fields, so it shrinks only when
+    discarding them removes something."""
+    before = trace.ByteSize()
+    probe = type(trace)()
+    probe.CopyFrom(trace)
+    probe.DiscardUnknownFields()
+    if probe.ByteSize() == before:
+        return
+    found = Counter()
+
+    def walk(msg, path):
+        for fd, v in msg.ListFields():
+            if fd.type != fd.TYPE_MESSAGE:
+                continue
+            for x in (v if fd.label == fd.LABEL_REPEATED else (v,)):
+                walk(x, path + "." + fd.name)
+        for u in msg.UnknownFields():
+            found["%s field %d (in %s)" % (msg.DESCRIPTOR.name, u.field_number, path)] += 1
+    walk(trace, "Trace")
+    for k, n in sorted(found.items()):
+        ld.err("%s: %s, %d time(s), is not in the schema %s: a wrong field number, or "
+               "a field to add to perfetto_subset.proto with Perfetto's number and type"
+               % (where, k, n, os.path.basename(proto_path())))
+
+
 def _fmt_ts(ns):
     return "-" if ns is None else "%d.%09d" % divmod(ns, 10**9)
 
@@ -1683,7 +1793,7 @@ def _fmt_ts(ns):
 def main(argv=None):
     import argparse
     ap = argparse.ArgumentParser(description="Decode a cgbpf Perfetto trace "
-                                 "against perfetto_trace.proto.")
+                                 "against Perfetto's schema (the project's subset).")
     ap.add_argument("file")
     ap.add_argument("--slices", action="store_true", help="list every slice")
     ap.add_argument("--json", action="store_true", help="JSON summary")

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Self-test for ptrace.py.
 
-Traces are built with the generated perfetto_trace_pb2 classes and encoded
+Traces are built with the generated perfetto_subset_pb2 classes and encoded
 with SerializeToString (not with ptrace's code), then decoded by ptrace.
 
     /usr/bin/python3 tests/lib/test_ptrace.py
@@ -729,7 +729,7 @@ def pyproto_cache_dir_override():
                        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True)
     eq(r.returncode, 0, r.stderr)
-    eq(r.stdout.strip(), os.path.join(d, "perfetto_trace_pb2.py"), "path")
+    eq(r.stdout.strip(), os.path.join(d, "perfetto_subset_pb2.py"), "path")
 
 
 # -- scheduler: ftrace bundles (compact and full) and ProcessTree ----------
@@ -814,6 +814,72 @@ def sched_full_switch_and_bad_comm_index():
        "explicit switch")
     check_err = [m for m in sd.errors if "comm index 4" in m]
     eq(len(check_err), 1, "bad comm index reported: %r" % sd.errors)
+
+
+def _fork(ts, parent, child, comm):
+    e = pb.FtraceEvent(timestamp=ts, pid=parent)
+    e.task_newtask.pid = child
+    e.task_newtask.comm = comm
+    e.task_newtask.clone_flags = 0x01200011     # fork(): no CLONE_THREAD
+    return e
+
+
+def _exit(ts, pid):
+    e = pb.FtraceEvent(timestamp=ts, pid=pid)
+    e.sched_process_exit.pid = pid
+    e.sched_process_exit.tgid = pid
+    e.sched_process_exit.comm = "old"
+    return e
+
+
+def _tree(ts, pid, cmdline):
+    p = TP(timestamp=ts)
+    p.process_tree.processes.add(pid=pid, ppid=1, cmdline=[cmdline])
+    return p
+
+
+@test
+def sched_pid_named_before_its_fork():
+    """A ProcessTree entry or a thread/process descriptor that trace
+    processor would apply to a pid before the task_newtask creating it."""
+    snap = snapshot(STD_SNAPSHOT, seq=9)
+    fork = _bundle(0, 5, events=[_fork(2000, 1, 50, "parent")])
+    # Written (tree) and timed (descriptors, no timestamp: the latest
+    # time read before them) before the fork at 2000.
+    sd = ptrace.sched(load([snap, _tree(1500, 50, "cgbpf"), process(7, 50, "x"),
+                            thread(8, 50, 50, "x", parent=7), fork]))
+    eq(len([e for e in sd.errors if "before the task_newtask" in e]), 3,
+       "tree entry and both descriptors flagged: %r" % sd.errors)
+    # After the fork: in the file (descriptors) or by timestamp (tree).
+    sd = ptrace.sched(load([snap, fork, _tree(2001, 50, "prog"), process(7, 50, "x"),
+                            thread(8, 50, 50, "x", parent=7)]))
+    eq(sd.errors, [], "after the fork")
+    # Before the fork but of an older process with that pid, which exited.
+    old = _bundle(0, 5, events=[_exit(1800, 50)])
+    sd = ptrace.sched(load([snap, _tree(1500, 50, "old"), old, fork]))
+    eq(sd.errors, [], "an older process's entry")
+
+
+@test
+def unknown_fields_are_errors():
+    """A field the schema does not name: a wrong number in cgbpf's writer,
+    or one it writes that the subset lacks."""
+    good = encode([snapshot(STD_SNAPSHOT)])
+    t = ptrace.loads(good)
+    eq(t.errors, [], "known fields only")
+    # TracePacket field 999 (varint 1) appended to a packet of its own.
+    t = ptrace.loads(good + bytes([0x0a, 3, 0xb8, 0x3e, 1]))
+    assert has_error(t, "TracePacket field 999", "perfetto_subset.proto"), t.errors
+    # Inside a track event, inside a compressed bundle.
+    inner = pb.Trace()
+    inner.packet.add().CopyFrom(ev(I, 5, track=3))
+    raw = bytearray(inner.SerializeToString())
+    te = bytes([0xc0, 0x3e, 7])         # TrackEvent field 1000, varint 7
+    raw += bytes([0x0a, 2 + len(te), 0x5a, len(te)]) + te
+    q = TP()
+    q.compressed_packets = zlib.compress(bytes(raw))
+    t = ptrace.loads(good + encode([q]))
+    assert has_error(t, "TrackEvent field 1000"), t.errors
 
 
 def main():

@@ -3,11 +3,12 @@
 #
 # Unit test of the protobuf encoder: runs test_pb in a temporary directory,
 # then decodes the fixtures it wrote with the stock protoc, against
-# tests/unit/pb_test.proto and against the real Perfetto schema in
-# ../shared/perfetto, so the encoder is judged by a decoder that is not ours.
+# tests/unit/pb_test.proto and against the project's subset of Perfetto's
+# schema (tests/lib/perfetto_subset.proto), so the encoder is judged by a
+# decoder that is not ours.
 #
 # Usage: tests/unit/check_pb.sh [TEST_PB]   (default: build/unit/test_pb)
-# CGBPF_SHARED overrides where shared/ is (default: beside the repository).
+# CGBPF_PERFETTO_PROTO names another schema file (e.g. Perfetto's full one).
 # Prints "ok N - ..." / "not ok N - ..." lines and "N passed, M failed"
 # counting test_pb's results too; exits 1 on any failure.
 
@@ -15,8 +16,7 @@ set -u
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
-shared=${CGBPF_SHARED:-$root/../shared}
-perfetto_proto=$shared/perfetto/perfetto_trace.proto
+perfetto_proto=${CGBPF_PERFETTO_PROTO:-$root/tests/lib/perfetto_subset.proto}
 bin=${1:-$root/build/unit/test_pb}
 # The binary runs from the temporary directory, so pin a relative path now.
 [[ $bin == /* ]] || bin=$PWD/$bin
@@ -82,7 +82,7 @@ check_decode() {
 		return
 	fi
 	if [[ ! -f $proto ]]; then
-		not_ok "$desc: schema $proto not found (clone shared/ beside the repository or set CGBPF_SHARED)"
+		not_ok "$desc: schema $proto not found"
 		return
 	fi
 	if [[ ! -f $fixture ]]; then
@@ -192,12 +192,12 @@ EOF
 check_decode "protoc decodes pb_all.bin as cgbpf.pbtest.All" cgbpf.pbtest.All \
 	"$here" "$here/pb_test.proto" "$tmp/pb_all.bin" "$tmp/all.expected"
 check_decode "protoc decodes pb_perfetto.bin as perfetto.protos.Trace" perfetto.protos.Trace \
-	"$shared/perfetto" "$perfetto_proto" "$tmp/pb_perfetto.bin" "$tmp/perfetto.expected"
+	"$(dirname "$perfetto_proto")" "$perfetto_proto" "$tmp/pb_perfetto.bin" "$tmp/perfetto.expected"
 
 # Without this, a protoc that accepted anything would make the checks above pass.
 if ((have_protoc)) && [[ -f $perfetto_proto && -s $tmp/pb_perfetto.bin ]]; then
 	head -c -1 "$tmp/pb_perfetto.bin" >"$tmp/truncated.bin"
-	if protoc --decode=perfetto.protos.Trace -I"$shared/perfetto" "$perfetto_proto" \
+	if protoc --decode=perfetto.protos.Trace -I"$(dirname "$perfetto_proto")" "$perfetto_proto" \
 		<"$tmp/truncated.bin" >/dev/null 2>&1; then
 		not_ok "protoc rejects pb_perfetto.bin truncated by one byte"
 	else

@@ -359,6 +359,13 @@ def main(argv):
                 n = sum(1 for line in f if line == "packet {\n")
             check(n == len(t.packets), "%s: protoc and the decoder see the "
                   "same %d packets (protoc: %d)" % (name, len(t.packets), n))
+        # Trace processor binds a track to a pid at the first packet that
+        # uses it in time order; a descriptor without timestamp takes the
+        # latest time read before it, which can precede the pid's fork.
+        untimed = [i for i, p in enumerate(t.packets)
+                   if p.HasField("track_descriptor") and not p.HasField("timestamp")]
+        check(not untimed, "%s: every track descriptor carries a timestamp" % name,
+              ["packet %d" % i for i in untimed])
         # Descriptors come first, so even a cut trace has all of them.
         tracks = check_tracks(name, t, items)
         if meta.get("partial"):

@@ -4,12 +4,14 @@
 # Unit test of the trace-level Perfetto writer: runs test_perfetto, which
 # writes traces through user/perfetto.h and says what each must hold, then
 # decodes every trace two independent ways: with the stock protoc against
-# Perfetto's own schema (../shared/perfetto), and with tests/lib/ptrace.py
+# the project's subset of Perfetto's schema (tests/lib/perfetto_subset.proto,
+# checked against the full schema by tests/lib/check_subset.py), and with
+# tests/lib/ptrace.py
 # (check_perfetto.py compares what it decodes with the expectations).
 #
 # Usage: tests/unit/check_perfetto.sh [TEST_PERFETTO]
 #        (default: build/unit/test_perfetto)
-# CGBPF_SHARED overrides where shared/ is (default: beside the repository).
+# CGBPF_PERFETTO_PROTO names another schema file (e.g. Perfetto's full one).
 # Prints "ok N - ..." / "not ok N - ..." lines and "N passed, M failed"
 # counting test_perfetto's and the checker's results too; exits 1 on any
 # failure.
@@ -18,8 +20,8 @@ set -u
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
-shared=${CGBPF_SHARED:-$root/../shared}
-perfetto_proto=$shared/perfetto/perfetto_trace.proto
+perfetto_proto=${CGBPF_PERFETTO_PROTO:-$root/tests/lib/perfetto_subset.proto}
+proto_dir=$(dirname "$perfetto_proto")
 py=/usr/bin/python3
 bin=${1:-$root/build/unit/test_perfetto}
 [[ $bin == /* ]] || bin=$PWD/$bin
@@ -78,12 +80,12 @@ fi
 if ! command -v protoc >/dev/null 2>&1; then
 	not_ok "protoc not found: install protobuf-compiler (make deps)"
 elif [[ ! -f $perfetto_proto ]]; then
-	not_ok "schema $perfetto_proto not found (clone shared/ beside the repository or set CGBPF_SHARED)"
+	not_ok "schema $perfetto_proto not found"
 else
 	for t in "${traces[@]}"; do
 		name=$(basename "$t")
 		txt=${t%.perfetto-trace}.protoc.txt
-		protoc --decode=perfetto.protos.Trace -I"$shared/perfetto" "$perfetto_proto" \
+		protoc --decode=perfetto.protos.Trace -I"$proto_dir" "$perfetto_proto" \
 			<"$t" >"$txt" 2>"$tmp/err.txt"
 		rc=$?
 		if [[ $rc -eq 0 && ! -s $tmp/err.txt ]] && grep -q '^packet {$' "$txt"; then
@@ -98,7 +100,7 @@ else
 	# Without this, a protoc that accepted anything would make the above pass.
 	if ((${#traces[@]})) && [[ -s ${traces[0]} ]]; then
 		head -c -1 "${traces[0]}" >"$tmp/truncated.bin"
-		if protoc --decode=perfetto.protos.Trace -I"$shared/perfetto" "$perfetto_proto" \
+		if protoc --decode=perfetto.protos.Trace -I"$proto_dir" "$perfetto_proto" \
 			<"$tmp/truncated.bin" >/dev/null 2>&1; then
 			not_ok "protoc rejects $(basename "${traces[0]}") cut by one byte"
 		else

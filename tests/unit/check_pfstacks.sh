@@ -2,13 +2,13 @@
 # SPDX-License-Identifier: MIT
 #
 # Unit test of the CPU sample writer: runs test_pfstacks, then decodes its
-# trace with protoc against Perfetto's schema and with tests/lib/ptrace.py
+# trace with protoc against the project's subset of Perfetto's schema
+# (tests/lib/perfetto_subset.proto) and with tests/lib/ptrace.py
 # (check_pfstacks.py). Usage: check_pfstacks.sh [TEST_PFSTACKS]
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
-shared=${CGBPF_SHARED:-$root/../shared}
-[ -f "$shared/perfetto/perfetto_trace.proto" ] || shared=/work/shared
+proto=${CGBPF_PERFETTO_PROTO:-$root/tests/lib/perfetto_subset.proto}
 bin=${1:-$root/build/unit/test_pfstacks}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/check_pfstacks.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -23,7 +23,7 @@ pass=${p:-0} fail=${f:-1}
 n=$((pass + fail))
 
 t=$tmp/pfstacks.perfetto-trace
-if protoc --decode=perfetto.protos.Trace -I"$shared/perfetto" "$shared/perfetto/perfetto_trace.proto" \
+if protoc --decode=perfetto.protos.Trace -I"$(dirname "$proto")" "$proto" \
 	< "$t" > "$tmp/txt" 2> "$tmp/err" && [ ! -s "$tmp/err" ] &&
 	grep -q 'perf_sample {' "$tmp/txt" && grep -q 'callstacks {' "$tmp/txt" &&
 	grep -q 'function_name: "level_c"' "$tmp/txt"; then
