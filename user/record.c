@@ -992,8 +992,10 @@ int record__run(const struct record_opts *o)
 		r.pt = pftrace__create(o->output);
 		if (!r.pt) {
 			err("cannot write %s: %s", o->output, outfile__strerror(-errno));
-			if (r.summary_f)
+			if (r.summary_f) {
+				outfile__discard(fileno(r.summary_f), o->summary_path);
 				fclose(r.summary_f);
+			}
 			return 1;
 		}
 	}

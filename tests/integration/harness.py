@@ -168,11 +168,25 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
+def proc_state(pid):
+    """The state letter of /proc/PID/stat (R, S, D, T, Z...), None if gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
 def wait_running(pid, timeout=30):
     """Waits until a process that computes without end has used more CPU:
     it runs (not stopped, not stuck, not dead)."""
     t0 = cpu_ticks(pid)
-    wait_for(lambda: cpu_ticks(pid) > t0, timeout, "pid %d to use CPU" % pid)
+    try:
+        wait_for(lambda: proc_state(pid) in (None, "Z") or cpu_ticks(pid) > t0, timeout)
+    except AssertionError:
+        pass
+    check(cpu_ticks(pid) > t0 if proc_state(pid) not in (None, "Z") else False,
+          "pid %d runs on (state %s)" % (pid, proc_state(pid)))
 
 
 def check(cond, msg):

@@ -272,3 +272,10 @@ def test_failed_start_leaves_no_empty_files():
     eq(p.returncode, 1, "exit status (stderr %r)" % p.stderr)
     check("--cgroup ffffee0123" in p.stderr, "names the culprit: %r" % p.stderr)
     eq(sorted(os.listdir(d)), [], "nothing left in the directory")
+    # The trace refused after the summary file was made: that goes too.
+    os.mkdir(trace)
+    p = subprocess.run([CGBPF, "record", "-o", trace, "--summary-file", summary, "--", "true"],
+                       capture_output=True, text=True, timeout=60)
+    eq(p.returncode, 1, "exit status (stderr %r)" % p.stderr)
+    check("is a directory" in p.stderr, "says why: %r" % p.stderr)
+    eq(sorted(os.listdir(d)), [os.path.basename(trace)], "no summary file left")
