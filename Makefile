@@ -21,7 +21,7 @@ endif
 .DELETE_ON_ERROR:
 .SECONDARY:
 .PHONY: all inject test-bins deps test unit-test integration-test demo bench bench-bins stacks stack-bins clean install \
-	fuzz fuzz-run asan asan-test
+	fuzz fuzz-bins fuzz-run asan asan-test
 
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
@@ -372,7 +372,10 @@ $(OUT)/fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_OBJS) | $(OUT)/fuzz
 		-lbpf $(LIBS_DW) -lstdc++ -lm -lpthread
 
 fuzz: deps
-	$(Q)$(MAKE) --no-print-directory $(FUZZ_BINS)
+	$(Q)$(MAKE) --no-print-directory fuzz-bins
+
+fuzz-bins: $(FUZZ_BINS)
+	@:
 
 fuzz-run: fuzz
 	$(Q)bash fuzz/run.sh $(OUT) $(FUZZ_SECONDS)

@@ -403,10 +403,12 @@ void model__mem(struct model *m, struct thread *t, enum counter_kind k, uint64_t
 		int64_t delta)
 {
 	struct proc *p = t->proc;
+	int64_t v;
 
-	p->mem[k] += delta;
-	if (p->mem[k] < 0)
-		p->mem[k] = 0;
+	/* Sizes are the traced process's arguments: saturate, never wrap. */
+	if (__builtin_add_overflow(p->mem[k], delta, &v))
+		v = delta < 0 ? 0 : INT64_MAX;
+	p->mem[k] = v < 0 ? 0 : v;
 	if (p->mem[k] > p->mem_peak[k])
 		p->mem_peak[k] = p->mem[k];
 	EMIT(m, counter, t, k, ts, p->mem[k]);

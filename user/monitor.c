@@ -46,6 +46,10 @@
 #define HTTP_HEAD_NS (2ull * 1000000000)
 #define HTTP_DONE_NS (10ull * 1000000000)
 #define HTTP_ACCEPTS_PER_TICK 64
+/* Answers not yet taken by their clients, all connections together: a
+ * client that reads slowly must not make the daemon hold many copies of a
+ * large metrics page. */
+#define HTTP_OUT_MAX (32u << 20)
 
 /* ------------------------------------------------------------ flight ring */
 
@@ -937,6 +941,17 @@ static void text(struct conn *c, int code, const char *status, const char *body)
 	respond(c, code, status, "text/plain", body, strlen(body));
 }
 
+/* Bytes of answers waiting for their clients. */
+static size_t pending_out(const struct monitor *mo)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < HTTP_MAX_CONNS; i++)
+		if (mo->conns[i].fd >= 0 && mo->conns[i].writing)
+			n += mo->conns[i].out_len - mo->conns[i].out_off;
+	return n;
+}
+
 /* The answer to a complete request. */
 static void serve(struct monitor *mo, struct conn *c, const struct http_req *rq)
 {
@@ -947,6 +962,9 @@ static void serve(struct monitor *mo, struct conn *c, const struct http_req *rq)
 		render(mo, &b);
 		if (b.oom)
 			text(c, 500, "Internal Server Error", "out of memory\n");
+		else if (pending_out(mo) + b.len > HTTP_OUT_MAX)
+			text(c, 503, "Service Unavailable", "other clients have not taken their "
+			     "answers yet: retry\n");
 		else
 			respond(c, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", b.p, b.len);
 		free(b.p);

@@ -6,6 +6,7 @@
  * parser. The fuzz/ harnesses explore the rest.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,6 +223,28 @@ static void test_nvtx_reused_id(void)
 	model__free(&m);
 }
 
+/* Allocation sizes are the traced process's arguments: the memory counter
+ * saturates instead of overflowing (fuzz_records: signed overflow in
+ * model__mem, the counter then clamped to 0). */
+static void test_mem_saturates(void)
+{
+	struct model m;
+	struct thread *t;
+
+	model__init(&m);
+	t = model__thread(&m, 0x40000002, 0x40000002);
+	if (!check(t != NULL, "memory counter: a thread"))
+		return;
+	model__mem(&m, t, CTR_GPU_MEM, 1, INT64_MAX);
+	model__mem(&m, t, CTR_GPU_MEM, 2, INT64_MAX);
+	check(t->proc->mem[CTR_GPU_MEM] == INT64_MAX && t->proc->mem_peak[CTR_GPU_MEM] == INT64_MAX,
+	      "memory counter: two huge allocations saturate (%" PRId64 ")",
+	      t->proc->mem[CTR_GPU_MEM]);
+	model__mem(&m, t, CTR_GPU_MEM, 3, INT64_MIN);
+	check(t->proc->mem[CTR_GPU_MEM] == 0, "memory counter: a huge free stops at 0");
+	model__free(&m);
+}
+
 static int found_lib(int fd, const char *path, void *ctx)
 {
 	(*(int *)ctx)++;
@@ -269,6 +292,7 @@ int main(void)
 	test_ldcache();
 	test_fifo();
 	test_nvtx_reused_id();
+	test_mem_saturates();
 	printf("%d passed, %d failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;
 }
