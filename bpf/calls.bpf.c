@@ -143,19 +143,45 @@ struct {
 	__type(value, struct rec_string);
 } str_scratch SEC(".maps");
 
-static __always_inline void emit_string(__u64 pid_tgid, __u64 cookie, __u32 arg,
-					const char *ustr)
+/* A string argument the entry probe could not read, for the return probe
+ * to read again once the library has (docs/design.md, "Strings"). */
+struct str_retry {
+	__u64 addr;
+	__u32 arg;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct stash_key);
+	__type(value, struct str_retry);
+} str_retry SEC(".maps");
+
+/*
+ * Sends the string at ustr as argument arg of the call. flags has
+ * STR_LATE at the return probe. A string that cannot be read goes with
+ * STR_PENDING at the entry (the return probe tries again: returns false
+ * so that the caller remembers it), with STR_UNREAD and its address at the
+ * return (user space reads it from the process).
+ */
+static __always_inline bool emit_string(__u64 pid_tgid, __u64 cookie, __u32 arg,
+					const char *ustr, __u8 flags)
 {
 	__u32 zero = 0;
 	struct rec_string *r = bpf_map_lookup_elem(&str_scratch, &zero);
-	long n;
+	long n = -1;
 
 	if (!r)
-		return;
-	n = bpf_probe_read_user_str(r->str, sizeof(r->str), ustr);
+		return true;
+	if (ustr)
+		n = bpf_probe_read_user_str(r->str, sizeof(r->str), ustr);
+	r->flags = flags;
 	if (n <= 0) {
 		n = 1;
 		r->str[0] = 0;
+		/* NULL has nothing to wait for. */
+		r->flags |= ustr && !(flags & STR_LATE) ? STR_PENDING : STR_UNREAD;
 	}
 	/* n counts the NUL; a full buffer means the string may go on. */
 	r->len = n - 1;
@@ -163,13 +189,14 @@ static __always_inline void emit_string(__u64 pid_tgid, __u64 cookie, __u32 arg,
 	r->func = CK_FUNC(cookie);
 	r->lib = CK_LIB(cookie);
 	r->arg = arg;
-	r->pad = 0;
+	r->addr = (__u64)ustr;
 	n = offsetof(struct rec_string, str) + n;
 	if (n > sizeof(*r))
 		n = sizeof(*r);
 	fill_hdr(&r->hdr, REC_STRING, n, pid_tgid);
 	if (bpf_ringbuf_output(&events, r, n, wake_flag()))
 		count_drop(REC_STRING);
+	return !(r->flags & STR_PENDING);
 }
 
 static __always_inline int enter(struct pt_regs *ctx)
@@ -255,7 +282,13 @@ static __always_inline int enter(struct pt_regs *ctx)
 		const char *s = (const char *)r->args[str - 1];
 
 		bpf_ringbuf_submit(r, wake_flag());
-		emit_string(pid_tgid, cookie, str - 1, s);
+		if (!emit_string(pid_tgid, cookie, str - 1, s, 0)) {
+			struct stash_key k = { .tid = (__u32)pid_tgid,
+					       .func = CK_LIB(cookie) << 16 | CK_FUNC(cookie) };
+			struct str_retry v = { .addr = (__u64)s, .arg = str - 1 };
+
+			bpf_map_update_elem(&str_retry, &k, &v, BPF_ANY);
+		}
 		return 0;
 	}
 	bpf_ringbuf_submit(r, wake_flag());
@@ -276,6 +309,17 @@ static __always_inline int exit(struct pt_regs *ctx)
 		now = bt_exit(ctx, pid_tgid, cookie);
 	if (!emit_records)
 		return 0;
+	/* Before the exit record: the string belongs to the call ending next. */
+	if (CK_STR(cookie)) {
+		struct stash_key k = { .tid = (__u32)pid_tgid,
+				       .func = CK_LIB(cookie) << 16 | CK_FUNC(cookie) };
+		struct str_retry *v = bpf_map_lookup_elem(&str_retry, &k);
+
+		if (v) {
+			emit_string(pid_tgid, cookie, v->arg, (const char *)v->addr, STR_LATE);
+			bpf_map_delete_elem(&str_retry, &k);
+		}
+	}
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
 		count_drop(REC_CALL_EXIT);

@@ -110,7 +110,22 @@ struct rec_call_exit {
 
 #define REC_STRING_MAX 1024
 
-/* A C-string argument of the call entered just before on this thread. */
+/*
+ * rec_string.flags. A probe cannot fault a page in: a string whose page the
+ * process has not touched yet (a literal in .rodata, a fresh file mapping)
+ * cannot be read at the call's entry. The entry then sends STR_PENDING and
+ * the return probe, after the library has read the string, sends it again
+ * (STR_LATE); if even that fails, STR_UNREAD with its address, and user
+ * space reads it from the process (user/ustr.c). STR_UNREADABLE is set by
+ * user space only, never by BPF: str is then "(unreadable at 0x...)".
+ */
+#define STR_PENDING	0x01	/* entry: not read yet, the return probe sends it (str empty) */
+#define STR_LATE	0x02	/* sent by the return probe */
+#define STR_UNREAD	0x04	/* BPF could not read it: addr says where it is (str empty) */
+#define STR_UNREADABLE	0x08	/* user space could not read it either */
+
+/* A C-string argument of the call entered just before on this thread
+ * (STR_LATE: of the call returning next). */
 struct rec_string {
 	struct rec_hdr hdr;
 	__u16 func;
@@ -118,7 +133,8 @@ struct rec_string {
 	__u8 arg;		/* argument index */
 	__u16 len;		/* bytes in str, without the NUL */
 	__u8 truncated;
-	__u8 pad;
+	__u8 flags;		/* STR_* */
+	__u64 addr;		/* the string's address in the process */
 	char str[REC_STRING_MAX];	/* only hdr.size - offsetof(str) bytes are sent */
 };
 

@@ -65,6 +65,11 @@ static __always_inline int emit(struct pt_regs *ctx, __u8 probe, int id_arg, int
 
 		if (s)
 			n = bpf_probe_read_user_str(r->str, sizeof(r->str), s);
+		/* Its page not touched yet (a probe cannot fault it in), and
+		 * the library never reads it: user space reads it from the
+		 * process. */
+		if (s && n <= 0)
+			r->msg = (__u64)s;
 	}
 	if (n <= 0) {
 		n = 1;

@@ -347,6 +347,10 @@ static void exit_(struct model *m, struct thread *t, struct call *c)
 	bool ok = c->ret == 0;
 
 	c->nend = 0;
+	/* Read at the return (its page was not resident at the entry): the
+	 * begin event went out without it. */
+	if (c->str_late && c->str)
+		cuda__annot_s(c->end, n, f->cls == CU_C_GET_FUNCTION ? "name" : "path", c->str);
 	if (!ok) {
 		const char *r = cuda__result_name(c->ret);
 

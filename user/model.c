@@ -8,6 +8,7 @@
 #include "log.h"
 #include "model.h"
 #include "procfs.h"
+#include "ustr.h"
 
 #define EMIT(m, fn, ...) \
 	for (int _i = 0; _i < (m)->nsinks; _i++) \
@@ -232,6 +233,12 @@ const char *model__func_name(const struct model *m, uint8_t lib, uint16_t func)
 	return m->libs[lib]->func_name(func);
 }
 
+static void begin(struct model *m, struct thread *t, struct call *c)
+{
+	c->begun = true;
+	EMIT(m, call_begin, t, c);
+}
+
 void model__call_enter(struct model *m, const struct rec_call_enter *r)
 {
 	struct thread *t = model__thread(m, r->hdr.pid, r->hdr.tid);
@@ -247,6 +254,8 @@ void model__call_enter(struct model *m, const struct rec_call_enter *r)
 		old->end_ts = r->hdr.ts;
 		old->ended = false;
 		old->nend = 0;
+		if (!old->begun)
+			EMIT(m, call_begin, t, old);
 		EMIT(m, call_end, t, old);
 		free(old->str);
 		memmove(&t->stack[0], &t->stack[1], (CALL_DEPTH - 1) * sizeof(t->stack[0]));
@@ -264,7 +273,7 @@ void model__call_enter(struct model *m, const struct rec_call_enter *r)
 	/* A string argument follows in its own record (model__string) and
 	 * is needed by the begin event, so wait for it. */
 	if (!has_string(m, c))
-		EMIT(m, call_begin, t, c);
+		begin(m, t, c);
 }
 
 void model__string(struct model *m, const struct rec_string *r)
@@ -278,17 +287,56 @@ void model__string(struct model *m, const struct rec_string *r)
 		return;
 	}
 	c = &t->stack[t->depth - 1];
-	if (c->func != r->func || c->lib != r->lib || c->str) {
+	/* A late one (STR_LATE) answers a pending entry of this call, which
+	 * the calls it made have returned to by now. */
+	if (c->func != r->func || c->lib != r->lib || c->str ||
+	    ((r->flags & STR_LATE) && c->begun && !c->str_pending)) {
 		m->strings_orphaned++;
 		return;
 	}
+	if (r->flags & STR_UNREADABLE)
+		m->strings_unreadable++;
+	if (r->flags & STR_PENDING) {
+		/* Read at the return: begin now, so that what the call does
+		 * (nested calls, syscalls) nests in it; the name comes later. */
+		c->str_pending = true;
+		c->str_addr = r->addr;
+		if (!c->begun)
+			begin(m, t, c);
+		return;
+	}
+	if (r->flags & (STR_LATE | STR_UNREAD))
+		m->strings_late++;
 	c->str = strndup(r->str, r->len);
+	if (c->begun) {
+		c->str_late = true;
+		return;
+	}
 	m->libs[c->lib]->enter(m, t, c);
-	EMIT(m, call_begin, t, c);
+	begin(m, t, c);
+}
+
+/* A string still pending at the call's end: its return record was lost
+ * (ring full) or never came (longjmp): read it from the process if it can. */
+static void settle_string(struct model *m, struct thread *t, struct call *c)
+{
+	char buf[REC_STRING_MAX];
+
+	if (!c->str_pending || c->str)
+		return;
+	if (ustr__read(t->proc->pid, c->str_addr, buf, sizeof(buf)) < 0) {
+		ustr__unreadable(c->str_addr, buf, sizeof(buf));
+		m->strings_unreadable++;
+	} else {
+		m->strings_late++;
+	}
+	c->str = strdup(buf);
+	c->str_late = true;
 }
 
 static void end_call(struct model *m, struct thread *t, struct call *c)
 {
+	settle_string(m, t, c);
 	if (c->ended)
 		m->libs[c->lib]->exit(m, t, c);
 	EMIT(m, call_end, t, c);
@@ -323,8 +371,8 @@ void model__call_exit(struct model *m, const struct rec_call_exit *r)
 
 		lost->end_ts = r->hdr.ts;
 		lost->nend = 0;
-		if (lost->str == NULL && has_string(m, lost))
-			EMIT(m, call_begin, t, lost);
+		if (!lost->begun)
+			begin(m, t, lost);
 		end_call(m, t, lost);
 		m->lost_exits++;
 	}
@@ -340,8 +388,8 @@ void model__call_exit(struct model *m, const struct rec_call_exit *r)
 		if (t->bt && t->bt->lib == c->lib && t->bt->func == c->func)
 			c->bt = t->bt;
 		/* The string record never came (ring full): begin now. */
-		if (c->str == NULL && has_string(m, c))
-			EMIT(m, call_begin, t, c);
+		if (!c->begun)
+			begin(m, t, c);
 		end_call(m, t, c);
 		c->bt = NULL;
 		free(t->bt);

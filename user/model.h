@@ -48,6 +48,10 @@ struct call {
 	bool has_out;
 	bool ended;		/* its return was seen */
 	char *str;		/* copied string argument, or NULL */
+	bool begun;		/* call_begin was emitted */
+	bool str_pending;	/* the entry could not read the string: it comes at the return */
+	bool str_late;		/* str came after call_begin: the module shows it at call_end */
+	uint64_t str_addr;	/* str_pending: where the string is in the process */
 	/* Filled by the domain module. */
 	bool is_launch;
 	const char *kernel;	/* launch: kernel name, NULL if never seen */
@@ -132,6 +136,7 @@ struct model {
 	uint64_t lost_exits;	/* calls closed because a caller returned first */
 	uint64_t strings_orphaned;
 	uint64_t strings_unreadable;	/* string arguments neither BPF nor process_vm_readv could read */
+	uint64_t strings_late;		/* read at the return probe or from user space */
 	struct symbolizer *sym;	/* for host stub names (user/cudart.c); NULL = none */
 };
 
@@ -165,6 +170,8 @@ void model__proc_exec(struct model *m, const struct rec_proc *r);
 /* Record handlers; records are already validated. */
 void model__call_enter(struct model *m, const struct rec_call_enter *r);
 void model__call_exit(struct model *m, const struct rec_call_exit *r);
+/* r is as ustr__resolve() returns it: a string BPF could not read is read
+ * from the process or named "(unreadable at 0x...)" already. */
 void model__string(struct model *m, const struct rec_string *r);
 void model__proc_exit(struct model *m, const struct rec_proc *r);
 void model__thread_exit(struct model *m, const struct rec_proc *r);

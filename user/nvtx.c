@@ -17,6 +17,7 @@
 #include "nvtx_rec.h"
 #include "pfsink.h"
 #include "stats.h"
+#include "ustr.h"
 
 #define NV_DEPTH 64		/* open push/pop ranges per thread */
 #define NV_SLOTS 64		/* concurrently open start/end ranges per process */
@@ -550,24 +551,31 @@ void nvtx__record(struct nvtx *n, const struct rec_nvtx *r, size_t size)
 	if (!p)
 		return;
 	if (r->msg) {
-		/* v2: read from the process (wide, or not yet paged in). */
-		struct iovec local = { wide, sizeof(wide) - 4 };
-		struct iovec remote = { (void *)(uintptr_t)r->msg, sizeof(wide) - 4 };
-		ssize_t got = process_vm_readv(h->pid, &local, 1, &remote, 1, 0);
+		/* Read from the process: wide (v2), or not yet paged in. */
+		ssize_t got;
 
-		if (got > 0) {
-			memset(wide + got, 0, 4);
-			if (r->msg_kind == NV_MSG_UTF32) {
-				uint16_t units = 0;
+		if (r->msg_kind == NV_MSG_UTF32) {
+			struct iovec local = { wide, sizeof(wide) - 4 };
+			struct iovec remote = { (void *)(uintptr_t)r->msg, sizeof(wide) - 4 };
+			uint16_t units = 0;
 
+			got = process_vm_readv(h->pid, &local, 1, &remote, 1, 0);
+			if (got > 0) {
+				memset(wide + got, 0, 4);
 				while (units + 4 <= got && memcmp(wide + units, "\0\0\0\0", 4))
 					units += 4;
 				utf32_to_utf8(wide, units);
-			} else {
-				wide[sizeof(wide) - 1] = 0;
 			}
-			if (wide[0])
-				text = wide;
+		} else {
+			got = ustr__read(h->pid, r->msg, wide, sizeof(wide));
+		}
+		if (got > 0 && wide[0]) {
+			text = wide;
+		} else if (got <= 0) {
+			/* Gone (it exited right after the call) or not memory:
+			 * say so rather than show a blank. */
+			text = ustr__unreadable(r->msg, wide, sizeof(wide));
+			n->m->strings_unreadable++;
 		}
 	}
 	msg = text[0] ? text : "(unnamed)";

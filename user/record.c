@@ -35,6 +35,7 @@
 #include "stacks.h"
 #include "schedtrace.h"
 #include "summary.h"
+#include "ustr.h"
 #include "syscalls.h"
 
 #define POLL_MS 50
@@ -565,6 +566,7 @@ static int handle(void *ctx, void *data, size_t size)
 {
 	struct rec *r = ctx;
 	const struct rec_hdr *h = data;
+	struct rec_string sbuf;
 
 	/* The traced process feeds these bytes: check before trusting. */
 	if (ingest__check(data, size)) {
@@ -572,6 +574,9 @@ static int handle(void *ctx, void *data, size_t size)
 		return 0;
 	}
 	r->records++;
+	/* Before the flight recorder keeps it: the process may be gone by a dump. */
+	if (h->type == REC_STRING)
+		h = data = (void *)ustr__resolve(data, &size, &sbuf);
 	if (r->mon)
 		monitor__record(r->mon, data, size);
 	switch (h->type) {

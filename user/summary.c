@@ -427,6 +427,9 @@ void summary__print(struct summary *s, const struct model *m, const struct captu
 	if (m->strings_unreadable)
 		fprintf(f, "   %" PRIu64 " string arguments could not be read (shown as "
 			   "\"(unreadable at 0x...)\")\n", m->strings_unreadable);
+	if (m->strings_late)
+		fprintf(f, "   %" PRIu64 " string arguments read after their call's entry (their page "
+			   "was not resident yet)\n", m->strings_late);
 	if (m->strings_orphaned)
 		fprintf(f, "   %" PRIu64 " string arguments without their call (entry lost)\n",
 			m->strings_orphaned);
