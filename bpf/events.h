@@ -16,7 +16,7 @@ enum rec_type {
 	REC_CALL_EXIT,		/* struct rec_call_exit */
 	REC_STRING,		/* struct rec_string: string argument of the call just entered */
 	REC_PROC_FORK,		/* struct rec_proc */
-	REC_PROC_EXEC,		/* struct rec_proc */
+	REC_PROC_EXEC,		/* struct rec_exec (a rec_proc first) */
 	REC_PROC_EXIT,		/* struct rec_proc */
 	REC_THREAD_EXIT,	/* struct rec_proc */
 	REC_MMAP,		/* struct rec_mmap */
@@ -144,6 +144,18 @@ struct rec_proc {
 	__u32 other;		/* FORK: child tgid; EXIT: exit code */
 	__u32 pad;
 	char comm[16];
+};
+
+#define REC_EXEC_ARGS 512
+
+/* An exec, with the new program's arguments read in the exec itself (the
+ * kernel has just written them: resident). /proc/PID/cmdline is gone once
+ * the process exits, often before user space reads the record. */
+struct rec_exec {
+	struct rec_proc p;
+	__u32 args_len;		/* bytes of args used, NUL separated; 0: unread */
+	__u32 args_cut;		/* 1: the arguments were longer */
+	char args[REC_EXEC_ARGS];
 };
 
 #define REC_MMAP_NAME 64

@@ -88,6 +88,20 @@ static __always_inline int passes_filters(struct task_struct *t)
 	return 1;
 }
 
+static __always_inline void fill_proc(struct rec_proc *r, __u16 type, __u32 size,
+				      struct task_struct *t, __u32 other)
+{
+	r->hdr.type = type;
+	r->hdr.size = size;
+	r->hdr.cpu = bpf_get_smp_processor_id();
+	r->hdr.pid = BPF_CORE_READ(t, tgid);
+	r->hdr.tid = BPF_CORE_READ(t, pid);
+	r->hdr.ts = bpf_ktime_get_boot_ns();
+	r->other = other;
+	r->pad = 0;
+	BPF_CORE_READ_STR_INTO(&r->comm, t, comm);
+}
+
 static __always_inline void emit_proc(__u16 type, struct task_struct *t, __u32 other)
 {
 	struct rec_proc *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
@@ -96,15 +110,7 @@ static __always_inline void emit_proc(__u16 type, struct task_struct *t, __u32 o
 		count_drop(type);
 		return;
 	}
-	r->hdr.type = type;
-	r->hdr.size = sizeof(*r);
-	r->hdr.cpu = bpf_get_smp_processor_id();
-	r->hdr.pid = BPF_CORE_READ(t, tgid);
-	r->hdr.tid = BPF_CORE_READ(t, pid);
-	r->hdr.ts = bpf_ktime_get_boot_ns();
-	r->other = other;
-	r->pad = 0;
-	BPF_CORE_READ_STR_INTO(&r->comm, t, comm);
+	fill_proc(r, type, sizeof(*r), t, other);
 	/* Process life is rare and user space waits on it: wake it now. */
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 }
@@ -126,12 +132,33 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(proc_exec, struct task_struct *p, pid_t old_pid)
 {
+	struct rec_exec *r;
+	__u64 start, end, len;
+
 	/* -a: any process that passes the filters may load a traced
 	 * library next; user space probes what its loader will find. */
 	if (!is_target(p->tgid) &&
 	    (!target_on_map || p->tgid == self_tgid || !passes_filters(p)))
 		return 0;
-	emit_proc(REC_PROC_EXEC, p, old_pid);
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count_drop(REC_PROC_EXEC);
+		return 0;
+	}
+	fill_proc(&r->p, REC_PROC_EXEC, sizeof(*r), p, old_pid);
+	/* The task is current and runs its new program's mm: the arguments
+	 * the exec just copied onto its stack. */
+	start = BPF_CORE_READ(p, mm, arg_start);
+	end = BPF_CORE_READ(p, mm, arg_end);
+	len = end > start ? end - start : 0;
+	r->args_cut = len > REC_EXEC_ARGS;
+	if (len > REC_EXEC_ARGS)
+		len = REC_EXEC_ARGS;
+	barrier_var(len);
+	if (len && len <= REC_EXEC_ARGS && bpf_probe_read_user(r->args, len, (void *)start))
+		len = 0;
+	r->args_len = len;
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 

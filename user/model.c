@@ -411,6 +411,26 @@ void model__thread_exit(struct model *m, const struct rec_proc *r)
 	}
 }
 
+/* The arguments an exec record carries, space separated; NULL if none. */
+static char *exec_args(const struct rec_proc *r)
+{
+	const struct rec_exec *e = (const void *)r;
+	size_t n;
+	char *s;
+
+	if (r->hdr.size < sizeof(*e) || !e->args_len)
+		return NULL;
+	n = e->args_len < REC_EXEC_ARGS ? e->args_len : REC_EXEC_ARGS;
+	while (n > 0 && !e->args[n - 1])
+		n--;
+	if (!n || !(s = malloc(n + 5)))
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		s[i] = e->args[i] ? e->args[i] : ' ';
+	strcpy(s + n, e->args_cut ? " ..." : "");
+	return s;
+}
+
 void model__proc_exec(struct model *m, const struct rec_proc *r)
 {
 	uint64_t *v = hmap__get(&m->procs, r->hdr.pid);
@@ -425,10 +445,13 @@ void model__proc_exec(struct model *m, const struct rec_proc *r)
 	 * program. By now /proc may show a later rename or nothing at all. */
 	snprintf(p->comm, sizeof(p->comm), "%.15s", r->comm);
 	cmdline = procfs__cmdline(r->hdr.pid);
-	free(p->cmdline);
-	p->cmdline = cmdline && *cmdline ? cmdline : NULL;
-	if (!p->cmdline)
+	if (!cmdline || !*cmdline) {
+		/* Exited already: the arguments the exec record carries. */
 		free(cmdline);
+		cmdline = exec_args(r);
+	}
+	free(p->cmdline);
+	p->cmdline = cmdline;
 	EMIT(m, process, p);
 	v = hmap__get(&m->threads, r->hdr.pid);
 	t = v ? (void *)(uintptr_t)*v : NULL;

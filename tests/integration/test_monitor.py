@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import time
 
 from harness import (CGBPF, open_gate, check, clean_trace, env_with, eq, expected_calls, kill_quiet,
                      start, tmpdir, wait_for, wl)

@@ -281,6 +281,42 @@ static void test_model_unreadable(void)
 	      "pending at the end, unreadable: %s", end_name);
 }
 
+/* An exec record names the process when /proc no longer can (it exited
+ * before cgbpf read the record): its arguments came with the record. */
+static void test_exec_args(void)
+{
+	/* Above any pid_max: no /proc entry, as after the exit. */
+	uint32_t gone = 0x7ffffff0;
+	struct rec_exec e = { 0 };
+	struct proc *p = model__proc(&m, gone);
+	static const char args[] = "/bin/train\0--iters\0" "300\0";
+
+	check(p && !p->cmdline, "no /proc, no cmdline yet");
+	e.p.hdr.type = REC_PROC_EXEC;
+	e.p.hdr.size = sizeof(e);
+	e.p.hdr.pid = e.p.hdr.tid = gone;
+	memcpy(e.p.comm, "train", 6);
+	memcpy(e.args, args, sizeof(args));
+	e.args_len = sizeof(args);
+	model__proc_exec(&m, &e.p);
+	check(p->cmdline && !strcmp(p->cmdline, "/bin/train --iters 300"), "cmdline from the record: %s",
+	      p->cmdline ? p->cmdline : "(none)");
+	check(!strcmp(p->comm, "train"), "comm from the record: %s", p->comm);
+
+	/* Longer than the record holds: marked as cut. */
+	memset(e.args, 'x', sizeof(e.args));
+	e.args_len = sizeof(e.args);
+	e.args_cut = 1;
+	model__proc_exec(&m, &e.p);
+	check(p->cmdline && strlen(p->cmdline) == REC_EXEC_ARGS + 4 &&
+	      !strcmp(p->cmdline + REC_EXEC_ARGS, " ..."), "a cut cmdline ends in ' ...'");
+
+	/* An older, shorter exec record (no arguments): no cmdline, no crash. */
+	e.p.hdr.size = sizeof(e.p);
+	model__proc_exec(&m, &e.p);
+	check(!p->cmdline, "a record without arguments leaves none");
+}
+
 int main(int argc, char **argv)
 {
 	struct sink s = { .call_begin = on_begin, .call_end = on_end };
@@ -298,6 +334,7 @@ int main(int argc, char **argv)
 	test_resolve();
 	test_model_order();
 	test_model_unreadable();
+	test_exec_args();
 	model__free(&m);
 	printf("%d passed, %d failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;
