@@ -642,12 +642,15 @@ static int handle(void *ctx, void *data, size_t size)
 			break;
 		}
 		model__proc_exec(&r->model, data);
+		/* Its maps first, while it lives: resolving and attaching
+		 * below can take milliseconds, a short program's whole life,
+		 * and an exited one has no maps to name its host stubs by. */
+		if (needs_symbols(r))
+			stacks__proc_changed(r->stacks, h->pid);
 		/* A new program: it may load libraries not probed yet. */
 		attach__resolve(r->attach, h->pid, NULL, NULL, false);
 		exec_probed(h);
 		scan(r, h->pid);
-		if (needs_symbols(r))
-			stacks__proc_changed(r->stacks, h->pid);
 		break;
 	case REC_PROC_EXIT: {
 		const struct rec_proc *p = data;
