@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GPU activity as the injection library (inject/gpu.c) hands it to cgbpf.
+ *
+ * The library turns CUPTI's activity records into the compact entries
+ * below, packs them into a batch of at most GPU_BATCH_MAX bytes and calls
+ * its probe site cgbpf_gpu_batch(batch, len) (a 5-byte nop that does
+ * nothing unless probed). cgbpf's uprobe on that site (bpf/gpu.bpf.c)
+ * copies the batch, as it is, into the events ring as one REC_GPU_BATCH
+ * record; user space splits it (user/gpu.c). No file, socket or shared
+ * memory links the library to cgbpf: the library knows it is watched by
+ * reading its own probe site (a probe replaces the nop's first byte in the
+ * process's view of the page) and collects only then.
+ *
+ * Every entry starts with struct gpu_ent; size is the whole entry, a
+ * multiple of 8, and a reader skips kinds it does not know. Times are
+ * CLOCK_BOOTTIME nanoseconds, the clock of every other cgbpf record (the
+ * library registers a CUPTI timestamp callback that reads it). The layout
+ * is the same for the library (C, any compiler), BPF and user space: only
+ * fixed-width fields, naturally aligned.
+ *
+ * The library is the traced process's code: user space validates every
+ * field it uses (user/ingest.c) and never trusts a size or an index.
+ */
+#ifndef CGBPF_GPU_REC_H
+#define CGBPF_GPU_REC_H
+
+#ifdef __BPF__
+/* vmlinux.h has the __u types. */
+#else
+#include <stdint.h>
+typedef uint8_t gr_u8;
+typedef uint16_t gr_u16;
+typedef uint32_t gr_u32;
+typedef uint64_t gr_u64;
+typedef int32_t gr_s32;
+#endif
+#ifdef __BPF__
+typedef __u8 gr_u8;
+typedef __u16 gr_u16;
+typedef __u32 gr_u32;
+typedef __u64 gr_u64;
+typedef __s32 gr_s32;
+#endif
+
+/* Bytes of entries in one batch (the copy BPF makes is bounded by it). */
+#define GPU_BATCH_MAX 4096
+/* The library's probe site, by name (cgbpf finds it in the ELF symbols). */
+#define GPU_PROBE_SITE "cgbpf_gpu_batch"
+/*
+ * cgbpf asks for a flush by probing this second site (a 5-byte nop too)
+ * before it stops: the library, which watches both sites' first bytes,
+ * flushes CUPTI, sends what it had and a GPU_STATUS GPU_ST_FLUSHED, and
+ * cgbpf detaches once every collecting process said so (or a timeout
+ * passed, which it reports).
+ */
+#define GPU_FLUSH_SITE "cgbpf_gpu_flush"
+/* Bytes of a name entry's text, NUL included. */
+#define GPU_NAME_MAX 1024
+
+enum gpu_ent_kind {
+	GPU_KERNEL = 1,		/* struct gpu_kernel */
+	GPU_MEMCPY = 2,		/* struct gpu_memcpy */
+	GPU_MEMSET = 3,		/* struct gpu_memset */
+	GPU_SYNC = 4,		/* struct gpu_sync */
+	GPU_API = 5,		/* struct gpu_api: the CPU call a correlation id belongs to */
+	GPU_NAME = 6,		/* struct gpu_name: a kernel name, sent before its first use */
+	GPU_DEVICE = 7,		/* struct gpu_device */
+	GPU_STATUS = 8,		/* struct gpu_status: what the library could (not) do, and why */
+	GPU_DROPPED = 9,	/* struct gpu_dropped: records lost, and where */
+	GPU_ENT__COUNT,
+};
+
+struct gpu_ent {
+	gr_u16 kind;		/* enum gpu_ent_kind */
+	gr_u16 size;		/* whole entry, header included; multiple of 8 */
+};
+
+/* A kernel as it ran (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL). 80 bytes. */
+struct gpu_kernel {
+	struct gpu_ent e;
+	gr_u32 corr;		/* CUPTI correlation id: the launching call's (gpu_api) */
+	gr_u64 start, end;
+	gr_u32 name_id;		/* a gpu_name sent before (0: no name) */
+	gr_u32 stream;		/* CUPTI stream id, unique in the context */
+	gr_u32 context;		/* CUPTI context id */
+	gr_u32 graph_id;	/* the graph it ran in; 0: none */
+	gr_u32 grid[3];
+	gr_u16 block[3];
+	gr_u16 regs;		/* registers per thread */
+	gr_u32 smem_static;	/* bytes per block */
+	gr_u32 smem_dynamic;	/* bytes per block */
+	gr_u8 device;
+	gr_u8 pad[7];
+};
+
+/* CUpti_ActivityMemcpyKind, as CUPTI numbers it. */
+enum gpu_copy_kind {
+	GPU_COPY_UNKNOWN = 0,
+	GPU_COPY_HTOD = 1,
+	GPU_COPY_DTOH = 2,
+	GPU_COPY_HTOA = 3,
+	GPU_COPY_ATOH = 4,
+	GPU_COPY_ATOA = 5,
+	GPU_COPY_ATOD = 6,
+	GPU_COPY_DTOA = 7,
+	GPU_COPY_DTOD = 8,
+	GPU_COPY_HTOH = 9,
+	GPU_COPY_PTOP = 10,
+};
+
+/* A copy as it ran (CUPTI_ACTIVITY_KIND_MEMCPY, MEMCPY2 for peer). 56 bytes. */
+struct gpu_memcpy {
+	struct gpu_ent e;
+	gr_u32 corr;
+	gr_u64 start, end;
+	gr_u64 bytes;
+	gr_u32 stream;
+	gr_u32 context;
+	gr_u32 graph_id;
+	gr_u8 copy_kind;	/* enum gpu_copy_kind */
+	gr_u8 src_kind;		/* CUpti_ActivityMemoryKind of the source */
+	gr_u8 dst_kind;		/* and of the destination */
+	gr_u8 flags;		/* GPU_COPY_ASYNC */
+	gr_u8 device;		/* the device that ran it */
+	gr_u8 peer;		/* peer copies: the other device; else = device */
+	gr_u8 pad[6];
+};
+
+#define GPU_COPY_ASYNC 0x01
+
+/* A memset as it ran (CUPTI_ACTIVITY_KIND_MEMSET). 48 bytes. */
+struct gpu_memset {
+	struct gpu_ent e;
+	gr_u32 corr;
+	gr_u64 start, end;
+	gr_u64 bytes;
+	gr_u32 value;
+	gr_u32 stream;
+	gr_u32 context;
+	gr_u8 device;
+	gr_u8 mem_kind;		/* CUpti_ActivityMemoryKind */
+	gr_u8 pad[2];
+};
+
+/* A synchronization the CPU waited in (CUPTI_ACTIVITY_KIND_SYNCHRONIZATION).
+ * 40 bytes. */
+struct gpu_sync {
+	struct gpu_ent e;
+	gr_u32 corr;
+	gr_u64 start, end;
+	gr_u32 type;		/* CUpti_ActivitySynchronizationType */
+	gr_u32 stream;		/* CUPTI_SYNCHRONIZATION_INVALID_VALUE (~0u) when none */
+	gr_u32 context;
+	gr_u32 pad;
+};
+
+/* The CPU side of a correlation id (CUPTI_ACTIVITY_KIND_DRIVER / RUNTIME,
+ * enabled only for the calls that put work on a stream): links the GPU
+ * work to the uprobe slice of the call on thread tid that contains
+ * [start, end]. 40 bytes. */
+struct gpu_api {
+	struct gpu_ent e;
+	gr_u32 corr;
+	gr_u64 start, end;
+	gr_u32 tid;		/* kernel thread id (gettid), as cgbpf's records */
+	gr_u32 cbid;		/* CUpti_driver_api_trace_cbid / runtime cbid */
+	gr_u8 runtime;		/* 0: driver API, 1: runtime API */
+	gr_u8 pad[7];
+};
+
+/* A kernel name, sent once per process before the first entry that uses
+ * its id (ids start at 1). The mangled name, NUL terminated, as CUPTI
+ * gave it; user space demangles. Size: 8 + the text rounded up to 8. */
+struct gpu_name {
+	struct gpu_ent e;
+	gr_u32 id;
+	char name[];		/* NUL terminated, at most GPU_NAME_MAX bytes */
+};
+
+/* A device (CUPTI_ACTIVITY_KIND_DEVICE). 96 bytes. */
+struct gpu_device {
+	struct gpu_ent e;
+	gr_u32 id;
+	gr_u64 global_memory;	/* bytes */
+	gr_u8 uuid[16];
+	gr_u32 sm_count;
+	gr_u32 compute_major, compute_minor;
+	gr_u32 pad;
+	char name[48];		/* NUL terminated */
+};
+
+/* What the library could do, or why not (GPU_STATUS). */
+enum gpu_status_code {
+	GPU_ST_COLLECTING = 1,	/* activity enabled; text: the CUPTI library's path */
+	GPU_ST_STOPPED = 2,	/* activity disabled and flushed (cgbpf went away) */
+	GPU_ST_NO_CUPTI = 3,	/* no CUPTI library found; text: where it looked */
+	GPU_ST_CUPTI_FAILED = 4,/* a CUPTI call failed; text: which, and its error string */
+	GPU_ST_HELD = 5,	/* another tool holds CUPTI; text: its name when CUPTI says */
+	GPU_ST_NO_DEVICE = 6,	/* the driver found no GPU (text: the driver's error) */
+	GPU_ST_FLUSHED = 7,	/* everything collected so far was sent (GPU_FLUSH_SITE) */
+};
+
+/* Size: 16 + the text rounded up to 8. */
+struct gpu_status {
+	struct gpu_ent e;
+	gr_u32 code;		/* enum gpu_status_code */
+	gr_s32 error;		/* the CUptiResult / CUresult, 0 when none */
+	gr_u32 pad;
+	char text[];		/* NUL terminated, at most 256 bytes */
+};
+
+/* Records lost before they reached cgbpf (GPU_DROPPED). 24 bytes. */
+struct gpu_dropped {
+	struct gpu_ent e;
+	gr_u32 where;		/* 1: CUPTI's buffers (cuptiActivityGetNumDroppedRecords),
+				 * 2: the library's own queue */
+	gr_u64 count;		/* lost since the last gpu_dropped of that kind */
+	gr_u32 context;		/* CUPTI's count is per context; 0 otherwise */
+	gr_u32 pad;
+};
+
+#ifndef __BPF__
+/* The layout is an interface between separately built programs. */
+_Static_assert(sizeof(struct gpu_kernel) == 80, "gpu_kernel layout");
+_Static_assert(sizeof(struct gpu_memcpy) == 56, "gpu_memcpy layout");
+_Static_assert(sizeof(struct gpu_memset) == 48, "gpu_memset layout");
+_Static_assert(sizeof(struct gpu_sync) == 40, "gpu_sync layout");
+_Static_assert(sizeof(struct gpu_api) == 40, "gpu_api layout");
+_Static_assert(sizeof(struct gpu_name) == 8, "gpu_name layout");
+_Static_assert(sizeof(struct gpu_device) == 96, "gpu_device layout");
+_Static_assert(sizeof(struct gpu_status) == 16, "gpu_status layout");
+_Static_assert(sizeof(struct gpu_dropped) == 24, "gpu_dropped layout");
+#endif
+
+#endif /* CGBPF_GPU_REC_H */
