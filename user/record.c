@@ -573,7 +573,10 @@ int session__handle(void *ctx, void *data, size_t size)
 	case REC_CALL_ENTER:
 		if (r->forked.count)
 			first_call_of_child(r, h->pid);
-		proc_event(r, SRC_PROC_SEEN, h->pid, h->ts);
+		if (!hmap__get(&r->seen, h->pid)) {
+			hmap__put(&r->seen, h->pid, 1);
+			proc_event(r, SRC_PROC_SEEN, h->pid, h->ts);
+		}
 		model__call_enter(&r->model, data);
 		break;
 	case REC_CALL_EXIT:
@@ -630,6 +633,7 @@ int session__handle(void *ctx, void *data, size_t size)
 
 		model__proc_exit(&r->model, data);
 		target_gone(r, h->pid);
+		hmap__del(&r->seen, h->pid, NULL);
 		proc_event(r, SRC_PROC_EXIT, h->pid, h->ts);
 		if (r->mon) {
 			/* exit_code: status << 8 | terminating signal. */
@@ -1060,8 +1064,11 @@ int record__run(const struct record_opts *o)
 		/* Probe, before they map them, the files each target's loader
 		 * would load; then what they map already. */
 		for (size_t it = 0; hmap__next(&r.live, &it, &pid, NULL);) {
-			if ((pid_t)pid != r.child)
+			if ((pid_t)pid != r.child) {
 				attach__resolve(r.attach, pid, NULL, NULL, false);
+				/* What it maps already, for the sources. */
+				proc_event(&r, SRC_PROC_CHANGED, pid, session__now());
+			}
 			scan(&r, pid);
 		}
 	}
@@ -1321,6 +1328,7 @@ cleanup:
 	model__free(&r.model);
 	hmap__free(&r.live);
 	hmap__free(&r.waiting);
+	hmap__free(&r.seen);
 	free(r.late);
 	hmap__free(&r.forked);
 	hmap__free(&r.forked_win);

@@ -13,5 +13,6 @@ const struct source *const sources[] = {
 	&src_stacks,
 	&src_syscalls,
 	&src_nvtx,
+	&src_gpu,
 	NULL,
 };

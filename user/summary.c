@@ -369,7 +369,8 @@ void summary__print(struct summary *s, const struct model *m, const struct captu
 		[REC_PROC_EXEC] = "execs", [REC_PROC_EXIT] = "process exits",
 		[REC_THREAD_EXIT] = "thread exits", [REC_MMAP] = "library mappings",
 		[REC_STACK_SAMPLE] = "CPU samples", [REC_STACK_BT] = "backtraces",
-		[REC_SYSCALL] = "syscalls",
+		[REC_SYSCALL] = "syscalls", [REC_NVTX] = "NVTX events",
+		[REC_GPU_BATCH] = "GPU activity batches",
 	};
 	uint64_t dropped = 0;
 	char b[32];
