@@ -31,6 +31,7 @@ enum rec_type {
 	REC_SCHED_EXIT,		/* struct rec_task (sched_process_exit of a thread) */
 	REC_TRIGGER,		/* struct rec_trigger (bpf/agg.h): monitor dump trigger */
 	REC_NVTX,		/* struct rec_nvtx (bpf/nvtx_rec.h): an NVTX probe fired */
+	REC_GPU_BATCH,		/* struct rec_gpu_batch: GPU activity (bpf/gpu_rec.h) */
 	REC__COUNT,
 };
 
@@ -144,6 +145,13 @@ struct rec_proc {
 	__u32 other;		/* FORK: child tgid; EXIT: exit code */
 	__u32 pad;
 	char comm[16];
+};
+
+/* A batch of GPU activity entries (bpf/gpu_rec.h) the injection library
+ * passed to its probe site, copied as it was. */
+struct rec_gpu_batch {
+	struct rec_hdr hdr;
+	__u8 data[];		/* hdr.size - sizeof(hdr) bytes of entries */
 };
 
 #define REC_EXEC_ARGS 512

@@ -277,8 +277,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 
 	ci.stacks = stacks;
-	ci.more = schedtrace__print;
-	ci.more_ctx = st;
+	summary__add_section(&ci, schedtrace__print, st);
 	ci.lib_section[LIB_NCCL] = ncclsum__print;
 	ci.lib_section_ctx[LIB_NCCL] = ns;
 	ci.lib_section[LIB_NVTX] = nvtx__print;

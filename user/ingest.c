@@ -36,6 +36,8 @@ static size_t min_size(unsigned type)
 		return sizeof(struct rec_trigger);
 	case REC_NVTX:
 		return offsetof(struct rec_nvtx, str) + 1;
+	case REC_GPU_BATCH:
+		return sizeof(struct rec_gpu_batch) + 4;	/* one entry header */
 	}
 	return 0;
 }

@@ -16,7 +16,11 @@
 #include "nvtx.h"
 #include "nvtx_rec.h"
 #include "pfsink.h"
+#include "record.h"
+#include "session.h"
+#include "source.h"
 #include "stats.h"
+#include "summary.h"
 #include "ustr.h"
 
 #define NV_DEPTH 64		/* open push/pop ranges per thread */
@@ -802,3 +806,70 @@ void nvtx__print(const void *ctx, FILE *f)
 		   "cgbpf attached\n", n->marks, n->unmatched);
 	free(rows);
 }
+
+/* ---------------------------------------------------------------- source */
+
+static int nvtx_init(struct session *s, void **state)
+{
+	*state = nvtx__new(&s->model, s->pt);
+	if (!*state) {
+		err("out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* NVTX v3 calls do nothing without a tool: give the command cgbpf's,
+ * unless it brings its own. */
+static void nvtx_spawn(struct session *s, void *state, const char *cmd)
+{
+	char inj[PATH_MAX];
+
+	(void)state;
+	if (!(s->o->trace_mask & TRACE_BIT(LIB_NVTX)) || getenv("NVTX_INJECTION64_PATH"))
+		return;
+	if (nvtx__injection_path(inj, sizeof(inj)))
+		setenv("NVTX_INJECTION64_PATH", inj, 1);
+	else
+		warn("libcgbpf-nvtx.so not found next to cgbpf: NVTX ranges of %s will "
+		     "not be traced (docs/nvtx-inject.md)", cmd);
+}
+
+static int nvtx_rec(struct session *s, void *state, const void *data, size_t size)
+{
+	(void)s;
+	nvtx__record(state, data, size);
+	return 0;
+}
+
+static void nvtx_proc(struct session *s, void *state, enum src_proc ev, uint32_t pid, uint64_t ts)
+{
+	(void)s;
+	if (ev == SRC_PROC_EXIT)
+		nvtx__proc_exit(state, pid, ts);
+}
+
+static void nvtx_finish(struct session *s, void *state, struct capture_info *ci)
+{
+	if (s->o->trace_mask & TRACE_BIT(LIB_NVTX)) {
+		ci->lib_section[LIB_NVTX] = nvtx__print;
+		ci->lib_section_ctx[LIB_NVTX] = state;
+	}
+}
+
+static void nvtx_fini(struct session *s, void *state)
+{
+	(void)s;
+	nvtx__free(state);
+}
+
+const struct source src_nvtx = {
+	.name = "nvtx",
+	.types = { REC_NVTX },
+	.init = nvtx_init,
+	.spawn = nvtx_spawn,
+	.record = nvtx_rec,
+	.proc = nvtx_proc,
+	.finish = nvtx_finish,
+	.fini = nvtx_fini,
+};

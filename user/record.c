@@ -34,6 +34,8 @@
 #include "record.h"
 #include "stacks.h"
 #include "schedtrace.h"
+#include "session.h"
+#include "source.h"
 #include "summary.h"
 #include "ustr.h"
 #include "syscalls.h"
@@ -41,7 +43,6 @@
 #define POLL_MS 50
 #define FLUSH_NS (250ull * 1000000)
 #define SCAN_NS (1000ull * 1000000)
-#define SCHED_RING_BYTES (8u << 20)
 
 static volatile sig_atomic_t stop_requested;
 static volatile sig_atomic_t dump_requested;
@@ -58,7 +59,7 @@ static void on_signal(int sig)
 	stop_requested = sig;
 }
 
-static uint64_t now_boot(void)
+uint64_t session__now(void)
 {
 	struct timespec ts;
 
@@ -66,45 +67,6 @@ static uint64_t now_boot(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-struct rec {
-	const struct record_opts *o;
-	struct cgbpf_bpf *skel;
-	struct attach *attach;
-	struct ring_buffer *rb;
-	struct model model;
-	struct summary *summary;
-	struct ncclsum *ncclsum;
-	struct nvtx *nvtx;		/* NVTX ranges (user/nvtx.c) */
-	struct pftrace *pt;
-	FILE *summary_f;		/* --summary-file, open from the start */
-	struct pfseq *meta;		/* cgbpf's own events (drops) */
-	struct stacks *stacks;		/* CPU samples and backtraces */
-	struct pfstacks *pfstacks;
-	struct schedtrace *sched;	/* scheduler records (their own ring) */
-	struct monitor *mon;		/* `cgbpf monitor` */
-	struct hmap live;		/* tgid -> 1 for targets alive */
-	struct hmap waiting;		/* live targets that have not mapped libcuda */
-	pid_t child;			/* -- CMD */
-	int child_status;
-	bool child_reaped;
-	uint64_t records, invalid;
-	uint64_t drops_reported;
-	/* -a: cgroup filters (paths below the cgroup v2 mount, open dirs). */
-	char cgmount[256];
-	char *cg_rel[8];
-	int cg_fd[8];
-	size_t ncg;
-	uint64_t new_targets;		/* processes made targets by -a */
-	bool lib_mapped;		/* a REC_MMAP of a traced library came */
-	uint64_t forks_unprobed;	/* forked children gone before their probes */
-	struct late_attach *late;	/* mappings that came before their probes */
-	struct hmap forked;		/* forked child -> its fork's ts */
-	struct hmap forked_win;		/* forked child -> ns from its fork to its probes */
-	size_t nlate, caplate;
-	dev_t root_dev;			/* cgbpf's root, to tell containers' (-a) */
-	ino_t root_ino;
-	int fatal;			/* -errno that ends the capture */
-};
 
 /* ---------------------------------------------------------------- checks */
 
@@ -149,7 +111,7 @@ static int check_btf(void)
 
 /* ---------------------------------------------------------------- targets */
 
-static void add_target(struct rec *r, pid_t pid)
+static void add_target(struct session *r, pid_t pid)
 {
 	uint8_t one = 1;
 	uint32_t k = pid;
@@ -165,7 +127,7 @@ static void add_target(struct rec *r, pid_t pid)
  * syscall on the machine through the slow path, the uretprobe return of
  * each traced call included (~100 ns a call here).
  */
-static void update_mmap_watch(struct rec *r)
+static void update_mmap_watch(struct session *r)
 {
 	struct cgbpf_bpf *skel = r->skel;
 
@@ -192,7 +154,7 @@ static void update_mmap_watch(struct rec *r)
 	}
 }
 
-static void scan(struct rec *r, pid_t pid)
+static void scan(struct session *r, pid_t pid)
 {
 	bool mapped = false;
 	int n = attach__scan(r->attach, pid, &mapped);
@@ -206,7 +168,7 @@ static void scan(struct rec *r, pid_t pid)
 	update_mmap_watch(r);
 }
 
-static void target_gone(struct rec *r, pid_t pid)
+static void target_gone(struct session *r, pid_t pid)
 {
 	uint32_t k = pid;
 	uint8_t zero = 0;
@@ -223,7 +185,7 @@ static void target_gone(struct rec *r, pid_t pid)
 }
 
 /* Safety net for exits and mappings the BPF side could not report. */
-static void sweep(struct rec *r)
+static void sweep(struct session *r)
 {
 	uint64_t pid;
 	pid_t *gone = NULL;
@@ -249,7 +211,7 @@ static void sweep(struct rec *r)
 
 /* Whether pid sees cgbpf's own root (not a container's): its loader then
  * finds what the host's cache and default directories hold. */
-static bool same_root(const struct rec *r, pid_t pid)
+static bool same_root(const struct session *r, pid_t pid)
 {
 	char path[32];
 	struct stat st;
@@ -295,7 +257,7 @@ static void find_cgroup(const char *dir, const char *id, int depth, char *best, 
 
 /* --cgroup arguments to open cgroup v2 directories; -errno after a
  * message when one names no cgroup. */
-static int resolve_cgroups(struct rec *r)
+static int resolve_cgroups(struct session *r)
 {
 	const struct record_opts *o = r->o;
 	int err;
@@ -356,7 +318,7 @@ static int resolve_cgroups(struct rec *r)
 
 /* The -a filters, for a process that already runs (BPF applies the same
  * ones to processes that map a library later). */
-static bool passes_filters(struct rec *r, pid_t pid)
+static bool passes_filters(struct session *r, pid_t pid)
 {
 	const struct record_opts *o = r->o;
 
@@ -391,7 +353,7 @@ static bool passes_filters(struct rec *r, pid_t pid)
 }
 
 struct scan_all_ctx {
-	struct rec *r;
+	struct session *r;
 	size_t found;
 	bool resolve;		/* also probe what each process would load */
 };
@@ -399,7 +361,7 @@ struct scan_all_ctx {
 static int scan_one(pid_t pid, void *ctx)
 {
 	struct scan_all_ctx *c = ctx;
-	struct rec *r = c->r;
+	struct session *r = c->r;
 	bool mapped = false;
 	int n;
 
@@ -421,7 +383,7 @@ static int scan_one(pid_t pid, void *ctx)
 /* -a: every running process that maps a traced library (and passes the
  * filters) becomes a target; at start, then as a slow safety net for what
  * the mmap watch could not report. */
-static size_t scan_all(struct rec *r, bool resolve)
+static size_t scan_all(struct session *r, bool resolve)
 {
 	struct scan_all_ctx c = { .r = r, .resolve = resolve };
 
@@ -433,10 +395,20 @@ static size_t scan_all(struct rec *r, bool resolve)
 
 /* Samples, backtraces and the runtime's kernel names (host stubs) need
  * the symbolizer to have read a process's files while it is alive. */
-static bool needs_symbols(const struct rec *r)
+/* Tells every source of a change in a target's life (user/source.h). */
+static void proc_event(struct session *r, enum src_proc ev, uint32_t pid, uint64_t ts)
 {
-	return r->o->sample_hz || r->o->backtrace_threshold_ns != THRESHOLD_OFF ||
-	       (r->o->trace_mask & TRACE_BIT(LIB_CUDART));
+	for (size_t i = 0; i < r->nsrc; i++)
+		if (r->src[i]->proc)
+			r->src[i]->proc(r, r->src_state[i], ev, pid, ts);
+}
+
+void *session__source(const struct session *s, const struct source *src)
+{
+	for (size_t i = 0; i < s->nsrc; i++)
+		if (s->src[i] == src)
+			return s->src_state[i];
+	return NULL;
 }
 
 /*
@@ -445,7 +417,7 @@ static bool needs_symbols(const struct rec *r)
  * said in the log, on the process's track and in the summary, since calls
  * made in between were not seen.
  */
-static void add_late(struct rec *r, uint32_t pid, uint64_t ts, uint64_t window,
+static void add_late(struct session *r, uint32_t pid, uint64_t ts, uint64_t window,
 		     const char *what)
 {
 	struct proc *p = model__proc(&r->model, pid);
@@ -478,7 +450,7 @@ static void add_late(struct rec *r, uint32_t pid, uint64_t ts, uint64_t window,
 	}
 }
 
-static void report_late(struct rec *r, const struct rec_mmap *m, uint64_t live)
+static void report_late(struct session *r, const struct rec_mmap *m, uint64_t live)
 {
 	uint64_t window = live - m->hdr.ts;
 	char name[REC_MMAP_NAME + 1];
@@ -495,7 +467,7 @@ static void report_late(struct rec *r, const struct rec_mmap *m, uint64_t live)
  * down at fork). If it turns out to call a traced API, how long it ran
  * unprobed is reported as for a late mapping.
  */
-static void note_fork(struct rec *r, uint32_t child, uint64_t fork_ts, uint64_t now)
+static void note_fork(struct session *r, uint32_t child, uint64_t fork_ts, uint64_t now)
 {
 	uint64_t window = now > fork_ts ? now - fork_ts : 0;
 
@@ -504,7 +476,7 @@ static void note_fork(struct rec *r, uint32_t child, uint64_t fork_ts, uint64_t 
 		hmap__del(&r->forked, child, NULL);
 }
 
-static void first_call_of_child(struct rec *r, uint32_t pid)
+static void first_call_of_child(struct session *r, uint32_t pid)
 {
 	uint64_t ts, window = 0;
 
@@ -519,10 +491,10 @@ static void first_call_of_child(struct rec *r, uint32_t pid)
 static void exec_probed(const struct rec_hdr *h)
 {
 	dbg("pid %u: probes in place %.3f ms after its exec", h->pid,
-	    (now_boot() - h->ts) / 1e6);
+	    (session__now() - h->ts) / 1e6);
 }
 
-static void on_mmap(struct rec *r, const struct rec_mmap *m)
+static void on_mmap(struct session *r, const struct rec_mmap *m)
 {
 	uint64_t live;
 
@@ -546,7 +518,7 @@ static void on_mmap(struct rec *r, const struct rec_mmap *m)
 		report_late(r, m, live);
 	} else if (!live && kill((pid_t)m->hdr.pid, 0) && errno == ESRCH) {
 		char name[REC_MMAP_NAME + 24];
-		uint64_t now = now_boot();
+		uint64_t now = session__now();
 
 		/* Gone before its probes could be attached: every call it
 		 * made through that file is missing. */
@@ -556,15 +528,14 @@ static void on_mmap(struct rec *r, const struct rec_mmap *m)
 		     m->name);
 		add_late(r, m->hdr.pid, m->hdr.ts, now - m->hdr.ts, name);
 	}
-	if (needs_symbols(r))
-		stacks__proc_changed(r->stacks, m->hdr.pid);
+	proc_event(r, SRC_PROC_CHANGED, m->hdr.pid, m->hdr.ts);
 	/* Name it while it is alive: an exited process has no command line. */
 	model__proc_refresh(&r->model, m->hdr.pid);
 }
 
-static int handle(void *ctx, void *data, size_t size)
+int session__handle(void *ctx, void *data, size_t size)
 {
-	struct rec *r = ctx;
+	struct session *r = ctx;
 	const struct rec_hdr *h = data;
 	struct rec_string sbuf;
 
@@ -579,6 +550,13 @@ static int handle(void *ctx, void *data, size_t size)
 		h = data = (void *)ustr__resolve(data, &size, &sbuf);
 	if (r->mon)
 		monitor__record(r->mon, data, size);
+	if (r->src_of[h->type] >= 0) {
+		int i = r->src_of[h->type];
+
+		if (r->src[i]->record(r, r->src_state[i], data, size))
+			r->invalid++;
+		return 0;
+	}
 	switch (h->type) {
 	case REC_TRIGGER: {
 		const struct rec_trigger *t = data;
@@ -592,14 +570,13 @@ static int handle(void *ctx, void *data, size_t size)
 		monitor__trigger(r->mon, t->ret ? "error" : "slow");
 		break;
 	}
-	case REC_NVTX:
-		nvtx__record(r->nvtx, data, size);
-		break;
 	case REC_CALL_ENTER:
 		if (r->forked.count)
 			first_call_of_child(r, h->pid);
-		if (needs_symbols(r))
-			stacks__proc_seen(r->stacks, h->pid);
+		if (!hmap__get(&r->seen, h->pid)) {
+			hmap__put(&r->seen, h->pid, 1);
+			proc_event(r, SRC_PROC_SEEN, h->pid, h->ts);
+		}
 		model__call_enter(&r->model, data);
 		break;
 	case REC_CALL_EXIT:
@@ -612,7 +589,7 @@ static int handle(void *ctx, void *data, size_t size)
 		const struct rec_proc *p = data;
 
 		if (r->o->follow) {
-			uint64_t t = now_boot();
+			uint64_t t = session__now();
 
 			dbg("pid %u forked %u (%.3f ms ago)", p->hdr.pid, p->other,
 			    (t - p->hdr.ts) / 1e6);
@@ -626,8 +603,8 @@ static int handle(void *ctx, void *data, size_t size)
 				dbg("pid %u: probes in place at its fork (its parent's)", p->other);
 			if (n > 0) {
 				dbg("pid %u: attaching its probes took %.3f ms", p->other,
-				    (now_boot() - t) / 1e6);
-				note_fork(r, p->other, p->hdr.ts, now_boot());
+				    (session__now() - t) / 1e6);
+				note_fork(r, p->other, p->hdr.ts, session__now());
 			}
 			scan(r, p->other);
 		}
@@ -645,8 +622,7 @@ static int handle(void *ctx, void *data, size_t size)
 		/* Its maps first, while it lives: resolving and attaching
 		 * below can take milliseconds, a short program's whole life,
 		 * and an exited one has no maps to name its host stubs by. */
-		if (needs_symbols(r))
-			stacks__proc_changed(r->stacks, h->pid);
+		proc_event(r, SRC_PROC_CHANGED, h->pid, h->ts);
 		/* A new program: it may load libraries not probed yet. */
 		attach__resolve(r->attach, h->pid, NULL, NULL, false);
 		exec_probed(h);
@@ -656,9 +632,9 @@ static int handle(void *ctx, void *data, size_t size)
 		const struct rec_proc *p = data;
 
 		model__proc_exit(&r->model, data);
-		nvtx__proc_exit(r->nvtx, h->pid, h->ts);
 		target_gone(r, h->pid);
-		stacks__proc_exit(r->stacks, h->pid);
+		hmap__del(&r->seen, h->pid, NULL);
+		proc_event(r, SRC_PROC_EXIT, h->pid, h->ts);
 		if (r->mon) {
 			/* exit_code: status << 8 | terminating signal. */
 			int sig = p->other & 0x7f, status = (p->other >> 8) & 0xff;
@@ -681,19 +657,11 @@ static int handle(void *ctx, void *data, size_t size)
 	case REC_MMAP:
 		on_mmap(r, data);
 		break;
-	case REC_STACK_SAMPLE:
-	case REC_STACK_BT:
-		if (stacks__record(r->stacks, data, size))
-			r->invalid++;
-		break;
-	case REC_SYSCALL:
-		model__syscall(&r->model, data);
-		break;
 	}
 	return 0;
 }
 
-static void read_drops(struct rec *r, uint64_t drops[REC__COUNT])
+static void read_drops(struct session *r, uint64_t drops[REC__COUNT])
 {
 	int ncpu = libbpf_num_possible_cpus();
 	uint64_t *vals;
@@ -716,7 +684,7 @@ static void read_drops(struct rec *r, uint64_t drops[REC__COUNT])
 
 /* Puts the running total of lost records on a counter track so a reader
  * of the trace sees where data is missing. */
-static void report_drops(struct rec *r, uint64_t ts, bool final)
+static void report_drops(struct session *r, uint64_t ts, bool final)
 {
 	uint64_t drops[REC__COUNT], total = 0;
 
@@ -771,7 +739,7 @@ static int round_pow2_mib(uint32_t mib)
 	return v;
 }
 
-static int open_bpf(struct rec *r)
+static int open_bpf(struct session *r)
 {
 	const struct record_opts *o = r->o;
 	struct cgbpf_bpf *skel;
@@ -802,8 +770,6 @@ static int open_bpf(struct rec *r)
 		skel->rodata->emit_records = o->monitor->flight_ns != 0;
 		skel->rodata->trigger_slow_ns = o->monitor->trigger_slow_ns;
 	}
-	if (o->syscall_threshold_ns != THRESHOLD_OFF)
-		skel->rodata->syscall_threshold_ns = o->syscall_threshold_ns;
 	{
 		char names[8][ATTACH_WATCH_LEN];
 		size_t n = attach__watch_names(o->trace_mask, names, 8);
@@ -813,19 +779,11 @@ static int open_bpf(struct rec *r)
 			memcpy((char *)skel->rodata->watch_names[i], names[i], ATTACH_WATCH_LEN);
 		skel->rodata->watch_count = n;
 	}
-	skel->rodata->backtrace_ns = o->backtrace_threshold_ns == THRESHOLD_OFF ? 0 :
-				     o->backtrace_threshold_ns ? o->backtrace_threshold_ns : 1;
-	skel->rodata->stack_copy = o->stack_copy;
-	bpf_program__set_autoload(skel->progs.sample, o->sample_hz > 0);
 	multi = attach__prepare(skel);
 	err = bpf_map__set_max_entries(skel->maps.events, ring);
-	/* Samples of 2 CPUs at 99 Hz fill ~2 MB/s with 8 KiB stack copies. */
-	if (!err)
-		err = bpf_map__set_max_entries(skel->maps.samples,
-					       o->sample_hz ? (ring / 4 > (8u << 20) ? ring / 4 : 8u << 20) :
-					       4096);
-	if (!err)
-		err = schedtrace__prepare(skel, o->sched, SCHED_RING_BYTES);
+	for (size_t k = 0; !err && k < r->nsrc; k++)
+		if (r->src[k]->prepare)
+			err = r->src[k]->prepare(r, r->src_state[k]);
 	if (!err)
 		err = bpf_map__set_max_entries(skel->maps.targets, pid_max());
 	if (!err)
@@ -843,11 +801,20 @@ static int open_bpf(struct rec *r)
 			return err;
 		}
 	}
-	/* Uprobes are attached per library file by attach.c. The scheduler
-	 * programs go first: on a shared tracepoint (sched_process_exit) they
-	 * must see a target before proc_exit forgets it. */
-	if (schedtrace__attach(skel, o->sched))
-		return -errno ? -errno : -EINVAL;
+	r->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), session__handle, r, NULL);
+	if (!r->rb) {
+		err = -errno ? -errno : -ENOMEM;
+		err("setting up the ring buffer: %s", strerror(-err));
+		return err;
+	}
+	/* Uprobes are attached per library file by attach.c. The sources go
+	 * first: the scheduler's programs share a tracepoint
+	 * (sched_process_exit) with proc_exit and must see a target before
+	 * proc_exit forgets it. */
+	for (size_t k = 0; k < r->nsrc; k++) {
+		if (r->src[k]->start && (err = r->src[k]->start(r, r->src_state[k])))
+			return err;
+	}
 	skel->links.proc_fork = bpf_program__attach(skel->progs.proc_fork);
 	skel->links.proc_exec = bpf_program__attach(skel->progs.proc_exec);
 	skel->links.proc_exit = bpf_program__attach(skel->progs.proc_exit);
@@ -856,39 +823,14 @@ static int open_bpf(struct rec *r)
 		err("attaching scheduler tracepoints: %s", strerror(-err));
 		return err;
 	}
-	/* Syscall tracepoints cost every syscall on the machine a detour
-	 * (docs/performance.md): attach them only when asked for. */
-	if (o->syscall_threshold_ns != THRESHOLD_OFF) {
-		skel->links.syscall_enter = bpf_program__attach(skel->progs.syscall_enter);
-		skel->links.syscall_exit = bpf_program__attach(skel->progs.syscall_exit);
-		if (!skel->links.syscall_enter || !skel->links.syscall_exit) {
-			err = -errno;
-			err("attaching the syscall tracepoints: %s (--syscall-threshold off "
-			    "runs without them)", strerror(-err));
-			return err;
-		}
-	}
 	/* -a and the monitor trace every process that maps a library: one
 	 * probe set per file serves them all. Otherwise each target gets its
 	 * own, so no other process carries a breakpoint. */
 	r->attach = attach__new(skel, multi, o->trace_mask, !(o->all && !o->npids));
-	r->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), handle, r, NULL);
-	if (r->rb && o->sched != SCHED_OFF &&
-	    ring_buffer__add(r->rb, bpf_map__fd(skel->maps.sched_events), schedtrace__handle,
-			     r->sched)) {
-		ring_buffer__free(r->rb);
-		r->rb = NULL;
-	}
-	if (!r->attach || !r->rb ||
-	    (o->sample_hz && ring_buffer__add(r->rb, bpf_map__fd(skel->maps.samples), handle, r))) {
+	if (!r->attach) {
 		err = -errno ? -errno : -ENOMEM;
-		err("setting up the ring buffer: %s", strerror(-err));
+		err("setting up the probes: %s", strerror(-err));
 		return err;
-	}
-	if (o->sample_hz) {
-		err = stacks__start_sampling(r->stacks, skel->progs.sample, o->sample_hz);
-		if (err)
-			return err;
 	}
 	return 0;
 }
@@ -946,7 +888,7 @@ static pid_t spawn(char **cmd, int *release_fd)
 	return pid;
 }
 
-static void describe_cgbpf(struct rec *r, uint64_t ts)
+static void describe_cgbpf(struct session *r, uint64_t ts)
 {
 	pftrace__clock_snapshot(r->pt);
 	pftrace__system_info(r->pt);
@@ -957,13 +899,28 @@ static void describe_cgbpf(struct rec *r, uint64_t ts)
 	pftrace__counter(r->pt, r->meta, ts, UUID_CGBPF_DROPS, 0);
 }
 
+static bool sources_settled(struct session *r)
+{
+	for (size_t i = 0; i < r->nsrc; i++)
+		if (r->src[i]->settled && !r->src[i]->settled(r, r->src_state[i]))
+			return false;
+	return true;
+}
+
+static void flush_sources(struct session *r)
+{
+	for (size_t i = 0; i < r->nsrc; i++)
+		if (r->src[i]->flush)
+			r->src[i]->flush(r, r->src_state[i]);
+}
+
 int record__run(const struct record_opts *o)
 {
-	struct rec r = { .o = o, .child = -1 };
+	struct session r = { .o = o, .child = -1 };
 	struct capture_info ci = { 0 };
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct sink sk;
-	uint64_t t0 = now_boot(), last_flush, last_scan, last_system_scan, deadline = 0;
+	uint64_t t0 = session__now(), last_flush, last_scan, last_system_scan, deadline = 0;
 	int release_fd = -1, err = 0, ret = 1;
 	bool timed_out = false;
 
@@ -1010,17 +967,10 @@ int record__run(const struct record_opts *o)
 	model__init(&r.model);
 	r.summary = summary__new();
 	r.ncclsum = ncclsum__new(&r.model);
-	r.nvtx = nvtx__new(&r.model, r.pt);
-	if (!r.summary || !r.ncclsum || !r.nvtx) {
+	if (!r.summary || !r.ncclsum) {
 		err("out of memory");
 		goto cleanup;
 	}
-	r.stacks = stacks__new(&r.model);
-	if (!r.stacks) {
-		err("starting the symbolizer: %s", strerror(errno));
-		goto cleanup;
-	}
-	r.model.sym = stacks__symbolizer(r.stacks);
 	if (r.pt) {
 		sk = ncclpf__sink_before(r.pt);
 		model__add_sink(&r.model, &sk);
@@ -1028,25 +978,30 @@ int record__run(const struct record_opts *o)
 		model__add_sink(&r.model, &sk);
 		sk = ncclpf__sink_after(r.pt);
 		model__add_sink(&r.model, &sk);
-		r.pfstacks = pfstacks__new(r.pt);
-		if (!r.pfstacks) {
-			err("out of memory");
+	}
+	memset(r.src_of, -1, sizeof(r.src_of));
+	for (size_t i = 0; sources[i]; i++) {
+		const struct source *src = sources[i];
+
+		if (src->wanted && !src->wanted(o))
+			continue;
+		if (r.nsrc == SESSION_SOURCES) {
+			err("too many event sources (%s)", src->name);
 			goto cleanup;
 		}
-		sk = pfstacks__sink(r.pfstacks);
-		model__add_sink(&r.model, &sk);
+		r.src[r.nsrc] = src;
+		if (src->init && src->init(&r, &r.src_state[r.nsrc]))
+			goto cleanup;	/* it said why */
+		for (int k = 0; k < SRC_TYPES && src->types[k]; k++)
+			if (src->types[k] < REC__COUNT)
+				r.src_of[src->types[k]] = r.nsrc;
+		r.nsrc++;
 	}
 	sk = summary__sink(r.summary);
 	model__add_sink(&r.model, &sk);
 	sk = ncclsum__sink(r.ncclsum);
 	model__add_sink(&r.model, &sk);
 	summary__set_syscall_threshold(r.summary, o->syscall_threshold_ns);
-
-	r.sched = schedtrace__new(r.pt, &r.model, o->sched, &r.live);
-	if (!r.sched) {
-		err("out of memory");
-		goto cleanup;
-	}
 	log__hook_libbpf();
 	{
 		struct stat st;
@@ -1070,22 +1025,14 @@ int record__run(const struct record_opts *o)
 	}
 	signal(SIGPIPE, SIG_IGN);
 
-	t0 = now_boot();
+	t0 = session__now();
 	if (r.pt)
 		describe_cgbpf(&r, t0);
 
 	if (o->cmd) {
-		/* NVTX v3 calls do nothing without a tool: give the command
-		 * cgbpf's, unless it brings its own. */
-		if ((o->trace_mask & TRACE_BIT(LIB_NVTX)) && !getenv("NVTX_INJECTION64_PATH")) {
-			char inj[PATH_MAX];
-
-			if (nvtx__injection_path(inj, sizeof(inj)))
-				setenv("NVTX_INJECTION64_PATH", inj, 1);
-			else
-				warn("libcgbpf-nvtx.so not found next to cgbpf: NVTX ranges of %s will "
-				     "not be traced (docs/nvtx-inject.md)", o->cmd[0]);
-		}
+		for (size_t i = 0; i < r.nsrc; i++)
+			if (r.src[i]->spawn)
+				r.src[i]->spawn(&r, r.src_state[i], o->cmd[0]);
 		r.child = spawn(o->cmd, &release_fd);
 		if (r.child < 0) {
 			err("cannot start %s: %s", o->cmd[0], strerror(-r.child));
@@ -1117,8 +1064,11 @@ int record__run(const struct record_opts *o)
 		/* Probe, before they map them, the files each target's loader
 		 * would load; then what they map already. */
 		for (size_t it = 0; hmap__next(&r.live, &it, &pid, NULL);) {
-			if ((pid_t)pid != r.child)
+			if ((pid_t)pid != r.child) {
 				attach__resolve(r.attach, pid, NULL, NULL, false);
+				/* What it maps already, for the sources. */
+				proc_event(&r, SRC_PROC_CHANGED, pid, session__now());
+			}
 			scan(&r, pid);
 		}
 	}
@@ -1163,7 +1113,7 @@ int record__run(const struct record_opts *o)
 	/* --duration counts from here: attaching (slow under load) is not
 	 * taken out of the time traced. */
 	if (o->duration_ns)
-		deadline = now_boot() + o->duration_ns;
+		deadline = session__now() + o->duration_ns;
 	last_flush = last_scan = last_system_scan = t0;
 
 	while (!stop_requested) {
@@ -1176,11 +1126,13 @@ int record__run(const struct record_opts *o)
 		}
 		/* Records are submitted without wakeups: drain on every timeout. */
 		ring_buffer__consume(r.rb);
-		stacks__drained(r.stacks);
-		now = now_boot();
+		now = session__now();
+		for (size_t i = 0; i < r.nsrc; i++)
+			if (r.src[i]->tick)
+				r.src[i]->tick(&r, r.src_state[i], now);
 		if (r.pt && now - last_flush >= FLUSH_NS) {
 			report_drops(&r, now, false);
-			schedtrace__flush(r.sched);
+			flush_sources(&r);
 			if (pftrace__flush(r.pt)) {
 				r.fatal = pftrace__error(r.pt);
 				break;
@@ -1224,32 +1176,45 @@ int record__run(const struct record_opts *o)
 			break;
 		}
 	}
-	/* The last records of exiting targets may still be in the ring. */
+	/* The last records of exiting targets may still be in the ring; a
+	 * source may hold data elsewhere and ask for time to bring it. */
 	ring_buffer__consume(r.rb);
+	{
+		uint64_t wait = 0, until;
+
+		for (size_t i = 0; i < r.nsrc; i++) {
+			uint64_t w = r.src[i]->stop ? r.src[i]->stop(&r, r.src_state[i]) : 0;
+
+			if (w > wait)
+				wait = w;
+		}
+		until = session__now() + wait;
+		while (wait && session__now() < until && !sources_settled(&r)) {
+			ring_buffer__poll(r.rb, 10);
+			ring_buffer__consume(r.rb);
+		}
+		ring_buffer__consume(r.rb);
+	}
 	ret = 0;
 
 cleanup:
 	if (release_fd >= 0)
 		close(release_fd);	/* the command never runs */
 	if (r.skel) {
-		uint64_t end = now_boot();
+		uint64_t end = session__now();
 
 		ci.records = r.records;
-		ci.stacks = r.stacks;
-		ci.more = schedtrace__print;
-		ci.more_ctx = r.sched;
 		ci.lib_section[LIB_NCCL] = ncclsum__print;
 		ci.lib_section_ctx[LIB_NCCL] = r.ncclsum;
-		if (o->trace_mask & TRACE_BIT(LIB_NVTX)) {
-			ci.lib_section[LIB_NVTX] = nvtx__print;
-			ci.lib_section_ctx[LIB_NVTX] = r.nvtx;
-		}
+		for (size_t i = 0; i < r.nsrc; i++)
+			if (r.src[i]->finish)
+				r.src[i]->finish(&r, r.src_state[i], &ci);
 		ci.backtrace_ns = o->backtrace_threshold_ns;
 		ci.invalid = r.invalid;
 		ci.duration_ns = end - t0;
 		read_drops(&r, ci.drops);
 		if (r.pt && ret == 0) {
-			schedtrace__flush(r.sched);
+			flush_sources(&r);
 			report_drops(&r, end, true);
 			pftrace__clock_snapshot(r.pt);
 		}
@@ -1348,9 +1313,10 @@ cleanup:
 		ret = WIFEXITED(r.child_status) ? WEXITSTATUS(r.child_status) :
 						  128 + WTERMSIG(r.child_status);
 	ring_buffer__free(r.rb);
-	stacks__free(r.stacks);	/* before the BPF object: it holds the sampler's links */
-	pfstacks__free(r.pfstacks);
-	schedtrace__free(r.sched);
+	/* Before the BPF object: sources hold links to its programs. */
+	for (size_t i = r.nsrc; i-- > 0;)
+		if (r.src[i]->fini)
+			r.src[i]->fini(&r, r.src_state[i]);
 	attach__free(r.attach);
 	for (size_t i = 0; i < r.ncg; i++) {
 		close(r.cg_fd[i]);
@@ -1359,10 +1325,10 @@ cleanup:
 	cgbpf_bpf__destroy(r.skel);
 	summary__free(r.summary);
 	ncclsum__free(r.ncclsum);
-	nvtx__free(r.nvtx);
 	model__free(&r.model);
 	hmap__free(&r.live);
 	hmap__free(&r.waiting);
+	hmap__free(&r.seen);
 	free(r.late);
 	hmap__free(&r.forked);
 	hmap__free(&r.forked_win);

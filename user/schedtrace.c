@@ -28,6 +28,9 @@
 #include "procfs.h"
 #include "sched_rec.h"
 #include "schedtrace.h"
+#include "session.h"
+#include "source.h"
+#include "summary.h"
 
 #define BUNDLE_MAX 1024		/* events per bundle */
 #define CLONE_THREAD 0x10000
@@ -900,3 +903,68 @@ void schedtrace__print(const void *ctx, const uint64_t *lost, FILE *f)
 	}
 	free(ts);
 }
+
+/* ---------------------------------------------------------------- source */
+
+#define SCHED_RING_BYTES (8u << 20)
+
+static int sched_init(struct session *s, void **state)
+{
+	*state = schedtrace__new(s->pt, &s->model, s->o->sched, &s->live);
+	if (!*state) {
+		err("out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int sched_prepare(struct session *s, void *state)
+{
+	(void)state;
+	return schedtrace__prepare(s->skel, s->o->sched, SCHED_RING_BYTES);
+}
+
+static int sched_start(struct session *s, void *state)
+{
+	int err;
+
+	if (schedtrace__attach(s->skel, s->o->sched))
+		return -errno ? -errno : -EINVAL;
+	if (s->o->sched == SCHED_OFF)
+		return 0;
+	if (ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.sched_events), schedtrace__handle,
+			     state)) {
+		err = -errno ? -errno : -ENOMEM;
+		err("setting up the scheduler's ring buffer: %s", strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+static void sched_flush(struct session *s, void *state)
+{
+	(void)s;
+	schedtrace__flush(state);
+}
+
+static void sched_finish(struct session *s, void *state, struct capture_info *ci)
+{
+	(void)s;
+	summary__add_section(ci, schedtrace__print, state);
+}
+
+static void sched_fini(struct session *s, void *state)
+{
+	(void)s;
+	schedtrace__free(state);
+}
+
+const struct source src_sched = {
+	.name = "sched",
+	.init = sched_init,
+	.prepare = sched_prepare,
+	.start = sched_start,
+	.flush = sched_flush,
+	.finish = sched_finish,
+	.fini = sched_fini,
+};

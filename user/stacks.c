@@ -11,7 +11,14 @@
 #include "hmap.h"
 #include "log.h"
 #include "procfs.h"
+#include "apilib.h"
+#include "cgbpf.skel.h"
+#include "pfstacks.h"
+#include "record.h"
+#include "session.h"
+#include "source.h"
 #include "stacks.h"
+#include "summary.h"
 #include "symbolize.h"
 
 #define MAX_FRAMES (STACK_KERNEL_MAX + STACK_USER_MAX)
@@ -367,3 +374,134 @@ void stacks__summary(struct stacks *s, uint64_t backtrace_ns, FILE *f)
 		fprintf(f, "   %8" PRIu64 " %5.1f%%  %s\n", s->tops[i].n,
 			100.0 * s->tops[i].n / st->samples, s->tops[i].name);
 }
+
+/* ---------------------------------------------------------------- source */
+
+struct stacks_src {
+	struct pfstacks *pf;
+	bool symbols;	/* anything needs the targets' symbols */
+};
+
+static int stacks_init(struct session *s, void **state)
+{
+	const struct record_opts *o = s->o;
+	struct stacks_src *st = calloc(1, sizeof(*st));
+
+	if (!st) {
+		err("out of memory");
+		return -ENOMEM;
+	}
+	*state = st;
+	/* Host stubs of runtime launches are named by the symbolizer too. */
+	st->symbols = o->sample_hz || o->backtrace_threshold_ns != THRESHOLD_OFF ||
+		      (o->trace_mask & TRACE_BIT(LIB_CUDART));
+	s->stacks = stacks__new(&s->model);
+	if (!s->stacks) {
+		err("starting the symbolizer: %s", strerror(errno));
+		return -errno ? -errno : -ENOMEM;
+	}
+	s->model.sym = stacks__symbolizer(s->stacks);
+	if (s->pt) {
+		struct sink sk;
+
+		st->pf = pfstacks__new(s->pt);
+		if (!st->pf) {
+			err("out of memory");
+			return -ENOMEM;
+		}
+		sk = pfstacks__sink(st->pf);
+		model__add_sink(&s->model, &sk);
+	}
+	return 0;
+}
+
+static int stacks_prepare(struct session *s, void *state)
+{
+	const struct record_opts *o = s->o;
+	struct cgbpf_bpf *skel = s->skel;
+	uint64_t ring = bpf_map__max_entries(skel->maps.events);
+
+	(void)state;
+	skel->rodata->backtrace_ns = o->backtrace_threshold_ns == THRESHOLD_OFF ? 0 :
+				     o->backtrace_threshold_ns ? o->backtrace_threshold_ns : 1;
+	skel->rodata->stack_copy = o->stack_copy;
+	bpf_program__set_autoload(skel->progs.sample, o->sample_hz > 0);
+	/* Samples of 2 CPUs at 99 Hz fill ~2 MB/s with 8 KiB stack copies. */
+	return bpf_map__set_max_entries(skel->maps.samples,
+					o->sample_hz ? (ring / 4 > (8u << 20) ? ring / 4 : 8u << 20) :
+					4096);
+}
+
+static int stacks_start(struct session *s, void *state)
+{
+	int err;
+
+	(void)state;
+	if (!s->o->sample_hz)
+		return 0;
+	if (ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.samples), session__handle, s)) {
+		err = -errno ? -errno : -ENOMEM;
+		err("setting up the samples' ring buffer: %s", strerror(-err));
+		return err;
+	}
+	return stacks__start_sampling(s->stacks, s->skel->progs.sample, s->o->sample_hz);
+}
+
+static int stacks_rec(struct session *s, void *state, const void *data, size_t size)
+{
+	(void)state;
+	return stacks__record(s->stacks, data, size) ? -EINVAL : 0;
+}
+
+static void stacks_proc(struct session *s, void *state, enum src_proc ev, uint32_t pid,
+			uint64_t ts)
+{
+	struct stacks_src *st = state;
+
+	(void)ts;
+	if (ev == SRC_PROC_EXIT)
+		stacks__proc_exit(s->stacks, pid);
+	else if (st->symbols && ev == SRC_PROC_SEEN)
+		stacks__proc_seen(s->stacks, pid);
+	else if (st->symbols)
+		stacks__proc_changed(s->stacks, pid);
+}
+
+static void stacks_tick(struct session *s, void *state, uint64_t now)
+{
+	(void)state;
+	(void)now;
+	stacks__drained(s->stacks);
+}
+
+static void stacks_finish(struct session *s, void *state, struct capture_info *ci)
+{
+	(void)state;
+	ci->stacks = s->stacks;
+}
+
+static void stacks_fini(struct session *s, void *state)
+{
+	struct stacks_src *st = state;
+
+	/* It holds the sampler's links: before the BPF object goes. */
+	stacks__free(s->stacks);
+	s->stacks = NULL;
+	s->model.sym = NULL;
+	if (st)
+		pfstacks__free(st->pf);
+	free(st);
+}
+
+const struct source src_stacks = {
+	.name = "stacks",
+	.types = { REC_STACK_SAMPLE, REC_STACK_BT },
+	.init = stacks_init,
+	.prepare = stacks_prepare,
+	.start = stacks_start,
+	.record = stacks_rec,
+	.proc = stacks_proc,
+	.tick = stacks_tick,
+	.finish = stacks_finish,
+	.fini = stacks_fini,
+};

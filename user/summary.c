@@ -9,6 +9,7 @@
 #include "hmap.h"
 #include "stacks.h"
 #include "stats.h"
+#include "log.h"
 #include "summary.h"
 #include "syscalls.h"
 
@@ -368,7 +369,8 @@ void summary__print(struct summary *s, const struct model *m, const struct captu
 		[REC_PROC_EXEC] = "execs", [REC_PROC_EXIT] = "process exits",
 		[REC_THREAD_EXIT] = "thread exits", [REC_MMAP] = "library mappings",
 		[REC_STACK_SAMPLE] = "CPU samples", [REC_STACK_BT] = "backtraces",
-		[REC_SYSCALL] = "syscalls",
+		[REC_SYSCALL] = "syscalls", [REC_NVTX] = "NVTX events",
+		[REC_GPU_BATCH] = "GPU activity batches",
 	};
 	uint64_t dropped = 0;
 	char b[32];
@@ -382,8 +384,8 @@ void summary__print(struct summary *s, const struct model *m, const struct captu
 	if (ci->stacks)
 		stacks__summary(ci->stacks, ci->backtrace_ns, f);
 	syssum__print(s->sys, s->syscall_threshold_ns, f);
-	if (ci->more)
-		ci->more(ci->more_ctx, ci->drops, f);
+	for (size_t i = 0; i < ci->nsections; i++)
+		ci->sections[i].print(ci->sections[i].ctx, ci->drops, f);
 	fprintf(f, "\n** Capture:\n\n");
 	fprintf(f, "   duration %.3f s, %" PRIu64 " records, %zu library file(s), %zu probes\n",
 		ci->duration_ns / 1e9, ci->records, ci->lib_files, ci->probes);
@@ -435,4 +437,18 @@ void summary__print(struct summary *s, const struct model *m, const struct captu
 			m->strings_orphaned);
 	if (s->errors)
 		fprintf(f, "   %" PRIu64 " calls returned an error\n", s->errors);
+}
+
+void summary__add_section(struct capture_info *ci,
+			  void (*print)(const void *ctx, const uint64_t *drops, FILE *f),
+			  const void *ctx)
+{
+	size_t max = sizeof(ci->sections) / sizeof(ci->sections[0]);
+
+	if (ci->nsections == max) {
+		warn("summary: more than %zu source sections; one is left out", max);
+		return;
+	}
+	ci->sections[ci->nsections].print = print;
+	ci->sections[ci->nsections++].ctx = ctx;
 }

@@ -34,9 +34,12 @@ struct capture_info {
 	uint64_t forks_unprobed;	/* forked children that exited before their probes */
 	struct stacks *stacks;		/* CPU samples and backtraces, or NULL */
 	uint64_t backtrace_ns;		/* --backtrace-threshold; UINT64_MAX: off */
-	/* More sections printed before "Capture" (the scheduler's), or NULL. */
-	void (*more)(const void *ctx, const uint64_t *drops, FILE *f);
-	const void *more_ctx;
+	/* The sources' sections (user/source.h), printed before "Capture". */
+	struct {
+		void (*print)(const void *ctx, const uint64_t *drops, FILE *f);
+		const void *ctx;
+	} sections[8];
+	size_t nsections;
 	/* Sections of the API libraries (user/ncclsum.c), printed after the
 	 * memory tables; NULL where a library has none. */
 	void (*lib_section[LIB__COUNT])(const void *ctx, FILE *f);
@@ -54,6 +57,10 @@ void summary__print(struct summary *s, const struct model *m, const struct captu
 		    FILE *f);
 /* The --syscall-threshold in force (UINT64_MAX: off), for the syscall table. */
 void summary__set_syscall_threshold(struct summary *s, uint64_t ns);
+/* Adds a source's section to ci (at most 8; more are dropped, loudly). */
+void summary__add_section(struct capture_info *ci,
+			  void (*print)(const void *ctx, const uint64_t *drops, FILE *f),
+			  const void *ctx);
 /* Calls counted for (lib, func) (for tests). */
 uint64_t summary__calls(const struct summary *s, uint8_t lib, uint16_t func);
 

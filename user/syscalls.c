@@ -5,6 +5,12 @@
 #include <string.h>
 #include "stats.h"
 #include "syscall_names.h"
+#include <bpf/libbpf.h>
+#include "cgbpf.skel.h"
+#include "log.h"
+#include "record.h"
+#include "session.h"
+#include "source.h"
 #include "syscalls.h"
 
 #define NSYSCALLS (sizeof(syscall_names) / sizeof(syscall_names[0]))
@@ -267,3 +273,53 @@ void syssum__print(struct syssum *s, uint64_t threshold_ns, FILE *f)
 	}
 	free(rows);
 }
+
+/* ---------------------------------------------------------------- source */
+
+static bool sys_wanted(const struct record_opts *o)
+{
+	return o->syscall_threshold_ns != THRESHOLD_OFF;
+}
+
+static int sys_prepare(struct session *s, void *state)
+{
+	(void)state;
+	s->skel->rodata->syscall_threshold_ns = s->o->syscall_threshold_ns;
+	return 0;
+}
+
+/* Syscall tracepoints cost every syscall on the machine a detour
+ * (docs/performance.md): attached only when asked for. */
+static int sys_start(struct session *s, void *state)
+{
+	struct cgbpf_bpf *skel = s->skel;
+	int err;
+
+	(void)state;
+	skel->links.syscall_enter = bpf_program__attach(skel->progs.syscall_enter);
+	skel->links.syscall_exit = bpf_program__attach(skel->progs.syscall_exit);
+	if (!skel->links.syscall_enter || !skel->links.syscall_exit) {
+		err = -errno;
+		err("attaching the syscall tracepoints: %s (--syscall-threshold off "
+		    "runs without them)", strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+static int sys_rec(struct session *s, void *state, const void *data, size_t size)
+{
+	(void)state;
+	(void)size;
+	model__syscall(&s->model, data);
+	return 0;
+}
+
+const struct source src_syscalls = {
+	.name = "syscalls",
+	.types = { REC_SYSCALL },
+	.wanted = sys_wanted,
+	.prepare = sys_prepare,
+	.start = sys_start,
+	.record = sys_rec,
+};

@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The GPU activity source: cgbpf's injection library (inject/gpu.c) in a
+ * target hands CUPTI's activity over through its probe site
+ * cgbpf_gpu_batch (bpf/gpu_rec.h); bpf/gpu.bpf.c copies each batch into
+ * the events ring. This source attaches that probe to every target that
+ * maps the library (the probe's presence tells the library to collect,
+ * so only targets collect), asks for a flush at stop by probing the
+ * second site, and takes the REC_GPU_BATCH records.
+ *
+ * What the batches say is decoded by user/gpu.c (model, trace, summary);
+ * until that lands here, this source checks and counts the entries and
+ * reports what each library said about itself (GPU_STATUS).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+#include "cgbpf.skel.h"
+#include "elfsym.h"
+#include "gpu_rec.h"
+#include "hmap.h"
+#include "log.h"
+#include "procfs.h"
+#include "record.h"
+#include "session.h"
+#include "source.h"
+#include "summary.h"
+
+/* How long, at most, stop waits for every collecting library's flush. */
+#define FLUSH_WAIT_NS (1500ull * 1000000)
+
+/* The injection library's file names (the older name too). */
+static const char *const lib_names[] = { "libcgbpf-inject.so", "libcgbpf-nvtx.so", NULL };
+
+struct gproc {
+	uint32_t pid;
+	struct bpf_link *batch, *flush;
+	bool collecting;	/* GPU_ST_COLLECTING came */
+	bool flushed;		/* GPU_ST_FLUSHED came after the flush was asked */
+	bool exited;
+	uint32_t last_code;	/* the last GPU_STATUS code */
+	char last_text[160];
+	uint64_t batches, entries, bad;
+	char path[64];		/* /proc/PID/map_files/... of the library */
+	uint64_t flush_off;
+};
+
+struct gpusrc {
+	struct hmap procs;	/* pid -> struct gproc * */
+	uint64_t batches, entries, bad;
+	bool stopping;
+};
+
+static struct gproc *gproc(struct gpusrc *g, uint32_t pid, bool create)
+{
+	uint64_t *v = hmap__get(&g->procs, pid);
+	struct gproc *p;
+
+	if (v || !create)
+		return v ? (void *)(uintptr_t)*v : NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p || hmap__put(&g->procs, pid, (uintptr_t)p)) {
+		free(p);
+		return NULL;
+	}
+	p->pid = pid;
+	return p;
+}
+
+static bool is_lib(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	for (int i = 0; lib_names[i]; i++)
+		if (!strncmp(base, lib_names[i], strlen(lib_names[i])))
+			return true;
+	return false;
+}
+
+struct find_ctx {
+	uint32_t pid;
+	char path[64];
+	bool found;
+};
+
+static int find_lib(const struct map_entry *e, void *ctx)
+{
+	struct find_ctx *f = ctx;
+
+	/* The executable mapping: its map_files entry names the very inode,
+	 * whatever the process's mount namespace. */
+	if (e->perms[2] != 'x' || !e->path || !*e->path || !is_lib(e->path))
+		return 0;
+	snprintf(f->path, sizeof(f->path), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, f->pid,
+		 e->start, e->end);
+	f->found = true;
+	return 1;
+}
+
+/* Probes the library's batch site in pid when pid maps the library. */
+static void attach_proc(struct session *s, struct gpusrc *g, uint32_t pid)
+{
+	struct find_ctx f = { .pid = pid };
+	struct gproc *p = gproc(g, pid, false);
+	LIBBPF_OPTS(bpf_uprobe_opts, uo);
+	struct elfsym *es;
+	uint64_t off = 0;
+
+	if ((p && (p->batch || p->exited)) || procfs__for_each_map(pid, find_lib, &f) <= 0 ||
+	    !f.found)
+		return;
+	es = elfsym__open(f.path);
+	if (!es || elfsym__offset(es, GPU_PROBE_SITE, &off)) {
+		/* An injection library without the GPU part (NVTX only). */
+		dbg("pid %u: %s has no %s: no GPU activity", pid, f.path, GPU_PROBE_SITE);
+		elfsym__close(es);
+		return;
+	}
+	p = gproc(g, pid, true);
+	if (!p) {
+		elfsym__close(es);
+		return;
+	}
+	if (elfsym__offset(es, GPU_FLUSH_SITE, &p->flush_off))
+		p->flush_off = 0;
+	elfsym__close(es);
+	memcpy(p->path, f.path, sizeof(p->path));
+	p->batch = bpf_program__attach_uprobe_opts(s->skel->progs.gpu_batch, pid, f.path, off, &uo);
+	if (!p->batch) {
+		p->batch = NULL;
+		warn("pid %u: probing the injection library's GPU site: %s; no GPU activity", pid,
+		     strerror(errno));
+		return;
+	}
+	dbg("pid %u: GPU activity site probed in %s", pid, f.path);
+}
+
+static int gpu_init(struct session *s, void **state)
+{
+	struct gpusrc *g = calloc(1, sizeof(*g));
+
+	(void)s;
+	if (!g) {
+		err("out of memory");
+		return -ENOMEM;
+	}
+	*state = g;
+	return 0;
+}
+
+static void gpu_proc(struct session *s, void *state, enum src_proc ev, uint32_t pid, uint64_t ts)
+{
+	struct gpusrc *g = state;
+	struct gproc *p;
+
+	(void)ts;
+	if (ev != SRC_PROC_EXIT) {
+		attach_proc(s, g, pid);
+		return;
+	}
+	p = gproc(g, pid, false);
+	if (p) {
+		p->exited = true;
+		bpf_link__destroy(p->batch);
+		bpf_link__destroy(p->flush);
+		p->batch = p->flush = NULL;
+	}
+}
+
+static void status(struct gproc *p, const struct gpu_status *st, size_t size)
+{
+	size_t n = size - sizeof(*st);
+	const char *end = memchr(st->text, 0, n);
+
+	p->last_code = st->code;
+	snprintf(p->last_text, sizeof(p->last_text), "%.*s", end ? (int)(end - st->text) : 0,
+		 st->text);
+	if (st->code == GPU_ST_COLLECTING)
+		p->collecting = true;
+	if (st->code == GPU_ST_FLUSHED)
+		p->flushed = true;
+	dbg("pid %u: GPU activity: status %u (%s)", p->pid, st->code, p->last_text);
+}
+
+static int gpu_rec(struct session *s, void *state, const void *data, size_t size)
+{
+	const struct rec_gpu_batch *b = data;
+	struct gpusrc *g = state;
+	struct gproc *p = gproc(g, b->hdr.pid, true);
+	size_t len = size - sizeof(*b);
+
+	(void)s;
+	if (!p)
+		return 0;
+	g->batches++;
+	p->batches++;
+	for (size_t o = 0; o + sizeof(struct gpu_ent) <= len;) {
+		const struct gpu_ent *e = (const void *)(b->data + o);
+
+		if (e->size < sizeof(*e) || e->size % 8 || e->size > len - o) {
+			/* The rest of the batch cannot be framed. */
+			g->bad++;
+			p->bad++;
+			return 0;
+		}
+		g->entries++;
+		p->entries++;
+		if (e->kind == GPU_STATUS && e->size >= sizeof(struct gpu_status))
+			status(p, (const void *)e, e->size);
+		o += e->size;
+	}
+	return 0;
+}
+
+/* Asks every collecting library for a flush by probing its second site. */
+static uint64_t gpu_stop(struct session *s, void *state)
+{
+	struct gpusrc *g = state;
+	uint64_t v, n = 0;
+	LIBBPF_OPTS(bpf_uprobe_opts, uo);
+
+	g->stopping = true;
+	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);) {
+		struct gproc *p = (void *)(uintptr_t)v;
+
+		if (!p->batch || !p->collecting || !p->flush_off)
+			continue;
+		p->flushed = false;
+		p->flush = bpf_program__attach_uprobe_opts(s->skel->progs.gpu_flush, p->pid, p->path,
+							   p->flush_off, &uo);
+		if (!p->flush) {
+			warn("pid %u: asking for the last GPU activity: %s; what it still held "
+			     "is missing", p->pid, strerror(errno));
+			continue;
+		}
+		n++;
+	}
+	return n ? FLUSH_WAIT_NS : 0;
+}
+
+static bool gpu_settled(struct session *s, void *state)
+{
+	struct gpusrc *g = state;
+	uint64_t v;
+
+	(void)s;
+	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);) {
+		struct gproc *p = (void *)(uintptr_t)v;
+
+		if (p->flush && !p->flushed && !p->exited)
+			return false;
+	}
+	return true;
+}
+
+static const char *status_name(uint32_t code)
+{
+	switch (code) {
+	case GPU_ST_COLLECTING:
+		return "collecting";
+	case GPU_ST_STOPPED:
+		return "stopped";
+	case GPU_ST_NO_CUPTI:
+		return "no CUPTI library found";
+	case GPU_ST_CUPTI_FAILED:
+		return "CUPTI failed";
+	case GPU_ST_HELD:
+		return "CUPTI held by another tool";
+	case GPU_ST_NO_DEVICE:
+		return "no GPU";
+	case GPU_ST_FLUSHED:
+		return "flushed";
+	}
+	return "unknown status";
+}
+
+static void gpu_print(const void *ctx, const uint64_t *drops, FILE *f)
+{
+	const struct gpusrc *g = ctx;
+	uint64_t v;
+
+	if (!g->procs.count && !drops[REC_GPU_BATCH])
+		return;
+	fprintf(f, "\n** GPU activity (injection library):\n\n");
+	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);) {
+		const struct gproc *p = (const void *)(uintptr_t)v;
+
+		fprintf(f, "   pid %u: %" PRIu64 " batches, %" PRIu64 " entries%s%s%s%s\n", p->pid,
+			p->batches, p->entries, p->last_code ? "; " : "",
+			p->last_code ? status_name(p->last_code) : "", *p->last_text ? ": " : "",
+			p->last_text);
+		if (p->bad)
+			fprintf(f, "      %" PRIu64 " malformed batches (cut short)\n", p->bad);
+		if (p->flush && !p->flushed && !p->exited)
+			fprintf(f, "      its last activity did not come before the capture ended\n");
+	}
+	if (drops[REC_GPU_BATCH])
+		fprintf(f, "   %" PRIu64 " batches LOST (ring full or malformed)\n",
+			drops[REC_GPU_BATCH]);
+}
+
+static void gpu_finish(struct session *s, void *state, struct capture_info *ci)
+{
+	(void)s;
+	summary__add_section(ci, gpu_print, state);
+}
+
+static void gpu_fini(struct session *s, void *state)
+{
+	struct gpusrc *g = state;
+	uint64_t v;
+
+	(void)s;
+	if (!g)
+		return;
+	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);) {
+		struct gproc *p = (void *)(uintptr_t)v;
+
+		bpf_link__destroy(p->batch);
+		bpf_link__destroy(p->flush);
+		free(p);
+	}
+	hmap__free(&g->procs);
+	free(g);
+}
+
+const struct source src_gpu = {
+	.name = "gpu",
+	.types = { REC_GPU_BATCH },
+	.init = gpu_init,
+	.record = gpu_rec,
+	.proc = gpu_proc,
+	.stop = gpu_stop,
+	.settled = gpu_settled,
+	.finish = gpu_finish,
+	.fini = gpu_fini,
+};

@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: MIT
+#include "source.h"
+
+/*
+ * The event sources of a capture, in the order record.c calls them
+ * (user/source.h). The scheduler comes first: its programs share a
+ * tracepoint (sched_process_exit) with the core's and must see a target
+ * before the core forgets it. Stacks come before NVTX so that a process's
+ * maps are read before anything else that exits it.
+ */
+const struct source *const sources[] = {
+	&src_sched,
+	&src_stacks,
+	&src_syscalls,
+	&src_nvtx,
+	&src_gpu,
+	NULL,
+};
