@@ -37,14 +37,6 @@
 #include "model.h"
 #include "perfetto.h"
 
-/*
- * TODO(lead): REC_GPU_BATCH belongs in enum rec_type (bpf/events.h) with
- * an entry in user/ingest.c (minimum size sizeof(struct rec_hdr) + 8);
- * delete this block then. Until then a value past the enum, so nothing
- * else takes it.
- */
-#define REC_GPU_BATCH (REC__COUNT + 1)
-
 struct gpu;
 
 /* The GPU state of a capture over model m, writing into pt (NULL:
