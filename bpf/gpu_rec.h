@@ -68,6 +68,7 @@ enum gpu_ent_kind {
 	GPU_DEVICE = 7,		/* struct gpu_device */
 	GPU_STATUS = 8,		/* struct gpu_status: what the library could (not) do, and why */
 	GPU_DROPPED = 9,	/* struct gpu_dropped: records lost, and where */
+	GPU_STREAM = 10,	/* struct gpu_stream: a stream's priority (optional) */
 	GPU_ENT__COUNT,
 };
 
@@ -220,6 +221,19 @@ struct gpu_dropped {
 	gr_u32 pad;
 };
 
+/* A stream (CUPTI_ACTIVITY_KIND_STREAM), sent before or after its first
+ * activity: the trace names its track with its priority. Optional: a
+ * stream without one is shown without. 24 bytes. */
+struct gpu_stream {
+	struct gpu_ent e;
+	gr_u32 context;
+	gr_u32 stream;
+	gr_s32 priority;	/* lower is higher priority, as CUDA numbers them */
+	gr_u32 flags;		/* CUpti_ActivityStreamFlag */
+	gr_u8 device;
+	gr_u8 pad[3];
+};
+
 #ifndef __BPF__
 /* The layout is an interface between separately built programs. */
 _Static_assert(sizeof(struct gpu_kernel) == 80, "gpu_kernel layout");
@@ -231,6 +245,7 @@ _Static_assert(sizeof(struct gpu_name) == 8, "gpu_name layout");
 _Static_assert(sizeof(struct gpu_device) == 96, "gpu_device layout");
 _Static_assert(sizeof(struct gpu_status) == 16, "gpu_status layout");
 _Static_assert(sizeof(struct gpu_dropped) == 24, "gpu_dropped layout");
+_Static_assert(sizeof(struct gpu_stream) == 24, "gpu_stream layout");
 #endif
 
 #endif /* CGBPF_GPU_REC_H */

@@ -223,6 +223,59 @@ static void decode_launch(struct proc *p, struct call *c, uint32_t g[3], uint32_
 		      cuda__launch_fmt(p, c, g, b, smem, stream, is_ptsz(c->func)));
 }
 
+/* The queue a call uses: a _ptsz / _ptds entry point's NULL stream is the
+ * calling thread's own. */
+uint64_t cuda__stream_key(uint64_t h, bool ptsz)
+{
+	return h == 0 && ptsz ? GPU_STREAM_PER_THREAD : h;
+}
+
+/* What the call does to the GPU's queues (struct call's gpu fields). */
+static void gpu_class(struct call *c, const struct func_desc *f)
+{
+	const uint64_t *a = c->args;
+	bool ptsz = is_ptsz(c->func);
+
+	switch (f->cls) {
+	case CU_C_LAUNCH:
+		c->gpu = GC_LAUNCH;
+		c->stream = cuda__stream_key(a[8], ptsz);
+		break;
+	case CU_C_LAUNCH_EX:
+		c->gpu = GC_LAUNCH;
+		c->stream = cuda__stream_key(a[10], ptsz);
+		break;
+	case CU_C_GRAPH_LAUNCH:
+		c->gpu = GC_GRAPH;
+		c->stream = cuda__stream_key(a[1], ptsz);
+		break;
+	case CU_C_MEMCPY:
+	case CU_C_MEMSET:
+		c->gpu = f->cls == CU_C_MEMCPY ? GC_COPY : GC_MEMSET;
+		c->gpu_async = f->flags & CU_F_ASYNC;
+		c->stream = cuda__stream_key(c->gpu_async ? a[3] : 0, ptsz);
+		break;
+	case CU_C_SYNC:
+		c->gpu = GC_SYNC_DEVICE;
+		break;
+	case CU_C_STREAM:
+		if (f->flags & CU_F_SYNC) {
+			c->gpu = GC_SYNC_STREAM;
+			c->stream = cuda__stream_key(a[0], ptsz);
+		}
+		break;
+	case CU_C_EVENT:
+		c->gpu = GC_SYNC_EVENT;
+		c->event = a[0];
+		break;
+	case CU_C_EVENT_RECORD:
+		c->gpu = GC_EVENT_RECORD;
+		c->event = a[0];
+		c->stream = cuda__stream_key(a[1], ptsz);
+		break;
+	}
+}
+
 static void enter(struct model *m, struct thread *t, struct call *c)
 {
 	const struct func_desc *f = &cuda_funcs[c->func];
@@ -232,6 +285,7 @@ static void enter(struct model *m, struct thread *t, struct call *c)
 	int *n = &c->nbegin;
 
 	c->nbegin = 0;
+	gpu_class(c, f);
 	switch (f->cls) {
 	case CU_C_INIT:
 		cuda__annot_u(c->begin, n, "flags", (uint32_t)a[0]);

@@ -45,6 +45,9 @@ const char *cuda__stream_name(struct proc *p, uint64_t h, bool ptsz, char *buf, 
 /* "<<<(gx,gy,gz), (bx,by,bz), smem, stream>>>", cached per process. */
 const char *cuda__launch_fmt(struct proc *p, struct call *c, const uint32_t g[3],
 			     const uint32_t b[3], uint32_t smem, uint64_t stream, bool ptsz);
+/* The stream a call with stream argument h uses: h, or
+ * GPU_STREAM_PER_THREAD for a _ptsz / _ptds entry point's NULL. */
+uint64_t cuda__stream_key(uint64_t h, bool ptsz);
 /* "HtoD", "DtoH", ... for the "kind" annotation. */
 const char *cuda__dir_name(enum copy_dir d);
 /* Remembers handle -> demangled name (p->names) for later launches. */

@@ -176,6 +176,57 @@ static void decode_launch(struct model *m, struct proc *p, struct call *c, const
 		      cuda__launch_fmt(p, c, g, b, smem, stream, ptsz));
 }
 
+/* What the call does to the GPU's queues (struct call's gpu fields). */
+static void gpu_class(struct call *c, const struct crt_desc *f)
+{
+	const uint64_t *a = c->args;
+	bool ptsz = f->flags & CRT_F_PTSZ;
+
+	switch (f->cls) {
+	case CRT_C_LAUNCH:
+		c->gpu = GC_LAUNCH;
+		c->stream = cuda__stream_key(a[7], ptsz);
+		break;
+	case CRT_C_LAUNCH_EX:
+		c->gpu = GC_LAUNCH;
+		c->stream = cuda__stream_key(a[10], ptsz);
+		break;
+	case CRT_C_GRAPH_LAUNCH:
+		c->gpu = GC_GRAPH;
+		c->stream = cuda__stream_key(a[1], ptsz);
+		break;
+	case CRT_C_MEMCPY:
+	case CRT_C_MEMCPY2D:
+	case CRT_C_MEMSET:
+		c->gpu = f->cls == CRT_C_MEMSET ? GC_MEMSET : GC_COPY;
+		c->gpu_async = f->flags & CRT_F_ASYNC;
+		if (c->gpu_async)
+			c->stream = f->cls == CRT_C_MEMCPY2D ? a[7] : f->cls == CRT_C_MEMCPY ? a[4] : a[3];
+		c->stream = cuda__stream_key(c->stream, ptsz);
+		break;
+	case CRT_C_SYNC:
+		c->gpu = GC_SYNC_DEVICE;
+		break;
+	case CRT_C_STREAM:
+		if (f->flags & CRT_F_SYNC) {
+			c->gpu = GC_SYNC_STREAM;
+			c->stream = cuda__stream_key(a[0], ptsz);
+		}
+		break;
+	case CRT_C_EVENT:
+		if (f->flags & CRT_F_SYNC) {
+			c->gpu = GC_SYNC_EVENT;
+			c->event = a[0];
+		}
+		break;
+	case CRT_C_EVENT_RECORD:
+		c->gpu = GC_EVENT_RECORD;
+		c->event = a[0];
+		c->stream = cuda__stream_key(a[1], ptsz);
+		break;
+	}
+}
+
 static void enter(struct model *m, struct thread *t, struct call *c)
 {
 	const struct crt_desc *f = &crt_funcs[c->func];
@@ -185,6 +236,7 @@ static void enter(struct model *m, struct thread *t, struct call *c)
 	int *n = &c->nbegin;
 
 	c->nbegin = 0;
+	gpu_class(c, f);
 	switch (f->cls) {
 	case CRT_C_LAUNCH: {
 		/* dim3 {x, y, z}: x and y packed in one register, z in the next. */

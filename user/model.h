@@ -34,6 +34,26 @@ struct stack {
 	struct sym_frame *frames;
 };
 
+/* What a CUDA call does to the GPU's queues, set by the library decoders
+ * (user/cuda.c, user/cudart.c) at its entry: user/gpu.c links the calls
+ * that queue work to the GPU activity they caused, and estimates that
+ * activity from them when it is not measured. */
+enum gpu_call {
+	GC_NONE = 0,
+	GC_LAUNCH,		/* a kernel launch on c->stream */
+	GC_COPY,		/* a copy (queued on c->stream when gpu_async) */
+	GC_MEMSET,		/* a memset (likewise) */
+	GC_GRAPH,		/* a graph launch on c->stream */
+	GC_SYNC_STREAM,		/* the host waits for c->stream */
+	GC_SYNC_DEVICE,		/* the host waits for every stream of the context */
+	GC_SYNC_EVENT,		/* the host waits for c->event */
+	GC_EVENT_RECORD,	/* c->event recorded on c->stream */
+};
+
+/* The stream handle of a call on the per-thread default stream (CUDA's
+ * CU_STREAM_PER_THREAD), which a _ptsz / _ptds entry point's NULL means. */
+#define GPU_STREAM_PER_THREAD 2
+
 enum copy_dir { DIR_NONE, DIR_HTOD, DIR_DTOH, DIR_DTOD, DIR_ANY, DIR_HTOH, DIR__COUNT };
 enum counter_kind { CTR_GPU_MEM, CTR_HOST_PINNED, CTR__COUNT };
 
@@ -58,6 +78,11 @@ struct call {
 	uint64_t handle;	/* launch: function handle */
 	uint64_t bytes;		/* copy/set/alloc/free bytes */
 	enum copy_dir dir;
+	uint8_t gpu;		/* enum gpu_call */
+	bool gpu_async;		/* GC_COPY / GC_MEMSET: queued, the call does not wait */
+	uint64_t stream;	/* the stream handle it queues on or waits for */
+	uint64_t event;		/* GC_SYNC_EVENT / GC_EVENT_RECORD: the event handle */
+	uint64_t flow;		/* a flow from this call's slice to the GPU work it queued; 0: none */
 	int nbegin, nend;
 	struct pf_annot begin[CALL_ANNOTS];
 	struct pf_annot end[CALL_ANNOTS];
@@ -138,6 +163,11 @@ struct model {
 	uint64_t strings_unreadable;	/* string arguments neither BPF nor process_vm_readv could read */
 	uint64_t strings_late;		/* read at the return probe or from user space */
 	struct symbolizer *sym;	/* for host stub names (user/cudart.c); NULL = none */
+	/* The flow id of a call, asked at its begin (user/gpu.c: the calls
+	 * that queue GPU work in a process whose GPU activity is measured);
+	 * NULL: no flows. */
+	uint64_t (*call_flow)(void *ctx, const struct thread *t, const struct call *c);
+	void *call_flow_ctx;
 };
 
 /* Initializes an empty model with the built-in library decoders. */

@@ -46,6 +46,11 @@ enum {
 	TE_TRACK_UUID = 11,
 	TE_COUNTER_VALUE = 30,
 	TE_CALLSTACK = 55,
+	TE_LEGACY_EVENT = 6,
+	TE_FLOW_IDS = 47,
+	LE_BIND_ID = 8,
+	LE_FLOW_DIRECTION = 13,
+	LE_FLOW_IN = 1,
 	ICS_FRAMES = 1,
 	ICS_FUNCTION_NAME = 1,
 
@@ -53,6 +58,7 @@ enum {
 	DA_BOOL = 2,
 	DA_UINT = 3,
 	DA_INT = 4,
+	DA_DOUBLE = 5,
 	DA_POINTER = 7,
 	DA_STRING_IID = 17,
 
@@ -69,6 +75,7 @@ enum {
 	TD_THREAD = 4,
 	TD_PARENT = 5,
 	TD_COUNTER = 8,
+	TD_DESCRIPTION = 14,
 	PD_PID = 1,
 	PD_CMDLINE = 2,
 	PD_NAME = 6,
@@ -455,13 +462,21 @@ void pftrace__counter_track(struct pftrace *pt, uint64_t uuid, uint64_t parent,
 	desc_end(pt);
 }
 
-void pftrace__track(struct pftrace *pt, uint64_t uuid, uint64_t parent, const char *name)
+void pftrace__track_desc(struct pftrace *pt, uint64_t uuid, uint64_t parent, const char *name,
+			 const char *description)
 {
 	if (pt->err)
 		return;
 	desc_begin(pt, uuid, parent);
 	pb__string(&pt->out, TD_NAME, name);
+	if (description && *description)
+		pb__string(&pt->out, TD_DESCRIPTION, description);
 	desc_end(pt);
+}
+
+void pftrace__track(struct pftrace *pt, uint64_t uuid, uint64_t parent, const char *name)
+{
+	pftrace__track_desc(pt, uuid, parent, name, NULL);
 }
 
 /*
@@ -599,7 +614,8 @@ struct inline_stack {
 
 static void event(struct pftrace *pt, struct pfseq *s, uint64_t ts, int type, uint64_t track,
 		  const char *cat, const char *name, const struct pf_annot *a, int n,
-		  bool counter, int64_t value, const struct inline_stack *cs)
+		  bool counter, int64_t value, const struct inline_stack *cs,
+		  const struct pf_flow *flow)
 {
 	struct new_str news[2 + 2 * MAX_ANNOTS];
 	struct event_iids ids = { 0 };
@@ -656,6 +672,9 @@ static void event(struct pftrace *pt, struct pfseq *s, uint64_t ts, int type, ui
 		case PA_BOOL:
 			pb__bool(pb, DA_BOOL, a[i].u != 0);
 			break;
+		case PA_DOUBLE:
+			pb__double(pb, DA_DOUBLE, a[i].d);
+			break;
 		case PA_STR:
 			if (ids.annot_str[i])
 				pb__varint(pb, DA_STRING_IID, ids.annot_str[i]);
@@ -663,6 +682,14 @@ static void event(struct pftrace *pt, struct pfseq *s, uint64_t ts, int type, ui
 				pb__string(pb, 6, a[i].s ? a[i].s : "");
 			break;
 		}
+		pb__end(pb);
+	}
+	if (flow && flow->out)
+		pb__fixed64(pb, TE_FLOW_IDS, flow->out);
+	if (flow && flow->in) {
+		pb__begin(pb, TE_LEGACY_EVENT);
+		pb__varint(pb, LE_BIND_ID, flow->in);
+		pb__varint(pb, LE_FLOW_DIRECTION, LE_FLOW_IN);
 		pb__end(pb);
 	}
 	if (cs && cs->n) {
@@ -681,43 +708,50 @@ static void event(struct pftrace *pt, struct pfseq *s, uint64_t ts, int type, ui
 void pftrace__begin(struct pftrace *pt, struct pfseq *s, uint64_t ts, const char *name,
 		    const struct pf_annot *a, int n)
 {
-	event(pt, s, ts, TYPE_SLICE_BEGIN, 0, NULL, name, a, n, false, 0, NULL);
+	event(pt, s, ts, TYPE_SLICE_BEGIN, 0, NULL, name, a, n, false, 0, NULL, NULL);
 }
 
 void pftrace__begin_cat(struct pftrace *pt, struct pfseq *s, uint64_t ts, const char *cat,
 			const char *name, const struct pf_annot *a, int n)
 {
-	event(pt, s, ts, TYPE_SLICE_BEGIN, 0, cat, name, a, n, false, 0, NULL);
+	event(pt, s, ts, TYPE_SLICE_BEGIN, 0, cat, name, a, n, false, 0, NULL, NULL);
 }
 
 void pftrace__begin_on(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
 		       const char *cat, const char *name, const struct pf_annot *a, int n)
 {
-	event(pt, s, ts, TYPE_SLICE_BEGIN, track, cat, name, a, n, false, 0, NULL);
+	event(pt, s, ts, TYPE_SLICE_BEGIN, track, cat, name, a, n, false, 0, NULL, NULL);
 }
 
 void pftrace__end_on(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
 		     const struct pf_annot *a, int n)
 {
-	event(pt, s, ts, TYPE_SLICE_END, track, NULL, NULL, a, n, false, 0, NULL);
+	event(pt, s, ts, TYPE_SLICE_END, track, NULL, NULL, a, n, false, 0, NULL, NULL);
+}
+
+void pftrace__begin_flow(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
+			 const char *cat, const char *name, const struct pf_annot *a, int n,
+			 const struct pf_flow *f)
+{
+	event(pt, s, ts, TYPE_SLICE_BEGIN, track, cat, name, a, n, false, 0, NULL, f);
 }
 
 void pftrace__end(struct pftrace *pt, struct pfseq *s, uint64_t ts,
 		  const struct pf_annot *a, int n)
 {
-	event(pt, s, ts, TYPE_SLICE_END, 0, NULL, NULL, a, n, false, 0, NULL);
+	event(pt, s, ts, TYPE_SLICE_END, 0, NULL, NULL, a, n, false, 0, NULL, NULL);
 }
 
 void pftrace__instant(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
 		      const char *name, const struct pf_annot *a, int n)
 {
-	event(pt, s, ts, TYPE_INSTANT, track, NULL, name, a, n, false, 0, NULL);
+	event(pt, s, ts, TYPE_INSTANT, track, NULL, name, a, n, false, 0, NULL, NULL);
 }
 
 void pftrace__counter(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
 		      int64_t value)
 {
-	event(pt, s, ts, TYPE_COUNTER, track, NULL, NULL, NULL, 0, true, value, NULL);
+	event(pt, s, ts, TYPE_COUNTER, track, NULL, NULL, NULL, 0, true, value, NULL, NULL);
 }
 
 void pftrace__end_stack(struct pftrace *pt, struct pfseq *s, uint64_t ts,
@@ -725,5 +759,5 @@ void pftrace__end_stack(struct pftrace *pt, struct pfseq *s, uint64_t ts,
 {
 	struct inline_stack cs = { .frames = frames, .n = nframes };
 
-	event(pt, s, ts, TYPE_SLICE_END, 0, NULL, NULL, a, n, false, 0, &cs);
+	event(pt, s, ts, TYPE_SLICE_END, 0, NULL, NULL, a, n, false, 0, &cs, NULL);
 }

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum pf_atype { PA_UINT, PA_INT, PA_STR, PA_PTR, PA_BOOL };
+enum pf_atype { PA_UINT, PA_INT, PA_STR, PA_PTR, PA_BOOL, PA_DOUBLE };
 
 /* A debug annotation: name and typed value. Strings are interned. */
 struct pf_annot {
@@ -29,7 +29,20 @@ struct pf_annot {
 		uint64_t u;
 		int64_t i;
 		const char *s;
+		double d;
 	};
+};
+
+/*
+ * Flow arrows (trace processor's flow table) on a slice's begin event.
+ * out starts a flow at the slice (TrackEvent.flow_ids): a later slice
+ * naming the same id ends it. in ends the flow started under that id
+ * without closing it (LegacyEvent.bind_id with FLOW_IN), so several
+ * slices can end one flow: the kernels of one graph launch. 0: none.
+ */
+struct pf_flow {
+	uint64_t out;
+	uint64_t in;
 };
 
 enum pf_unit { PF_UNIT_NONE = 0, PF_UNIT_COUNT = 2, PF_UNIT_BYTES = 3 };
@@ -74,6 +87,10 @@ void pftrace__thread(struct pftrace *pt, uint64_t uuid, uint64_t parent, int pid
 void pftrace__counter_track(struct pftrace *pt, uint64_t uuid, uint64_t parent,
 			    const char *name, enum pf_unit unit);
 void pftrace__track(struct pftrace *pt, uint64_t uuid, uint64_t parent, const char *name);
+/* The same with a description (TrackDescriptor.description; NULL: none),
+ * shown with the track's details. */
+void pftrace__track_desc(struct pftrace *pt, uint64_t uuid, uint64_t parent, const char *name,
+			 const char *description);
 
 /* A new packet sequence whose events go to default_track unless told
  * otherwise; ts0 is the first timestamp it will carry. NULL on ENOMEM. */
@@ -99,6 +116,11 @@ void pftrace__begin_on(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_
 		       const char *cat, const char *name, const struct pf_annot *a, int n);
 void pftrace__end_on(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
 		     const struct pf_annot *a, int n);
+/* Slice begin with flows (struct pf_flow) on track (0: the sequence's
+ * default track); cat may be NULL. */
+void pftrace__begin_flow(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
+			 const char *cat, const char *name, const struct pf_annot *a, int n,
+			 const struct pf_flow *f);
 /* Instant event on track (0: the default track). */
 void pftrace__instant(struct pftrace *pt, struct pfseq *s, uint64_t ts, uint64_t track,
 		      const char *name, const struct pf_annot *a, int n);

@@ -45,8 +45,13 @@ struct pfseq *pfsink__seq(struct pftrace *pt, struct thread *t, uint64_t ts)
 static void on_begin(void *ctx, struct thread *t, struct call *c)
 {
 	struct pfseq *s = seq_of(ctx, t, c->ts);
+	struct pf_flow f = { .out = c->flow };
 
-	if (s)
+	if (!s)
+		return;
+	if (c->flow)
+		pftrace__begin_flow(ctx, s, c->ts, 0, NULL, c->name, c->begin, c->nbegin, &f);
+	else
 		pftrace__begin(ctx, s, c->ts, c->name, c->begin, c->nbegin);
 }
 

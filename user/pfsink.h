@@ -13,9 +13,11 @@
 #define UUID_CGBPF		(4ull << 56)
 #define UUID_CGBPF_DROPS	((4ull << 56) | 1)
 /* Per-library namespaces: 5 NCCL communicators, 6 NVTX (async ranges,
- * domains); the low 56 bits are the library's own. */
+ * domains), 7 GPU; the low 56 bits are the library's own. */
 #define UUID_NCCL(x)		((5ull << 56) | ((x) & ((1ull << 56) - 1)))
 #define UUID_NVTX(x)		((6ull << 56) | ((x) & ((1ull << 56) - 1)))
+/* 7: GPU activity (user/gpupf.c: devices, streams, estimates). */
+#define UUID_GPU(x)		((7ull << 56) | ((x) & ((1ull << 56) - 1)))
 
 /* The sink writing model events into pt. */
 struct sink pfsink__sink(struct pftrace *pt);

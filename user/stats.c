@@ -95,6 +95,38 @@ uint64_t stats__median(struct stats *s)
 	return s->max;
 }
 
+uint64_t stats__quantile(struct stats *s, double q)
+{
+	uint64_t want, seen = 0;
+
+	if (!s->n)
+		return 0;
+	if (q < 0)
+		q = 0;
+	if (q > 1)
+		q = 1;
+	want = (uint64_t)ceil(q * (double)s->n);
+	if (want < 1)
+		want = 1;
+	if (want > s->n)
+		want = s->n;
+	if (s->n <= STATS_EXACT && s->samples) {
+		qsort(s->samples, s->n, sizeof(*s->samples), cmp_u64);
+		return s->samples[want - 1];
+	}
+	if (!s->hist)
+		return (uint64_t)s->mean;
+	for (unsigned b = 0; b < NBUCKETS; b++) {
+		seen += s->hist[b];
+		if (seen >= want) {
+			uint64_t m = bucket_mid(b);
+
+			return m < s->min ? s->min : m > s->max ? s->max : m;
+		}
+	}
+	return s->max;
+}
+
 double stats__stddev(const struct stats *s)
 {
 	return s->n < 2 ? 0 : sqrt(s->m2 / (s->n - 1));

@@ -25,6 +25,10 @@ struct stats {
 void stats__add(struct stats *s, uint64_t v);
 /* Median (see above); 0 when empty. */
 uint64_t stats__median(struct stats *s);
+/* The q-quantile (0 <= q <= 1) by nearest rank: the smallest value with
+ * at least q * n values at or below it; exact while the samples are kept,
+ * from the histogram beyond (same error as the median); 0 when empty. */
+uint64_t stats__quantile(struct stats *s, double q);
 /* Sample standard deviation (n - 1), as nsys reports; 0 below 2 values. */
 double stats__stddev(const struct stats *s);
 /* Frees the buffers; accepts a zeroed struct. */

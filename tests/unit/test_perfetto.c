@@ -134,6 +134,9 @@ static void json_annots(FILE *f, const struct pf_annot *a, int n, bool *first)
 			json_str(f, a[i].s);
 			fputc(']', f);
 			break;
+		case PA_DOUBLE:
+			fprintf(f, ":[\"double\",%.17g]", a[i].d);
+			break;
 		}
 	}
 }

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GPU activity of the traced processes: the batches their injection
+ * library hands cgbpf (bpf/gpu_rec.h, one REC_GPU_BATCH record each)
+ * become devices, streams, kernels, copies, memsets and synchronizations
+ * per process; each is linked to the API call that queued it by a flow;
+ * the trace gets a track group per GPU with a track per stream, and the
+ * summary nsys's cuda_gpu_kern_sum / cuda_gpu_mem_time_sum /
+ * cuda_gpu_mem_size_sum tables, a utilization line per device and HTA's
+ * analyses (idle time, launch delay, short kernels, communication
+ * overlap, launch-bound stretches). Processes whose activity is not
+ * measured get an estimate from their API calls on tracks of their own.
+ * docs/gpu-activity.md ("Trace and summary") says how.
+ *
+ * Calls, in capture order:
+ *   gpu__new            after the model and the trace writer exist; it
+ *                       installs the model's call_flow hook;
+ *   model__add_sink     with gpu__sink() (any position among the sinks);
+ *   gpu__record         every REC_GPU_BATCH record;
+ *   gpu__tick           after each drain of the rings (writes what is
+ *                       older than the reorder window);
+ *   gpu__proc_exit      a target exited;
+ *   gpu__flush_asked    when cgbpf probes the flush site, then
+ *   gpu__settled        while draining: every collecting process answered;
+ *   gpu__finish         at the end, before the trace is closed;
+ *   gpu__print          the summary section;
+ *   gpu__free.
+ */
+#ifndef CGBPF_GPU_H
+#define CGBPF_GPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "events.h"
+#include "model.h"
+#include "perfetto.h"
+
+struct gpu;
+
+/* The GPU state of a capture over model m, writing into pt (NULL:
+ * --summary-only); sets m->call_flow. NULL on ENOMEM. */
+struct gpu *gpu__new(struct model *m, struct pftrace *pt);
+/* Frees; accepts NULL. Clears m->call_flow. */
+void gpu__free(struct gpu *g);
+/* The sink that watches API calls: what they queued (the flows' other
+ * end, the launch delays) and, where nothing is measured, the estimate. */
+struct sink gpu__sink(struct gpu *g);
+/* One REC_GPU_BATCH record, size bytes as the ring gave it: a rec_hdr
+ * (the library's call: pid, tid, ts) and the batch. 0, or -EINVAL for a
+ * record unusable as a whole (count it malformed); bad entries inside are
+ * counted and skipped. */
+int gpu__record(struct gpu *g, const void *data, size_t size);
+/* Writes the GPU work older than now minus the reorder window (2 s). */
+void gpu__tick(struct gpu *g, uint64_t now);
+/* A target exited at ts: its pending GPU work is written, its estimate
+ * closed, its bulky state freed (what the summary needs stays). */
+void gpu__proc_exit(struct gpu *g, uint32_t pid, uint64_t ts);
+/* Frees all that is kept of a process (the monitor forgets the dead). */
+void gpu__forget(struct gpu *g, uint32_t pid);
+/* cgbpf asked the libraries to flush (probed GPU_FLUSH_SITE). */
+void gpu__flush_asked(struct gpu *g);
+/* Every process collecting GPU activity said GPU_ST_FLUSHED (or stopped,
+ * or exited) since gpu__flush_asked. */
+bool gpu__settled(const struct gpu *g);
+/* The capture ended at ts: everything pending is written, estimates end,
+ * processes that made CUDA calls but never said anything about GPU
+ * activity are named as such in the trace. */
+void gpu__finish(struct gpu *g, uint64_t ts);
+/* The summary section; ctx is the struct gpu (a capture_info section). */
+void gpu__print(const void *ctx, const uint64_t *drops, FILE *f);
+/* Activity records the traced processes' libraries lost (GPU_DROPPED). */
+uint64_t gpu__lost(const struct gpu *g);
+/* Whether pid's GPU activity is measured (GPU_ST_COLLECTING came). */
+bool gpu__measured(const struct gpu *g, uint32_t pid);
+/* Replaces the salt of flow ids (tests: reproducible ids). */
+void gpu__set_salt(struct gpu *g, uint64_t salt);
+
+#endif
