@@ -9,8 +9,7 @@
  * second site, and takes the REC_GPU_BATCH records.
  *
  * What the batches say is decoded by user/gpu.c (model, trace, summary);
- * until that lands here, this source checks and counts the entries and
- * reports what each library said about itself (GPU_STATUS).
+ * this file owns the probes: which processes collect, and the flush.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -20,6 +19,7 @@
 #include <bpf/libbpf.h>
 #include "cgbpf.skel.h"
 #include "elfsym.h"
+#include "gpu.h"
 #include "gpu_rec.h"
 #include "hmap.h"
 #include "log.h"
@@ -49,6 +49,7 @@ struct gproc {
 };
 
 struct gpusrc {
+	struct gpu *gpu;	/* user/gpu.c: the model, trace and summary of the activity */
 	struct hmap procs;	/* pid -> struct gproc * */
 	uint64_t batches, entries, bad;
 	bool stopping;
@@ -142,11 +143,21 @@ static void attach_proc(struct session *s, struct gpusrc *g, uint32_t pid)
 static int gpu_init(struct session *s, void **state)
 {
 	struct gpusrc *g = calloc(1, sizeof(*g));
+	struct sink sk;
 
-	(void)s;
-	if (!g) {
+	if (g)
+		g->gpu = gpu__new(&s->model, s->pt);
+	if (!g || !g->gpu) {
+		free(g);
 		err("out of memory");
 		return -ENOMEM;
+	}
+	sk = gpu__sink(g->gpu);
+	if (model__add_sink(&s->model, &sk)) {
+		err("too many model sinks for the GPU activity");
+		gpu__free(g->gpu);
+		free(g);
+		return -E2BIG;
 	}
 	*state = g;
 	return 0;
@@ -157,11 +168,13 @@ static void gpu_proc(struct session *s, void *state, enum src_proc ev, uint32_t 
 	struct gpusrc *g = state;
 	struct gproc *p;
 
-	(void)ts;
 	if (ev != SRC_PROC_EXIT) {
 		attach_proc(s, g, pid);
 		return;
 	}
+	gpu__proc_exit(g->gpu, pid, ts);
+	if (s->mon)
+		gpu__forget(g->gpu, pid);	/* the monitor keeps nothing of the dead */
 	p = gproc(g, pid, false);
 	if (p) {
 		p->exited = true;
@@ -194,6 +207,8 @@ static int gpu_rec(struct session *s, void *state, const void *data, size_t size
 	size_t len = size - sizeof(*b);
 
 	(void)s;
+	if (gpu__record(g->gpu, data, size))
+		return -EINVAL;
 	if (!p)
 		return 0;
 	g->batches++;
@@ -224,6 +239,7 @@ static uint64_t gpu_stop(struct session *s, void *state)
 	LIBBPF_OPTS(bpf_uprobe_opts, uo);
 
 	g->stopping = true;
+	gpu__flush_asked(g->gpu);
 	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);) {
 		struct gproc *p = (void *)(uintptr_t)v;
 
@@ -303,9 +319,21 @@ static void gpu_print(const void *ctx, const uint64_t *drops, FILE *f)
 			drops[REC_GPU_BATCH]);
 }
 
+static void gpu_tick(struct session *s, void *state, uint64_t now)
+{
+	struct gpusrc *g = state;
+
+	(void)s;
+	gpu__tick(g->gpu, now);
+}
+
 static void gpu_finish(struct session *s, void *state, struct capture_info *ci)
 {
+	struct gpusrc *g = state;
+
 	(void)s;
+	gpu__finish(g->gpu, session__now());
+	summary__add_section(ci, gpu__print, g->gpu);
 	summary__add_section(ci, gpu_print, state);
 }
 
@@ -325,6 +353,7 @@ static void gpu_fini(struct session *s, void *state)
 		free(p);
 	}
 	hmap__free(&g->procs);
+	gpu__free(g->gpu);
 	free(g);
 }
 
@@ -334,6 +363,7 @@ const struct source src_gpu = {
 	.init = gpu_init,
 	.record = gpu_rec,
 	.proc = gpu_proc,
+	.tick = gpu_tick,
 	.stop = gpu_stop,
 	.settled = gpu_settled,
 	.finish = gpu_finish,

@@ -200,10 +200,11 @@ def eq(got, want, what):
 
 
 def api_counts(trace, pid):
-    """{function name: slices} of one process's threads."""
+    """{function name: slices} of one process's threads (not its GPU or
+    estimate tracks, which hang off the process)."""
     out = {}
     for s in trace.slices:
-        if s.pid == pid:
+        if s.pid == pid and s.tid is not None:
             out[s.name] = out.get(s.name, 0) + 1
     return out
 
