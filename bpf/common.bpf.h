@@ -35,6 +35,18 @@ struct {
 	__uint(max_entries, 64 << 20);		/* resized by user space */
 } events SEC(".maps") __weak;
 
+/*
+ * Copies of the REC_PROC_FORK records of targets' children, which user
+ * space reads ahead of the events ring's backlog: a forked child runs
+ * unprobed until user space attaches its probes, and behind millions of
+ * call records that took seconds. The copy in the events ring keeps the
+ * model's order; a fork that does not fit here takes that slower path.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 << 10);
+} ctl SEC(".maps") __weak;
+
 /* Records lost because the ring was full, per record type, per CPU. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

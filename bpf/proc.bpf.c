@@ -123,8 +123,16 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 	/* New threads share the tgid and are covered already. */
 	if (ptgid == ctgid || !is_target(ptgid))
 		return 0;
-	if (follow_children && !trace_all)
+	if (follow_children && !trace_all) {
+		struct rec_proc *c = bpf_ringbuf_reserve(&ctl, sizeof(*c), 0);
+
 		set_target(ctgid, 1);
+		/* The fast copy (see ctl); its loss only costs time. */
+		if (c) {
+			fill_proc(c, REC_PROC_FORK, sizeof(*c), parent, ctgid);
+			bpf_ringbuf_submit(c, BPF_RB_FORCE_WAKEUP);
+		}
+	}
 	emit_proc(REC_PROC_FORK, parent, ctgid);
 	return 0;
 }

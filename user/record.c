@@ -533,11 +533,55 @@ static void on_mmap(struct session *r, const struct rec_mmap *m)
 	model__proc_refresh(&r->model, m->hdr.pid);
 }
 
+/* A target's child gets its parent's probes. */
+static void probe_child(struct session *r, const struct rec_proc *p)
+{
+	uint64_t t = session__now();
+	int n;
+
+	dbg("pid %u forked %u (%.3f ms ago)", p->hdr.pid, p->other, (t - p->hdr.ts) / 1e6);
+	/* Its memory is its parent's: the same files. */
+	n = attach__inherit(r->attach, p->hdr.pid, p->other);
+	if (n == -ESRCH)
+		r->forks_unprobed++;
+	if (!n)
+		dbg("pid %u: probes in place at its fork (its parent's)", p->other);
+	if (n > 0) {
+		dbg("pid %u: attaching its probes took %.3f ms", p->other,
+		    (session__now() - t) / 1e6);
+		note_fork(r, p->other, p->hdr.ts, session__now());
+	}
+}
+
+/* The ctl ring: forks of targets, acted on ahead of the events ring. */
+static int handle_ctl(void *ctx, void *data, size_t size)
+{
+	struct session *r = ctx;
+	const struct rec_proc *p = data;
+
+	if (size < sizeof(*p) || p->hdr.type != REC_PROC_FORK || !r->o->follow ||
+	    hmap__get(&r->fork_probed, p->other))
+		return 0;
+	probe_child(r, p);
+	hmap__put(&r->fork_probed, p->other, 1);
+	return 0;
+}
+
+/* Records of the events ring between two reads of the ctl ring: a
+ * backlog of millions is drained in seconds, a fork waits for at most
+ * this many. */
+#define CTL_EVERY 512
+
 int session__handle(void *ctx, void *data, size_t size)
 {
 	struct session *r = ctx;
 	const struct rec_hdr *h = data;
 	struct rec_string sbuf;
+
+	if (r->ctl_rb && ++r->since_ctl >= CTL_EVERY) {
+		r->since_ctl = 0;
+		ring_buffer__consume(r->ctl_rb);
+	}
 
 	/* The traced process feeds these bytes: check before trusting. */
 	if (ingest__check(data, size)) {
@@ -589,23 +633,10 @@ int session__handle(void *ctx, void *data, size_t size)
 		const struct rec_proc *p = data;
 
 		if (r->o->follow) {
-			uint64_t t = session__now();
-
-			dbg("pid %u forked %u (%.3f ms ago)", p->hdr.pid, p->other,
-			    (t - p->hdr.ts) / 1e6);
 			hmap__put(&r->live, p->other, 1);
-			/* Its memory is its parent's: the same files. */
-			int n = attach__inherit(r->attach, p->hdr.pid, p->other);
-
-			if (n == -ESRCH)
-				r->forks_unprobed++;
-			if (!n)
-				dbg("pid %u: probes in place at its fork (its parent's)", p->other);
-			if (n > 0) {
-				dbg("pid %u: attaching its probes took %.3f ms", p->other,
-				    (session__now() - t) / 1e6);
-				note_fork(r, p->other, p->hdr.ts, session__now());
-			}
+			/* Done already when the ctl ring's copy came first. */
+			if (!hmap__del(&r->fork_probed, p->other, NULL))
+				probe_child(r, p);
 			scan(r, p->other);
 		}
 		break;
@@ -802,9 +833,15 @@ static int open_bpf(struct session *r)
 		}
 	}
 	r->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), session__handle, r, NULL);
-	if (!r->rb) {
+	/* The ctl ring twice: in rb for its wakeups, alone to be read in
+	 * the middle of rb's backlog. Both read and advance the consumer
+	 * position the kernel shares, one at a time (one thread). */
+	if (r->rb)
+		r->ctl_rb = ring_buffer__new(bpf_map__fd(skel->maps.ctl), handle_ctl, r, NULL);
+	if (!r->rb || !r->ctl_rb ||
+	    ring_buffer__add(r->rb, bpf_map__fd(skel->maps.ctl), handle_ctl, r)) {
 		err = -errno ? -errno : -ENOMEM;
-		err("setting up the ring buffer: %s", strerror(-err));
+		err("setting up the ring buffers: %s", strerror(-err));
 		return err;
 	}
 	/* Uprobes are attached per library file by attach.c. The sources go
@@ -1313,6 +1350,8 @@ cleanup:
 		ret = WIFEXITED(r.child_status) ? WEXITSTATUS(r.child_status) :
 						  128 + WTERMSIG(r.child_status);
 	ring_buffer__free(r.rb);
+	ring_buffer__free(r.ctl_rb);
+	hmap__free(&r.fork_probed);
 	/* Before the BPF object: sources hold links to its programs. */
 	for (size_t i = r.nsrc; i-- > 0;)
 		if (r.src[i]->fini)

@@ -36,6 +36,9 @@ struct session {
 	struct cgbpf_bpf *skel;
 	struct attach *attach;
 	struct ring_buffer *rb;
+	struct ring_buffer *ctl_rb;	/* the ctl ring alone, read ahead of rb's backlog */
+	uint32_t since_ctl;		/* records handled since ctl_rb was read */
+	struct hmap fork_probed;	/* children whose probes the ctl ring's copy attached */
 	struct model model;
 	struct summary *summary;
 	struct ncclsum *ncclsum;

@@ -2,7 +2,9 @@
 /*
  * fork: a CUDA process that forks CUDA-using children (fork without exec).
  *
- * Usage: fork [--children C] [--iters N]     (defaults 2 and 20)
+ * Usage: fork [--children C] [--iters N] [--gap-ms G]     (defaults 2, 20, 0)
+ * --gap-ms: the parent waits G ms between forks (bench/attach_latency.sh:
+ * later forks then come while the earlier children fill cgbpf's ring).
  *
  * The parent initializes, creates a context, loads a module, allocates a
  * buffer and launches _Z12parent_setupPfi twice, then forks C children.
@@ -142,12 +144,14 @@ int main(int argc, char **argv)
 	CUmodule mod;
 	CUdevice dev;
 	int n = 1024, failed = 0;
+	unsigned long gap_ms = 0;
 	void *args[] = { &d, &n };
 
 	for (int i = 1; i < argc; i++) {
 		if (!wl_arg_ul(argc, argv, &i, "--children", &cs.n) &&
-		    !wl_arg_ul(argc, argv, &i, "--iters", &cs.iters))
-			wl_die("usage: fork [--children C] [--iters N]");
+		    !wl_arg_ul(argc, argv, &i, "--iters", &cs.iters) &&
+		    !wl_arg_ul(argc, argv, &i, "--gap-ms", &gap_ms))
+			wl_die("usage: fork [--children C] [--iters N] [--gap-ms G]");
 	}
 	if (!(cs.v = calloc(cs.n ? cs.n : 1, sizeof(*cs.v))))
 		wl_die("out of memory");
@@ -194,6 +198,8 @@ int main(int argc, char **argv)
 			exit(0);
 		}
 		close(fds[1]);
+		if (gap_ms)
+			usleep(gap_ms * 1000);
 		cs.v[k].pid = pid;
 		cs.v[k].fd = fds[0];
 		wl_add_child(pid);
