@@ -781,8 +781,35 @@ __attribute__((destructor)) static void fake_unload(void)
 	fclose(f);
 }
 
+/*
+ * CUDA_INJECTION64_PATH, as the driver honours it: the library is loaded
+ * during the first cuInit and its InitializeInjection called (outside the
+ * driver's lock: the library calls back into the driver). A library that
+ * cannot be loaded or initialized is reported and ignored.
+ */
+static void load_injection(void)
+{
+	const char *path = getenv("CUDA_INJECTION64_PATH");
+	int (*init)(void);
+	void *h;
+
+	if (!path || !*path)
+		return;
+	h = dlopen(path, RTLD_NOW);
+	if (!h) {
+		fprintf(stderr, "fake libcuda: CUDA_INJECTION64_PATH: %s\n", dlerror());
+		return;
+	}
+	init = (int (*)(void))dlsym(h, "InitializeInjection");
+	if (!init || init() != 1)
+		fprintf(stderr, "fake libcuda: %s: InitializeInjection %s\n", path,
+			init ? "failed" : "not found");
+}
+
 EXPORT CUresult cuInit(unsigned int Flags)
 {
+	int first = 0;
+
 	API_ENTER(cuInit);
 	if (Flags != 0)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -791,8 +818,11 @@ EXPORT CUresult cuInit(unsigned int Flags)
 		g_kernel_ns = env_u64("FAKECUDA_KERNEL_NS", 0);
 		g_mem_limit = env_u64("FAKECUDA_MEM_BYTES", 80ull << 30);
 		__atomic_store_n(&g_inited, 1, __ATOMIC_RELEASE);
+		first = 1;
 	}
 	pthread_mutex_unlock(&g_lock);
+	if (first)
+		load_injection();
 	return CUDA_SUCCESS;
 }
 
