@@ -6,7 +6,7 @@
 #   none      no injection library: NVTX's own no-op path;
 #   empty     an injection library whose push/pop do nothing
 #             (bench/nvtx_noop_inject.c): the floor of any injection;
-#   idle      libcgbpf-nvtx.so loaded, no tracer (USDT semaphores at 0);
+#   idle      libcgbpf-inject.so loaded, no tracer (USDT semaphores at 0);
 #   count     a tracer attached to every probe, BPF program only counts
 #             (the bare USDT trap: uprobe + trivial program);
 #   record    the test-only checker (--drain): each probe copies its args
@@ -26,7 +26,7 @@ RUNS=${NVTX_BENCH_RUNS:-5}
 top=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$top/build}
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
-lib=$out/inject/libcgbpf-nvtx.so
+lib=$out/inject/libcgbpf-inject.so
 checker=$out/tests/nvtx_usdt
 bin=$out/bench/nvtx_pushpop
 

@@ -12,6 +12,7 @@
  * this file owns the probes: which processes collect, and the flush.
  */
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +23,9 @@
 #include "gpu.h"
 #include "gpu_rec.h"
 #include "hmap.h"
+#include "apilib.h"
 #include "log.h"
+#include "nvtx.h"
 #include "procfs.h"
 #include "record.h"
 #include "session.h"
@@ -294,29 +297,59 @@ static const char *status_name(uint32_t code)
 	return "unknown status";
 }
 
+/* What user/gpu.c's section does not say: batches cut short, flushes
+ * that did not come, batches the ring lost. */
 static void gpu_print(const void *ctx, const uint64_t *drops, FILE *f)
 {
 	const struct gpusrc *g = ctx;
+	bool head = false;
 	uint64_t v;
 
-	if (!g->procs.count && !drops[REC_GPU_BATCH])
-		return;
-	fprintf(f, "\n** GPU activity (injection library):\n\n");
 	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);) {
 		const struct gproc *p = (const void *)(uintptr_t)v;
+		bool late = p->flush && !p->flushed && !p->exited;
 
-		fprintf(f, "   pid %u: %" PRIu64 " batches, %" PRIu64 " entries%s%s%s%s\n", p->pid,
-			p->batches, p->entries, p->last_code ? "; " : "",
-			p->last_code ? status_name(p->last_code) : "", *p->last_text ? ": " : "",
-			p->last_text);
+		if (!p->bad && !late)
+			continue;
+		if (!head)
+			fprintf(f, "\n** GPU activity: what did not arrive\n\n");
+		head = true;
 		if (p->bad)
-			fprintf(f, "      %" PRIu64 " malformed batches (cut short)\n", p->bad);
-		if (p->flush && !p->flushed && !p->exited)
-			fprintf(f, "      its last activity did not come before the capture ended\n");
+			fprintf(f, "   pid %u: %" PRIu64 " malformed batches (cut short)\n", p->pid,
+				p->bad);
+		if (late)
+			fprintf(f, "   pid %u: its last GPU activity did not come before the capture "
+				"ended (last status: %s)\n", p->pid,
+				p->last_code ? status_name(p->last_code) : "none");
 	}
 	if (drops[REC_GPU_BATCH])
-		fprintf(f, "   %" PRIu64 " batches LOST (ring full or malformed)\n",
-			drops[REC_GPU_BATCH]);
+		fprintf(f, "%s   %" PRIu64 " GPU activity batches LOST (ring full)\n",
+			head ? "" : "\n** GPU activity: what did not arrive\n\n", drops[REC_GPU_BATCH]);
+}
+
+/* -- CMD: the driver loads the injection library at cuInit
+ * (CUDA_INJECTION64_PATH), unless CMD brings another tool's. */
+static void gpu_spawn(struct session *s, void *state, const char *cmd)
+{
+	const char *set = getenv("CUDA_INJECTION64_PATH");
+	char inj[PATH_MAX];
+	const char *base;
+
+	(void)state;
+	if (!(s->o->trace_mask & (TRACE_BIT(LIB_CUDA) | TRACE_BIT(LIB_CUDART))))
+		return;
+	if (set && *set) {
+		base = strrchr(set, '/');
+		if (!nvtx__is_injection_lib(base ? base + 1 : set))
+			warn("CUDA_INJECTION64_PATH is %s, another tool's: %s keeps it, and its GPU "
+			     "activity is estimated from its API calls", set, cmd);
+		return;
+	}
+	if (nvtx__injection_path(inj, sizeof(inj)))
+		setenv("CUDA_INJECTION64_PATH", inj, 1);
+	else
+		warn("libcgbpf-inject.so not found next to cgbpf: the GPU activity of %s is "
+		     "estimated from its API calls (docs/injection.md)", cmd);
 }
 
 static void gpu_tick(struct session *s, void *state, uint64_t now)
@@ -362,6 +395,7 @@ const struct source src_gpu = {
 	.types = { REC_GPU_BATCH },
 	.init = gpu_init,
 	.record = gpu_rec,
+	.spawn = gpu_spawn,
 	.proc = gpu_proc,
 	.tick = gpu_tick,
 	.stop = gpu_stop,

@@ -140,7 +140,7 @@ static int attach_file(struct attach *a, const char *path, const char *display)
 	base = base ? base + 1 : display;
 	if (!strncmp(base, "libnvToolsExt.so", 16))
 		return attach_v2(a, path, display);
-	if (strncmp(base, "libcgbpf-nvtx.so", 16))
+	if (!nvtx__is_injection_lib(base))
 		return -ENOSYS;
 	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
 		int err = attach__usdt(a, progs[i], path, "cgbpf_nvtx", probes[i]);
@@ -150,6 +150,12 @@ static int attach_file(struct attach *a, const char *path, const char *display)
 		n++;
 	}
 	return n;
+}
+
+/* cgbpf's injection library, under its name or its former one. */
+bool nvtx__is_injection_lib(const char *base)
+{
+	return !strncmp(base, "libcgbpf-inject.so", 18) || !strncmp(base, "libcgbpf-nvtx.so", 16);
 }
 
 /*
@@ -163,7 +169,7 @@ static bool shared_file(const char *display)
 {
 	const char *base = strrchr(display, '/');
 
-	return !strncmp(base ? base + 1 : display, "libcgbpf-nvtx.so", 16);
+	return nvtx__is_injection_lib(base ? base + 1 : display);
 }
 
 static const char *func_name(uint16_t func)
@@ -189,7 +195,8 @@ static const struct lib_ops ops = {
 
 /* The injection library (NVTX v3 applications, USDT) and the legacy
  * libnvToolsExt of NVTX v2 applications (uprobes). */
-static const char *const watch[] = { "libcgbpf-nvtx.so", "libnvToolsExt.so", NULL };
+static const char *const watch[] = { "libcgbpf-inject.so", "libcgbpf-nvtx.so", "libnvToolsExt.so",
+				      NULL };
 
 const struct api_lib nvtx_lib = {
 	.id = LIB_NVTX,
@@ -207,8 +214,8 @@ const struct api_lib nvtx_lib = {
 const char *nvtx__injection_path(char *buf, size_t len)
 {
 	static const char *const rel[] = {
-		"inject/libcgbpf-nvtx.so",		/* build/cgbpf -> build/inject/ */
-		"../lib/cgbpf/libcgbpf-nvtx.so",	/* /usr/local/bin -> /usr/local/lib/cgbpf */
+		"inject/libcgbpf-inject.so",		/* build/cgbpf -> build/inject/ */
+		"../lib/cgbpf/libcgbpf-inject.so",	/* /usr/local/bin -> /usr/local/lib/cgbpf */
 	};
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -777,7 +784,7 @@ void nvtx__print(const void *ctx, FILE *f)
 	if (!n->rows.count) {
 		fprintf(f, "   no NVTX ranges were traced%s\n",
 			n->marks ? " (marks only)" : " (run the application with "
-			"NVTX_INJECTION64_PATH set to libcgbpf-nvtx.so: docs/nvtx-inject.md)");
+			"NVTX_INJECTION64_PATH set to libcgbpf-inject.so: docs/injection.md)");
 		return;
 	}
 	rows = malloc(n->rows.count * sizeof(*rows));
@@ -831,7 +838,7 @@ static void nvtx_spawn(struct session *s, void *state, const char *cmd)
 	if (nvtx__injection_path(inj, sizeof(inj)))
 		setenv("NVTX_INJECTION64_PATH", inj, 1);
 	else
-		warn("libcgbpf-nvtx.so not found next to cgbpf: NVTX ranges of %s will "
+		warn("libcgbpf-inject.so not found next to cgbpf: NVTX ranges of %s will "
 		     "not be traced (docs/nvtx-inject.md)", cmd);
 }
 

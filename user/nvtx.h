@@ -7,6 +7,7 @@
 #ifndef CGBPF_NVTX_H
 #define CGBPF_NVTX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include "model.h"
@@ -26,6 +27,8 @@ void nvtx__proc_exit(struct nvtx *n, uint32_t pid, uint64_t ts);
 void nvtx__finish(struct nvtx *n, uint64_t ts);
 /* "** NVTX Range Summary (nvtx_sum)"; a capture_info.lib_section. */
 void nvtx__print(const void *ctx, FILE *f);
+/* Whether a file's base name is cgbpf's injection library's (either name). */
+bool nvtx__is_injection_lib(const char *base);
 
 /* The injection library next to this cgbpf binary or in its install
  * location, or NULL (buf holds the path). */

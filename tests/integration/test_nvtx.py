@@ -12,7 +12,7 @@ import subprocess
 import harness
 from harness import Bg, check, clean_trace, env_with, eq, record, tmpdir
 
-LIB = os.path.join(harness.OUT, "inject", "libcgbpf-nvtx.so")
+LIB = os.path.join(harness.OUT, "inject", "libcgbpf-inject.so")
 WORKLOAD = harness.wl("nvtx_ranges")
 CUDA_HOME = os.environ.get("CUDA_HOME", "/usr/local/cuda")
 FLAGS = ["--sample-hz", "0", "--syscall-threshold", "off", "--sched", "off"]

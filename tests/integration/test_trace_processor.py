@@ -83,7 +83,7 @@ def test_nvtx_v3_and_v2():
     ran = 0
     v3 = wl("nvtx_ranges")
     if os.path.exists(v3) and os.path.exists(os.path.join(os.path.dirname(CGBPF), "inject",
-                                                          "libcgbpf-nvtx.so")):
+                                                          "libcgbpf-inject.so")):
         env = env_with()
         env.pop("NVTX_INJECTION64_PATH", None)
         r = rec("nvtx3", flags, [v3], env=env)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * nvtx_ranges: exercises every NVTX v3 call libcgbpf-nvtx.so implements,
+ * nvtx_ranges: exercises every NVTX v3 call libcgbpf-inject.so implements,
  * through the toolkit's real header-only NVTX (nvtx3/nvToolsExt.h), so
  * that a test can compare the probes fired with what the program did.
  *
@@ -14,7 +14,7 @@
  *   {"stress_tids": [...], "n": N, "ids_unique": true|false}: every id
  *   any thread got is distinct and non-zero.
  *
- * Run with NVTX_INJECTION64_PATH=.../libcgbpf-nvtx.so. The calls, in order
+ * Run with NVTX_INJECTION64_PATH=.../libcgbpf-inject.so. The calls, in order
  * (main thread unless said):
  *   nvtxNameOsThreadA(main tid, "nvtx-main"); nvtxNameCategoryA(7, "io");
  *   push "outer"; push "inner"; mark "mark-a"; pop; pop;

@@ -1,0 +1,770 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The injection library's GPU part: CUDA_INJECTION64_PATH's
+ * InitializeInjection, CUPTI's activity API, and the probe sites through
+ * which cgbpf receives what the GPU ran (bpf/gpu_rec.h has the entries).
+ *
+ * Nothing happens until a cgbpf attaches. InitializeInjection (called by
+ * the driver at cuInit, or by anyone at any later time: it is idempotent
+ * and assumes nothing about CUDA's state) starts one thread that reads
+ * the first byte of the two probe sites every POLL_MS. A site is a 5-byte
+ * nop; cgbpf's uprobe on it changes that byte in this process's view of
+ * the page (int3, or a jump where the kernel optimizes uprobes on nops).
+ * When the batch site is probed the library loads CUPTI, enables the
+ * activity kinds and sends what CUPTI completes, as batches, to that site;
+ * when the probe goes away it flushes and disables what it enabled; when
+ * the flush site is probed it flushes and says GPU_ST_FLUSHED.
+ *
+ * CUPTI allows one subscriber per process and one set of activity buffer
+ * callbacks. The library never holds a subscriber: it subscribes only to
+ * ask whether another tool (Nsight, DCGM, torch.profiler's Kineto) holds
+ * CUPTI, at start and at stop, and unsubscribes at once. A tool that holds
+ * it at start wins: the library enables nothing and says GPU_ST_HELD with
+ * the tool's name. A tool that comes later takes the buffer callbacks (the
+ * latest registration wins); the library, finding it at stop, leaves CUPTI
+ * as that tool set it. docs/gpu-activity.md has the whole reasoning.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+#include <cupti.h>
+
+#include "gpu_rec.h"
+#include "gpu_cbids.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+#if !defined(__x86_64__)
+#error "the probe sites are x86-64 5-byte nops"
+#endif
+
+/* How often the watcher reads the sites: the delay from cgbpf's attach to
+ * the first collected activity, and 50 wakeups a second while idle. */
+#define POLL_MS 20
+/* CUPTI's activity buffers: bounded memory; a full set drops records,
+ * which CUPTI counts and the library reports (GPU_DROPPED). */
+#define BUF_SIZE (512u << 10)
+#define BUF_MAX 16
+/* Kernel names remembered per process (pointer -> id); past it, names are
+ * sent again under new ids. */
+#define NAMES 4096
+#define DEVICES 64
+
+/* ------------------------------------------------------------ probe sites */
+
+/*
+ * cgbpf_gpu_batch(batch, len) and cgbpf_gpu_flush(): a 5-byte nop and a
+ * ret each, exported under the names cgbpf looks up, protected so the
+ * library's own calls go straight to them.
+ */
+__asm__(".text\n"
+	".globl " GPU_PROBE_SITE "\n"
+	".protected " GPU_PROBE_SITE "\n"
+	".type " GPU_PROBE_SITE ", @function\n"
+	".p2align 4\n"
+	GPU_PROBE_SITE ":\n"
+	"	.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"
+	"	ret\n"
+	".size " GPU_PROBE_SITE ", . - " GPU_PROBE_SITE "\n"
+	".globl " GPU_FLUSH_SITE "\n"
+	".protected " GPU_FLUSH_SITE "\n"
+	".type " GPU_FLUSH_SITE ", @function\n"
+	".p2align 4\n"
+	GPU_FLUSH_SITE ":\n"
+	"	.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"
+	"	ret\n"
+	".size " GPU_FLUSH_SITE ", . - " GPU_FLUSH_SITE "\n");
+
+void cgbpf_gpu_batch(const void *batch, uint32_t len);
+void cgbpf_gpu_flush(void);
+
+/* Whether a probe sits on a site: its first byte is no longer the nop's. */
+static bool probed(void (*site)(void))
+{
+	return *(const volatile uint8_t *)(uintptr_t)site != 0x0f;
+}
+
+/* ------------------------------------------------------------------ CUPTI */
+
+struct cupti {
+	void *h;
+	char path[256];
+	CUptiResult (*get_result_string)(CUptiResult, const char **);
+	CUptiResult (*subscribe_v2)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *,
+				    CUpti_SubscriberParams *);
+	CUptiResult (*subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
+	CUptiResult (*unsubscribe)(CUpti_SubscriberHandle);
+	CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc,
+					  CUpti_BuffersCallbackCompleteFunc);
+	CUptiResult (*enable)(CUpti_ActivityKind);
+	CUptiResult (*disable)(CUpti_ActivityKind);
+	CUptiResult (*flush_all)(uint32_t);
+	CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
+	CUptiResult (*dropped)(CUcontext, uint32_t, size_t *);
+	CUptiResult (*register_timestamp)(CUpti_TimestampCallbackFunc);
+	CUptiResult (*enable_driver_api)(CUpti_CallbackId, uint8_t);
+	CUptiResult (*enable_runtime_api)(CUpti_CallbackId, uint8_t);
+};
+
+/* The activity kinds collected, in the order they are enabled. */
+static const CUpti_ActivityKind kinds[] = {
+	CUPTI_ACTIVITY_KIND_DEVICE,
+	CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+	CUPTI_ACTIVITY_KIND_MEMCPY,
+	CUPTI_ACTIVITY_KIND_MEMCPY2,
+	CUPTI_ACTIVITY_KIND_MEMSET,
+	CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+};
+
+static struct {
+	pthread_mutex_t lock;		/* the batch, the names, the state below */
+	bool started;			/* the watcher runs */
+	bool collecting;
+	bool loaded;			/* CUPTI loaded and its functions found */
+	bool callbacks;			/* our buffer callbacks are registered */
+	bool enabled[sizeof(kinds) / sizeof(kinds[0])];
+	bool api_enabled;
+	struct cupti c;
+	uint8_t batch[GPU_BATCH_MAX] __attribute__((aligned(8)));
+	uint32_t len;
+	const char *name_ptr[NAMES];
+	uint32_t name_id[NAMES];
+	uint32_t next_name;
+	uint32_t devices_sent[DEVICES];	/* device id + 1 */
+	atomic_uint bufs;		/* activity buffers handed to CUPTI */
+	uint64_t bufs_refused;		/* requests refused at BUF_MAX */
+} g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* ---------------------------------------------------------------- batches */
+
+/* Hands the batch to cgbpf (the probe copies it) and starts a new one. */
+static void send_batch(void)
+{
+	if (g.len)
+		cgbpf_gpu_batch(g.batch, g.len);
+	g.len = 0;
+}
+
+/* Room for an entry of size bytes (a multiple of 8), in the batch. */
+static void *entry(uint16_t kind, uint32_t size)
+{
+	struct gpu_ent *e;
+
+	if (g.len + size > GPU_BATCH_MAX)
+		send_batch();
+	e = (struct gpu_ent *)(g.batch + g.len);
+	memset(e, 0, size);
+	e->kind = kind;
+	e->size = (uint16_t)size;
+	g.len += size;
+	return e;
+}
+
+static uint32_t round8(size_t n)
+{
+	return (uint32_t)((n + 7) & ~(size_t)7);
+}
+
+static void status(uint32_t code, int32_t error, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void status(uint32_t code, int32_t error, const char *fmt, ...)
+{
+	char text[256];
+	struct gpu_status *s;
+	va_list ap;
+	size_t n;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	n = strlen(text) + 1;
+	s = entry(GPU_STATUS, round8(sizeof(*s) + n));
+	s->code = code;
+	s->error = error;
+	memcpy(s->text, text, n);
+}
+
+static const char *result_string(CUptiResult r)
+{
+	const char *s = NULL;
+
+	if (g.c.get_result_string && g.c.get_result_string(r, &s) == CUPTI_SUCCESS && s)
+		return s;
+	return "unknown CUPTI error";
+}
+
+/* ------------------------------------------------------------- conversion */
+
+static uint32_t name_of(const char *name)
+{
+	size_t h = ((uintptr_t)name >> 3) % NAMES, n;
+	struct gpu_name *e;
+
+	if (!name)
+		return 0;
+	for (size_t i = 0; i < NAMES; i++, h = (h + 1) % NAMES) {
+		if (g.name_ptr[h] == name)
+			return g.name_id[h];
+		if (!g.name_ptr[h])
+			break;
+	}
+	if (g.name_ptr[h]) {
+		/* Full: start over; names are sent again under new ids. */
+		memset(g.name_ptr, 0, sizeof(g.name_ptr));
+		h = ((uintptr_t)name >> 3) % NAMES;
+	}
+	g.name_ptr[h] = name;
+	g.name_id[h] = ++g.next_name;
+	n = strnlen(name, GPU_NAME_MAX - 1);
+	e = entry(GPU_NAME, round8(sizeof(*e) + n + 1));
+	e->id = g.name_id[h];
+	memcpy(e->name, name, n);
+	e->name[n] = 0;
+	return e->id;
+}
+
+static uint8_t dev8(uint32_t id)
+{
+	return id > 255 ? 255 : (uint8_t)id;
+}
+
+static void on_kernel(const CUpti_ActivityKernel10 *k)
+{
+	uint32_t name = name_of(k->name);
+	struct gpu_kernel *e = entry(GPU_KERNEL, sizeof(*e));
+
+	e->corr = k->correlationId;
+	e->start = k->start;
+	e->end = k->end;
+	e->name_id = name;
+	e->stream = k->streamId;
+	e->context = k->contextId;
+	e->graph_id = k->graphId;
+	e->grid[0] = (uint32_t)k->gridX;
+	e->grid[1] = (uint32_t)k->gridY;
+	e->grid[2] = (uint32_t)k->gridZ;
+	e->block[0] = (uint16_t)k->blockX;
+	e->block[1] = (uint16_t)k->blockY;
+	e->block[2] = (uint16_t)k->blockZ;
+	e->regs = k->registersPerThread;
+	e->smem_static = (uint32_t)k->staticSharedMemory;
+	e->smem_dynamic = (uint32_t)k->dynamicSharedMemory;
+	e->device = dev8(k->deviceId);
+}
+
+static void on_memcpy(const CUpti_ActivityMemcpy6 *m)
+{
+	struct gpu_memcpy *e = entry(GPU_MEMCPY, sizeof(*e));
+
+	e->corr = m->correlationId;
+	e->start = m->start;
+	e->end = m->end;
+	e->bytes = m->bytes;
+	e->stream = m->streamId;
+	e->context = m->contextId;
+	e->graph_id = m->graphId;
+	e->copy_kind = m->copyKind;
+	e->src_kind = m->srcKind;
+	e->dst_kind = m->dstKind;
+	e->flags = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? GPU_COPY_ASYNC : 0;
+	e->device = e->peer = dev8(m->deviceId);
+}
+
+static void on_peer(const CUpti_ActivityMemcpyPtoP4 *m)
+{
+	struct gpu_memcpy *e = entry(GPU_MEMCPY, sizeof(*e));
+
+	e->corr = m->correlationId;
+	e->start = m->start;
+	e->end = m->end;
+	e->bytes = m->bytes;
+	e->stream = m->streamId;
+	e->context = m->contextId;
+	e->graph_id = m->graphId;
+	e->copy_kind = GPU_COPY_PTOP;
+	e->src_kind = m->srcKind;
+	e->dst_kind = m->dstKind;
+	e->flags = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? GPU_COPY_ASYNC : 0;
+	e->device = dev8(m->deviceId);
+	e->peer = dev8(m->deviceId == m->srcDeviceId ? m->dstDeviceId : m->srcDeviceId);
+}
+
+static void on_memset(const CUpti_ActivityMemset4 *m)
+{
+	struct gpu_memset *e = entry(GPU_MEMSET, sizeof(*e));
+
+	e->corr = m->correlationId;
+	e->start = m->start;
+	e->end = m->end;
+	e->bytes = m->bytes;
+	e->value = m->value;
+	e->stream = m->streamId;
+	e->context = m->contextId;
+	e->device = dev8(m->deviceId);
+	e->mem_kind = (uint8_t)m->memoryKind;
+}
+
+static void on_sync(const CUpti_ActivitySynchronization2 *s)
+{
+	struct gpu_sync *e = entry(GPU_SYNC, sizeof(*e));
+
+	e->corr = s->correlationId;
+	e->start = s->start;
+	e->end = s->end;
+	e->type = (uint32_t)s->type;
+	e->stream = s->streamId;
+	e->context = s->contextId;
+}
+
+static void on_api(const CUpti_ActivityAPI *a)
+{
+	struct gpu_api *e = entry(GPU_API, sizeof(*e));
+
+	e->corr = a->correlationId;
+	e->start = a->start;
+	e->end = a->end;
+	e->tid = a->threadId;
+	e->cbid = a->cbid;
+	e->runtime = a->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
+}
+
+static void on_device(const CUpti_ActivityDevice5 *d)
+{
+	struct gpu_device *e;
+
+	if (d->id < DEVICES) {
+		if (g.devices_sent[d->id] == d->id + 1)
+			return;
+		g.devices_sent[d->id] = d->id + 1;
+	}
+	e = entry(GPU_DEVICE, sizeof(*e));
+	e->id = d->id;
+	e->global_memory = d->globalMemorySize;
+	memcpy(e->uuid, &d->uuid, sizeof(e->uuid));
+	e->sm_count = d->numMultiprocessors;
+	e->compute_major = d->computeCapabilityMajor;
+	e->compute_minor = d->computeCapabilityMinor;
+	if (d->name)
+		snprintf(e->name, sizeof(e->name), "%s", d->name);
+}
+
+static void on_record(const CUpti_Activity *r)
+{
+	switch (r->kind) {
+	case CUPTI_ACTIVITY_KIND_KERNEL:
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+		on_kernel((const CUpti_ActivityKernel10 *)r);
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMCPY:
+		on_memcpy((const CUpti_ActivityMemcpy6 *)r);
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMCPY2:
+		on_peer((const CUpti_ActivityMemcpyPtoP4 *)r);
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMSET:
+		on_memset((const CUpti_ActivityMemset4 *)r);
+		break;
+	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+		on_sync((const CUpti_ActivitySynchronization2 *)r);
+		break;
+	case CUPTI_ACTIVITY_KIND_DRIVER:
+	case CUPTI_ACTIVITY_KIND_RUNTIME:
+		on_api((const CUpti_ActivityAPI *)r);
+		break;
+	case CUPTI_ACTIVITY_KIND_DEVICE:
+		on_device((const CUpti_ActivityDevice5 *)r);
+		break;
+	default:
+		break;
+	}
+}
+
+/* ------------------------------------------------------- buffer callbacks */
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+	*buffer = NULL;
+	*size = 0;
+	*max_records = 0;
+	if (atomic_fetch_add(&g.bufs, 1) >= BUF_MAX) {
+		/* CUPTI drops what does not fit and counts it. */
+		atomic_fetch_sub(&g.bufs, 1);
+		__atomic_fetch_add(&g.bufs_refused, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	*buffer = aligned_alloc(8, BUF_SIZE);
+	if (!*buffer) {
+		atomic_fetch_sub(&g.bufs, 1);
+		return;
+	}
+	*size = BUF_SIZE;
+}
+
+static void send_dropped(void)
+{
+	size_t n = 0;
+
+	if (g.c.dropped && g.c.dropped(NULL, 0, &n) == CUPTI_SUCCESS && n) {
+		struct gpu_dropped *d = entry(GPU_DROPPED, sizeof(*d));
+
+		d->where = 1;
+		d->count = n;
+	}
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
+				      size_t size, size_t valid)
+{
+	CUpti_Activity *r = NULL;
+
+	(void)ctx;
+	(void)stream;
+	(void)size;
+	pthread_mutex_lock(&g.lock);
+	/* Records completed after cgbpf went away are dropped with the
+	 * buffer: nobody reads the site. */
+	if (g.collecting && probed((void (*)(void))cgbpf_gpu_batch)) {
+		while (g.c.next_record(buffer, valid, &r) == CUPTI_SUCCESS)
+			on_record(r);
+		send_dropped();
+		send_batch();
+	}
+	pthread_mutex_unlock(&g.lock);
+	free(buffer);
+	atomic_fetch_sub(&g.bufs, 1);
+}
+
+/* CLOCK_BOOTTIME, the clock of every cgbpf record. */
+static uint64_t CUPTIAPI boottime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* -------------------------------------------------------- loading CUPTI */
+
+#define SYM(field, name) (*(void **)&g.c.field = dlsym(g.c.h, name))
+
+static bool try_load(const char *path)
+{
+	g.c.h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!g.c.h)
+		return false;
+	if (dlinfo(g.c.h, RTLD_DI_ORIGIN, g.c.path) == 0) {
+		size_t n = strlen(g.c.path);
+		const char *base = strrchr(path, '/');
+
+		snprintf(g.c.path + n, sizeof(g.c.path) - n, "/%s", base ? base + 1 : path);
+	} else {
+		snprintf(g.c.path, sizeof(g.c.path), "%s", path);
+	}
+	return true;
+}
+
+/* CGBPF_CUPTI_PATH, then by soname (LD_LIBRARY_PATH finds pip's copies),
+ * then the toolkit's directories. 0, or -ENOENT with what was tried in
+ * tried. */
+static int load_cupti(char *tried, size_t cap)
+{
+	static const char *const sonames[] = { "libcupti.so.13", "libcupti.so.12",
+					       "libcupti.so.11", NULL };
+	static const char *const dirs[] = { "lib64", "extras/CUPTI/lib64", NULL };
+	const char *env = getenv("CGBPF_CUPTI_PATH");
+	const char *homes[] = { getenv("CUDA_HOME"), "/usr/local/cuda", NULL };
+	char path[512];
+
+	if (g.loaded)
+		return 0;
+	if (env && *env) {
+		if (!try_load(env)) {
+			snprintf(tried, cap, "CGBPF_CUPTI_PATH=%s: %s", env, dlerror());
+			return -ENOENT;
+		}
+	}
+	for (int i = 0; !g.c.h && sonames[i]; i++)
+		try_load(sonames[i]);
+	for (int h = 0; !g.c.h && h < 2; h++) {
+		if (!homes[h] || !*homes[h])
+			continue;
+		for (int d = 0; !g.c.h && dirs[d]; d++)
+			for (int i = 0; !g.c.h && sonames[i]; i++) {
+				snprintf(path, sizeof(path), "%s/%s/%s", homes[h], dirs[d],
+					 sonames[i]);
+				try_load(path);
+			}
+	}
+	if (!g.c.h) {
+		snprintf(tried, cap,
+			 "libcupti.so.13/.12/.11 by soname (LD_LIBRARY_PATH, ld.so.cache), "
+			 "%s%s/usr/local/cuda (lib64, extras/CUPTI/lib64); set CGBPF_CUPTI_PATH",
+			 homes[0] ? homes[0] : "", homes[0] ? ", " : "");
+		return -ENOENT;
+	}
+	SYM(get_result_string, "cuptiGetResultString");
+	SYM(subscribe_v2, "cuptiSubscribe_v2");
+	SYM(subscribe, "cuptiSubscribe");
+	SYM(unsubscribe, "cuptiUnsubscribe");
+	SYM(register_callbacks, "cuptiActivityRegisterCallbacks");
+	SYM(enable, "cuptiActivityEnable");
+	SYM(disable, "cuptiActivityDisable");
+	SYM(flush_all, "cuptiActivityFlushAll");
+	SYM(next_record, "cuptiActivityGetNextRecord");
+	SYM(dropped, "cuptiActivityGetNumDroppedRecords");
+	SYM(register_timestamp, "cuptiActivityRegisterTimestampCallback");
+	SYM(enable_driver_api, "cuptiActivityEnableDriverApi");
+	SYM(enable_runtime_api, "cuptiActivityEnableRuntimeApi");
+	if (!g.c.register_callbacks || !g.c.enable || !g.c.disable || !g.c.flush_all ||
+	    !g.c.next_record || !g.c.unsubscribe || !(g.c.subscribe || g.c.subscribe_v2)) {
+		snprintf(tried, cap, "%s lacks the activity API functions", g.c.path);
+		dlclose(g.c.h);
+		memset(&g.c, 0, sizeof(g.c));
+		return -ENOENT;
+	}
+	g.loaded = true;
+	return 0;
+}
+
+static void CUPTIAPI no_callback(void *ud, CUpti_CallbackDomain d, CUpti_CallbackId id,
+				 const void *data)
+{
+	(void)ud;
+	(void)d;
+	(void)id;
+	(void)data;
+}
+
+/*
+ * Whether another tool holds CUPTI: subscribe and unsubscribe at once
+ * (holding the one subscriber would lock Kineto, Nsight or DCGM out).
+ * Returns CUPTI_SUCCESS, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+ * with the holder's name in who when CUPTI says it, or another error.
+ */
+static CUptiResult other_tool(char *who, size_t cap)
+{
+	CUpti_SubscriberHandle sub = NULL;
+	char old[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN * 2] = "";
+	CUptiResult r;
+
+	snprintf(who, cap, "another tool");
+	if (g.c.subscribe_v2) {
+		CUpti_SubscriberParams p = {
+			.structSize = CUpti_SubscriberParams_STRUCT_SIZE,
+			.subscriberName = "cgbpf",
+			.oldSubscriberName = old,
+			.oldSubscriberSize = sizeof(old),
+		};
+
+		r = g.c.subscribe_v2(&sub, no_callback, NULL, &p);
+	} else {
+		r = g.c.subscribe(&sub, no_callback, NULL);
+	}
+	if (r == CUPTI_SUCCESS) {
+		g.c.unsubscribe(sub);
+		return r;
+	}
+	if (*old) {
+		size_t n = strnlen(old, cap - 1);
+
+		memcpy(who, old, n);
+		who[n] = 0;
+	}
+	return r;
+}
+
+/* ---------------------------------------------------------- start / stop */
+
+static void enable_api(uint8_t on)
+{
+	if (g.c.enable_driver_api)
+		for (size_t i = 0; i < sizeof(driver_cbids) / sizeof(driver_cbids[0]); i++)
+			g.c.enable_driver_api(driver_cbids[i], on);
+	if (g.c.enable_runtime_api)
+		for (size_t i = 0; i < sizeof(runtime_cbids) / sizeof(runtime_cbids[0]); i++)
+			g.c.enable_runtime_api(runtime_cbids[i], on);
+}
+
+static void disable_all(void)
+{
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (g.enabled[i]) {
+			g.c.disable(kinds[i]);
+			g.enabled[i] = false;
+		}
+	if (g.api_enabled) {
+		enable_api(0);
+		g.api_enabled = false;
+	}
+}
+
+/* cgbpf attached: start collecting, or say why not. Called locked. */
+static void start(void)
+{
+	char why[400], who[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN * 2];
+	CUptiResult r;
+
+	if (load_cupti(why, sizeof(why))) {
+		status(GPU_ST_NO_CUPTI, 0, "no CUPTI library found; tried %s", why);
+		return;
+	}
+	r = other_tool(who, sizeof(who));
+	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+		status(GPU_ST_HELD, r, "%s holds CUPTI; its profiling goes on undisturbed", who);
+		return;
+	}
+	if (r != CUPTI_SUCCESS) {
+		status(GPU_ST_CUPTI_FAILED, r,
+		       "cuptiSubscribe (%s): %s", g.c.path, result_string(r));
+		return;
+	}
+	if (g.c.register_timestamp && (r = g.c.register_timestamp(boottime_ns)) != CUPTI_SUCCESS) {
+		status(GPU_ST_CUPTI_FAILED, r, "cuptiActivityRegisterTimestampCallback: %s",
+		       result_string(r));
+		return;
+	}
+	if (!g.c.register_timestamp) {
+		status(GPU_ST_CUPTI_FAILED, 0, "%s has no cuptiActivityRegisterTimestampCallback "
+		       "(CUPTI 12.x or newer needed): GPU times would not match the CPU's",
+		       g.c.path);
+		return;
+	}
+	if ((r = g.c.register_callbacks(buffer_requested, buffer_completed)) != CUPTI_SUCCESS) {
+		status(GPU_ST_CUPTI_FAILED, r, "cuptiActivityRegisterCallbacks: %s",
+		       result_string(r));
+		return;
+	}
+	g.callbacks = true;
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		r = g.c.enable(kinds[i]);
+		if (r == CUPTI_SUCCESS) {
+			g.enabled[i] = true;
+			continue;
+		}
+		/* MEMCPY2 and DEVICE are optional; the rest is the timeline. */
+		if (kinds[i] == CUPTI_ACTIVITY_KIND_MEMCPY2 || kinds[i] == CUPTI_ACTIVITY_KIND_DEVICE)
+			continue;
+		disable_all();
+		status(GPU_ST_CUPTI_FAILED, r,
+		       "cuptiActivityEnable(%d): %s", (int)kinds[i], result_string(r));
+		return;
+	}
+	/* Only the calls that queue GPU work, to link it to them. */
+	if (g.c.enable_driver_api || g.c.enable_runtime_api) {
+		enable_api(1);
+		g.api_enabled = true;
+	}
+	g.collecting = true;
+	status(GPU_ST_COLLECTING, 0, "%s%s", g.c.path,
+	       g.api_enabled ? "" : " (no per-call API records: flows unavailable)");
+}
+
+/* Hands over everything CUPTI holds. Called unlocked (CUPTI calls
+ * buffer_completed, which locks). */
+static void flush(void)
+{
+	if (g.loaded)
+		g.c.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+/* cgbpf went away: stop, unless another tool took CUPTI meanwhile (then
+ * it is that tool's to configure). Called unlocked. */
+static void stop(void)
+{
+	char who[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN * 2];
+
+	flush();
+	pthread_mutex_lock(&g.lock);
+	g.collecting = false;
+	if (other_tool(who, sizeof(who)) != CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+		disable_all();
+	else
+		memset(g.enabled, 0, sizeof(g.enabled));
+	g.len = 0;
+	memset(g.name_ptr, 0, sizeof(g.name_ptr));
+	memset(g.devices_sent, 0, sizeof(g.devices_sent));
+	pthread_mutex_unlock(&g.lock);
+}
+
+static void *watch(void *arg)
+{
+	bool was_probed = false, was_flush = false;
+	struct timespec ts = { 0, POLL_MS * 1000000L };
+
+	(void)arg;
+	for (;;) {
+		bool on = probed((void (*)(void))cgbpf_gpu_batch);
+		bool fl = probed(cgbpf_gpu_flush);
+
+		if (on && !was_probed) {
+			pthread_mutex_lock(&g.lock);
+			start();
+			send_batch();
+			pthread_mutex_unlock(&g.lock);
+		} else if (!on && was_probed && g.collecting) {
+			stop();
+		}
+		if (on && fl && !was_flush) {
+			flush();
+			pthread_mutex_lock(&g.lock);
+			status(GPU_ST_FLUSHED, 0, "%s", g.collecting ? "all activity sent" :
+			       "nothing was collected");
+			send_batch();
+			pthread_mutex_unlock(&g.lock);
+		}
+		was_probed = on;
+		was_flush = fl;
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+/*
+ * CUDA_INJECTION64_PATH's entry point: the driver calls it once, at
+ * cuInit. Anyone may call it again, at any time (a library loaded into a
+ * running process): only the first call starts the watcher. Returns 1
+ * (success) unless the watcher cannot start.
+ */
+EXPORT int InitializeInjection(void)
+{
+	static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
+	pthread_attr_t a;
+	pthread_t t;
+	sigset_t all, old;
+	int ok = 1;
+
+	pthread_mutex_lock(&once);
+	if (g.started)
+		goto out;
+	/* The watcher takes no signals: they are the application's. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&a, 64 << 10);
+	if (pthread_create(&t, &a, watch, NULL) == 0) {
+		pthread_setname_np(t, "cgbpf-inject");
+		g.started = true;
+	} else {
+		ok = 0;
+	}
+	pthread_attr_destroy(&a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+out:
+	pthread_mutex_unlock(&once);
+	return ok;
+}

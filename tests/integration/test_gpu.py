@@ -1,0 +1,194 @@
+# SPDX-License-Identifier: MIT
+"""GPU activity through cgbpf's injection library (inject/gpu.c): what the
+user is told when CUPTI cannot measure (NVIDIA's real libcupti on this
+GPU-less host, no CUPTI at all), that the application is never harmed,
+that the library loads nothing while no cgbpf watches, and the estimate
+tracks a process without measured activity gets."""
+import json
+import os
+import subprocess
+import threading
+
+import harness
+from harness import (CGBPF, Skip, api_counts, check, clean_trace, env_with, eq, expected_calls,
+                     kill_quiet, start, tmpdir, touch, wait_for, wl)
+import ptrace
+
+LIB = os.path.join(harness.OUT, "inject", "libcgbpf-inject.so")
+REAL_CUPTI = "/usr/local/cuda/lib64/libcupti.so.13"
+
+
+def need_gpu_part():
+    if not os.path.exists(LIB):
+        raise Skip("%s not built (needs <sys/sdt.h>)" % LIB)
+    r = subprocess.run(["nm", "-D", "--defined-only", LIB], capture_output=True, text=True)
+    if " InitializeInjection\n" not in r.stdout:
+        raise Skip("%s has no GPU part (no CUPTI headers at build time)" % LIB)
+
+
+def record_until_status(env_extra, iters=50):
+    """record -v -- train, paused after its setup until the library's first
+    GPU_STATUS reached cgbpf (-v prints it), so a slow CUPTI load cannot
+    race the program's end. Returns (rc, stdout, stderr lines, trace, tmp)."""
+    tmp = tmpdir()
+    pause = os.path.join(tmp, "pause")
+    trace = os.path.join(tmp, "out.perfetto-trace")
+    env = env_with(CGBPF_MANIFEST=os.path.join(tmp, "manifest.json"), CGBPF_PAUSE_FILE=pause,
+                   **env_extra)
+    argv = [CGBPF, "record", "-v", "--sample-hz", "0", "-o", trace, "--",
+            wl("train"), "--iters", str(iters)]
+    out_path = os.path.join(tmp, "stdout")
+    with open(out_path, "w") as out_f:
+        p = subprocess.Popen(argv, stdout=out_f, stderr=subprocess.PIPE, text=True, env=env)
+    lines = []
+
+    def read_err():
+        for line in p.stderr:
+            if "libbpf:" in line:
+                continue
+            lines.append(line)
+            if "GPU activity: status" in line:
+                touch(pause)
+
+    t = threading.Thread(target=read_err, daemon=True)
+    t.start()
+    try:
+        p.wait(120)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise
+    t.join(10)
+    with open(out_path) as f:
+        return p.returncode, f.read(), lines, trace, tmp
+
+
+def status_events(t, pid):
+    """Slices and instants on the process's "GPU activity (CUPTI)" track."""
+    tr = [u for u, x in t.tracks.items() if x.name == "GPU activity (CUPTI)" and x.pid == pid]
+    return ([s for s in t.slices if s.track_uuid in tr] +
+            [i for i in t.instants if i.track_uuid in tr])
+
+
+def check_app_unharmed(tmp, t, pid):
+    with open(os.path.join(tmp, "manifest.json")) as f:
+        m = json.load(f)
+    eq(m["pid"], pid, "manifest of the traced program")
+    eq(api_counts(t, pid), expected_calls(m["calls"]), "every call made and traced")
+
+
+def test_real_cupti_fails_cleanly_without_a_gpu():
+    """NVIDIA's libcupti.so.13 on the fake driver: CUPTI fails, the program
+    runs to its end, the summary and the trace say why."""
+    need_gpu_part()
+    if not os.path.exists(REAL_CUPTI):
+        raise Skip("%s not installed" % REAL_CUPTI)
+    rc, out, err, trace, tmp = record_until_status({"CGBPF_CUPTI_PATH": REAL_CUPTI})
+    eq(rc, 0, "cgbpf exit (stderr %r)" % "".join(err)[-800:])
+    t = ptrace.load(trace)
+    clean_trace(t)
+    pid = next(iter(p for p in t.processes if t.processes[p].process_name == "train"))
+    check_app_unharmed(tmp, t, pid)
+    check("pid %d (train): not measured: a CUPTI call failed" % pid in out,
+          "summary says CUPTI failed:\n%s" % out[out.find("GPU activity per"):][:600])
+    check("libcupti.so.13" in out, "summary names the CUPTI library it loaded")
+    ev = status_events(t, pid)
+    check(any("CUPTI call failed" in (e.name or "") for e in ev),
+          "trace: the process's GPU activity track says CUPTI failed (%r)" %
+          [(e.name, e.args) for e in ev])
+    check(any((tr.name or "").endswith("(estimate)") for tr in t.tracks.values()
+              if tr.pid == pid), "estimate tracks instead")
+
+
+def test_no_cupti_found():
+    """CGBPF_CUPTI_PATH naming nothing: the library says where it looked."""
+    need_gpu_part()
+    rc, out, err, trace, tmp = record_until_status({"CGBPF_CUPTI_PATH": "/nonexistent/libcupti.so"})
+    eq(rc, 0, "cgbpf exit (stderr %r)" % "".join(err)[-800:])
+    t = ptrace.load(trace)
+    pid = next(iter(p for p in t.processes if t.processes[p].process_name == "train"))
+    check_app_unharmed(tmp, t, pid)
+    check("no CUPTI library found" in out and "CGBPF_CUPTI_PATH=/nonexistent/libcupti.so" in out,
+          "summary says which CUPTI was asked for:\n%s" % out[out.find("GPU activity per"):][:600])
+
+
+def test_library_idle_loads_nothing():
+    """With the library loaded and no cgbpf, CUPTI is not even loaded and
+    the probe sites are untouched nops; cgbpf attaching later (-p) makes
+    the library start, and its status reaches the trace."""
+    need_gpu_part()
+    tmp = tmpdir()
+    pause = os.path.join(tmp, "pause")
+    env = env_with(CGBPF_MANIFEST=os.path.join(tmp, "manifest.json"), CGBPF_PAUSE_FILE=pause,
+                   CUDA_INJECTION64_PATH=LIB, CGBPF_CUPTI_PATH="/nonexistent/libcupti.so")
+    p = start([wl("train"), "--iters", "20"], env=env)
+    try:
+        wait_for(lambda: os.path.exists(pause + ".ready"), 30, "the workload's setup")
+        with open("/proc/%d/maps" % p.pid) as f:
+            maps = f.read()
+        check("libcgbpf-inject.so" in maps, "the driver loaded the injection library")
+        check("libcupti" not in maps, "no CUPTI loaded while nobody traces")
+        tasks = os.listdir("/proc/%d/task" % p.pid)
+        names = []
+        for tid in tasks:
+            with open("/proc/%d/task/%s/comm" % (p.pid, tid)) as f:
+                names.append(f.read().strip())
+        check("cgbpf-inject" in names, "the watcher thread runs (%r)" % names)
+        trace = os.path.join(tmp, "out.perfetto-trace")
+        rec = subprocess.Popen([CGBPF, "record", "-v", "--sample-hz", "0", "-o", trace, "-p",
+                                str(p.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+        lines = []
+
+        def read_err():
+            for line in rec.stderr:
+                lines.append(line)
+                if "GPU activity: status" in line:
+                    touch(pause)
+        th = threading.Thread(target=read_err, daemon=True)
+        th.start()
+        out, _ = rec.communicate(timeout=120)
+        th.join(10)
+        eq(rec.returncode, 0, "cgbpf exit (%r)" % "".join(lines)[-500:])
+        eq(p.wait(30), 0, "the workload's exit")
+        check("no CUPTI library found" in out, "the library's status reached the summary")
+    finally:
+        kill_quiet(p)
+
+
+def test_estimate_without_the_library():
+    """A process started without the library (no CUDA_INJECTION64_PATH):
+    estimate tracks under a group of their own, each span from a call that
+    queued work to a synchronization, never overlapping on one stream."""
+    r = harness.record(["--sample-hz", "0"], cmd=[wl("train"), "--iters", "100"],
+                       env=env_with(CUDA_INJECTION64_PATH="/nonexistent/libother.so",
+                                    CGBPF_MANIFEST=os.path.join(tmpdir(), "m.json")))
+    eq(r.rc, 0, "cgbpf exit (%r)" % r.stderr[-500:])
+    check("another tool's" in r.stderr, "cgbpf says it keeps another tool's injection path")
+    t = r.trace
+    clean_trace(t)
+    pid = next(iter(p for p in t.processes if t.processes[p].process_name == "train"))
+    groups = [u for u, x in t.tracks.items()
+              if x.name == "GPU (estimate from API calls)" and x.pid == pid]
+    eq(len(groups), 1, "one estimate group under the process")
+    est = {u: x for u, x in t.tracks.items() if x.parent_uuid == groups[0]}
+    check(est and all(x.name.endswith("(estimate)") for x in est.values()),
+          "estimate tracks named so (%r)" % [x.name for x in est.values()])
+    api = sorted([s for s in t.slices if s.pid == pid and s.tid is not None],
+                 key=lambda s: s.ts)
+    begins = {s.ts: s for s in api}
+    queueing = ("cuLaunch", "cuMemcpy", "cuMemset", "cuGraphLaunch")
+    for u in est:
+        spans = sorted([s for s in t.slices if s.track_uuid == u], key=lambda s: s.ts)
+        check(spans, "spans on %s" % est[u].name)
+        for a, b in zip(spans, spans[1:]):
+            check(a.end <= b.ts, "%s: spans do not overlap" % est[u].name)
+        for s in spans:
+            c = begins.get(s.ts)
+            check(c is not None and c.name.startswith(queueing),
+                  "%s: a span starts at a call that queued work (%r at %d)" %
+                  (est[u].name, c and c.name, s.ts))
+            by = s.args.get("ended_by")
+            ends = [x for x in api if x.name == by and x.ts <= s.end <= x.end]
+            check(ends, "%s: the span ends inside the %s that waited for it" %
+                  (est[u].name, by))
+    check("estimated from API calls" in r.stdout, "the summary names the estimate")
