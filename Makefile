@@ -117,6 +117,15 @@ $(OUT)/fake/libcudart.so.13: tests/fake/libcudart.c $(OUT)/fake/libcuda.so.1 | $
 	$(Q)ln -sf libcudart.so.13 $(OUT)/fake/libcudart.so
 
 fakes: $(OUT)/fake/libcudart.so.13
+
+# The fake CUPTI (the toolkit's cupti.h), fed by the fake driver.
+ifneq ($(wildcard $(CUDA_HOME)/include/cupti.h),)
+$(OUT)/fake/libcupti.so.13: tests/fake/libcupti.c tests/fake/fake_activity.h | $(OUT)/fake
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FAKE_CFLAGS) $(DEPFLAGS) -shared -Wl,-soname,libcupti.so.13 $< -o $@ -lpthread -ldl
+
+fakes: $(OUT)/fake/libcupti.so.13
+endif
 else
 fakes:
 	@echo "  SKIP      fake libnccl.so.2 and the nvtx/nccl workloads: no CUDA toolkit at $(CUDA_HOME)"

@@ -54,6 +54,8 @@
 /* How often the watcher reads the sites: the delay from cgbpf's attach to
  * the first collected activity, and 50 wakeups a second while idle. */
 #define POLL_MS 20
+/* Completed records are asked for every this many polls (0.5 s). */
+#define FLUSH_EVERY 25
 /* CUPTI's activity buffers: bounded memory; a full set drops records,
  * which CUPTI counts and the library reports (GPU_DROPPED). */
 #define BUF_SIZE (512u << 10)
@@ -703,6 +705,7 @@ static void stop(void)
 static void *watch(void *arg)
 {
 	bool was_probed = false, was_flush = false;
+	unsigned polls = 0;
 	struct timespec ts = { 0, POLL_MS * 1000000L };
 
 	(void)arg;
@@ -726,11 +729,23 @@ static void *watch(void *arg)
 			send_batch();
 			pthread_mutex_unlock(&g.lock);
 		}
+		/* Completed records every FLUSH_EVERY polls, not only when a
+		 * buffer fills: a trace shows the GPU while it runs. */
+		if (on && g.collecting && ++polls % FLUSH_EVERY == 0 && g.loaded)
+			g.c.flush_all(0);
 		was_probed = on;
 		was_flush = fl;
 		nanosleep(&ts, NULL);
 	}
 	return NULL;
+}
+
+/* The process is exiting: what CUPTI still holds goes to cgbpf now, while
+ * the probe is there to take it. */
+static void at_exit(void)
+{
+	if (g.collecting && probed((void (*)(void))cgbpf_gpu_batch))
+		flush();
 }
 
 /*
@@ -758,6 +773,7 @@ EXPORT int InitializeInjection(void)
 	pthread_attr_setstacksize(&a, 64 << 10);
 	if (pthread_create(&t, &a, watch, NULL) == 0) {
 		pthread_setname_np(t, "cgbpf-inject");
+		atexit(at_exit);
 		g.started = true;
 	} else {
 		ok = 0;

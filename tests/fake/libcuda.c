@@ -50,6 +50,9 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/syscall.h>
+
+#include "fake_activity.h"
 
 #pragma GCC visibility push(hidden)
 
@@ -298,6 +301,50 @@ static inline void atomic_max(uint64_t *p, uint64_t v)
 	while (old < v &&
 	       !__atomic_compare_exchange_n(p, &old, v, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
 		;
+}
+
+/* ------------------------------------------------------------ activity */
+
+/* The fake CUPTI's hook (fake_activity.h); NULL: nobody listens, and the
+ * launch path reads no clock for it. */
+static fake_activity_fn g_act;
+static uint32_t g_corr;
+
+EXPORT void fakecuda_activity_hook(fake_activity_fn fn)
+{
+	__atomic_store_n(&g_act, fn, __ATOMIC_RELEASE);
+}
+
+static inline int act_on(void)
+{
+	return __builtin_expect(__atomic_load_n(&g_act, __ATOMIC_ACQUIRE) != NULL, 0);
+}
+
+/* Completes a and hands it to the hook: the call began at t0. */
+static void act_emit(struct fake_activity *a, uint64_t t0)
+{
+	fake_activity_fn fn = __atomic_load_n(&g_act, __ATOMIC_ACQUIRE);
+
+	if (!fn)
+		return;
+	a->corr = __atomic_add_fetch(&g_corr, 1, __ATOMIC_RELAXED);
+	a->api_start = t0;
+	a->api_end = now_ns();
+	a->tid = (uint32_t)syscall(SYS_gettid);
+	fn(a);
+}
+
+/* A handle's slot number: unique in the process, as CUPTI's ids. */
+static uint32_t slot_id(const void *h)
+{
+	return (uint32_t)(((const char *)h - g_arena) / SLOT_SIZE);
+}
+
+/* What a copy or a memset of n bytes takes on the simulated GPU while a
+ * CUPTI listens (10 and 20 bytes/ns); without one they take no time. */
+static uint64_t mem_ns(size_t n, int set)
+{
+	return act_on() ? (uint64_t)n / (set ? 20 : 10) + 1 : 0;
 }
 
 /*
@@ -560,7 +607,7 @@ static CUresult copy_common(uintptr_t dst, int dst_kind, uintptr_t src, int src_
 {
 	struct fstream *s;
 	struct fctx *c;
-	uint64_t end;
+	uint64_t end, t0, dur;
 
 	REQUIRE_CTX(c);
 	if (!(s = stream_get(h, c, ptsz)))
@@ -572,10 +619,22 @@ static CUresult copy_common(uintptr_t dst, int dst_kind, uintptr_t src, int src_
 	if ((dst_kind && !alloc_contains(dst, n, dst_kind)) ||
 	    (src_kind && !alloc_contains(src, n, src_kind)))
 		return CUDA_ERROR_INVALID_VALUE;
-	end = submit(s, 0, 0, 0);
+	t0 = act_on() ? now_ns() : 0;
+	dur = mem_ns(n, 0);
+	end = submit(s, dur, dur != 0, 0);
 	if (!async)
 		wait_until(end);
 	memmove((void *)dst, (const void *)src, n);
+	if (t0) {
+		struct fake_activity a = {
+			.kind = FA_MEMCPY, .stream = slot_id(s), .context = slot_id(c),
+			.start = end - dur, .end = end, .bytes = n, .async = async,
+			.copy_kind = src_kind ? (dst_kind ? FA_DTOD : FA_DTOH) :
+					      (dst_kind ? FA_HTOD : FA_HTOH),
+		};
+
+		act_emit(&a, t0);
+	}
 	return CUDA_SUCCESS;
 }
 
@@ -584,7 +643,7 @@ static CUresult memset_common(uintptr_t dst, unsigned int val, size_t elem, size
 {
 	struct fstream *s;
 	struct fctx *c;
-	uint64_t end;
+	uint64_t end, t0, dur;
 
 	REQUIRE_CTX(c);
 	if (!(s = stream_get(h, c, ptsz)))
@@ -594,9 +653,20 @@ static CUresult memset_common(uintptr_t dst, unsigned int val, size_t elem, size
 	if (!dst || dst % elem || count > SIZE_MAX / elem ||
 	    !alloc_contains(dst, count * elem, MEM_DEV_ANY))
 		return CUDA_ERROR_INVALID_VALUE;
-	end = submit(s, 0, 0, 0);
+	t0 = act_on() ? now_ns() : 0;
+	dur = mem_ns(count * elem, 1);
+	end = submit(s, dur, dur != 0, 0);
 	if (!async)
 		wait_until(end);
+	if (t0) {
+		struct fake_activity a = {
+			.kind = FA_MEMSET, .stream = slot_id(s), .context = slot_id(c),
+			.start = end - dur, .end = end, .bytes = count * elem, .async = async,
+			.value = val,
+		};
+
+		act_emit(&a, t0);
+	}
 	if (elem == 1) {
 		memset((void *)dst, (int)(val & 0xff), count);
 	} else if (elem == 2) {
@@ -643,6 +713,17 @@ static CUresult launch_common(CUfunction f, unsigned int gx, unsigned int gy, un
 	if (!(s = stream_get(h, c, ptsz)))
 		return CUDA_ERROR_INVALID_HANDLE;
 	ns = k->ns >= 0 ? (uint64_t)k->ns : g_kernel_ns;
+	if (act_on()) {
+		uint64_t t0 = now_ns(), end = submit(s, ns, 1, 0);
+		struct fake_activity a = {
+			.kind = FA_KERNEL, .stream = slot_id(s), .context = slot_id(c),
+			.start = end - ns, .end = end, .name = k->name,
+			.grid = { gx, gy, gz }, .block = { bx, by, bz }, .smem_dynamic = smem,
+		};
+
+		act_emit(&a, t0);
+		return CUDA_SUCCESS;
+	}
 	submit(s, ns, ns != 0, 0);
 	return CUDA_SUCCESS;
 }
@@ -1152,10 +1233,20 @@ EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
 EXPORT CUresult cuCtxSynchronize(void)
 {
 	struct fctx *c;
+	uint64_t t0;
 
 	API_ENTER(cuCtxSynchronize);
 	REQUIRE_CTX(c);
+	t0 = act_on() ? now_ns() : 0;
 	wait_until(__atomic_load_n(&c->all_max, __ATOMIC_ACQUIRE));
+	if (t0) {
+		struct fake_activity a = { .kind = FA_SYNC, .sync_type = FA_SYNC_CONTEXT,
+					   .stream = UINT32_MAX, .context = slot_id(c),
+					   .start = t0 };
+
+		a.end = now_ns();
+		act_emit(&a, t0);
+	}
 	return CUDA_SUCCESS;
 }
 
@@ -1874,11 +1965,21 @@ static CUresult stream_sync(CUstream h, int ptsz)
 {
 	struct fstream *s;
 	struct fctx *c;
+	uint64_t t0;
 
 	REQUIRE_CTX(c);
 	if (!(s = stream_get(h, c, ptsz)))
 		return CUDA_ERROR_INVALID_HANDLE;
+	t0 = act_on() ? now_ns() : 0;
 	wait_until(stream_ready(s));
+	if (t0) {
+		struct fake_activity a = { .kind = FA_SYNC, .sync_type = FA_SYNC_STREAM,
+					   .stream = slot_id(s), .context = slot_id(c),
+					   .start = t0 };
+
+		a.end = now_ns();
+		act_emit(&a, t0);
+	}
 	return CUDA_SUCCESS;
 }
 

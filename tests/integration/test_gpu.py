@@ -58,7 +58,7 @@ def record_until_status(env_extra, iters=50):
         p.kill()
         raise
     t.join(10)
-    with open(out_path) as f:
+    with open(out_path, errors="replace") as f:
         return p.returncode, f.read(), lines, trace, tmp
 
 
@@ -149,7 +149,9 @@ def test_library_idle_loads_nothing():
         out, _ = rec.communicate(timeout=120)
         th.join(10)
         eq(rec.returncode, 0, "cgbpf exit (%r)" % "".join(lines)[-500:])
-        eq(p.wait(30), 0, "the workload's exit")
+        rc = p.wait(30)
+        eq(rc, 0, "the workload's exit (its stderr: %r; cgbpf's: %r)" %
+           (p.stderr.read()[-400:], "".join(lines)[-600:]))
         check("no CUPTI library found" in out, "the library's status reached the summary")
     finally:
         kill_quiet(p)
@@ -192,3 +194,105 @@ def test_estimate_without_the_library():
             check(ends, "%s: the span ends inside the %s that waited for it" %
                   (est[u].name, by))
     check("estimated from API calls" in r.stdout, "the summary names the estimate")
+
+
+FAKE_CUPTI = os.path.join(harness.OUT, "fake", "libcupti.so.13")
+QUEUEING = ("cuLaunch", "cuMemcpy", "cuMemset", "cuGraphLaunch")
+
+
+def kern_sum(out):
+    """{kernel name: instances} from the summary's cuda_gpu_kern_sum."""
+    sec = out[out.index("(cuda_gpu_kern_sum)"):]
+    sec = sec[:sec.index("\n**")]
+    rows = {}
+    for line in sec.splitlines()[3:]:
+        f = line.split(None, 8)
+        if len(f) == 9:
+            rows[f[8]] = int(f[2])
+    return rows
+
+
+def test_measured_with_fake_cupti():
+    """The fake CUPTI, fed by the fake driver: every kernel, copy and
+    memset the process queued once cgbpf attached appears once on its
+    stream's track, linked by exactly one flow to the call that queued it,
+    never starting before that call; copies carry their bytes; the
+    summary's kernel table counts what the trace holds; trace processor
+    reads the same flows."""
+    need_gpu_part()
+    if not os.path.exists(FAKE_CUPTI):
+        raise Skip("%s not built (no CUPTI headers)" % FAKE_CUPTI)
+    rc, out, err, trace, tmp = record_until_status(
+        {"CGBPF_CUPTI_PATH": FAKE_CUPTI, "FAKECUDA_KERNEL_NS": "20000"}, iters=100)
+    eq(rc, 0, "cgbpf exit (stderr %r)" % "".join(err)[-800:])
+    t = ptrace.load(trace)
+    clean_trace(t)
+    pid = next(iter(p for p in t.processes if t.processes[p].process_name == "train"))
+    check_app_unharmed(tmp, t, pid)
+    groups = [u for u, x in t.tracks.items() if (x.name or "").startswith("GPU 0: Fake GPU")
+              and x.pid == pid]
+    eq(len(groups), 1, "one track group for the GPU under the process")
+    streams = {u for u, x in t.tracks.items()
+               if x.parent_uuid == groups[0] and (x.name or "").startswith("stream ")}
+    check(len(streams) >= 2, "a track per stream (%r)" % [t.tracks[u].name for u in streams])
+    gpu = [s for s in t.slices if s.track_uuid in streams]
+    check(any(s.name == "relu_kernel" for s in gpu), "kernels named")
+    for u in streams:
+        ss = sorted([s for s in gpu if s.track_uuid == u], key=lambda s: s.ts)
+        for a, b in zip(ss, ss[1:]):
+            check(a.end <= b.ts, "%s: %s and %s overlap" % (t.tracks[u].name, a.name, b.name))
+    flows = t.flows()
+    into = {}
+    outof = {}
+    for a, b in flows:
+        into.setdefault(id(b), []).append(a)
+        outof.setdefault(id(a), []).append(b)
+    for s in gpu:
+        src = into.get(id(s), [])
+        eq(len(src), 1, "one flow into %s at %d" % (s.name, s.ts))
+        c = src[0]
+        check(c.pid == pid and c.tid is not None and c.name.startswith(QUEUEING),
+              "%s comes from a call that queued it (%s)" % (s.name, c.name))
+        check(c.ts <= s.ts, "%s starts at %d, not before its %s at %d" %
+              (s.name, s.ts, c.name, c.ts))
+        if s.name.startswith("[CUDA memcpy"):
+            eq(s.args.get("bytes"), c.args.get("bytes"), "copy bytes on the GPU and the call")
+    first = min(into[id(s)][0].ts for s in gpu)
+    calls = [s for s in t.slices if s.pid == pid and s.tid is not None and s.ts >= first and
+             s.name.startswith(("cuLaunchKernel", "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync",
+                                "cuMemsetD32Async"))]
+    check(calls, "queueing calls after collection began")
+    for c in calls:
+        eq(len(outof.get(id(c), [])), 1, "one flow out of %s at %d" % (c.name, c.ts))
+    kernels = {}
+    for s in gpu:
+        if not s.name.startswith("[CUDA"):
+            kernels[s.name] = kernels.get(s.name, 0) + 1
+    eq(kern_sum(out), kernels, "cuda_gpu_kern_sum instances = kernel slices in the trace")
+    check("measured (CUPTI %s)" % FAKE_CUPTI in out, "summary: measured, by which CUPTI")
+    import tpcheck
+    if tpcheck.shell_path() is None:
+        print("# skipped trace processor check: %s" % tpcheck.skip_reason())
+        return
+    problems, _ = tpcheck.compare(trace, t, ())
+    check(not problems, "trace processor and the decoder disagree:\n    %s" %
+          "\n    ".join(problems))
+
+
+def test_cupti_held_by_another_tool():
+    """Another tool subscribed first: its profiling is left alone, cgbpf
+    keeps the API trace, and says who holds CUPTI."""
+    need_gpu_part()
+    if not os.path.exists(FAKE_CUPTI):
+        raise Skip("%s not built (no CUPTI headers)" % FAKE_CUPTI)
+    rc, out, err, trace, tmp = record_until_status(
+        {"CGBPF_CUPTI_PATH": FAKE_CUPTI, "CGBPF_FAKE_CUPTI_HOLDER": "CUPTI for Kineto (test)"})
+    eq(rc, 0, "cgbpf exit (stderr %r)" % "".join(err)[-800:])
+    t = ptrace.load(trace)
+    pid = next(iter(p for p in t.processes if t.processes[p].process_name == "train"))
+    check_app_unharmed(tmp, t, pid)
+    check("another tool holds CUPTI" in out and "CUPTI for Kineto (test)" in out,
+          "summary names the tool holding CUPTI:\n%s" % out[out.find("GPU activity per"):][:600])
+    check(not [s for s in t.slices if (t.tracks[s.track_uuid].name or "").startswith("stream ")
+               and not (t.tracks[s.track_uuid].name or "").endswith("(estimate)")],
+          "no measured GPU slices")
