@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include "events.h"
 #include "fuzz.h"
+#include "gpu.h"
 #include "ingest.h"
 #include "model.h"
 #include "ncclpf.h"
@@ -108,12 +109,18 @@ static void map_ids(uint8_t *rec, size_t size)
  * needs BPF (attaching, the targets map). */
 static bool self_exited;
 
+/* The GPU activity of this input (user/gpu.c). */
+static struct gpu *gpu;
+
 static void dispatch(struct nvtx *nv, bool monitor, const void *data, size_t size,
 		     struct hmap *live)
 {
 	const struct rec_hdr *h = data;
 
 	switch (h->type) {
+	case REC_GPU_BATCH:
+		gpu__record(gpu, data, size);
+		break;
 	case REC_NVTX:
 		nvtx__record(nv, data, size);
 		break;
@@ -137,6 +144,9 @@ static void dispatch(struct nvtx *nv, bool monitor, const void *data, size_t siz
 	case REC_PROC_EXIT:
 		model__proc_exit(&model, data);
 		nvtx__proc_exit(nv, h->pid, h->ts);
+		gpu__proc_exit(gpu, h->pid, h->ts);
+		if (monitor)
+			gpu__forget(gpu, h->pid);
 		hmap__del(live, h->pid, NULL);
 		stacks__proc_exit(stacks, h->pid);
 		self_exited |= h->pid == self;
@@ -206,8 +216,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct capture_info ci = { 0 };
 	struct hmap live = { 0 };
 	struct sink sk;
+	uint64_t last_ts = 0, nrec = 0;
 	uint8_t flags;
-	char path[64];
 	int fd = -1;
 
 	if (!size)
@@ -216,9 +226,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size--;
 	model__init(&model);
 	if (!(flags & F_SUMMARY_ONLY)) {
+		/* The writer gets its own descriptor of the memfd (creating
+		 * through /proc/self/fd/N is refused: outfile.c follows no
+		 * links); fd stays to read the trace back. */
 		fd = memfd_create("fuzz-trace", MFD_CLOEXEC);
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		pt = fd >= 0 ? pftrace__create(path) : NULL;
+		pt = fd >= 0 ? pftrace__fdopen(dup(fd)) : NULL;
 		ps = pt ? pfstacks__new(pt) : NULL;
 		if (!ps)
 			abort();
@@ -235,8 +247,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ns = ncclsum__new(&model);
 	nv = nvtx__new(&model, pt);
 	st = schedtrace__new(pt, &model, flags & F_SCHED_TARGETS ? SCHED_TARGETS : SCHED_ALL, &live);
-	if (!sum || !ns || !nv || !st)
+	gpu = gpu__new(&model, pt);
+	if (!sum || !ns || !nv || !st || !gpu)
 		abort();
+	sk = gpu__sink(gpu);
+	model__add_sink(&model, &sk);
 	model.sym = stacks__symbolizer(stacks);
 	sk = summary__sink(sum);
 	model__add_sink(&model, &sk);
@@ -259,8 +274,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(rec, data, len);
 		data += len;
 		size -= len;
-		if (len >= sizeof(struct rec_hdr))
+		if (len >= sizeof(struct rec_hdr)) {
 			map_ids((uint8_t *)rec, len);
+			if (((struct rec_hdr *)rec)->ts > last_ts)
+				last_ts = ((struct rec_hdr *)rec)->ts;
+		}
 		ci.records++;
 		if (len >= sizeof(struct rec_hdr) &&
 		    ((struct rec_hdr *)rec)->type >= REC_SCHED_SWITCH &&
@@ -271,13 +289,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		else
 			dispatch(nv, flags & F_MONITOR, rec, len, &live);
 		free(rec);
+		if (++nrec % 64 == 0)
+			gpu__tick(gpu, last_ts);
 		stacks__drained(stacks);
 		if (pt && pftrace__bytes(pt) > (1u << 20))
 			pftrace__flush(pt);
 	}
 
 	ci.stacks = stacks;
+	gpu__finish(gpu, last_ts + 1);
 	summary__add_section(&ci, schedtrace__print, st);
+	summary__add_section(&ci, gpu__print, gpu);
 	ci.lib_section[LIB_NCCL] = ncclsum__print;
 	ci.lib_section_ctx[LIB_NCCL] = ns;
 	ci.lib_section[LIB_NVTX] = nvtx__print;
@@ -296,6 +318,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	summary__free(sum);
 	ncclsum__free(ns);
 	nvtx__free(nv);
+	gpu__free(gpu);
 	model__free(&model);
 	hmap__free(&live);
 	/* The symbolizer now takes this process for gone: a fresh one, so

@@ -5,7 +5,7 @@
 # says where each came from. Regression inputs (regress-*) are kept.
 #   fuzz_records  ring records of real captures (train, crt_app, nccl_ranks,
 #                 nvtx_v2, nvtx_ranges, sys_mix, a sampled stack chain, the
-#                 scheduler), tapped from the sanitized cgbpf by
+#                 scheduler, GPU activity from the fake CUPTI), tapped from the sanitized cgbpf by
 #                 fuzz/tools/rbtap.c, cut to their first 48 KiB of records
 #   fuzz_merge    pairs of the traces those captures wrote
 #   fuzz_ldcache  this host's /etc/ld.so.cache
@@ -64,6 +64,32 @@ capture syscalls --sched off --sample-hz 0 --syscall-threshold 1us -- "$wl/sys_m
 capture stacks --sched off --sample-hz 499 --backtrace-threshold 1ms --stack-copy 2048 \
 	-- "$out/apichain/chain_fp_pie" 30 5
 capture sched --sched targets --sample-hz 0 --syscall-threshold off -- "$wl/mt" --threads 2 --iters 3
+# GPU activity: the fake CUPTI through the injection library, the loop
+# held until the library collects (train's pause file, touched after 2 s);
+# the backtraces of the slow setup calls but the first are left out.
+if [ -e "$out/fake/libcupti.so.13" ]; then
+	(sleep 2; touch "$tmp/gpu-pause") &
+	CGBPF_PAUSE_FILE="$tmp/gpu-pause" CGBPF_CUPTI_PATH="$top/$out/fake/libcupti.so.13" \
+		FAKECUDA_KERNEL_NS=20000 capture gpu-full --sched off --sample-hz 0 \
+		--syscall-threshold off -- "$wl/train" --iters 5
+	rm -f "$seeds/fuzz_records/seed-gpu-full"
+	/usr/bin/python3 - "$tmp/gpu-full.rec" "$seeds/fuzz_records/seed-gpu" <<'PY'
+import sys
+data = open(sys.argv[1], "rb").read()
+out, off, bts = bytearray(data[:1]), 1, 0
+while off + 2 <= len(data):
+    n = int.from_bytes(data[off:off + 2], "little")
+    rec = data[off + 2:off + 2 + n]
+    off += 2 + n
+    if int.from_bytes(rec[:2], "little") == 10:	# REC_STACK_BT
+        bts += 1
+        if bts > 1:
+            continue
+    out += n.to_bytes(2, "little") + rec
+open(sys.argv[2], "wb").write(bytes(out))
+PY
+	echo "  fuzz_records/seed-gpu: $(stat -c %s "$seeds/fuzz_records/seed-gpu") bytes"
+fi
 
 # merge: [u32 LE length of the first][first][second]
 pair() {
