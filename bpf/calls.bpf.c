@@ -119,7 +119,7 @@ static __always_inline __u64 bt_exit(struct pt_regs *ctx, __u64 pid_tgid, __u64 
 	}
 	if (!backtrace_ns || !emit_records || dur < backtrace_ns)
 		return now;
-	r = bpf_map_lookup_elem(&stack_scratch, &zero);
+	r = bpf_map_lookup_elem(&bt_scratch, &zero);
 	if (!r)
 		return now;
 	size = fill_stack(r, ctx, ctx, false);

@@ -23,12 +23,26 @@ struct {
 	__uint(max_entries, 8 << 20);		/* resized by user space */
 } samples SEC(".maps") __weak;
 
+/* The CPU sample's record under construction (bpf/stacks.bpf.c). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct rec_stack);
 } stack_scratch SEC(".maps") __weak;
+
+/*
+ * The slow call's backtrace under construction (bpf/calls.bpf.c): not
+ * stack_scratch, since the sampling perf event fires in NMI context, on
+ * the same CPU, in the middle of a return probe filling it (seen: a
+ * backtrace that ended in the return probe's own kernel frames).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rec_stack);
+} bt_scratch SEC(".maps") __weak;
 
 /* fill_hdr() with a timestamp the caller has read already. */
 static __always_inline void fill_hdr_at(struct rec_hdr *h, __u16 type, __u16 size,

@@ -508,6 +508,18 @@ static uint32_t tree_process(struct schedtrace *s, uint32_t pid, const char *com
 {
 	char *cmdline = procfs__cmdline(pid);
 	struct pb *pb = &s->tree_procs;
+	uint64_t *v;
+
+	/* Gone already (a short program, or a backlog): the command line
+	 * its exec record carried, when the model has it. */
+	if ((!cmdline || !*cmdline) && (v = hmap__get(&s->m->procs, pid))) {
+		const struct proc *p = (const void *)(uintptr_t)*v;
+
+		if (p->cmdline && *p->cmdline) {
+			free(cmdline);
+			cmdline = strdup(p->cmdline);
+		}
+	}
 
 	if (!ppid)
 		ppid = read_ppid(pid);

@@ -134,9 +134,13 @@ def test_library_idle_loads_nothing():
                 names.append(f.read().strip())
         check("cgbpf-inject" in names, "the watcher thread runs (%r)" % names)
         trace = os.path.join(tmp, "out.perfetto-trace")
-        rec = subprocess.Popen([CGBPF, "record", "-v", "--sample-hz", "0", "-o", trace, "-p",
-                                str(p.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
+        out_path = os.path.join(tmp, "stdout")
+        # stderr has one reader, this thread: the line it waits for must
+        # not go to another.
+        with open(out_path, "w") as out_f:
+            rec = subprocess.Popen([CGBPF, "record", "-v", "--sample-hz", "0", "-o", trace,
+                                    "-p", str(p.pid)], stdout=out_f, stderr=subprocess.PIPE,
+                                   text=True)
         lines = []
 
         def read_err():
@@ -146,8 +150,10 @@ def test_library_idle_loads_nothing():
                     touch(pause)
         th = threading.Thread(target=read_err, daemon=True)
         th.start()
-        out, _ = rec.communicate(timeout=120)
+        rec.wait(120)
         th.join(10)
+        with open(out_path, errors="replace") as f:
+            out = f.read()
         eq(rec.returncode, 0, "cgbpf exit (%r)" % "".join(lines)[-500:])
         rc = p.wait(30)
         eq(rc, 0, "the workload's exit (its stderr: %r; cgbpf's: %r)" %
