@@ -250,6 +250,11 @@ class Slice:
     seq_id: int
     end_args: Dict[str, Any] = field(default_factory=dict)
     callstack: Optional[List[str]] = None   # function names, outermost first
+    # Flows on the begin event: ids it starts (TrackEvent.flow_ids) and
+    # ids it ends without closing (LegacyEvent.bind_id, FLOW_IN); see
+    # Trace.flows().
+    flow_out: List[int] = field(default_factory=list)
+    flow_in: List[int] = field(default_factory=list)
 
     @property
     def end(self):
@@ -319,6 +324,27 @@ class Trace:
             if track_uuid is not None and s.track_uuid != track_uuid:
                 continue
             out.append(s)
+        return out
+
+    def flows(self):
+        """[(from slice, to slice)] as trace processor links them: events
+        starting one id (flow_ids) chain in time order, and a slice that
+        ends an id (bind_id, FLOW_IN) is linked from the last slice that
+        started it at or before its own start."""
+        outs, ins = defaultdict(list), defaultdict(list)
+        for s in self.slices:
+            for i in s.flow_out:
+                outs[i].append(s)
+            for i in s.flow_in:
+                ins[i].append(s)
+        out = []
+        for i, srcs in outs.items():
+            srcs.sort(key=lambda s: s.ts)
+            out += list(zip(srcs, srcs[1:]))
+            for d in ins.get(i, ()):
+                before = [s for s in srcs if s.ts <= d.ts]
+                if before:
+                    out.append((before[-1], d))
         return out
 
     def thread_slices(self, tid):
@@ -570,6 +596,8 @@ class _Ev:
     counter: Any = None                      # raw absolute value (after incr.)
     extra: List[Tuple[int, Any]] = field(default_factory=list)
     callstack: Optional[List[str]] = None    # TrackEvent callstack (stacks block)
+    flow_out: List[int] = field(default_factory=list)
+    flow_in: List[int] = field(default_factory=list)
 
 
 class _Loader:
@@ -980,6 +1008,16 @@ class _Loader:
             c = self._lookup(where, st, "event_categories", ciid, uses_incr)
             if c is not None:
                 ev.categories.append(c)
+        ev.flow_out.extend(f.get("flow_ids", ()))
+        if f.get("terminating_flow_ids"):
+            self.err("%s: terminating_flow_ids: cgbpf does not write them" % where)
+        le = f.get("legacy_event")
+        if le is not None:
+            lf = {fd.name: v for fd, v in le.ListFields()}
+            if set(lf) != {"bind_id", "flow_direction"} or lf["flow_direction"] != 1:
+                self.err("%s: legacy_event other than bind_id + FLOW_IN: %r" % (where, lf))
+            else:
+                ev.flow_in.append(lf["bind_id"])
         for a in f.get("debug_annotations", ()):
             key = self._ann_name(where, st, a, uses_incr)
             if key is None:
@@ -1109,7 +1147,8 @@ class _Loader:
                 st = stacks[u]
                 s = Slice(track_uuid=u, pid=pid, tid=tid, name=ev.name,
                           categories=ev.categories, ts=ts, dur=None,
-                          depth=len(st), args=dict(ev.args), seq_id=ev.seq_id)
+                          depth=len(st), args=dict(ev.args), seq_id=ev.seq_id,
+                          flow_out=list(ev.flow_out), flow_in=list(ev.flow_in))
                 s.callstack = ev.callstack
                 st.append(s)
                 if _is_syscall_slice(ev):

@@ -13,8 +13,8 @@ compare(path) loads a trace in trace processor and in the project's decoder
   * slices per track and name and depth (thread tracks by tid, others by
     track name), string arguments (kernel names, NCCL ops, NVTX messages),
     counter values per counter track, CPU samples per thread and leaf
-    function, backtraces on slices per leaf function, flows (cgbpf writes
-    none, and ptrace would reject the fields);
+    function, backtraces on slices per leaf function, flows (the pairs of
+    slice names and start times they link, ptrace's Trace.flows());
   * scheduler: sched slices and thread_state rows per thread, re-derived
     from the decoded ftrace bundles the way trace processor builds them
     (ThreadStateTracker);
@@ -204,7 +204,9 @@ def compare(path, trace=None, allow=(), sched=True):
         "select coalesce(m.raw_id, 0) as machine, ct.name as name, count(*) as n, "
         "sum(c.value) as total from counter c join counter_track ct on ct.id = c.track_id "
         "left join machine m on m.id = ct.machine_id group by 1, 2",
-        "select count(*) as n from flow",
+        "select so.name as a, so.ts as ats, si.name as b, si.ts as bts, count(*) as n "
+        "from flow f join slice so on so.id = f.slice_out join slice si on si.id = f.slice_in "
+        "group by 1, 2, 3, 4",
         "select coalesce(m.raw_id, 0) as machine, t.tid as tid, f.name as leaf, count(*) as n "
         "from perf_sample ps join thread t on t.utid = ps.utid "
         "left join stack_profile_callsite c on c.id = ps.callsite_id "
@@ -265,8 +267,9 @@ def compare(path, trace=None, allow=(), sched=True):
         dec[(tr.machine, tr.display_name)] = (n + len(vals), tot + sum(v for _, v in vals))
     problems += _diff("counter (values, sum)", tp, dict(dec))
 
-    if int(flows[0]["n"]):
-        problems.append("trace processor has %s flows; cgbpf writes none" % flows[0]["n"])
+    tp = Counter({(r["a"], int(r["ats"]), r["b"], int(r["bts"])): int(r["n"]) for r in flows})
+    dec = Counter((a.name, a.ts, b.name, b.ts) for a, b in trace.flows())
+    problems += _diff("flows (from slice, its start, to slice, its start)", tp, dec)
 
     tp = Counter({(int(r["machine"]), int(r["tid"]), r["leaf"]): int(r["n"]) for r in samples})
     dec = Counter((s.machine, s.tid, s.frames[-1].function if s.frames else None)
