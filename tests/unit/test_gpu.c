@@ -121,7 +121,8 @@ static void enter(uint32_t pid, uint32_t tid, const char *fn, const uint64_t *ar
 
 	r.lib = LIB_CUDA;
 	r.func = func_id(fn);
-	memcpy(r.args, args, n * sizeof(args[0]));
+	if (n)
+		memcpy(r.args, args, n * sizeof(args[0]));
 	model__call_enter(&m, &r);
 }
 
@@ -713,12 +714,16 @@ static void test_validation(void)
 
 /* ---------------------------------------------------------------- estimate */
 
+/* stream: the handle; its track is named as the API slices name it:
+ * "stream N" in the order the process first used them, "default". */
 static void span(uint32_t pid, uint64_t stream, uint64_t start, uint64_t end, int launches,
 		 const char *by, const char *end_is)
 {
-	fprintf(ex, "{\"kind\":\"span\",\"pid\":%u,\"handle\":%" PRIu64 ",\"start\":%" PRIu64
+	const char *sname = stream == 0x5100 ? "stream 1" : stream == 0x5200 ? "stream 2" : "default";
+
+	fprintf(ex, "{\"kind\":\"span\",\"pid\":%u,\"stream\":\"%s\",\"start\":%" PRIu64
 		    ",\"dur\":%" PRIu64 ",\"launches\":%d,\"ended_by\":\"%s\",\"end\":\"%s\"}\n",
-		pid, stream, start, end - start, launches, by, end_is);
+		pid, sname, start, end - start, launches, by, end_is);
 }
 
 #define WAITED "the host waited: the work ended within this call"
