@@ -18,6 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import ptrace  # noqa: E402
+import tpcheck  # noqa: E402
 
 n_pass = n_fail = 0
 
@@ -457,8 +458,26 @@ def check_summary_only(d):
     check_tables(items, summary, "summary_only")
 
 
+def check_tp(d):
+    """Perfetto's trace processor, when present, reads the same."""
+    if tpcheck.shell_path() is None:
+        print("# " + tpcheck.skip_reason())
+        return
+    for name in ("measured", "validation", "estimate"):
+        path = os.path.join(d, name + ".perfetto-trace")
+        problems, _ = tpcheck.compare(path, sched=False)
+        check(not problems, "%s: trace processor reads what ptrace.py reads (slices, args, "
+              "counters, flows)" % name, problems)
+    path = os.path.join(d, "measured.perfetto-trace")
+    items = [json.loads(x) for x in open(os.path.join(d, "measured.expect.jsonl")) if x.strip()]
+    want = sum(1 for x in of(items, "kernel", "copy", "memset") if x["call_ts"])
+    rows = tpcheck.query(path, "select count(*) as n from flow")[0]
+    check(int(rows[0]["n"]) == want, "measured: trace processor's flow table has one row per "
+          "linked GPU operation (%s, want %d)" % (rows[0]["n"], want))
+
+
 def main(d):
-    for f in (check_measured, check_validation, check_estimate, check_summary_only):
+    for f in (check_measured, check_validation, check_estimate, check_summary_only, check_tp):
         try:
             f(d)
         except Exception as e:  # a crash is a failure, with what it was
