@@ -372,7 +372,13 @@ $(OUT)/bench/symbolize: bench/symbolize.c $(filter-out $(OUT)/user/main.o,$(USER
 	$(Q)$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS_CGBPF) -Itests/stacks $(DEPFLAGS) -static $(DW_WRAP) \
 		$^ -o $@ -lbpf $(LIBS_DW) -lstdc++ -lm -lpthread
 
-bench-bins: $(BENCH_BINS) $(OUT)/bench/symbolize stacks
+# bench/gpubytes.c: GPU activity records through user/gpu.c alone.
+$(OUT)/bench/gpubytes: bench/gpubytes.c $(filter-out $(OUT)/user/main.o,$(USER_OBJS)) | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS_CGBPF) $(DEPFLAGS) -static $(DW_WRAP) \
+		$^ -o $@ -lbpf $(LIBS_DW) -lstdc++ -lm -lpthread
+
+bench-bins: $(BENCH_BINS) $(OUT)/bench/symbolize $(OUT)/bench/gpubytes stacks
 
 $(OUT)/bench:
 	$(Q)mkdir -p $@

@@ -12,6 +12,7 @@
 #   fuzz_elf      ELF files the tests use and /usr/local/cuda ships
 #   fuzz_config   dist/monitor.conf
 #   fuzz_http     hand-written requests (Prometheus's, cgbpf dump's)
+#   fuzz_gpu      hand-built GPU batches and calls (fuzz/tools/gpu_seeds.py)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -113,4 +114,5 @@ done
 [ -f /usr/local/cuda/lib64/libnvtx3interop.so.1 ] &&
 	cp /usr/local/cuda/lib64/libnvtx3interop.so.1 "$seeds/fuzz_elf/seed-libnvtx3interop.so.1"
 cp dist/monitor.conf "$seeds/fuzz_config/seed-dist-monitor.conf"
+/usr/bin/python3 fuzz/tools/gpu_seeds.py "$seeds/fuzz_gpu"
 du -sh "$seeds"

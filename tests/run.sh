@@ -43,6 +43,7 @@ for t in "$out"/unit/test_*; do
 	*/test_pb) suite "unit: protobuf encoder (checked with protoc)" bash tests/unit/check_pb.sh "$t" ;;
 	*/test_perfetto) suite "unit: Perfetto trace writer (protoc + independent decoder)" bash tests/unit/check_perfetto.sh "$t" ;;
 	*/test_pfstacks) suite "unit: CPU sample writer (protoc + independent decoder)" bash tests/unit/check_pfstacks.sh "$t" ;;
+	*/test_gpu) suite "unit: GPU activity (protoc + independent decoder)" bash tests/unit/check_gpu.sh "$t" ;;
 	*) suite "unit: $(basename "$t")" "$t" ;;
 	esac
 done
