@@ -56,6 +56,8 @@ int main(int argc, char **argv)
 #endif
 	CHECK(cuModuleLoadData, &mod, module_image);
 	CHECK(cuModuleGetFunction, &fn, mod, K_NOOP);
+	/* CGBPF_PAUSE_FILE: bench/gpu.sh starts the loop once a tracer is in. */
+	wl_pause();
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (unsigned long i = 0; i < n; i++)
