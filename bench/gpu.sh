@@ -12,7 +12,7 @@
 #                own cost is the simulator's, not NVIDIA's).
 # For gpu against api: GPU records carried per second and lost, trace bytes
 # per kernel, cgbpf's CPU per kernel record. The loop starts (wl_pause)
-# 1.5 s after cgbpf, so the library collects from its first launch.
+# once the library has said, through cgbpf, that it collects (or cannot).
 # Usage: sudo bash bench/gpu.sh [N [ROUNDS]]   (default 300000, 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,10 +31,10 @@ py=/usr/bin/python3
 
 ns_of() { sed -n 's/.*ns_per_call=\([0-9.]*\).*/\1/p' "$1"; }
 
-plain() {	# NAME [ENV...]: one untraced run
-	local name=$1
+plain() {	# NAME [ENV...]: one untraced run, 10 N launches (a few ms of loop
+	local name=$1	# would measure the library's loading, not its idle cost)
 	shift
-	env "$@" "$wl" "$N" > "$tmp/$name.out"
+	env "$@" "$wl" "$((N * 10))" > "$tmp/$name.out"
 	echo "$(ns_of "$tmp/$name.out")" >> "$tmp/$name.ns"
 }
 
@@ -46,13 +46,20 @@ traced() {	# NAME CUPTI: the loop under cgbpf record -p; cgbpf's CPU seconds
 	local w=$!
 	for _ in $(seq 3000); do [ -e "$pause.ready" ] && break; sleep 0.01; done
 	$py - "$OUT/cgbpf" "$w" "$tmp/$name.pt" "$tmp/$name.sum" "$pause" >> "$tmp/$name.cpu" <<'PY'
-import resource, subprocess, sys, threading, time, os
+import resource, subprocess, sys
 cg, pid, trace, summ, pause = sys.argv[1:6]
-threading.Timer(1.5, lambda: open(pause, "w").close()).start()
+# The loop starts once the library said what it does (-v prints it):
+# cgbpf is attached and the library collects, or knows it cannot.
 with open(summ, "w") as f:
-    subprocess.run([cg, "record", "-p", pid, "-o", trace, "--sched", "off", "--sample-hz", "0",
-                    "--syscall-threshold", "off", "--backtrace-threshold", "off"],
-                   stdout=f, stderr=subprocess.DEVNULL, check=True)
+    p = subprocess.Popen([cg, "record", "-v", "-p", pid, "-o", trace, "--sched", "off",
+                          "--sample-hz", "0", "--syscall-threshold", "off",
+                          "--backtrace-threshold", "off"], stdout=f, stderr=subprocess.PIPE,
+                         text=True)
+    for line in p.stderr:
+        if "GPU activity: status" in line:
+            open(pause, "w").close()
+    if p.wait() != 0:
+        sys.exit("gpu.sh: cgbpf failed")
 r = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(r.ru_utime + r.ru_stime)
 PY
@@ -79,7 +86,8 @@ def vals(name, kind):
     except FileNotFoundError:
         return []
 med = {k: st.median(vals(k, "ns")) for k in ("untraced", "idle", "api", "gpu")}
-print("launch loop, %d cuLaunchKernel per run, median of %d interleaved rounds:" % (n, rounds))
+print("launch loop, %d cuLaunchKernel per run (untraced and idle: %d), median of %d "
+      "interleaved rounds:" % (n, 10 * n, rounds))
 print("  %-10s %12s %10s" % ("config", "ns/launch", "x untraced"))
 for k in ("untraced", "idle", "api", "gpu"):
     print("  %-10s %12.1f %10.3f" % (k, med[k], med[k] / med["untraced"]))
