@@ -6,7 +6,7 @@
 #   cgbpf      statically linked (the Makefile links it -static), or at most
 #              against libc, libm, libpthread, libdl and the loader;
 #   inject/    libcgbpf-inject.so (or libcgbpf-nvtx.so from before the
-#              rename) needing nothing beyond those either; the newest glibc
+#              rename; a real file, not a link) needing nothing beyond those; the newest glibc
 #              symbol version it needs is printed, since the host's glibc
 #              must be at least that.
 # Usage: scripts/portable.sh BUILD_DIR DEST_DIR
@@ -40,9 +40,14 @@ glibc_max() {
 }
 
 [ -x "$build/cgbpf" ] || die "$build/cgbpf is not built (make all first)"
+# The current name, else the one from before the rename (then a link to
+# the current one, which cgbpf no longer looks for: one copy is enough).
 libs=()
 for n in libcgbpf-inject.so libcgbpf-nvtx.so; do
-	[ -e "$build/inject/$n" ] && libs+=("$n")
+	if [ -e "$build/inject/$n" ]; then
+		libs=("$n")
+		break
+	fi
 done
 [ ${#libs[@]} -gt 0 ] ||
 	die "no injection library in $build/inject (make inject; needs <sys/sdt.h>: make deps)"

@@ -19,19 +19,19 @@ program "kernels" (tests/gpu/kernels.cu) or "gpu_mix" (its fake-driver twin):
     manifest's kernels ran outside it;
   * slices of one track never overlap, and no operation needed an
     "(overlapping)" lane;
-  * every GPU slice ends exactly one flow, from one API slice of the process,
-    which began at or before the GPU slice; every API slice that starts a
-    flow reaches exactly one GPU slice, a graph launch exactly its graph's
-    kernels; graph kernels come from graph launches;
+  * in the checked span, every GPU slice ends exactly one flow, from one API
+    slice of the process, which began at or before the GPU slice; every API
+    slice that starts a flow reaches exactly one GPU slice, a graph launch
+    exactly its graph's kernels; graph kernels come from graph launches;
   * copies and memsets: per (kind, bytes, stream) the manifest's counts, and
     the bytes of the call that queued them;
   * the summary's cuda_gpu_kern_sum equals the kernel slices of the trace and
     the manifest's counts; cuda_gpu_mem_time_sum and cuda_gpu_mem_size_sum
     equal the trace's copies and memsets.
 program "torch_step" (tests/gpu/torch_step.py):
-  * measured; kernels in the checked span, a GEMM among them; every GPU
-    slice there ends exactly one flow from an API slice that began before
-    it; the three summary tables are there and agree with the trace.
+  * measured; kernels in the checked span (the iterations after the
+    pause), a GEMM among them; the same flow rules in that span; the three
+    summary tables are there and agree with the trace.
 
 Flows are read from ptrace's Slice.flow_out/flow_in when the decoder has
 them, else from the raw packets (TrackEvent.flow_ids = 47,
@@ -69,8 +69,10 @@ class Problems:
         self.items.append(msg)
 
     def check(self, cond, msg):
+        """msg: the problem's text, or a function making it (called only on
+        failure, for messages that index what a failure leaves empty)."""
         if not cond:
-            self.add(msg)
+            self.add(msg() if callable(msg) else msg)
         return cond
 
 
@@ -192,8 +194,9 @@ def common(p, t, g, m, summary, pid, t0, t1):
                    "pid %d's GPU activity was not measured; the summary says: %s" %
                    (pid, st or "nothing about the pid (no \"GPU activity per process\" line)")):
         return None
-    if not p.check(g.groups, "no \"GPU N: name\" track group under pid %d (tracks: %r)" %
-                   (pid, sorted({x.name for x in t.tracks.values() if x.pid == pid})[:20])):
+    if not p.check(g.groups, lambda: "no \"GPU N: name\" track group under pid %d (tracks: %r)"
+                   % (pid, sorted({str(x.display_name) for x in t.tracks.values()
+                                   if x.pid == pid})[:20])):
         return None
     p.check(g.ops, "no GPU slices on stream tracks under %s" % g.groups)
     for u, tr in g.streams.items():
@@ -205,9 +208,12 @@ def common(p, t, g, m, summary, pid, t0, t1):
         p.check("(overlapping)" not in tr.name,
                 "%s: %d slices needed a second lane: a stream's work overlapped in time" %
                 (tr.name, len(ss)))
-    # Flows, from the GPU side.
+    # Flows, from the GPU side, in the span where collection surely ran (a
+    # call made while it was starting may have no flow, and says so in the
+    # summary).
+    span = [s for s in g.ops if t0 <= s.ts <= t1]
     bad = defaultdict(list)
-    for s in g.ops:
+    for s in span:
         src, why = g.source(s)
         if src is None:
             bad["no single launch flow"].append("%s at %d: %s" % (s.name, s.ts, why))
@@ -233,13 +239,11 @@ def common(p, t, g, m, summary, pid, t0, t1):
             n = len(g.ops_by_id.get(i, []))
             if "GraphLaunch" in (s.name or ""):
                 continue   # checked against the manifest's graph
-            if n != 1 and (t0 is None or t0 <= s.ts <= t1):
+            if n != 1 and t0 <= s.ts <= t1:
                 bad.append("%s at %d: flow %#x reaches %d GPU slices" % (s.name, s.ts, i, n))
     p.check(not bad, "%d API slices with a flow not reaching exactly one GPU slice: %s" %
             (len(bad), "; ".join(bad[:4])))
-    if t0 is None:
-        return g.ops
-    return [s for s in g.ops if t0 <= s.ts <= t1]
+    return span
 
 
 def summary_vs_trace(p, g, summary, all_ops):
@@ -368,7 +372,10 @@ def check_kernels(p, t, m, summary):
             mapped[(kind, nbytes, next(iter(tracks)) if len(tracks) == 1 else stream)] += n
         p.check(have == mapped, "%s (kind, bytes, stream track): trace %s, program %s" %
                 (key, dict(have), dict(mapped)))
-    # The program's streams are distinct tracks.
+    # One track per program stream, distinct tracks for distinct streams.
+    for u, v in sorted(user_stream.items()):
+        p.check(len(v) <= 1, "the program's stream %s: its kernels are on %d stream tracks %s"
+                % (u, len(v), sorted(v)))
     flat = [(u, next(iter(v))) for u, v in user_stream.items() if len(v) == 1]
     tracks = Counter(n for _, n in flat)
     p.check(all(c == 1 for c in tracks.values()),
@@ -412,8 +419,8 @@ def check_torch(p, t, m, summary):
     p.check(summary_table(summary, "cuda_gpu_mem_size_sum") is not None or
             "no GPU memory operations were recorded" in summary,
             "summary: no cuda_gpu_mem_size_sum table")
-    return "%d kernels (%d names), %d with flows, in %d iterations" % (
-        len(kernels), len({s.name for s in kernels}), flows, m["iters"])
+    return "%d kernels (%d names), %d of %d GPU operations with a flow, in %d iterations" % (
+        len(kernels), len({s.name for s in kernels}), flows, len(ops), m["iters"])
 
 
 CHECKS = {"kernels": check_kernels, "gpu_mix": check_kernels, "torch_step": check_torch}

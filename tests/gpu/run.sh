@@ -177,7 +177,8 @@ finish() {
 		failed+=("$name")
 	fi
 	if [ -s "$work/$name.summary" ]; then
-		sed -n '/GPU activity per process/,/^$/p' "$work/$name.summary" | sed 's/^/   /' | head -20
+		awk '/^\*\* GPU activity per process/ { on = 1; next } on && /^\*\*/ { exit }
+			on && NF { print "  " $0 }' "$work/$name.summary" | head -20
 	fi
 	ls -l "$work/$name".* | awk '{print "   " $5 "\t" $9}'
 }

@@ -1,27 +1,28 @@
 # SPDX-License-Identifier: MIT
-"""tests/gpu/check.py (the checker of the real-GPU recordings) on the fake
-driver and the fake CUPTI: gpu_mix, kernels.cu's twin, recorded with
-record -- and with record -p the way tests/gpu/run.sh records on a GPU
-host, passes; manifests, summaries and traces that disagree fail with the
-message that names the difference."""
+"""tests/gpu (the recordings on a real GPU host) on the fake driver and the
+fake CUPTI: run.sh, with stand-ins for nvidia-smi, nvcc and torch's python3
+that run gpu_mix (kernels.cu's twin), records with record -- and record -p
+from build/portable; check.py passes those recordings, and fails, naming
+the difference, on manifests and summaries that disagree with them."""
 import json
 import os
 import re
 import shutil
 import subprocess
-import threading
 
 import harness
-from harness import CGBPF, Skip, check, env_with, eq, kill_quiet, start, tmpdir, touch, wait_for, wl
+from harness import Skip, check, env_with, eq, tmpdir, wl
 
-LIB = os.path.join(harness.OUT, "inject", "libcgbpf-inject.so")
+PORTABLE = os.path.join(harness.OUT, "portable")
+LIB = os.path.join(PORTABLE, "inject", "libcgbpf-inject.so")
 FAKE_CUPTI = os.path.join(harness.OUT, "fake", "libcupti.so.13")
 CHECK = os.path.join(harness.REPO, "tests", "gpu", "check.py")
+RUN_SH = os.path.join(harness.REPO, "tests", "gpu", "run.sh")
 
 
 def need():
     if not os.path.exists(LIB):
-        raise Skip("%s not built (the injection library's CUPTI part)" % LIB)
+        raise Skip("%s not built (make portable; the injection library's CUPTI part)" % LIB)
     with open(LIB, "rb") as f:
         if b"\0InitializeInjection\0" not in f.read():
             raise Skip("%s has no CUPTI part" % LIB)
@@ -29,61 +30,42 @@ def need():
         raise Skip("%s not built (no CUPTI headers)" % FAKE_CUPTI)
 
 
-def cgbpf_released(argv, pause, name, tmp, env=None):
-    """Runs cgbpf -v (argv), touching the workload's pause file once cgbpf
-    reports the library's GPU status, as run.sh does; returns its exit."""
-    with open(os.path.join(tmp, name + ".stdout"), "w") as out_f:
-        p = subprocess.Popen(argv, stdout=out_f, stderr=subprocess.PIPE, text=True, env=env)
-    lines = []
-
-    def read_err():
-        for line in p.stderr:
-            if "libbpf:" in line:
-                continue
-            lines.append(line)
-            if "GPU activity: status" in line:
-                touch(pause)
-    t = threading.Thread(target=read_err, daemon=True)
-    t.start()
-    try:
-        p.wait(120)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        raise
-    t.join(10)
-    return p.returncode, "".join(lines)
+STUBS = {
+    # Stand-ins for a GPU host's tools: "nvcc" builds gpu_mix (kernels.cu's
+    # twin on the fake driver), "python3" runs it for torch_step.py.
+    "nvidia-smi": '[ "$1" = -L ] && echo "GPU 0: Fake GPU" || echo "0, Fake GPU, GPU-0, 0, 1 MiB"',
+    "nvcc": '[ "$1" = --version ] && { echo "stub nvcc"; exit 0; }\n'
+            'while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done\n'
+            'cp "$STUB_WL" "$out"',
+    "python3": '[ "$1" = -c ] && { echo "stub torch"; exit 0; }\nexec "$STUB_WL"',
+}
 
 
-def files(tmp, name):
-    base = os.path.join(tmp, name)
-    return (["-o", base + ".perfetto-trace", "--summary-file", base + ".summary"],
-            base + ".manifest.json", base + ".pause")
-
-
-def fake_env(**kw):
-    return env_with(CGBPF_CUPTI_PATH=FAKE_CUPTI, FAKECUDA_KERNEL_NS="20000", **kw)
-
-
-def record_run(tmp, name="gpu_mix"):
-    out, manifest, pause = files(tmp, name)
-    env = fake_env(CGBPF_MANIFEST=manifest, CGBPF_PAUSE_FILE=pause)
-    rc, err = cgbpf_released([CGBPF, "record", "-v", "--sample-hz", "0"] + out +
-                             ["--", wl("gpu_mix")], pause, name, tmp, env)
-    eq(rc, 0, "cgbpf record -- gpu_mix (stderr %r)" % err[-800:])
-
-
-def record_attached(tmp, name="gpu_mix_p"):
-    out, manifest, pause = files(tmp, name)
-    app = start([wl("gpu_mix")], env=fake_env(CGBPF_MANIFEST=manifest, CGBPF_PAUSE_FILE=pause,
-                                              CUDA_INJECTION64_PATH=LIB))
-    try:
-        wait_for(lambda: os.path.exists(pause + ".ready"), 30, "gpu_mix's setup")
-        rc, err = cgbpf_released([CGBPF, "record", "-v", "--sample-hz", "0", "-p",
-                                  str(app.pid)] + out, pause, name, tmp)
-        eq(app.wait(30), 0, "gpu_mix exit (%r)" % app.stderr.read()[-300:])
-        eq(rc, 0, "cgbpf record -p (stderr %r)" % err[-800:])
-    finally:
-        kill_quiet(app)
+def run_sh(tmp):
+    """tests/gpu/run.sh as on a GPU host, on stubs and the fakes; its
+    output folder."""
+    bin_dir = os.path.join(tmp, "bin")
+    os.mkdir(bin_dir)
+    for name, body in STUBS.items():
+        path = os.path.join(bin_dir, name)
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\n" + body + "\n")
+        os.chmod(path, 0o755)
+    out = os.path.join(tmp, "out")
+    env = env_with(PATH=bin_dir + ":" + os.environ["PATH"], NVCC=os.path.join(bin_dir, "nvcc"),
+                   PYTHON=os.path.join(bin_dir, "python3"), STUB_WL=wl("gpu_mix"),
+                   CGBPF_PORTABLE=PORTABLE, CGBPF_CUPTI_PATH=FAKE_CUPTI,
+                   FAKECUDA_KERNEL_NS="20000")
+    env.pop("OUT", None)
+    p = subprocess.run(["bash", RUN_SH, out], capture_output=True, text=True, env=env,
+                       timeout=600)
+    eq(p.returncode, 0, "run.sh (output %r)" % (p.stdout + p.stderr)[-1500:])
+    for name in ("kernels", "kernels_p", "torch"):
+        check(re.search(r"^== %s: .*\n   at the pause point: GPU activity: status 1 " % name,
+                        p.stdout, re.M), "run.sh released %s once collection ran:\n%s" %
+              (name, p.stdout[-1500:]))
+    check("all recordings ran" in p.stdout, "run.sh's last line:\n%s" % p.stdout[-500:])
+    return out
 
 
 def run_check(path, *more):
@@ -96,47 +78,46 @@ _runs = None
 
 
 def runs():
-    """One folder with both recordings, shared by the tests of this file."""
+    """run.sh's output folder, shared by the tests of this file."""
     global _runs
     if _runs is None:
         need()
-        tmp = tmpdir()
-        record_run(tmp)
-        record_attached(tmp)
-        _runs = tmp
+        _runs = run_sh(tmpdir())
     return _runs
 
 
 def test_check_passes_on_the_fake_gpu():
-    """Both recordings pass every check, also from a run.sh-style tarball."""
+    """run.sh's three recordings (record --, record -p, and gpu_mix again in
+    torch_step's place) pass every check, also from a run.sh tarball."""
     tmp = runs()
     rc, out = run_check(tmp)
     eq(rc, 0, "check.py on the fake recordings:\n%s" % out)
-    check(re.search(r"^ok gpu_mix \(gpu_mix, pid \d+.*\): 23 kernels, 8 copies/memsets on 3 "
-                    r"stream tracks", out, re.M), "check.py's line for gpu_mix:\n%s" % out)
-    check(re.search(r"^ok gpu_mix_p ", out, re.M), "check.py's line for the -p run:\n%s" % out)
-    eq(out.strip().splitlines()[-1], "2 passed, 0 failed", "check.py's closing line")
+    for name in ("kernels", "kernels_p", "torch"):
+        check(re.search(r"^ok %s \(gpu_mix, pid \d+.*\): 23 kernels, 12 copies/memsets on 3 "
+                        r"stream tracks" % name, out, re.M),
+              "check.py's line for %s:\n%s" % (name, out))
+    eq(out.strip().splitlines()[-1], "3 passed, 0 failed", "check.py's closing line")
     tgz = os.path.join(tmpdir(), "cgbpf-gpu.tar.gz")
     subprocess.run(["tar", "-czf", tgz, "-C", tmp, "."], check=True)
-    rc, out = run_check(tgz, "--only", "gpu_mix")
+    rc, out = run_check(tgz, "--only", "kernels_p")
     eq((rc, out.strip().splitlines()[-1]), (0, "1 passed, 0 failed"), "check.py on a tarball")
 
 
 def tampered(edit_manifest=None, edit_summary=None):
-    """check.py's exit and output on a copy of the gpu_mix run, edited."""
+    """check.py's exit and output on a copy of run.sh's kernels run, edited."""
     src = runs()
     tmp = tmpdir()
     for ext in (".perfetto-trace", ".summary", ".manifest.json"):
-        shutil.copy(os.path.join(src, "gpu_mix" + ext), tmp)
+        shutil.copy(os.path.join(src, "kernels" + ext), tmp)
     if edit_manifest:
-        path = os.path.join(tmp, "gpu_mix.manifest.json")
+        path = os.path.join(tmp, "kernels.manifest.json")
         with open(path) as f:
             m = json.load(f)
         edit_manifest(m)
         with open(path, "w") as f:
             json.dump(m, f)
     if edit_summary:
-        path = os.path.join(tmp, "gpu_mix.summary")
+        path = os.path.join(tmp, "kernels.summary")
         with open(path) as f:
             s = f.read()
         s2 = edit_summary(s)
@@ -177,8 +158,8 @@ def test_check_fails_on_wrong_streams_and_copies():
         m["gpu"]["copies"][0]["bytes"] += 4
     rc, out = tampered(moved)
     eq(rc, 1, "exit:\n%s" % out)
-    check(re.search(r"the program's streams share stream tracks", out) or
-          re.search(r"k_s1_axpy|k_s2_reduce", out), "stream message:\n%s" % out)
+    check(re.search(r"the program's stream s1: its kernels are on 2 stream tracks "
+                    r"\['stream \d+', 'stream \d+'\]", out), "stream message:\n%s" % out)
     check(re.search(r"copies \(kind, bytes, stream track\): trace .*'HtoD', 262144.*program "
                     r".*'HtoD', 262148", out), "copy bytes message:\n%s" % out)
 
@@ -204,3 +185,22 @@ def test_check_fails_on_clocks_that_disagree():
     eq(rc, 1, "exit:\n%s" % out)
     check("k_s1_axpy: 8 slices outside the checked span" in out and
           "the GPU's clock and the host's disagree" in out, "clock message:\n%s" % out)
+
+
+def test_torch_checks_on_the_fake_gpu():
+    """check.py's torch_step checks on gpu_mix's recording: everything but
+    the GEMM-like kernel (gpu_mix has none) holds, and the message lists
+    the kernels it saw."""
+    def as_torch(m):
+        g = m.pop("gpu")
+        m.update(program="torch_step", iters=8, checked_from_ns=g["checked_from_ns"],
+                 checked_until_ns=g["checked_until_ns"])
+    rc, out = tampered(as_torch)
+    eq(rc, 1, "exit:\n%s" % out)
+    problems = [line for line in out.splitlines() if line.startswith("  - ")]
+    eq(len(problems), 1, "one problem:\n%s" % out)
+    check(problems[0].startswith("  - no GEMM-like kernel (gemm, nvjet, cutlass, xmma) among "
+                                 "['k_default_fill', 'k_s1_axpy', 'k_s2_reduce'"),
+          "the GEMM message:\n%s" % out)
+    check(re.search(r"^FAIL kernels \(torch_step, pid \d+\): 23 kernels \(4 names\), 35 of 35 "
+                    r"GPU operations with a flow, in 8 iterations", out, re.M), "torch's line:\n%s" % out)
