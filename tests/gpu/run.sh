@@ -194,12 +194,18 @@ fi
 record torch "$py" "$top/tests/gpu/torch_step.py" --iters 20
 
 rm -f "$work/kernels"
-if [ -n "$pack" ]; then
-	tar -czf "$pack/cgbpf-gpu.tar.gz" -C "$work" . &&
-		echo "packed into $pack/cgbpf-gpu.tar.gz ($(du -h "$pack/cgbpf-gpu.tar.gz" | cut -f1))"
-fi
 echo
-echo "check: /usr/bin/python3 tests/gpu/check.py ${pack:+the copy of }${pack:-$work}${pack:+/cgbpf-gpu.tar.gz}"
+if [ -n "$pack" ]; then
+	if tar -czf "$pack/cgbpf-gpu.tar.gz" -C "$work" .; then
+		echo "packed into $pack/cgbpf-gpu.tar.gz ($(du -h "$pack/cgbpf-gpu.tar.gz" | cut -f1))"
+		rm -rf "$work"
+	else
+		failed+=(pack)
+	fi
+	echo "check, where cgbpf-gpu.tar.gz was brought back: /usr/bin/python3 tests/gpu/check.py cgbpf-gpu.tar.gz"
+else
+	echo "check: /usr/bin/python3 tests/gpu/check.py $work"
+fi
 if [ ${#failed[@]} -gt 0 ]; then
 	echo "FAILED: ${failed[*]}"
 	exit 1
