@@ -20,7 +20,7 @@ endif
 .DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all inject test-bins deps test unit-test integration-test demo bench bench-bins stacks stack-bins clean install \
+.PHONY: all portable inject test-bins deps test unit-test integration-test demo bench bench-bins stacks stack-bins clean install \
 	fuzz fuzz-bins fuzz-run asan asan-test
 
 CFLAGS ?= -O2 -g
@@ -438,6 +438,15 @@ asan:
 asan-test: deps
 	$(Q)$(MAKE) --no-print-directory all asan
 	$(Q)ASAN_OUT=$(ASAN_OUT) bash tests/asan.sh
+
+# ---------------------------------------------------------------- portable
+# $(OUT)/portable: cgbpf (static) and the injection library, checked to need
+# nothing a GPU host may lack; copy the folder there (tests/gpu/README.md).
+portable: $(OUT)/cgbpf inject
+	$(call msg,PORTABLE,$(OUT)/portable)
+	$(Q)bash scripts/portable.sh $(OUT) $(OUT)/portable
+
+all: portable
 
 # ---------------------------------------------------------------- entry points
 deps:
