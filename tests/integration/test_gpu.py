@@ -302,3 +302,38 @@ def test_cupti_held_by_another_tool():
     check(not [s for s in t.slices if (t.tracks[s.track_uuid].name or "").startswith("stream ")
                and not (t.tracks[s.track_uuid].name or "").endswith("(estimate)")],
           "no measured GPU slices")
+
+
+def test_attach_detach_attach_while_running():
+    """A long-running process started with the library: cgbpf attaches
+    (-p), collects, detaches (--duration); the process runs on; a second
+    cgbpf attaches and collects again."""
+    need_gpu_part()
+    if not os.path.exists(FAKE_CUPTI):
+        raise Skip("%s not built (no CUPTI headers)" % FAKE_CUPTI)
+    # 0.2 ms kernels: a loop bound by its synchronizations, not a flood.
+    env = env_with(CUDA_INJECTION64_PATH=LIB, CGBPF_CUPTI_PATH=FAKE_CUPTI,
+                   FAKECUDA_KERNEL_NS="200000")
+    w = start([wl("train"), "--iters", "100000000"], env=env)
+    try:
+        kernels = []
+        for rnd in range(2):
+            tmp = tmpdir()
+            trace = os.path.join(tmp, "out.perfetto-trace")
+            r = subprocess.run([CGBPF, "record", "-p", str(w.pid), "-d", "2s", "--sample-hz",
+                                "0", "-o", trace], capture_output=True, text=True, timeout=120)
+            eq(r.returncode, 0, "round %d: cgbpf exit (%r)" % (rnd, r.stderr[-500:]))
+            check(w.poll() is None, "round %d: the process runs on after cgbpf left" % rnd)
+            t = ptrace.load(trace)
+            clean_trace(t)
+            streams = {u for u, x in t.tracks.items()
+                       if (x.name or "").startswith("stream ") and x.pid == w.pid and
+                       not x.name.endswith("(estimate)")}
+            n = len([s for s in t.slices if s.track_uuid in streams])
+            check(n > 0, "round %d: GPU slices measured (summary: %s)" %
+                  (rnd, r.stdout[r.stdout.find("GPU activity per"):][:400]))
+            check("measured (CUPTI %s)" % FAKE_CUPTI in r.stdout,
+                  "round %d: the summary says measured" % rnd)
+            kernels.append(n)
+    finally:
+        kill_quiet(w)
