@@ -75,6 +75,27 @@ if [ ${#missing[@]} -gt 0 ]; then
 	exit 2
 fi
 
+py=$(command -v "$py")
+
+# CUPTI for the injection library (it searches by itself too, but a
+# toolkit from pip or in an odd place is found here): the toolkit's for the
+# CUDA program, the one of torch's wheels for torch (the copy torch's own
+# profiler would load: one process must not get two). CGBPF_CUPTI_PATH
+# set by the caller wins.
+cuda_home=$(dirname "$(dirname "$(readlink -f "$nvcc")")")
+cupti_toolkit= cupti_wheel=
+for c in "$cuda_home"/extras/CUPTI/lib64/libcupti.so.1[0-9] "$cuda_home"/lib64/libcupti.so.1[0-9] \
+	"$cuda_home"/targets/*/lib/libcupti.so.1[0-9]; do
+	[ -e "$c" ] && cupti_toolkit=$c && break
+done
+cupti_wheel=$("$py" -c 'import glob, os, site
+dirs = site.getsitepackages() + [site.getusersitepackages()]
+hits = [h for d in dirs for h in sorted(glob.glob(os.path.join(d, "nvidia", "*", "lib", "libcupti.so.1[0-9]")))]
+print(hits[0] if hits else "")' 2>/dev/null)
+[ -e "$cupti_wheel" ] || cupti_wheel=
+cupti_kernels=${CGBPF_CUPTI_PATH:-${cupti_toolkit:-$cupti_wheel}}
+cupti_torch=${CGBPF_CUPTI_PATH:-${cupti_wheel:-$cupti_toolkit}}
+
 # ---------------------------------------------------------------- output
 pack=
 if [ $# -ge 1 ]; then
@@ -89,19 +110,7 @@ fi
 work=$(cd "$work" && pwd)
 log=${pack:-$work}/run.log
 
-main() {
-echo "== host"
-echo "kernel: $(uname -r)"
-nvidia-smi --query-gpu=index,name,uuid,driver_version,memory.total --format=csv,noheader
-"$nvcc" --version | tail -1
-echo "python: $py, torch $torch_ok"
-echo "cgbpf: $cgbpf ($("$cgbpf" --version))"
-sed 's/^/  /' "$portable/BUILD-INFO" 2>/dev/null
-echo "injection library: $lib"
-echo "output: $work"
-
-failed=()
-
+# ---------------------------------------------------------------- recording
 # Waits for the workload's pause point ("$1.ready") and for cgbpf (pid $3,
 # stderr $2) to say which GPU status the library reached, then releases the
 # workload. Gives up waiting for the status after 90 s (the summary then
@@ -120,14 +129,15 @@ release() {
 	touch "$pause"
 }
 
-# record NAME CMD...: cgbpf record -- CMD.
+# record NAME CUPTI CMD...: cgbpf record -- CMD (CUPTI: the library's
+# CGBPF_CUPTI_PATH, or empty to let it search).
 record() {
-	local name=$1 rc
-	shift
-	echo "== $name: cgbpf record -- $*"
+	local name=$1 cupti=$2 rc
+	shift 2
+	echo "== $name: cgbpf record -- $*${cupti:+ (CGBPF_CUPTI_PATH=$cupti)}"
 	rm -f "$work/$name".*
 	CGBPF_MANIFEST=$work/$name.manifest.json CGBPF_PAUSE_FILE=$work/$name.pause \
-		timeout -s INT 300 "$cgbpf" record -v -o "$work/$name.perfetto-trace" \
+		env ${cupti:+"CGBPF_CUPTI_PATH=$cupti"} timeout -s INT 300 "$cgbpf" record -v -o "$work/$name.perfetto-trace" \
 		--summary-file "$work/$name.summary" -- "$@" \
 		>"$work/$name.stdout" 2>"$work/$name.stderr" &
 	local rec=$!
@@ -137,18 +147,18 @@ record() {
 	finish "$name" "$rc"
 }
 
-# record_attached NAME CMD...: CMD started with the injection library set,
-# then cgbpf record -p PID.
+# record_attached NAME CUPTI CMD...: CMD started with the injection library
+# set, then cgbpf record -p PID.
 record_attached() {
-	local name=$1 rc app rec i
-	shift
-	echo "== $name: CUDA_INJECTION64_PATH=$lib $*, then cgbpf record -p"
+	local name=$1 cupti=$2 rc app rec i
+	shift 2
+	echo "== $name: CUDA_INJECTION64_PATH=$lib $*${cupti:+ (CGBPF_CUPTI_PATH=$cupti)}, then cgbpf record -p"
 	rm -f "$work/$name".*
 	# The workload's own pause has a time limit: no timeout(1) around it,
 	# so -p names the workload itself.
 	CUDA_INJECTION64_PATH=$lib NVTX_INJECTION64_PATH=$lib \
 		CGBPF_MANIFEST=$work/$name.manifest.json CGBPF_PAUSE_FILE=$work/$name.pause \
-		"$@" >"$work/$name.app.log" 2>&1 &
+		env ${cupti:+"CGBPF_CUPTI_PATH=$cupti"} "$@" >"$work/$name.app.log" 2>&1 &
 	app=$!
 	for ((i = 0; i < 600; i++)); do
 		[ -e "$work/$name.pause.ready" ] && break
@@ -183,34 +193,48 @@ finish() {
 	ls -l "$work/$name".* | awk '{print "   " $5 "\t" $9}'
 }
 
-echo "== build: nvcc tests/gpu/kernels.cu"
-if ! "$nvcc" -O2 -lineinfo -o "$work/kernels" "$top/tests/gpu/kernels.cu"; then
-	echo "nvcc failed" >&2
-	failed+=(build)
-else
-	record kernels "$work/kernels"
-	record_attached kernels_p "$work/kernels"
-fi
-record torch "$py" "$top/tests/gpu/torch_step.py" --iters 20
+main() {
+	echo "== host"
+	echo "kernel: $(uname -r)"
+	nvidia-smi --query-gpu=index,name,uuid,driver_version,memory.total --format=csv,noheader
+	"$nvcc" --version | tail -1
+	echo "python: $py, torch $torch_ok"
+	echo "cgbpf: $cgbpf ($("$cgbpf" --version))"
+	sed 's/^/  /' "$portable/BUILD-INFO" 2>/dev/null
+	echo "injection library: $lib"
+	echo "CUPTI: toolkit ${cupti_toolkit:-none found}, torch's wheels ${cupti_wheel:-none found}"
+	echo "output: $work"
 
-rm -f "$work/kernels"
-echo
-if [ -n "$pack" ]; then
-	if tar -czf "$pack/cgbpf-gpu.tar.gz" -C "$work" .; then
-		echo "packed into $pack/cgbpf-gpu.tar.gz ($(du -h "$pack/cgbpf-gpu.tar.gz" | cut -f1))"
-		rm -rf "$work"
+	failed=()
+
+	echo "== build: nvcc tests/gpu/kernels.cu"
+	if ! "$nvcc" -O2 -lineinfo -o "$work/kernels" "$top/tests/gpu/kernels.cu"; then
+		echo "nvcc failed" >&2
+		failed+=(build)
 	else
-		failed+=(pack)
+		record kernels "$cupti_kernels" "$work/kernels"
+		record_attached kernels_p "$cupti_kernels" "$work/kernels"
 	fi
-	echo "check, where cgbpf-gpu.tar.gz was brought back: /usr/bin/python3 tests/gpu/check.py cgbpf-gpu.tar.gz"
-else
-	echo "check: /usr/bin/python3 tests/gpu/check.py $work"
-fi
-if [ ${#failed[@]} -gt 0 ]; then
-	echo "FAILED: ${failed[*]}"
-	exit 1
-fi
-echo "all recordings ran"
+	record torch "$cupti_torch" "$py" "$top/tests/gpu/torch_step.py" --iters 20
+
+	rm -f "$work/kernels"
+	echo
+	if [ -n "$pack" ]; then
+		if tar -czf "$pack/cgbpf-gpu.tar.gz" -C "$work" .; then
+			echo "packed into $pack/cgbpf-gpu.tar.gz ($(du -h "$pack/cgbpf-gpu.tar.gz" | cut -f1))"
+			rm -rf "$work"
+		else
+			failed+=(pack)
+		fi
+		echo "check, where cgbpf-gpu.tar.gz was brought back: /usr/bin/python3 tests/gpu/check.py cgbpf-gpu.tar.gz"
+	else
+		echo "check: /usr/bin/python3 tests/gpu/check.py $work"
+	fi
+	if [ ${#failed[@]} -gt 0 ]; then
+		echo "FAILED: ${failed[*]}"
+		exit 1
+	fi
+	echo "all recordings ran"
 }
 
 main 2>&1 | tee "$log"
