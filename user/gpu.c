@@ -587,6 +587,8 @@ static void on_status(struct gpu *g, struct gpu_proc *p, uint64_t ts, const uint
 	p->status_text[st.code] = strdup(text);
 	p->status_err[st.code] = st.error;
 	p->status_n[st.code]++;
+	/* Tests wait for this line (-v). */
+	dbg("pid %u: GPU activity: status %u (%s)", p->pid, st.code, text);
 	switch (st.code) {
 	case GPU_ST_COLLECTING:
 		if (!p->collect_ts)
@@ -1006,6 +1008,20 @@ bool gpu__measured(const struct gpu *g, uint32_t pid)
 	const struct gpu_proc *p = gpu__proc_find(g, pid);
 
 	return p && p->measured;
+}
+
+bool gpu__collecting(const struct gpu *g, uint32_t pid)
+{
+	const struct gpu_proc *p = gpu__proc_find(g, pid);
+
+	return p && p->collecting;
+}
+
+bool gpu__flush_answered(const struct gpu *g, uint32_t pid)
+{
+	const struct gpu_proc *p = gpu__proc_find(g, pid);
+
+	return p && p->flush_answered;
 }
 
 void gpu__print(const void *ctx, const uint64_t *drops, FILE *f)

@@ -74,6 +74,10 @@ void gpu__print(const void *ctx, const uint64_t *drops, FILE *f);
 uint64_t gpu__lost(const struct gpu *g);
 /* Whether pid's GPU activity is measured (GPU_ST_COLLECTING came). */
 bool gpu__measured(const struct gpu *g, uint32_t pid);
+/* Whether pid's library collects now (COLLECTING came, STOPPED did not). */
+bool gpu__collecting(const struct gpu *g, uint32_t pid);
+/* Whether pid answered the last gpu__flush_asked (FLUSHED or STOPPED). */
+bool gpu__flush_answered(const struct gpu *g, uint32_t pid);
 /* Replaces the salt of flow ids (tests: reproducible ids). */
 void gpu__set_salt(struct gpu *g, uint64_t salt);
 

@@ -38,15 +38,11 @@
 /* The injection library's file names (the older name too). */
 static const char *const lib_names[] = { "libcgbpf-inject.so", "libcgbpf-nvtx.so", NULL };
 
+/* A target that maps the library; what it said is user/gpu.c's to know. */
 struct gproc {
 	uint32_t pid;
 	struct bpf_link *batch, *flush;
-	bool collecting;	/* GPU_ST_COLLECTING came */
-	bool flushed;		/* GPU_ST_FLUSHED came after the flush was asked */
 	bool exited;
-	uint32_t last_code;	/* the last GPU_STATUS code */
-	char last_text[160];
-	uint64_t batches, entries, bad;
 	char path[64];		/* /proc/PID/map_files/... of the library */
 	uint64_t flush_off;
 };
@@ -54,8 +50,6 @@ struct gproc {
 struct gpusrc {
 	struct gpu *gpu;	/* user/gpu.c: the model, trace and summary of the activity */
 	struct hmap procs;	/* pid -> struct gproc * */
-	uint64_t batches, entries, bad;
-	bool stopping;
 };
 
 static struct gproc *gproc(struct gpusrc *g, uint32_t pid, bool create)
@@ -187,51 +181,12 @@ static void gpu_proc(struct session *s, void *state, enum src_proc ev, uint32_t 
 	}
 }
 
-static void status(struct gproc *p, const struct gpu_status *st, size_t size)
-{
-	size_t n = size - sizeof(*st);
-	const char *end = memchr(st->text, 0, n);
-
-	p->last_code = st->code;
-	snprintf(p->last_text, sizeof(p->last_text), "%.*s", end ? (int)(end - st->text) : 0,
-		 st->text);
-	if (st->code == GPU_ST_COLLECTING)
-		p->collecting = true;
-	if (st->code == GPU_ST_FLUSHED)
-		p->flushed = true;
-	dbg("pid %u: GPU activity: status %u (%s)", p->pid, st->code, p->last_text);
-}
-
 static int gpu_rec(struct session *s, void *state, const void *data, size_t size)
 {
-	const struct rec_gpu_batch *b = data;
 	struct gpusrc *g = state;
-	struct gproc *p = gproc(g, b->hdr.pid, true);
-	size_t len = size - sizeof(*b);
 
 	(void)s;
-	if (gpu__record(g->gpu, data, size))
-		return -EINVAL;
-	if (!p)
-		return 0;
-	g->batches++;
-	p->batches++;
-	for (size_t o = 0; o + sizeof(struct gpu_ent) <= len;) {
-		const struct gpu_ent *e = (const void *)(b->data + o);
-
-		if (e->size < sizeof(*e) || e->size % 8 || e->size > len - o) {
-			/* The rest of the batch cannot be framed. */
-			g->bad++;
-			p->bad++;
-			return 0;
-		}
-		g->entries++;
-		p->entries++;
-		if (e->kind == GPU_STATUS && e->size >= sizeof(struct gpu_status))
-			status(p, (const void *)e, e->size);
-		o += e->size;
-	}
-	return 0;
+	return gpu__record(g->gpu, data, size) ? -EINVAL : 0;
 }
 
 /* Asks every collecting library for a flush by probing its second site. */
@@ -241,14 +196,12 @@ static uint64_t gpu_stop(struct session *s, void *state)
 	uint64_t v, n = 0;
 	LIBBPF_OPTS(bpf_uprobe_opts, uo);
 
-	g->stopping = true;
 	gpu__flush_asked(g->gpu);
 	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);) {
 		struct gproc *p = (void *)(uintptr_t)v;
 
-		if (!p->batch || !p->collecting || !p->flush_off)
+		if (!p->batch || !gpu__collecting(g->gpu, p->pid) || !p->flush_off)
 			continue;
-		p->flushed = false;
 		p->flush = bpf_program__attach_uprobe_opts(s->skel->progs.gpu_flush, p->pid, p->path,
 							   p->flush_off, &uo);
 		if (!p->flush) {
@@ -270,35 +223,14 @@ static bool gpu_settled(struct session *s, void *state)
 	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);) {
 		struct gproc *p = (void *)(uintptr_t)v;
 
-		if (p->flush && !p->flushed && !p->exited)
+		if (p->flush && !p->exited && !gpu__flush_answered(g->gpu, p->pid))
 			return false;
 	}
 	return true;
 }
 
-static const char *status_name(uint32_t code)
-{
-	switch (code) {
-	case GPU_ST_COLLECTING:
-		return "collecting";
-	case GPU_ST_STOPPED:
-		return "stopped";
-	case GPU_ST_NO_CUPTI:
-		return "no CUPTI library found";
-	case GPU_ST_CUPTI_FAILED:
-		return "CUPTI failed";
-	case GPU_ST_HELD:
-		return "CUPTI held by another tool";
-	case GPU_ST_NO_DEVICE:
-		return "no GPU";
-	case GPU_ST_FLUSHED:
-		return "flushed";
-	}
-	return "unknown status";
-}
-
-/* What user/gpu.c's section does not say: batches cut short, flushes
- * that did not come, batches the ring lost. */
+/* What user/gpu.c's section does not say: flushes that did not come,
+ * batches the ring lost. */
 static void gpu_print(const void *ctx, const uint64_t *drops, FILE *f)
 {
 	const struct gpusrc *g = ctx;
@@ -307,20 +239,14 @@ static void gpu_print(const void *ctx, const uint64_t *drops, FILE *f)
 
 	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);) {
 		const struct gproc *p = (const void *)(uintptr_t)v;
-		bool late = p->flush && !p->flushed && !p->exited;
 
-		if (!p->bad && !late)
+		if (!p->flush || p->exited || gpu__flush_answered(g->gpu, p->pid))
 			continue;
 		if (!head)
 			fprintf(f, "\n** GPU activity: what did not arrive\n\n");
 		head = true;
-		if (p->bad)
-			fprintf(f, "   pid %u: %" PRIu64 " malformed batches (cut short)\n", p->pid,
-				p->bad);
-		if (late)
-			fprintf(f, "   pid %u: its last GPU activity did not come before the capture "
-				"ended (last status: %s)\n", p->pid,
-				p->last_code ? status_name(p->last_code) : "none");
+		fprintf(f, "   pid %u: its last GPU activity did not come before the capture "
+			"ended\n", p->pid);
 	}
 	if (drops[REC_GPU_BATCH])
 		fprintf(f, "%s   %" PRIu64 " GPU activity batches LOST (ring full)\n",
