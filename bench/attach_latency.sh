@@ -14,10 +14,12 @@
 #     so the child gets its own after cgbpf sees the fork. The window.
 #
 # Usage: sudo bash bench/attach_latency.sh [N]   (default 20)
+#        PATHS=2 sudo bash bench/attach_latency.sh   runs only path 2 (any of 123)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 N=${1:-20}
+PATHS=${PATHS:-123}
 OUT=${OUT:-build}
 TMP=$(mktemp -d)
 cg=
@@ -25,6 +27,7 @@ trap '[ -n "$cg" ] && kill -INT $cg 2>/dev/null; wait 2>/dev/null || true; rm -r
 py=/usr/bin/python3
 
 # 1. Resolvable at start.
+if [[ $PATHS == *1* ]]; then
 missed=0 made=0
 for i in $(seq "$N"); do
 	mkdir -p "$TMP/r$i"
@@ -57,8 +60,10 @@ EOF
 done
 echo "1. record -p, libcuda found as the target's loader finds it, called right after dlopen:"
 echo "   $missed of $made calls missed ($N processes)"
+fi
 
 # 2. A file first seen at its mapping.
+if [[ $PATHS == *2* ]]; then
 "$OUT/cgbpf" record -a --comm dl_late --summary-only --sched off --sample-hz 0 \
 	--syscall-threshold off 2> "$TMP/err" > /dev/null &
 cg=$!
@@ -81,8 +86,10 @@ mapfile -t ms < <(sed -n 's/.*libcuda.so.1 probed \([0-9.]*\) ms after it was ma
 max=$(printf '%s\n' "${ms[@]}" | sort -g | tail -1)
 echo "2. record -a, a library file first seen when it is mapped: probes in place after"
 echo "   median $(median "${ms[@]}") ms, max $max ms ($N files; calls in that window are missed)"
+fi
 
 # 3. Forked children.
+if [[ $PATHS == *3* ]]; then
 LD_LIBRARY_PATH="$OUT/fake" "$OUT/cgbpf" record -v --summary-only --sched off --sample-hz 0 \
 	--syscall-threshold off -- "$OUT/workloads/fork" --children "$N" --iters 200000 \
 	2> "$TMP/ferr" > /dev/null || true
@@ -93,4 +100,5 @@ if [ ${#fk[@]} -gt 0 ]; then
 	echo "   median $(median "${fk[@]}") ms, max $max ms (${#fk[@]} children; calls in that window are missed)"
 else
 	echo "3. forked children: no window measured (children exited first?)" >&2
+fi
 fi
