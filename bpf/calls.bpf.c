@@ -96,6 +96,7 @@ static __always_inline void emit_trigger(__u64 pid_tgid, __u64 cookie, __u64 now
 static __always_inline __u64 bt_exit(struct pt_regs *ctx, __u64 pid_tgid, __u64 cookie)
 {
 	struct call_ts *c = bpf_task_storage_get(&call_ts, bpf_get_current_task_btf(), 0, 0);
+	struct bt_scratch_v *v;
 	struct rec_stack *r;
 	__u32 d, zero = 0, size;
 	__u64 now, dur;
@@ -119,28 +120,37 @@ static __always_inline __u64 bt_exit(struct pt_regs *ctx, __u64 pid_tgid, __u64 
 	}
 	if (!backtrace_ns || !emit_records || dur < backtrace_ns)
 		return now;
-	r = bpf_map_lookup_elem(&bt_scratch, &zero);
-	if (!r)
+	v = bpf_map_lookup_elem(&bt_scratch, &zero);
+	if (!v)
 		return now;
+	if (!scratch_take(&v->busy)) {
+		count_drop(REC_STACK_BT);
+		return now;
+	}
+	r = &v->r;
 	size = fill_stack(r, ctx, ctx, false);
 	r->lib = CK_LIB(cookie);
 	r->func = CK_FUNC(cookie);
 	fill_hdr(&r->hdr, REC_STACK_BT, size, pid_tgid);
-	if (size > sizeof(*r))
-		return now;
 	/* Rare and slow anyway: wake the consumer, which symbolizes best
 	 * while the process still lives. */
-	if (bpf_ringbuf_output(&events, r, size, BPF_RB_FORCE_WAKEUP))
+	if (size <= sizeof(*r) && bpf_ringbuf_output(&events, r, size, BPF_RB_FORCE_WAKEUP))
 		count_drop(REC_STACK_BT);
+	scratch_give(&v->busy);
 	return now;
 }
 
 /* Scratch space for variable-length string records. */
+struct str_scratch_v {
+	__u64 busy;		/* scratch_take() */
+	struct rec_string r;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct rec_string);
+	__type(value, struct str_scratch_v);
 } str_scratch SEC(".maps");
 
 /* A string argument the entry probe could not read, for the return probe
@@ -169,11 +179,22 @@ static __always_inline bool emit_string(__u64 pid_tgid, __u64 cookie, __u32 arg,
 					const char *ustr, __u8 flags)
 {
 	__u32 zero = 0;
-	struct rec_string *r = bpf_map_lookup_elem(&str_scratch, &zero);
+	struct str_scratch_v *v = bpf_map_lookup_elem(&str_scratch, &zero);
+	struct rec_string *r;
 	long n = -1;
+	bool done;
 
-	if (!r)
+	if (!v)
 		return true;
+	if (!scratch_take(&v->busy)) {
+		/* At the entry the return probe tries again; at the return
+		 * the string is lost, and counted. */
+		if (!(flags & STR_LATE))
+			return false;
+		count_drop(REC_STRING);
+		return true;
+	}
+	r = &v->r;
 	if (ustr)
 		n = bpf_probe_read_user_str(r->str, sizeof(r->str), ustr);
 	r->flags = flags;
@@ -196,7 +217,9 @@ static __always_inline bool emit_string(__u64 pid_tgid, __u64 cookie, __u32 arg,
 	fill_hdr(&r->hdr, REC_STRING, n, pid_tgid);
 	if (bpf_ringbuf_output(&events, r, n, wake_flag()))
 		count_drop(REC_STRING);
-	return !(r->flags & STR_PENDING);
+	done = !(r->flags & STR_PENDING);
+	scratch_give(&v->busy);
+	return done;
 }
 
 static __always_inline int enter(struct pt_regs *ctx)

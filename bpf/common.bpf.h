@@ -107,6 +107,28 @@ static __always_inline __u64 wake_flag(void)
 		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
+/*
+ * Scratch buffers: a record too big for the BPF stack is built in a
+ * per-CPU array value, then copied into a ring. A uprobe program runs with
+ * migration disabled but, on a kernel with full or lazy preemption, not
+ * with preemption disabled: the next task on the CPU can run a program
+ * that takes the same buffer while the first is half-way through its
+ * record, and one thread's record would go out with another's bytes (a
+ * wrong kernel name). So each buffer starts with a lock word taken with an
+ * atomic exchange; a program that finds it taken leaves the buffer alone
+ * and its record is counted as lost (or, for a string, tried again at the
+ * return). Only a preempted program holds it, so it is never held for long.
+ */
+static __always_inline bool scratch_take(__u64 *busy)
+{
+	return __sync_lock_test_and_set(busy, 1) == 0;
+}
+
+static __always_inline void scratch_give(__u64 *busy)
+{
+	*(volatile __u64 *)busy = 0;
+}
+
 static __always_inline void fill_hdr(struct rec_hdr *h, __u16 type, __u16 size,
 				     __u64 pid_tgid)
 {

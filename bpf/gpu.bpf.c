@@ -11,6 +11,7 @@
 #include "gpu_rec.h"
 
 struct gpu_copy {
+	__u64 busy;		/* scratch_take() */
 	struct rec_hdr hdr;
 	__u8 data[GPU_BATCH_MAX];
 };
@@ -35,7 +36,7 @@ int BPF_KPROBE(gpu_batch, const void *batch, __u32 len)
 	r = bpf_map_lookup_elem(&gpu_scratch, &zero);
 	/* A batch larger than the contract allows is the library's bug:
 	 * counted as lost, never cut. */
-	if (!r || len < sizeof(struct gpu_ent) || len > GPU_BATCH_MAX) {
+	if (!r || len < sizeof(struct gpu_ent) || len > GPU_BATCH_MAX || !scratch_take(&r->busy)) {
 		count_drop(REC_GPU_BATCH);
 		return 0;
 	}
@@ -46,12 +47,13 @@ int BPF_KPROBE(gpu_batch, const void *batch, __u32 len)
 	n &= 2 * GPU_BATCH_MAX - 1;
 	if (n > GPU_BATCH_MAX || bpf_probe_read_user(r->data, n, batch)) {
 		count_drop(REC_GPU_BATCH);
-		return 0;
+	} else {
+		fill_hdr(&r->hdr, REC_GPU_BATCH, sizeof(r->hdr) + n, pid_tgid);
+		/* Batches are big and few: wake the consumer as for any record. */
+		if (bpf_ringbuf_output(&events, &r->hdr, sizeof(r->hdr) + n, wake_flag()))
+			count_drop(REC_GPU_BATCH);
 	}
-	fill_hdr(&r->hdr, REC_GPU_BATCH, sizeof(r->hdr) + n, pid_tgid);
-	/* Batches are big and few: wake the consumer as for any record. */
-	if (bpf_ringbuf_output(&events, r, sizeof(r->hdr) + n, wake_flag()))
-		count_drop(REC_GPU_BATCH);
+	scratch_give(&r->busy);
 	return 0;
 }
 

@@ -10,12 +10,42 @@
 #include <bpf/usdt.bpf.h>
 #include "nvtx_rec.h"
 
+struct nvtx_scratch_v {
+	__u64 busy;		/* scratch_take() */
+	struct rec_nvtx r;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct rec_nvtx);
+	__type(value, struct nvtx_scratch_v);
 } nvtx_scratch SEC(".maps");
+
+/* The scratch record, or NULL (counted as lost) while another program
+ * that was preempted on this CPU holds it. */
+static __always_inline struct rec_nvtx *nvtx_take(void)
+{
+	__u32 zero = 0;
+	struct nvtx_scratch_v *v = bpf_map_lookup_elem(&nvtx_scratch, &zero);
+
+	if (!v)
+		return NULL;
+	if (!scratch_take(&v->busy)) {
+		count_drop(REC_NVTX);
+		return NULL;
+	}
+	return &v->r;
+}
+
+static __always_inline void nvtx_send(struct rec_nvtx *r, __u32 size)
+{
+	struct nvtx_scratch_v *v = (void *)((char *)r - __builtin_offsetof(struct nvtx_scratch_v, r));
+
+	if (bpf_ringbuf_output(&events, r, size, wake_flag()))
+		count_drop(REC_NVTX);
+	scratch_give(&v->busy);
+}
 
 static __always_inline long arg(struct pt_regs *ctx, __u64 i)
 {
@@ -32,12 +62,12 @@ static __always_inline int emit(struct pt_regs *ctx, __u8 probe, int id_arg, int
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct rec_nvtx *r;
-	__u32 zero = 0, size;
+	__u32 size;
 	long n = 0;
 
 	if (!is_target(pid_tgid >> 32))
 		return 0;
-	r = bpf_map_lookup_elem(&nvtx_scratch, &zero);
+	r = nvtx_take();
 	if (!r)
 		return 0;
 	r->probe = probe;
@@ -82,8 +112,7 @@ static __always_inline int emit(struct pt_regs *ctx, __u8 probe, int id_arg, int
 	if (size > sizeof(*r))
 		size = sizeof(*r);
 	fill_hdr(&r->hdr, REC_NVTX, size, pid_tgid);
-	if (bpf_ringbuf_output(&events, r, size, wake_flag()))
-		count_drop(REC_NVTX);
+	nvtx_send(r, size);
 	return 0;
 }
 
@@ -128,12 +157,12 @@ static __always_inline int emit_v2(struct pt_regs *ctx, __u8 probe, __u64 domain
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct nvtx_attr at = {};
 	struct rec_nvtx *r;
-	__u32 zero = 0, size;
+	__u32 size;
 	long n = 0;
 
 	if (!is_target(pid_tgid >> 32))
 		return 0;
-	r = bpf_map_lookup_elem(&nvtx_scratch, &zero);
+	r = nvtx_take();
 	if (!r)
 		return 0;
 	r->probe = probe;
@@ -176,8 +205,7 @@ static __always_inline int emit_v2(struct pt_regs *ctx, __u8 probe, __u64 domain
 	if (size > sizeof(*r))
 		size = sizeof(*r);
 	fill_hdr(&r->hdr, REC_NVTX, size, pid_tgid);
-	if (bpf_ringbuf_output(&events, r, size, wake_flag()))
-		count_drop(REC_NVTX);
+	nvtx_send(r, size);
 	return 0;
 }
 

@@ -37,11 +37,16 @@ struct {
  * the same CPU, in the middle of a return probe filling it (seen: a
  * backtrace that ended in the return probe's own kernel frames).
  */
+struct bt_scratch_v {
+	__u64 busy;		/* scratch_take() */
+	struct rec_stack r;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct rec_stack);
+	__type(value, struct bt_scratch_v);
 } bt_scratch SEC(".maps") __weak;
 
 /* fill_hdr() with a timestamp the caller has read already. */
