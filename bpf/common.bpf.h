@@ -92,8 +92,10 @@ static __always_inline void count_drop(__u32 type)
 {
 	__u64 *n = bpf_map_lookup_elem(&drops, &type);
 
+	/* Atomic although per CPU: a preempted program may be in the middle
+	 * of the same increment (see scratch_take below). */
 	if (n)
-		*n += 1;
+		__sync_fetch_and_add(n, 1);
 }
 
 /*
