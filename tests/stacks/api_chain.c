@@ -4,7 +4,8 @@
  *
  *   main -> level_a -> level_b -> level_c
  *
- * level_c spins on the CPU for SPIN_MS (CPU samples land in it), then
+ * level_c spins for SPIN_MS of its own CPU time (CPU samples land in it:
+ * as many on a loaded host as on an idle one), then
  * launches a fake kernel lasting SYNC_MS and waits for it with
  * cuStreamSynchronize (a slow API call whose backtrace is the chain).
  *
@@ -28,11 +29,11 @@ void level_a(long spin_ms, long sync_ms);
 volatile unsigned long chain_sink;
 
 #ifndef CHAIN_MAIN_ONLY
-static double now_ms(void)
+static double cpu_ms(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
@@ -46,7 +47,7 @@ NOINLINE void level_c(long spin_ms, long sync_ms)
 {
 	static const unsigned char image[] = "\x7f" "ELF fake cubin for the stack tests";
 	char name[64];
-	double end = now_ms() + spin_ms;
+	double end = cpu_ms() + spin_ms;
 	CUfunction fn;
 	CUcontext ctx;
 	CUmodule mod;
@@ -54,7 +55,7 @@ NOINLINE void level_c(long spin_ms, long sync_ms)
 	CUresult r;
 
 	/* The clock is read rarely: samples should land in this loop. */
-	while (now_ms() < end)
+	while (cpu_ms() < end)
 		for (unsigned long i = 0; i < 2000000; i++)
 			chain_sink += i ^ (chain_sink >> 3);
 	if (sync_ms <= 0)
