@@ -111,12 +111,19 @@ static int check_btf(void)
 
 /* ---------------------------------------------------------------- targets */
 
+/* pid is a target from now on (user space's view; BPF's is the targets map). */
+static void mark_live(struct session *r, uint32_t pid)
+{
+	hmap__put(&r->live, pid, 1);
+	hmap__put(&r->traced, pid, 1);
+}
+
 static void add_target(struct session *r, pid_t pid)
 {
 	uint8_t one = 1;
 	uint32_t k = pid;
 
-	hmap__put(&r->live, pid, 1);
+	mark_live(r, pid);
 	if (bpf_map__update_elem(r->skel->maps.targets, &k, sizeof(k), &one, sizeof(one), BPF_ANY))
 		warn("pid %d: cannot mark it traced: %s", pid, strerror(errno));
 }
@@ -177,6 +184,10 @@ static void target_gone(struct session *r, pid_t pid)
 	hmap__del(&r->forked, pid, NULL);
 	hmap__del(&r->forked_win, pid, NULL);
 	attach__forget(r->attach, pid);
+	/* A monitor runs for weeks and must forget the dead; a capture keeps
+	 * them for records that are read late. */
+	if (r->mon)
+		hmap__del(&r->traced, pid, NULL);
 	if (hmap__del(&r->live, pid, NULL)) {
 		dbg("pid %d exited", pid);
 		bpf_map__update_elem(r->skel->maps.targets, &k, sizeof(k), &zero, sizeof(zero),
@@ -500,7 +511,7 @@ static void on_mmap(struct session *r, const struct rec_mmap *m)
 
 	if (m->new_target) {
 		/* BPF made it a target before its mmap returned. */
-		hmap__put(&r->live, m->hdr.pid, 1);
+		mark_live(r, m->hdr.pid);
 		r->new_targets++;
 		dbg("pid %u mapped %.*s: traced from now on (-a)", m->hdr.pid, REC_MMAP_NAME,
 		    m->name);
@@ -633,7 +644,7 @@ int session__handle(void *ctx, void *data, size_t size)
 		const struct rec_proc *p = data;
 
 		if (r->o->follow) {
-			hmap__put(&r->live, p->other, 1);
+			mark_live(r, p->other);
 			/* Done already when the ctl ring's copy came first. */
 			if (!hmap__del(&r->fork_probed, p->other, NULL))
 				probe_child(r, p);
@@ -1366,6 +1377,7 @@ cleanup:
 	ncclsum__free(r.ncclsum);
 	model__free(&r.model);
 	hmap__free(&r.live);
+	hmap__free(&r.traced);
 	hmap__free(&r.waiting);
 	hmap__free(&r.seen);
 	free(r.late);

@@ -137,6 +137,10 @@ struct schedtrace {
 	struct pftrace *pt;
 	struct model *m;
 	enum sched_scope scope;
+	/* Every process that was a target at some point of the capture:
+	 * scheduler records come through a ring of their own and may be
+	 * read after the events ring's exit of their process (the consumer
+	 * drains one ring, then the other), so "alive now" would lose them. */
 	const struct hmap *targets;
 	struct cpubuf *cpus;
 	uint32_t ncpus;
@@ -922,7 +926,7 @@ void schedtrace__print(const void *ctx, const uint64_t *lost, FILE *f)
 
 static int sched_init(struct session *s, void **state)
 {
-	*state = schedtrace__new(s->pt, &s->model, s->o->sched, &s->live);
+	*state = schedtrace__new(s->pt, &s->model, s->o->sched, &s->traced);
 	if (!*state) {
 		err("out of memory");
 		return -ENOMEM;

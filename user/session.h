@@ -48,6 +48,7 @@ struct session {
 	struct stacks *stacks;		/* the symbolizer, CPU samples and backtraces */
 	struct monitor *mon;		/* `cgbpf monitor` */
 	struct hmap live;		/* tgid -> 1 for targets alive */
+	struct hmap traced;		/* tgid -> 1 for every target, alive or gone */
 	struct hmap seen;		/* targets whose first API call came */
 	struct hmap waiting;		/* live targets that have not mapped libcuda */
 	pid_t child;			/* -- CMD */

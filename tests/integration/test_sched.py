@@ -63,8 +63,12 @@ def check_states(sd, m):
     check(80 * MS <= sl["S"] <= 1000 * MS,
           "sleeper slept %.1f ms in S, wants ~%d" % (sl["S"] / MS, m["sleep_ms"]))
     sp = sd.states(m["spinner"])
-    check(sp["Running"] >= 30 * MS and sp["Running"] > sp["S"] + sp["D"],
-          "spinner mostly running: %r" % dict(sp))
+    # Never asleep: on the CPU or waiting for it. How the two split
+    # depends on what else the host runs (under load the spinner spends
+    # most of its time runnable, R), so only their sum is checked.
+    on = sp["Running"] + sp["R"] + sp["R+"]
+    check(sp["Running"] > 0 and on >= 30 * MS and on > 10 * (sp["S"] + sp["D"]),
+          "spinner never sleeps: %r" % dict(sp))
     wt = sd.states(m["waiter"])
     check(50 * MS <= wt["S"] <= 2000 * MS,
           "waiter blocked %.1f ms in S on the mutex (held %d ms)" % (wt["S"] / MS, m["hold_ms"]))
@@ -167,11 +171,14 @@ def test_sched_all_compact():
                   % (tid, c1, c2, a2, b1))
     # A spinning thread is only ever switched out runnable (or dead): an
     # inferred prev pid that was wrong would show it sleeping.
-    outs = [s.prev_state for sw in sd.switches.values() for s in sw
-            if s.prev_pid == m["spinner"]]
+    # Exiting, it may block for a moment (D: its memory is torn down under
+    # a lock that a reader of /proc/PID/maps, cgbpf itself, can hold), so
+    # the last few switches are left out.
+    outs = [s.prev_state for _, s in sorted((s.ts, s) for sw in sd.switches.values()
+                                            for s in sw if s.prev_pid == m["spinner"])]
     check(outs, "spinner switched out at least once")
-    check(all(ptrace.SCHED_STATE_NAMES.get(x) in ("R", "R+", "X", "Z") for x in outs),
-          "spinner's prev states: %r" % outs)
+    check(all(ptrace.SCHED_STATE_NAMES.get(x) in ("R", "R+", "X", "Z") for x in outs[:-3]),
+          "spinner's prev states in time order: %r" % outs)
     for sw in sd.switches.values():
         for a, b in zip(sw, sw[1:]):
             eq(b.prev_pid, a.next_pid, "re-derived prev of cpu %d at %d" % (a.cpu, b.ts))
@@ -182,7 +189,8 @@ def test_sched_all_compact():
     check("Scheduler (--sched all)" in r.stdout, "summary has a Scheduler section")
     row = [l.split() for l in r.stdout.splitlines()
            if len(l.split()) == 8 and l.split()[1] == str(m["sleeper"])]
-    eq(len(row), 1, "summary row of the sleeper")
+    eq(len(row), 1, "summary row of the sleeper (lines with its tid: %r)"
+       % [l for l in r.stdout.splitlines() if str(m["sleeper"]) in l])
     check(80 <= float(row[0][5]) <= 1000, "summary: sleeper slept %s ms" % row[0][5])
     # Second oracle: the stock protobuf compiler against the schema,
     # on the bundles as cgbpf encoded them before deflating.
