@@ -684,6 +684,7 @@ static void on_entry(struct gpu *g, struct gpu_proc *p, const struct rec_hdr *h,
 		op.corr = s.corr;
 		op.stream = s.stream;
 		op.context = s.context;
+		op.graph_id = s.graph_id;
 		op.device = s.device;
 		op.mem_kind = s.mem_kind;
 		op.m.bytes = s.bytes;
