@@ -466,6 +466,13 @@ def test_graph_launches_link_to_each_kernel():
     for g in gm["graphs"]:
         for n in graph_names & set(g["nodes"]):
             eq(kernels.get(n), g["launches"], "cuda_gpu_kern_sum: %s" % n)
+    # Launch delay: one per launch call (its first operation, when a
+    # kernel), not the later nodes of a graph, which waited for the earlier.
+    firsts = gm["plain"]["count"] + sum(g["launches"] for g in gm["graphs"]
+                                        if not g["nodes"][0].startswith("["))
+    check("kernel launch delay (kernel start - launch call start), %d kernels:" % firsts
+          in out, "the launch delay counts %d first kernels of launches:\n%s" %
+          (firsts, out[out.find("kernel launch delay"):][:300]))
 
     import tpcheck
     if tpcheck.shell_path() is None:
