@@ -130,7 +130,7 @@ struct gpu_memcpy {
 
 #define GPU_COPY_ASYNC 0x01
 
-/* A memset as it ran (CUPTI_ACTIVITY_KIND_MEMSET). 48 bytes. */
+/* A memset as it ran (CUPTI_ACTIVITY_KIND_MEMSET). 56 bytes. */
 struct gpu_memset {
 	struct gpu_ent e;
 	gr_u32 corr;
@@ -142,6 +142,8 @@ struct gpu_memset {
 	gr_u8 device;
 	gr_u8 mem_kind;		/* CUpti_ActivityMemoryKind */
 	gr_u8 pad[2];
+	gr_u32 graph_id;	/* the graph it ran in; 0: none */
+	gr_u32 pad2;
 };
 
 /* A synchronization the CPU waited in (CUPTI_ACTIVITY_KIND_SYNCHRONIZATION).
@@ -238,7 +240,7 @@ struct gpu_stream {
 /* The layout is an interface between separately built programs. */
 _Static_assert(sizeof(struct gpu_kernel) == 80, "gpu_kernel layout");
 _Static_assert(sizeof(struct gpu_memcpy) == 56, "gpu_memcpy layout");
-_Static_assert(sizeof(struct gpu_memset) == 48, "gpu_memset layout");
+_Static_assert(sizeof(struct gpu_memset) == 56, "gpu_memset layout");
 _Static_assert(sizeof(struct gpu_sync) == 40, "gpu_sync layout");
 _Static_assert(sizeof(struct gpu_api) == 40, "gpu_api layout");
 _Static_assert(sizeof(struct gpu_name) == 8, "gpu_name layout");

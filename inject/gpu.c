@@ -316,6 +316,7 @@ static void on_memset(const CUpti_ActivityMemset4 *m)
 	e->value = m->value;
 	e->stream = m->streamId;
 	e->context = m->contextId;
+	e->graph_id = m->graphId;
 	e->device = dev8(m->deviceId);
 	e->mem_kind = (uint8_t)m->memoryKind;
 }

@@ -476,7 +476,7 @@ static void heap_pop(struct gpu_proc *p, struct gpu_op *out)
 /* Writes and counts one operation, now in start order. */
 static void release_one(struct gpu *g, struct gpu_proc *p, const struct gpu_op *op)
 {
-	const struct gpu_corr *c = corr_find(p, op->corr);
+	struct gpu_corr *c = corr_find(p, op->corr);
 	struct gpu_dev *d = op->kind == GPU_SYNC ? NULL : gpu__dev(p, op->device);
 	bool late = false;
 
@@ -497,6 +497,8 @@ static void release_one(struct gpu *g, struct gpu_proc *p, const struct gpu_op *
 		g->last_ts = op->end;
 	gpupf__op(g, p, op, c);
 	gpusum__op(g, p, op, c, late);
+	if (c)
+		c->ops++;
 }
 
 /* Writes the waiting operations that start before t (all: UINT64_MAX). */
@@ -684,6 +686,7 @@ static void on_entry(struct gpu *g, struct gpu_proc *p, const struct rec_hdr *h,
 		op.corr = s.corr;
 		op.stream = s.stream;
 		op.context = s.context;
+		op.graph_id = s.graph_id;
 		op.device = s.device;
 		op.mem_kind = s.mem_kind;
 		op.m.bytes = s.bytes;

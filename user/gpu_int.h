@@ -67,6 +67,8 @@ struct gpu_corr {
 	uint64_t call_ts;	/* the enclosing API slice's begin; 0: no slice found */
 	uint64_t call_end;
 	uint64_t flow;		/* that slice's flow id; 0: none */
+	uint32_t ops;		/* operations of this call written so far (a graph
+				 * launch runs several) */
 };
 
 /* A call that queued GPU work, remembered per thread for the GPU_API

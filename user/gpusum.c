@@ -246,7 +246,9 @@ void gpusum__op(struct gpu *g, struct gpu_proc *p, const struct gpu_op *op,
 			s->short_kernels++;
 			s->short_time += dur;
 		}
-		if (c && c->call_ts) {
+		/* A launch's delay is its first operation's: the later nodes
+		 * of a graph launch wait for the earlier ones, not the host. */
+		if (c && c->call_ts && !c->ops) {
 			if (op->start >= c->call_ts)
 				stats__add(&s->delay, op->start - c->call_ts);
 			else

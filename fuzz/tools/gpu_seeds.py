@@ -38,8 +38,9 @@ def memcpy(corr, start, end, nbytes, stream, kind):
                               2, 3, 1, 0, 0))
 
 
-def memset(corr, start, end, nbytes, stream):
-    return ent(3, struct.pack("<IQQQIIIBB2x", corr, start, end, nbytes, 0, stream, 1, 0, 3))
+def memset(corr, start, end, nbytes, stream, graph=0):
+    return ent(3, struct.pack("<IQQQIIIBB2xI4x", corr, start, end, nbytes, 0, stream, 1, 0, 3,
+                              graph))
 
 
 def sync(corr, start, end, stream):

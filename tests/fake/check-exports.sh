@@ -14,7 +14,10 @@ funcs_h=${2:-$root/bpf/cuda_funcs.h}
 extra="cuDriverGetVersion cuDeviceGet cuDeviceGetCount cuDeviceGetName
 cuCtxDestroy_v2 cuCtxSetCurrent cuCtxGetCurrent cuModuleUnload cuLibraryUnload
 cuEventCreate cuEventDestroy_v2 cuEventQuery cuEventElapsedTime_v2 cuStreamQuery
-cuGetErrorName cuGetErrorString cuGetProcAddress_v2"
+cuGetErrorName cuGetErrorString cuGetProcAddress_v2
+cuGraphCreate cuGraphDestroy cuGraphAddKernelNode_v2 cuGraphAddMemsetNode
+cuGraphInstantiateWithFlags cuGraphExecDestroy cuStreamBeginCapture_v2
+cuStreamEndCapture cuStreamIsCapturing"
 
 [ -r "$lib" ] || { echo "check-exports: no library at $lib" >&2; exit 2; }
 [ -r "$funcs_h" ] || { echo "check-exports: no $funcs_h" >&2; exit 2; }

@@ -8,13 +8,18 @@
  * synchronization the fake driver performs calls it once, on the calling
  * thread, as the call returns. Times are CLOCK_MONOTONIC ns: the API call's
  * own interval, and the work's interval on its simulated stream.
+ *
+ * A graph launch is one call (FA_GRAPH) that ran several operations: its
+ * nodes, each a kernel or a memset with graph_id and graph_node_id set,
+ * all with the launch's correlation id. A launch or memset made on a
+ * capturing stream ran nothing: captured is set and only the call counts.
  */
 #ifndef FAKE_ACTIVITY_H
 #define FAKE_ACTIVITY_H
 
 #include <stdint.h>
 
-enum fa_kind { FA_KERNEL = 1, FA_MEMCPY, FA_MEMSET, FA_SYNC };
+enum fa_kind { FA_KERNEL = 1, FA_MEMCPY, FA_MEMSET, FA_SYNC, FA_GRAPH };
 /* Copy directions, numbered as CUpti_ActivityMemcpyKind. */
 enum fa_copy { FA_HTOD = 1, FA_DTOH = 2, FA_DTOD = 8, FA_HTOH = 9 };
 /* Synchronizations, numbered as CUpti_ActivitySynchronizationType. */
@@ -38,6 +43,11 @@ struct fake_activity {
 	int async;
 	uint32_t value;		/* FA_MEMSET */
 	int sync_type;		/* enum fa_sync */
+	int captured;		/* FA_KERNEL, FA_MEMSET: made a graph node, ran nothing */
+	uint32_t graph_id;	/* a node of a graph launch: the executable graph's id */
+	uint64_t graph_node_id;	/* and the node's, unique in the process */
+	const struct fake_activity *nodes;	/* FA_GRAPH: what the launch ran, */
+	uint32_t nnodes;			/* in stream order */
 };
 
 typedef void (*fake_activity_fn)(const struct fake_activity *a);

@@ -22,6 +22,16 @@
  * blocking stream (including the per-thread default stream) waits for
  * earlier NULL-stream work.
  *
+ * Graphs: cuGraphCreate, kernel and memset nodes, instantiation, and
+ * stream capture (a launch or an async memset on a capturing stream adds
+ * a node and runs nothing). A graph launch runs the executable graph's
+ * nodes one after the other on its stream, each an operation of its own
+ * (the fake CUPTI gives each a record with the graph's and the node's id
+ * and the launch's correlation id); dependencies are checked but nodes run
+ * in the order they were added, which is one the dependencies allow. Copy
+ * nodes, child graphs and capturing a copy are not simulated
+ * (CUDA_ERROR_NOT_SUPPORTED).
+ *
  * Kernel duration: FAKECUDA_KERNEL_NS (read at cuInit, default 0) for every
  * kernel, or "__ns<digits>" anywhere in the kernel's name for that kernel.
  * FAKECUDA_MEM_BYTES caps device memory (default 80 GiB; allocations are
@@ -90,7 +100,13 @@
 	X(cuStreamQuery) X(cuStreamQuery_ptsz) X(cuStreamSynchronize) \
 	X(cuStreamSynchronize_ptsz) X(cuStreamWaitEvent) X(cuStreamWaitEvent_ptsz) \
 	X(cuEventCreate) X(cuEventDestroy_v2) X(cuEventRecord) X(cuEventRecord_ptsz) \
-	X(cuEventQuery) X(cuEventSynchronize) X(cuEventElapsedTime_v2)
+	X(cuEventQuery) X(cuEventSynchronize) X(cuEventElapsedTime_v2) \
+	X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphAddKernelNode) \
+	X(cuGraphAddKernelNode_v2) X(cuGraphAddMemsetNode) X(cuGraphGetNodes) \
+	X(cuGraphInstantiate_v2) X(cuGraphInstantiateWithFlags) X(cuGraphExecDestroy) \
+	X(cuStreamBeginCapture) X(cuStreamBeginCapture_ptsz) X(cuStreamBeginCapture_v2) \
+	X(cuStreamBeginCapture_v2_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz) \
+	X(cuStreamIsCapturing) X(cuStreamIsCapturing_ptsz)
 
 #define API_ENUM(name) API_##name,
 enum api_id { FAKE_API(API_ENUM) API__COUNT };
@@ -127,11 +143,15 @@ enum {
 	MAGIC_LIBRARY = 0x4c494252,	/* "LIBR" */
 	MAGIC_FUNC = 0x46554e43,	/* "FUNC" */
 	MAGIC_KERNEL = 0x4b45524e,	/* "KERN" */
+	MAGIC_GRAPH = 0x47525048,	/* "GRPH" */
+	MAGIC_GNODE = 0x474e4f44,	/* "GNOD" */
+	MAGIC_GEXEC = 0x47455845,	/* "GEXE" */
 	/* A per-thread stream whose context died; its thread unlinks it. */
 	MAGIC_ZOMBIE = 0x5a4f4d42,
 };
 
 struct fctx;
+struct fgraph;
 
 struct obj {
 	uint32_t magic;
@@ -149,6 +169,7 @@ struct fstream {
 	int priority;
 	int kind;
 	struct fstream *tls_next;	/* per-thread streams of one thread */
+	struct fgraph *capture;	/* the graph being captured; NULL: none */
 };
 
 struct fctx {
@@ -185,7 +206,50 @@ struct fsym {
 	struct fsym *kernel;	/* function: the kernel it came from */
 };
 
+/* What one graph node does; an executable graph holds a copy of each. */
+enum { GN_KERNEL = 1, GN_MEMSET };
+
+struct gwork {
+	int kind;
+	uint64_t id;		/* the node's, unique in the process (CUPTI's graphNodeId) */
+	union {
+		struct {
+			struct fsym *fn;
+			uint32_t grid[3], block[3], smem;
+		} k;
+		struct {
+			uintptr_t dst;
+			size_t pitch, width, height;
+			uint32_t value, elem;
+		} m;
+	};
+};
+
+struct gnode {
+	struct obj h;
+	struct fgraph *graph;
+	struct gwork w;
+};
+
+/* A graph: its nodes in the order they were added (a topological order,
+ * since a node's dependencies exist before it). */
+struct fgraph {
+	struct obj h;
+	struct gnode **nodes;
+	size_t n, cap;
+};
+
+struct fexec {
+	struct obj h;
+	struct gwork *work;
+	size_t n;
+	uint32_t id;		/* CUPTI's graphId */
+};
+
 _Static_assert(sizeof(struct fstream) <= SLOT_SIZE, "slot");
+_Static_assert(sizeof(struct gnode) <= SLOT_SIZE, "slot");
+_Static_assert(sizeof(struct fgraph) <= SLOT_SIZE, "slot");
+_Static_assert(sizeof(struct fexec) <= SLOT_SIZE, "slot");
 _Static_assert(sizeof(struct fctx) <= SLOT_SIZE, "slot");
 _Static_assert(sizeof(struct fevent) <= SLOT_SIZE, "slot");
 _Static_assert(sizeof(struct fmod) <= SLOT_SIZE, "slot");
@@ -237,6 +301,10 @@ static void obj_free_locked(struct obj *o)
 {
 	if (o->magic == MAGIC_FUNC || o->magic == MAGIC_KERNEL)
 		free(((struct fsym *)o)->name);
+	else if (o->magic == MAGIC_GRAPH)
+		free(((struct fgraph *)o)->nodes);
+	else if (o->magic == MAGIC_GEXEC)
+		free(((struct fexec *)o)->work);
 	__atomic_store_n(&o->magic, MAGIC_DEAD, __ATOMIC_RELEASE);
 	o->next_free = g_free_slots;
 	g_free_slots = o;
@@ -599,6 +667,75 @@ static void mem_free_ctx(struct fctx *c)
 	pthread_mutex_unlock(&g_alloc_lock);
 }
 
+/* ------------------------------------------------------------ graphs */
+
+static uint32_t g_graph_ids;
+static uint64_t g_node_ids;
+
+/* Adds a node doing w to g; caller checked w. */
+static CUresult graph_add(struct fgraph *g, const struct gwork *w, struct gnode **out)
+{
+	struct gnode *n = obj_alloc(MAGIC_GNODE, NULL);
+	CUresult rc = CUDA_SUCCESS;
+
+	if (!n)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	n->graph = g;
+	n->w = *w;
+	n->w.id = __atomic_add_fetch(&g_node_ids, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&g_lock);
+	if (g->n == g->cap) {
+		size_t cap = g->cap ? g->cap * 2 : 8;
+		struct gnode **v = realloc(g->nodes, cap * sizeof(*v));
+
+		if (!v) {
+			rc = CUDA_ERROR_OUT_OF_MEMORY;
+			obj_free_locked(&n->h);
+			goto out;
+		}
+		g->nodes = v;
+		g->cap = cap;
+	}
+	g->nodes[g->n++] = n;
+	if (out)
+		*out = n;
+out:
+	pthread_mutex_unlock(&g_lock);
+	return rc;
+}
+
+/* Frees g and its nodes; caller holds g_lock. */
+static void graph_free_locked(struct fgraph *g)
+{
+	for (size_t i = 0; i < g->n; i++)
+		obj_free_locked(&g->nodes[i]->h);
+	obj_free_locked(&g->h);
+}
+
+/* The graph a stream captures into, or NULL. */
+static inline struct fgraph *capturing(const struct fstream *s)
+{
+	return __atomic_load_n(&s->capture, __ATOMIC_ACQUIRE);
+}
+
+/* Fills count elements of elem bytes at dst with val. */
+static void fill(uintptr_t dst, unsigned int val, size_t elem, size_t count)
+{
+	if (elem == 1) {
+		memset((void *)dst, (int)(val & 0xff), count);
+	} else if (elem == 2) {
+		uint16_t *p = (uint16_t *)dst, v = (uint16_t)val;
+
+		for (size_t i = 0; i < count; i++)
+			p[i] = v;
+	} else {
+		uint32_t *p = (uint32_t *)dst;
+
+		for (size_t i = 0; i < count; i++)
+			p[i] = val;
+	}
+}
+
 /* Where a copy's ends must lie: device side, or any memory at all. */
 enum { END_HOST = 0, END_DEV = MEM_DEV_ANY };
 
@@ -612,6 +749,8 @@ static CUresult copy_common(uintptr_t dst, int dst_kind, uintptr_t src, int src_
 	REQUIRE_CTX(c);
 	if (!(s = stream_get(h, c, ptsz)))
 		return CUDA_ERROR_INVALID_HANDLE;
+	if (capturing(s))
+		return async ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	if (n == 0)
 		return CUDA_SUCCESS;
 	if (!dst || !src)
@@ -641,6 +780,7 @@ static CUresult copy_common(uintptr_t dst, int dst_kind, uintptr_t src, int src_
 static CUresult memset_common(uintptr_t dst, unsigned int val, size_t elem, size_t count,
 			      CUstream h, int ptsz, int async)
 {
+	struct fgraph *g;
 	struct fstream *s;
 	struct fctx *c;
 	uint64_t end, t0, dur;
@@ -653,6 +793,26 @@ static CUresult memset_common(uintptr_t dst, unsigned int val, size_t elem, size
 	if (!dst || dst % elem || count > SIZE_MAX / elem ||
 	    !alloc_contains(dst, count * elem, MEM_DEV_ANY))
 		return CUDA_ERROR_INVALID_VALUE;
+	if ((g = capturing(s))) {
+		struct gwork w = { .kind = GN_MEMSET, .m = { .dst = dst, .pitch = count * elem,
+							     .width = count, .height = 1,
+							     .value = val, .elem = (uint32_t)elem } };
+		CUresult rc;
+
+		if (!async)
+			return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+		t0 = act_on() ? now_ns() : 0;
+		rc = graph_add(g, &w, NULL);
+		if (rc == CUDA_SUCCESS && t0) {
+			struct fake_activity a = {
+				.kind = FA_MEMSET, .captured = 1, .stream = slot_id(s),
+				.context = slot_id(c), .bytes = count * elem, .async = 1, .value = val,
+			};
+
+			act_emit(&a, t0);
+		}
+		return rc;
+	}
 	t0 = act_on() ? now_ns() : 0;
 	dur = mem_ns(count * elem, 1);
 	end = submit(s, dur, dur != 0, 0);
@@ -667,19 +827,7 @@ static CUresult memset_common(uintptr_t dst, unsigned int val, size_t elem, size
 
 		act_emit(&a, t0);
 	}
-	if (elem == 1) {
-		memset((void *)dst, (int)(val & 0xff), count);
-	} else if (elem == 2) {
-		uint16_t *p = (uint16_t *)dst, v = (uint16_t)val;
-
-		for (size_t i = 0; i < count; i++)
-			p[i] = v;
-	} else {
-		uint32_t *p = (uint32_t *)dst;
-
-		for (size_t i = 0; i < count; i++)
-			p[i] = val;
-	}
+	fill(dst, val, elem, count);
 	return CUDA_SUCCESS;
 }
 
@@ -693,10 +841,20 @@ static inline struct fsym *launchable(CUfunction f)
 	return k ? k : obj_check(f, MAGIC_KERNEL);
 }
 
+/* The limits of current NVIDIA GPUs. */
+static int dims_ok(unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+		   unsigned int by, unsigned int bz, unsigned int smem)
+{
+	return gx && gy && gz && bx && by && bz && gx <= 0x7fffffffu && gy <= 65535 &&
+	       gz <= 65535 && bx <= 1024 && by <= 1024 && bz <= 64 &&
+	       (uint64_t)bx * by * bz <= 1024 && smem <= 227 * 1024;
+}
+
 static CUresult launch_common(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
 			      unsigned int bx, unsigned int by, unsigned int bz,
 			      unsigned int smem, CUstream h, int ptsz)
 {
+	struct fgraph *g;
 	struct fstream *s;
 	struct fsym *k;
 	struct fctx *c;
@@ -705,13 +863,27 @@ static CUresult launch_common(CUfunction f, unsigned int gx, unsigned int gy, un
 	REQUIRE_CTX(c);
 	if (!(k = launchable(f)))
 		return CUDA_ERROR_INVALID_HANDLE;
-	/* The limits of current NVIDIA GPUs. */
-	if (!gx || !gy || !gz || !bx || !by || !bz || gx > 0x7fffffffu || gy > 65535 ||
-	    gz > 65535 || bx > 1024 || by > 1024 || bz > 64 ||
-	    (uint64_t)bx * by * bz > 1024 || smem > 227 * 1024)
+	if (!dims_ok(gx, gy, gz, bx, by, bz, smem))
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!(s = stream_get(h, c, ptsz)))
 		return CUDA_ERROR_INVALID_HANDLE;
+	if ((g = capturing(s))) {
+		struct gwork w = { .kind = GN_KERNEL, .k = { .fn = k, .grid = { gx, gy, gz },
+							     .block = { bx, by, bz }, .smem = smem } };
+		uint64_t t0 = act_on() ? now_ns() : 0;
+		CUresult rc = graph_add(g, &w, NULL);
+
+		if (rc == CUDA_SUCCESS && t0) {
+			struct fake_activity a = {
+				.kind = FA_KERNEL, .captured = 1, .stream = slot_id(s),
+				.context = slot_id(c), .name = k->name, .grid = { gx, gy, gz },
+				.block = { bx, by, bz }, .smem_dynamic = smem,
+			};
+
+			act_emit(&a, t0);
+		}
+		return rc;
+	}
 	ns = k->ns >= 0 ? (uint64_t)k->ns : g_kernel_ns;
 	if (act_on()) {
 		uint64_t t0 = now_ns(), end = submit(s, ns, 1, 0);
@@ -738,18 +910,74 @@ static CUresult launch_ex_common(const CUlaunchConfig *cfg, CUfunction f, int pt
 			     ptsz);
 }
 
-/* There is no graph API in the fake: any non-NULL CUgraphExec is one empty graph. */
-static CUresult graph_launch_common(CUgraphExec g, CUstream h, int ptsz)
+/* Runs an executable graph's nodes one after the other on h's stream. */
+static CUresult graph_launch_common(CUgraphExec hexec, CUstream h, int ptsz)
 {
+	struct fake_activity *acts = NULL;
 	struct fstream *s;
+	struct fexec *e;
 	struct fctx *c;
+	uint64_t t0;
 
 	REQUIRE_CTX(c);
-	if (!g)
+	if (!(e = obj_check(hexec, MAGIC_GEXEC)))
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!(s = stream_get(h, c, ptsz)))
 		return CUDA_ERROR_INVALID_HANDLE;
-	submit(s, g_kernel_ns, g_kernel_ns != 0, 0);
+	if (capturing(s))
+		return CUDA_ERROR_NOT_SUPPORTED;	/* a child graph node: not simulated */
+	/* A node's kernel or memory may have gone since instantiation. */
+	for (size_t i = 0; i < e->n; i++) {
+		const struct gwork *w = &e->work[i];
+
+		if (w->kind == GN_KERNEL && !launchable((CUfunction)w->k.fn))
+			return CUDA_ERROR_INVALID_VALUE;
+		if (w->kind == GN_MEMSET &&
+		    !alloc_contains(w->m.dst, w->m.pitch * (w->m.height - 1) + w->m.width * w->m.elem,
+				    MEM_DEV_ANY))
+			return CUDA_ERROR_INVALID_VALUE;
+	}
+	t0 = act_on() ? now_ns() : 0;
+	if (t0 && e->n && !(acts = calloc(e->n, sizeof(*acts))))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	for (size_t i = 0; i < e->n; i++) {
+		const struct gwork *w = &e->work[i];
+		uint64_t dur, end;
+
+		if (w->kind == GN_KERNEL)
+			dur = w->k.fn->ns >= 0 ? (uint64_t)w->k.fn->ns : g_kernel_ns;
+		else
+			dur = mem_ns(w->m.width * w->m.elem * w->m.height, 1);
+		end = submit(s, dur, dur != 0 || t0, 0);
+		if (w->kind == GN_MEMSET)
+			for (size_t r = 0; r < w->m.height; r++)
+				fill(w->m.dst + r * w->m.pitch, w->m.value, w->m.elem, w->m.width);
+		if (!acts)
+			continue;
+		acts[i] = (struct fake_activity){
+			.kind = w->kind == GN_KERNEL ? FA_KERNEL : FA_MEMSET,
+			.stream = slot_id(s), .context = slot_id(c), .start = end - dur, .end = end,
+			.graph_id = e->id, .graph_node_id = w->id, .async = 1,
+		};
+		if (w->kind == GN_KERNEL) {
+			acts[i].name = w->k.fn->name;
+			memcpy(acts[i].grid, w->k.grid, sizeof(acts[i].grid));
+			memcpy(acts[i].block, w->k.block, sizeof(acts[i].block));
+			acts[i].smem_dynamic = w->k.smem;
+		} else {
+			acts[i].bytes = w->m.width * w->m.elem * w->m.height;
+			acts[i].value = w->m.value;
+		}
+	}
+	if (t0) {
+		struct fake_activity a = { .kind = FA_GRAPH, .stream = slot_id(s),
+					   .api = ptsz ? "cuGraphLaunch_ptsz" : "cuGraphLaunch",
+					   .context = slot_id(c), .graph_id = e->id,
+					   .nodes = acts, .nnodes = (uint32_t)e->n };
+
+		act_emit(&a, t0);
+	}
+	free(acts);
 	return CUDA_SUCCESS;
 }
 
@@ -795,6 +1023,10 @@ static void fork_child(void)
 
 		if (o->magic == MAGIC_FUNC || o->magic == MAGIC_KERNEL)
 			free(((struct fsym *)o)->name);
+		else if (o->magic == MAGIC_GRAPH)
+			free(((struct fgraph *)o)->nodes);
+		else if (o->magic == MAGIC_GEXEC)
+			free(((struct fexec *)o)->work);
 	}
 	if (g_arena) {
 		memset(g_arena, 0, g_arena_used);
@@ -976,6 +1208,8 @@ EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 	X(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure") \
 	X(CUDA_ERROR_NOT_PERMITTED, "operation not permitted") \
 	X(CUDA_ERROR_NOT_SUPPORTED, "operation not supported") \
+	X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "operation not permitted when stream is capturing") \
+	X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "operation failed due to a previous error during capture") \
 	X(CUDA_ERROR_UNKNOWN, "unknown error")
 
 EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr)
@@ -1061,6 +1295,10 @@ static const struct {
 	{ "cuEventDestroy", 4000, "cuEventDestroy_v2" },
 	{ "cuEventElapsedTime", 12080, "cuEventElapsedTime_v2" },
 	{ "cuGetProcAddress", 12000, "cuGetProcAddress_v2" },
+	{ "cuGraphAddKernelNode", 12000, "cuGraphAddKernelNode_v2" },
+	{ "cuGraphInstantiate", 12000, "cuGraphInstantiateWithFlags" },
+	{ "cuGraphInstantiate", 11000, "cuGraphInstantiate_v2" },
+	{ "cuStreamBeginCapture", 10010, "cuStreamBeginCapture_v2" },
 };
 
 static CUresult proc_address(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
@@ -1946,7 +2184,12 @@ EXPORT CUresult cuStreamDestroy_v2(CUstream hStream)
 	/* Pending work still counts for its context (its times are folded in already). */
 	if (!(s = obj_check(hStream, MAGIC_STREAM)) || s->kind != S_USER)
 		return CUDA_ERROR_INVALID_HANDLE;
-	obj_free(s);
+	pthread_mutex_lock(&g_lock);
+	/* A capture in progress is abandoned with its stream. */
+	if (s->capture)
+		graph_free_locked(s->capture);
+	obj_free_locked(&s->h);
+	pthread_mutex_unlock(&g_lock);
 	return CUDA_SUCCESS;
 }
 
@@ -1970,6 +2213,8 @@ static CUresult stream_sync(CUstream h, int ptsz)
 	REQUIRE_CTX(c);
 	if (!(s = stream_get(h, c, ptsz)))
 		return CUDA_ERROR_INVALID_HANDLE;
+	if (capturing(s))
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	t0 = act_on() ? now_ns() : 0;
 	wait_until(stream_ready(s));
 	if (t0) {
@@ -2145,6 +2390,340 @@ EXPORT CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUev
 		return CUDA_ERROR_NOT_READY;
 	*pMilliseconds = (float)((double)((int64_t)(tb - ta)) / 1e6);
 	return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------ graph API */
+
+EXPORT CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
+{
+	struct fgraph *g;
+
+	API_ENTER(cuGraphCreate);
+	REQUIRE_INIT();
+	if (!phGraph || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	/* Graphs belong to no context. */
+	if (!(g = obj_alloc(MAGIC_GRAPH, NULL)))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*phGraph = (CUgraph)g;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
+{
+	struct fgraph *g;
+
+	API_ENTER(cuGraphDestroy);
+	REQUIRE_INIT();
+	if (!(g = obj_check(hGraph, MAGIC_GRAPH)))
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&g_lock);
+	graph_free_locked(g);
+	pthread_mutex_unlock(&g_lock);
+	return CUDA_SUCCESS;
+}
+
+/* The graph a node is added to, its dependencies checked: each a node of it. */
+static CUresult node_args(void *out, CUgraph hGraph, const CUgraphNode *deps, size_t ndeps,
+			  const void *params, struct fgraph **pg)
+{
+	REQUIRE_INIT();
+	if (!out || !params || (ndeps && !deps))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!(*pg = obj_check(hGraph, MAGIC_GRAPH)))
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < ndeps; i++) {
+		struct gnode *d = obj_check(deps[i], MAGIC_GNODE);
+
+		if (!d || d->graph != *pg)
+			return CUDA_ERROR_INVALID_VALUE;
+	}
+	return CUDA_SUCCESS;
+}
+
+static CUresult kernel_node(CUgraphNode *out, CUgraph hGraph, const CUgraphNode *deps,
+			    size_t ndeps, const CUDA_KERNEL_NODE_PARAMS_v1 *p, CUkernel kern)
+{
+	struct fgraph *g;
+	struct fsym *k;
+	CUresult rc = node_args(out, hGraph, deps, ndeps, p, &g);
+	struct gwork w = { .kind = GN_KERNEL };
+
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!(k = launchable(p->func ? p->func : (CUfunction)kern)))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!dims_ok(p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
+		     p->blockDimZ, p->sharedMemBytes))
+		return CUDA_ERROR_INVALID_VALUE;
+	w.k.fn = k;
+	w.k.grid[0] = p->gridDimX;
+	w.k.grid[1] = p->gridDimY;
+	w.k.grid[2] = p->gridDimZ;
+	w.k.block[0] = p->blockDimX;
+	w.k.block[1] = p->blockDimY;
+	w.k.block[2] = p->blockDimZ;
+	w.k.smem = p->sharedMemBytes;
+	return graph_add(g, &w, (struct gnode **)out);
+}
+
+EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+				     const CUgraphNode *dependencies, size_t numDependencies,
+				     const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
+{
+	API_ENTER(cuGraphAddKernelNode);
+	return kernel_node(phGraphNode, hGraph, dependencies, numDependencies, nodeParams, NULL);
+}
+
+EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
+					const CUgraphNode *dependencies, size_t numDependencies,
+					const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+	CUDA_KERNEL_NODE_PARAMS_v1 p;
+
+	API_ENTER(cuGraphAddKernelNode_v2);
+	if (!nodeParams)
+		return CUDA_ERROR_INVALID_VALUE;
+	/* v2 adds the CUkernel and the context after v1's fields. */
+	memcpy(&p, nodeParams, sizeof(p));
+	return kernel_node(phGraphNode, hGraph, dependencies, numDependencies, &p,
+			   nodeParams->kern);
+}
+
+EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+				     const CUgraphNode *dependencies, size_t numDependencies,
+				     const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx)
+{
+	struct fgraph *g;
+	struct gwork w = { .kind = GN_MEMSET };
+	CUresult rc;
+
+	API_ENTER(cuGraphAddMemsetNode);
+	if ((rc = node_args(phGraphNode, hGraph, dependencies, numDependencies, p, &g)))
+		return rc;
+	if (ctx && !obj_check(ctx, MAGIC_CTX))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if ((p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4) || !p->dst ||
+	    p->dst % p->elementSize || !p->width || !p->height ||
+	    p->width > SIZE_MAX / p->elementSize ||
+	    (p->height > 1 && p->pitch < p->width * p->elementSize) ||
+	    (p->height > 1 && p->pitch > (SIZE_MAX - p->width * p->elementSize) / (p->height - 1)))
+		return CUDA_ERROR_INVALID_VALUE;
+	w.m.dst = p->dst;
+	w.m.pitch = p->height > 1 ? p->pitch : p->width * p->elementSize;
+	w.m.width = p->width;
+	w.m.height = p->height;
+	w.m.value = p->value;
+	w.m.elem = p->elementSize;
+	if (!alloc_contains(w.m.dst, w.m.pitch * (w.m.height - 1) + w.m.width * w.m.elem,
+			    MEM_DEV_ANY))
+		return CUDA_ERROR_INVALID_VALUE;
+	return graph_add(g, &w, (struct gnode **)phGraphNode);
+}
+
+EXPORT CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
+{
+	struct fgraph *g;
+
+	API_ENTER(cuGraphGetNodes);
+	REQUIRE_INIT();
+	if (!numNodes)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!(g = obj_check(hGraph, MAGIC_GRAPH)))
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&g_lock);
+	if (nodes) {
+		size_t n = *numNodes < g->n ? *numNodes : g->n;
+
+		for (size_t i = 0; i < n; i++)
+			nodes[i] = (CUgraphNode)g->nodes[i];
+		for (size_t i = n; i < *numNodes; i++)
+			nodes[i] = NULL;
+		*numNodes = n;
+	} else {
+		*numNodes = g->n;
+	}
+	pthread_mutex_unlock(&g_lock);
+	return CUDA_SUCCESS;
+}
+
+/* An executable snapshot of hGraph: later changes to the graph do not reach it. */
+static CUresult instantiate(CUgraphExec *out, CUgraph hGraph)
+{
+	struct fgraph *g;
+	struct fexec *e;
+
+	REQUIRE_INIT();
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!(g = obj_check(hGraph, MAGIC_GRAPH)))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!(e = obj_alloc(MAGIC_GEXEC, NULL)))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&g_lock);
+	if (g->n && !(e->work = malloc(g->n * sizeof(*e->work)))) {
+		obj_free_locked(&e->h);
+		pthread_mutex_unlock(&g_lock);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	for (size_t i = 0; i < g->n; i++)
+		e->work[i] = g->nodes[i]->w;
+	e->n = g->n;
+	pthread_mutex_unlock(&g_lock);
+	e->id = __atomic_add_fetch(&g_graph_ids, 1, __ATOMIC_RELAXED);
+	*out = (CUgraphExec)e;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
+				      CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize)
+{
+	CUresult rc;
+
+	API_ENTER(cuGraphInstantiate_v2);
+	rc = instantiate(phGraphExec, hGraph);
+	if (rc == CUDA_SUCCESS && logBuffer && bufferSize)
+		logBuffer[0] = '\0';
+	if (phErrorNode)
+		*phErrorNode = NULL;
+	return rc;
+}
+
+EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+					    unsigned long long flags)
+{
+	API_ENTER(cuGraphInstantiateWithFlags);
+	if (flags & ~(unsigned long long)(CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |
+					  CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD |
+					  CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH |
+					  CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY))
+		return CUDA_ERROR_INVALID_VALUE;
+	return instantiate(phGraphExec, hGraph);
+}
+
+EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
+{
+	struct fexec *e;
+
+	API_ENTER(cuGraphExecDestroy);
+	REQUIRE_INIT();
+	if (!(e = obj_check(hGraphExec, MAGIC_GEXEC)))
+		return CUDA_ERROR_INVALID_VALUE;
+	obj_free(e);
+	return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------ stream capture */
+
+static CUresult begin_capture(CUstream h, int mode, int ptsz)
+{
+	struct fstream *s;
+	struct fgraph *g;
+	struct fctx *c;
+
+	REQUIRE_CTX(c);
+	if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+	    mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!(s = stream_get(h, c, ptsz)))
+		return CUDA_ERROR_INVALID_HANDLE;
+	/* The legacy NULL stream cannot be captured. */
+	if (s->kind == S_LEGACY)
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	if (!(g = obj_alloc(MAGIC_GRAPH, NULL)))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&g_lock);
+	if (s->capture) {
+		obj_free_locked(&g->h);
+		pthread_mutex_unlock(&g_lock);
+		return CUDA_ERROR_ILLEGAL_STATE;
+	}
+	__atomic_store_n(&s->capture, g, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&g_lock);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamBeginCapture(CUstream hStream)
+{
+	API_ENTER(cuStreamBeginCapture);
+	return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, 0);
+}
+
+EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream hStream)
+{
+	API_ENTER(cuStreamBeginCapture_ptsz);
+	return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, 1);
+}
+
+EXPORT CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
+{
+	API_ENTER(cuStreamBeginCapture_v2);
+	return begin_capture(hStream, (int)mode, 0);
+}
+
+EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
+{
+	API_ENTER(cuStreamBeginCapture_v2_ptsz);
+	return begin_capture(hStream, (int)mode, 1);
+}
+
+static CUresult end_capture(CUstream h, CUgraph *out, int ptsz)
+{
+	struct fstream *s;
+	struct fgraph *g;
+	struct fctx *c;
+
+	REQUIRE_CTX(c);
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!(s = stream_get(h, c, ptsz)))
+		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&g_lock);
+	g = s->capture;
+	__atomic_store_n(&s->capture, NULL, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&g_lock);
+	if (!g)
+		return CUDA_ERROR_ILLEGAL_STATE;
+	*out = (CUgraph)g;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
+{
+	API_ENTER(cuStreamEndCapture);
+	return end_capture(hStream, phGraph, 0);
+}
+
+EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
+{
+	API_ENTER(cuStreamEndCapture_ptsz);
+	return end_capture(hStream, phGraph, 1);
+}
+
+static CUresult is_capturing(CUstream h, CUstreamCaptureStatus *st, int ptsz)
+{
+	struct fstream *s;
+	struct fctx *c;
+
+	REQUIRE_CTX(c);
+	if (!st)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!(s = stream_get(h, c, ptsz)))
+		return CUDA_ERROR_INVALID_HANDLE;
+	*st = capturing(s) ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+{
+	API_ENTER(cuStreamIsCapturing);
+	return is_capturing(hStream, captureStatus, 0);
+}
+
+EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+{
+	API_ENTER(cuStreamIsCapturing_ptsz);
+	return is_capturing(hStream, captureStatus, 1);
 }
 
 #pragma GCC visibility pop

@@ -20,7 +20,11 @@
  *
  * CGBPF_FAKE_CUPTI_HOLDER=NAME: another tool named NAME subscribed before
  * anyone (Nsight, DCGM, Kineto), and holds CUPTI for the process's life.
- * Graphs: the fake driver has none, so no graph-launched kernels come.
+ * Graphs, as CUPTI reports them: a graph launch's API record (cbid
+ * cuGraphLaunch) and one kernel or memset record per node it ran, each
+ * with the launch's correlation id, graphId (the executable graph's) and
+ * graphNodeId; a launch or memset captured into a graph has its API
+ * record and no activity.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -298,28 +302,20 @@ static CUpti_CallbackId cbid_of(const struct fake_activity *a)
 	case FA_SYNC:
 		return a->sync_type == FA_SYNC_CONTEXT ? CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize :
 							 CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize;
+	case FA_GRAPH:
+		return a->api && !strcmp(a->api, "cuGraphLaunch_ptsz") ?
+			       CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz :
+			       CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch;
 	}
 	return 0;
 }
 
-static void on_activity(const struct fake_activity *a)
+/* The record of the work a did on the GPU, with correlation id corr.
+ * Called locked. */
+static void op_record(const struct fake_activity *a, uint32_t corr)
 {
-	CUpti_CallbackId cbid = cbid_of(a);
-
-	pthread_mutex_lock(&g_lock);
-	if (g_kind_on[CUPTI_ACTIVITY_KIND_DRIVER] || CBID_ON(cbid)) {
-		CUpti_ActivityAPI *r = room(sizeof(*r));
-
-		if (r) {
-			r->kind = CUPTI_ACTIVITY_KIND_DRIVER;
-			r->cbid = cbid;
-			r->start = stamp(a->api_start);
-			r->end = stamp(a->api_end);
-			r->processId = (uint32_t)getpid();
-			r->threadId = a->tid;
-			r->correlationId = a->corr;
-		}
-	}
+	if (a->captured)
+		return;
 	switch (a->kind) {
 	case FA_KERNEL:
 		if (g_kind_on[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) {
@@ -341,7 +337,9 @@ static void on_activity(const struct fake_activity *a)
 			k->blockZ = (int32_t)a->block[2];
 			k->registersPerThread = 32;
 			k->dynamicSharedMemory = (int32_t)a->smem_dynamic;
-			k->correlationId = a->corr;
+			k->correlationId = corr;
+			k->graphId = a->graph_id;
+			k->graphNodeId = a->graph_node_id;
 			k->name = intern(a->name);
 		}
 		break;
@@ -366,7 +364,9 @@ static void on_activity(const struct fake_activity *a)
 			m->deviceId = a->device;
 			m->contextId = a->context;
 			m->streamId = a->stream;
-			m->correlationId = a->corr;
+			m->correlationId = corr;
+			m->graphId = a->graph_id;
+			m->graphNodeId = a->graph_node_id;
 		}
 		break;
 	case FA_MEMSET:
@@ -383,7 +383,9 @@ static void on_activity(const struct fake_activity *a)
 			m->deviceId = a->device;
 			m->contextId = a->context;
 			m->streamId = a->stream;
-			m->correlationId = a->corr;
+			m->correlationId = corr;
+			m->graphId = a->graph_id;
+			m->graphNodeId = a->graph_node_id;
 			m->flags = a->async ? CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC : 0;
 			m->memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
 		}
@@ -398,13 +400,39 @@ static void on_activity(const struct fake_activity *a)
 			s->type = (CUpti_ActivitySynchronizationType)a->sync_type;
 			s->start = stamp(a->start);
 			s->end = stamp(a->end);
-			s->correlationId = a->corr;
+			s->correlationId = corr;
 			s->contextId = a->context;
 			s->streamId = a->stream;
 			s->cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
 		}
 		break;
+	case FA_GRAPH:
+		/* The nodes it ran, all with the launch's correlation id. */
+		for (uint32_t i = 0; i < a->nnodes; i++)
+			op_record(&a->nodes[i], corr);
+		break;
 	}
+}
+
+static void on_activity(const struct fake_activity *a)
+{
+	CUpti_CallbackId cbid = cbid_of(a);
+
+	pthread_mutex_lock(&g_lock);
+	if (g_kind_on[CUPTI_ACTIVITY_KIND_DRIVER] || CBID_ON(cbid)) {
+		CUpti_ActivityAPI *r = room(sizeof(*r));
+
+		if (r) {
+			r->kind = CUPTI_ACTIVITY_KIND_DRIVER;
+			r->cbid = cbid;
+			r->start = stamp(a->api_start);
+			r->end = stamp(a->api_end);
+			r->processId = (uint32_t)getpid();
+			r->threadId = a->tid;
+			r->correlationId = a->corr;
+		}
+	}
+	op_record(a, a->corr);
 	pthread_mutex_unlock(&g_lock);
 }
 

@@ -357,6 +357,101 @@ int main(void)
 		EQ(0, g_thread_fn[0] == g_thread_fn[1]);
 	}
 
+	/* Graphs: nodes run in order on the launch's stream, after instantiation
+	 * changes to the graph do not reach the executable one, stream capture
+	 * turns launches into nodes. */
+	{
+		CUDA_KERNEL_NODE_PARAMS kp = { .func = f_30, .gridDimX = 1, .gridDimY = 1,
+					       .gridDimZ = 1, .blockDimX = 32, .blockDimY = 1,
+					       .blockDimZ = 1 };
+		CUDA_MEMSET_NODE_PARAMS mp = { .value = 0x01020304, .elementSize = 4, .width = 64,
+					       .height = 1 };
+		CUgraphNode n1, n2, nodes[4];
+		CUgraph g, g2, other;
+		CUgraphExec ex, ex2;
+		CUstreamCaptureStatus cs;
+		CUdeviceptr dm;
+		uint32_t back[64];
+		size_t nn = 0;
+
+		EQ(CUDA_SUCCESS, cuMemAlloc(&dm, sizeof(back)));
+		EQ(CUDA_SUCCESS, cuMemsetD8(dm, 0, sizeof(back)));
+		mp.dst = dm;
+		EQ(CUDA_SUCCESS, cuGraphCreate(&g, 0));
+		EQ(CUDA_SUCCESS, cuGraphCreate(&other, 0));
+		EQ(CUDA_ERROR_INVALID_VALUE, cuGraphCreate(&g2, 1));
+		EQ(CUDA_SUCCESS, cuGraphAddKernelNode(&n1, g, NULL, 0, &kp));
+		EQ(CUDA_SUCCESS, cuGraphAddKernelNode(&n2, g, &n1, 1, &kp));
+		EQ(CUDA_ERROR_INVALID_VALUE, cuGraphAddKernelNode(&nodes[0], other, &n1, 1, &kp));
+		kp.blockDimX = 2048;
+		EQ(CUDA_ERROR_INVALID_VALUE, cuGraphAddKernelNode(&nodes[0], g, NULL, 0, &kp));
+		EQ(CUDA_SUCCESS, cuGraphInstantiate(&ex, g, 0));
+		/* Added after instantiation: the executable graph does not run it. */
+		EQ(CUDA_SUCCESS, cuGraphAddMemsetNode(&nodes[0], g, &n2, 1, &mp, ctx));
+		EQ(CUDA_SUCCESS, cuGraphGetNodes(g, NULL, &nn));
+		EQ(3, nn);
+		nn = 2;
+		EQ(CUDA_SUCCESS, cuGraphGetNodes(g, nodes, &nn));
+		TRUE(nn == 2 && nodes[0] == n1 && nodes[1] == n2);
+		t0 = ms_now();
+		EQ(CUDA_SUCCESS, cuGraphLaunch(ex, s1));
+		EQ(CUDA_ERROR_NOT_READY, cuStreamQuery(s1));
+		EQ(CUDA_SUCCESS, cuStreamSynchronize(s1));
+		dt = ms_now() - t0;
+		TRUE(dt >= 60 && dt < 1000);
+		EQ(CUDA_SUCCESS, cuMemcpyDtoH(back, dm, sizeof(back)));
+		EQ(0, back[0]);
+		EQ(CUDA_SUCCESS, cuGraphInstantiate(&ex2, g, 0));
+		EQ(CUDA_SUCCESS, cuGraphLaunch(ex2, s1));
+		EQ(CUDA_SUCCESS, cuStreamSynchronize(s1));
+		EQ(CUDA_SUCCESS, cuMemcpyDtoH(back, dm, sizeof(back)));
+		TRUE(back[0] == 0x01020304 && back[63] == 0x01020304);
+		EQ(CUDA_ERROR_INVALID_VALUE, cuGraphLaunch(NULL, s1));
+		EQ(CUDA_SUCCESS, cuGraphExecDestroy(ex));
+		EQ(CUDA_ERROR_INVALID_VALUE, cuGraphLaunch(ex, s1));
+		EQ(CUDA_SUCCESS, cuGraphExecDestroy(ex2));
+		EQ(CUDA_SUCCESS, cuGraphDestroy(g));
+		EQ(CUDA_ERROR_INVALID_VALUE, cuGraphAddKernelNode(&nodes[0], g, NULL, 0, &kp));
+		EQ(CUDA_SUCCESS, cuGraphDestroy(other));
+
+		/* Capture: launches queue nothing, synchronizing is refused. */
+		EQ(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+		   cuStreamBeginCapture(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL));
+		EQ(CUDA_ERROR_ILLEGAL_STATE, cuStreamEndCapture(s1, &g2));
+		EQ(CUDA_SUCCESS, cuStreamBeginCapture(s1, CU_STREAM_CAPTURE_MODE_GLOBAL));
+		EQ(CUDA_ERROR_ILLEGAL_STATE, cuStreamBeginCapture(s1, CU_STREAM_CAPTURE_MODE_GLOBAL));
+		EQ(CUDA_SUCCESS, cuStreamIsCapturing(s1, &cs));
+		EQ(CU_STREAM_CAPTURE_STATUS_ACTIVE, cs);
+		EQ(CUDA_SUCCESS, launch(f_30, s1));
+		EQ(CUDA_SUCCESS, launch(f_30, s1));
+		EQ(CUDA_SUCCESS, cuMemsetD32Async(dm, 7, 64, s1));
+		EQ(CUDA_SUCCESS, cuStreamQuery(s1));
+		EQ(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, cuStreamSynchronize(s1));
+		EQ(CUDA_SUCCESS, cuStreamEndCapture(s1, &g2));
+		EQ(CUDA_SUCCESS, cuStreamIsCapturing(s1, &cs));
+		EQ(CU_STREAM_CAPTURE_STATUS_NONE, cs);
+		EQ(CUDA_SUCCESS, cuGraphGetNodes(g2, NULL, &nn));
+		EQ(3, nn);
+		EQ(CUDA_SUCCESS, cuMemcpyDtoH(back, dm, sizeof(back)));
+		EQ(0x01020304, back[0]);
+		EQ(CUDA_SUCCESS, cuGraphInstantiate(&ex2, g2, 0));
+		t0 = ms_now();
+		EQ(CUDA_SUCCESS, cuGraphLaunch(ex2, s1));
+		EQ(CUDA_SUCCESS, cuStreamSynchronize(s1));
+		dt = ms_now() - t0;
+		TRUE(dt >= 60 && dt < 1000);
+		EQ(CUDA_SUCCESS, cuMemcpyDtoH(back, dm, sizeof(back)));
+		EQ(7, back[63]);
+		EQ(CUDA_SUCCESS, cuGetProcAddress("cuGraphInstantiate", &p, 12000, 0, &st));
+		EQ((intptr_t)dlsym(RTLD_DEFAULT, "cuGraphInstantiateWithFlags"), (intptr_t)p);
+		EQ(CUDA_SUCCESS, cuGetProcAddress("cuStreamBeginCapture", &p, 12000,
+						  CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st));
+		EQ((intptr_t)dlsym(RTLD_DEFAULT, "cuStreamBeginCapture_v2_ptsz"), (intptr_t)p);
+		EQ(CUDA_SUCCESS, cuGraphExecDestroy(ex2));
+		EQ(CUDA_SUCCESS, cuGraphDestroy(g2));
+		EQ(CUDA_SUCCESS, cuMemFree(dm));
+	}
+
 	/* Fork: the child starts uninitialized and must not see the parent's handles. */
 	fflush(NULL);
 	{

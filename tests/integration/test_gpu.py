@@ -26,17 +26,18 @@ def need_gpu_part():
         raise Skip("%s has no GPU part (no CUPTI headers at build time)" % LIB)
 
 
-def record_until_status(env_extra, iters=50):
-    """record -v -- train, paused after its setup until the library's first
-    GPU_STATUS reached cgbpf (-v prints it), so a slow CUPTI load cannot
-    race the program's end. Returns (rc, stdout, stderr lines, trace, tmp)."""
+def record_until_status(env_extra, iters=50, cmd=None):
+    """record -v -- train (or cmd), paused after its setup until the
+    library's first GPU_STATUS reached cgbpf (-v prints it), so a slow CUPTI
+    load cannot race the program's end. Returns (rc, stdout, stderr lines,
+    trace, tmp)."""
     tmp = tmpdir()
     pause = os.path.join(tmp, "pause")
     trace = os.path.join(tmp, "out.perfetto-trace")
     env = env_with(CGBPF_MANIFEST=os.path.join(tmp, "manifest.json"), CGBPF_PAUSE_FILE=pause,
                    **env_extra)
-    argv = [CGBPF, "record", "-v", "--sample-hz", "0", "-o", trace, "--",
-            wl("train"), "--iters", str(iters)]
+    argv = [CGBPF, "record", "-v", "--sample-hz", "0", "-o", trace, "--"] + (
+        cmd or [wl("train"), "--iters", str(iters)])
     out_path = os.path.join(tmp, "stdout")
     with open(out_path, "w") as out_f:
         p = subprocess.Popen(argv, stdout=out_f, stderr=subprocess.PIPE, text=True, env=env)
@@ -337,3 +338,158 @@ def test_attach_detach_attach_while_running():
             kernels.append(n)
     finally:
         kill_quiet(w)
+
+
+def test_graph_launches_link_to_each_kernel():
+    """tests/workloads/graph.c: a graph built node by node (three kernels
+    and a memset) and one built by stream capture (two kernels and a
+    memset), each launched three times. Every node of every launch appears
+    once on its graph's stream track with the graph's id; each graph launch
+    API slice starts one flow that ends at each operation that launch ran
+    (no other), none of which starts before the call; the calls captured
+    into a graph ran nothing, so their flows end nowhere; the summary
+    counts graph kernels like any kernel; trace processor's flow table has
+    one row from each launch slice to each of its operations."""
+    need_gpu_part()
+    if not os.path.exists(FAKE_CUPTI):
+        raise Skip("%s not built (no CUPTI headers)" % FAKE_CUPTI)
+    rc, out, err, trace, tmp = record_until_status(
+        {"CGBPF_CUPTI_PATH": FAKE_CUPTI, "FAKECUDA_KERNEL_NS": "20000"},
+        cmd=[wl("graph"), "--launches", "3"])
+    eq(rc, 0, "cgbpf exit (stderr %r)" % "".join(err)[-800:])
+    t = ptrace.load(trace)
+    clean_trace(t)
+    with open(os.path.join(tmp, "manifest.json")) as f:
+        m = json.load(f)
+    gm = m["graph"]
+    pid = m["pid"]
+    check_app_unharmed(tmp, t, pid)
+    check("measured (CUPTI %s)" % FAKE_CUPTI in out, "summary: measured")
+    groups = [u for u, x in t.tracks.items() if (x.name or "").startswith("GPU 0: ")
+              and x.pid == pid]
+    eq(len(groups), 1, "one track group for the GPU under the process")
+    streams = {u for u, x in t.tracks.items()
+               if x.parent_uuid == groups[0] and (x.name or "").startswith("stream ")}
+    gpu = sorted([s for s in t.slices if s.track_uuid in streams], key=lambda s: s.ts)
+    t0, t1 = gm["checked_from_ns"], gm["checked_until_ns"]
+    api = [s for s in t.slices if s.pid == pid and s.tid is not None]
+    ends = {}
+    for s in gpu:
+        for i in s.flow_in:
+            ends.setdefault(i, []).append(s)
+
+    # Each graph launch: one flow, ending at exactly the operations it ran.
+    launches = sorted([s for s in api if s.name.startswith("cuGraphLaunch") and
+                       t0 <= s.ts <= t1], key=lambda s: s.ts)
+    eq(len(launches), sum(g["launches"] for g in gm["graphs"]),
+       "graph launch API slices in the checked part")
+    by_graph = {}
+    corrs = set()
+    for c in launches:
+        eq(len(c.flow_out), 1, "%s at %d starts one flow" % (c.name, c.ts))
+        ops = sorted(ends.get(c.flow_out[0], []), key=lambda s: s.ts)
+        check(ops, "%s at %d: its flow ends at GPU operations" % (c.name, c.ts))
+        ids = {s.args.get("graph") for s in ops}
+        eq(len(ids), 1, "%s at %d: its operations carry one graph id (%r)" % (c.name, c.ts, ids))
+        check(None not in ids and 0 not in ids, "%s at %d: graph id set" % (c.name, c.ts))
+        eq(len({s.track_uuid for s in ops}), 1, "%s at %d: its operations on one stream track"
+           % (c.name, c.ts))
+        cs = {s.args.get("correlation") for s in ops}
+        eq(len(cs), 1, "%s at %d: its operations share the launch's correlation id (%r)" %
+           (c.name, c.ts, cs))
+        check(not cs & corrs, "%s at %d: a correlation id of its own" % (c.name, c.ts))
+        corrs |= cs
+        for s in ops:
+            check(c.ts <= s.ts, "%s starts at %d, not before its %s at %d" %
+                  (s.name, s.ts, c.name, c.ts))
+        for a, b in zip(ops, ops[1:]):
+            check(a.end <= b.ts, "%s and %s of one launch do not overlap" % (a.name, b.name))
+        by_graph.setdefault(ids.pop(), []).append([s.name for s in ops])
+    eq(len(by_graph), len(gm["graphs"]), "graph ids: one per executable graph")
+    for g in gm["graphs"]:
+        runs = [v for v in by_graph.values() if v[0] == g["nodes"]]
+        eq(len(runs), 1, "the %s graph's launches found by their nodes (%r)" %
+           (g["name"], by_graph))
+        eq(runs[0], [g["nodes"]] * g["launches"],
+           "every launch of the %s graph ran its nodes in order" % g["name"])
+
+    # Every graph operation appears once, from its graph's launch; the
+    # plain kernel comes from its own launch, on the explicit graph's stream.
+    span = [s for s in gpu if t0 <= s.ts <= t1]
+    graph_names = {n for g in gm["graphs"] for n in g["nodes"] if not n.startswith("[")}
+    track_of = {}
+    for s in span:
+        eq(len(s.flow_in), 1, "one flow into %s at %d" % (s.name, s.ts))
+        src = [c for c in api if s.flow_in[0] in c.flow_out]
+        eq(len(src), 1, "%s at %d: one API slice starts its flow" % (s.name, s.ts))
+        if "graph" in s.args:
+            check(src[0].name.startswith("cuGraphLaunch"), "%s at %d comes from %s, not a "
+                  "graph launch" % (s.name, s.ts, src[0].name))
+            track_of.setdefault(s.args["graph"], set()).add(s.track_uuid)
+        else:
+            check(s.name not in graph_names, "%s at %d has no graph id" % (s.name, s.ts))
+            check(src[0].name.startswith("cuLaunchKernel"), "%s comes from %s" %
+                  (s.name, src[0].name))
+    for g in gm["graphs"]:
+        for n in set(g["nodes"]):
+            want = g["nodes"].count(n) * g["launches"]
+            got = [s for s in span if s.name == n and
+                   any(s.args.get("graph") == gid for gid, v in by_graph.items()
+                       if v[0] == g["nodes"])]
+            eq(len(got), want, "%s of the %s graph: GPU slices" % (n, g["name"]))
+    eq(sorted(len(v) for v in track_of.values()), [1] * len(gm["graphs"]),
+       "each graph's operations on one stream track")
+    eq(len(set.union(*track_of.values())), len(gm["graphs"]),
+       "the two graphs (two streams) on two tracks")
+    plain = [s for s in span if s.name == gm["plain"]["name"]]
+    eq(len(plain), gm["plain"]["count"], "plain kernels")
+    explicit = next(gid for gid, v in by_graph.items() if v[0] == gm["graphs"][0]["nodes"])
+    eq({s.track_uuid for s in plain}, track_of[explicit],
+       "the plain kernel on the explicit graph's stream (s1)")
+
+    # Captured calls: their API slices start a flow that nothing ends.
+    c0, c1 = gm["capture_from_ns"], gm["capture_until_ns"]
+    cap = sorted([s for s in api if c0 <= s.ts <= c1 and
+                  s.name.startswith(("cuLaunch", "cuMemset"))], key=lambda s: s.ts)
+    eq([s.name for s in cap], gm["captured_calls"], "the captured calls, traced")
+    for s in cap:
+        check(not [o for i in s.flow_out for o in ends.get(i, [])],
+              "%s at %d, captured, reaches no GPU slice" % (s.name, s.ts))
+    check(not [s for s in gpu if c0 <= s.ts <= c1], "nothing ran while capturing")
+
+    # The summary counts graph kernels like any kernel.
+    kernels = {}
+    for s in gpu:
+        if not s.name.startswith("[CUDA"):
+            kernels[s.name] = kernels.get(s.name, 0) + 1
+    eq(kern_sum(out), kernels, "cuda_gpu_kern_sum instances = kernel slices in the trace")
+    for g in gm["graphs"]:
+        for n in graph_names & set(g["nodes"]):
+            eq(kernels.get(n), g["launches"], "cuda_gpu_kern_sum: %s" % n)
+    # Launch delay: one per launch call (its first operation, when a
+    # kernel), not the later nodes of a graph, which waited for the earlier.
+    firsts = gm["plain"]["count"] + sum(g["launches"] for g in gm["graphs"]
+                                        if not g["nodes"][0].startswith("["))
+    check("kernel launch delay (kernel start - launch call start), %d kernels:" % firsts
+          in out, "the launch delay counts %d first kernels of launches:\n%s" %
+          (firsts, out[out.find("kernel launch delay"):][:300]))
+
+    import tpcheck
+    if tpcheck.shell_path() is None:
+        print("# skipped trace processor check: %s" % tpcheck.skip_reason())
+        return
+    problems, _ = tpcheck.compare(trace, t, ())
+    check(not problems, "trace processor and the decoder disagree:\n    %s" %
+          "\n    ".join(problems))
+    rows, = tpcheck.query(
+        trace, "select so.ts as ts, si.name as name, si.ts as its from flow f "
+        "join slice so on so.id = f.slice_out join slice si on si.id = f.slice_in "
+        "where so.name glob 'cuGraphLaunch*'")
+    tp = {}
+    for r in rows:
+        tp.setdefault(int(r["ts"]), []).append((int(r["its"]), r["name"]))
+    for c in launches:
+        want = sorted((s.ts, s.name) for s in ends[c.flow_out[0]])
+        eq(sorted(tp.get(c.ts, [])), want,
+           "trace processor: the flows out of %s at %d (slice_out) reach each of its "
+           "operations (slice_in)" % (c.name, c.ts))

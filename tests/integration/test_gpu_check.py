@@ -93,7 +93,7 @@ def test_check_passes_on_the_fake_gpu():
     rc, out = run_check(tmp)
     eq(rc, 0, "check.py on the fake recordings:\n%s" % out)
     for name in ("kernels", "kernels_p", "torch"):
-        check(re.search(r"^ok %s \(gpu_mix, pid \d+.*\): 23 kernels, 12 copies/memsets on 3 "
+        check(re.search(r"^ok %s \(gpu_mix, pid \d+.*\): 32 kernels, 12 copies/memsets on 3 "
                         r"stream tracks" % name, out, re.M),
               "check.py's line for %s:\n%s" % (name, out))
     eq(out.strip().splitlines()[-1], "3 passed, 0 failed", "check.py's closing line")
@@ -164,6 +164,24 @@ def test_check_fails_on_wrong_streams_and_copies():
                     r".*'HtoD', 262148", out), "copy bytes message:\n%s" % out)
 
 
+def test_check_fails_on_a_wrong_graph():
+    """The graph launched once more, and a node it does not have: the
+    graph checks name both."""
+    def more(m):
+        g = m["gpu"]["graphs"][0]
+        g["launches"] += 1
+        g["kernels"][1]["name"] = "k_graph_x"
+    rc, out = tampered(more)
+    eq(rc, 1, "exit on a manifest with one graph launch more:\n%s" % out)
+    check("3 graph launch API slices with a flow, the program launched the graph 4 times" in out,
+          "graph launch count message:\n%s" % out)
+    check("k_graph_x: 0 slices in the checked span, the program launched it 4 times "
+          "(by graph launches)" in out, "graph kernel message:\n%s" % out)
+    check(re.search(r"cuGraphLaunch at \d+ links to \['k_graph_a', 'k_graph_b', 'k_graph_c'\], "
+                    r"its graph holds \['k_graph_a', 'k_graph_c', 'k_graph_x'\]", out),
+          "graph nodes message:\n%s" % out)
+
+
 def test_check_fails_on_a_summary_that_disagrees():
     def fewer(s):
         return re.sub(r"^(\s+[\d.]+\s+\d+\s+)8(\s.*\sk_s1_axpy)$", r"\g<1>7\2", s, count=1,
@@ -200,7 +218,7 @@ def test_torch_checks_on_the_fake_gpu():
     problems = [line for line in out.splitlines() if line.startswith("  - ")]
     eq(len(problems), 1, "one problem:\n%s" % out)
     check(problems[0].startswith("  - no GEMM-like kernel (gemm, nvjet, cutlass, xmma) among "
-                                 "['k_default_fill', 'k_s1_axpy', 'k_s2_reduce'"),
+                                 "['k_default_fill', 'k_graph_a', 'k_graph_b'"),
           "the GEMM message:\n%s" % out)
-    check(re.search(r"^FAIL kernels \(torch_step, pid \d+\): 23 kernels \(4 names\), 35 of 35 "
+    check(re.search(r"^FAIL kernels \(torch_step, pid \d+\): 32 kernels \(7 names\), 44 of 44 "
                     r"GPU operations with a flow, in 8 iterations", out, re.M), "torch's line:\n%s" % out)

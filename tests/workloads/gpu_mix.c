@@ -7,8 +7,9 @@
  * Setup, then CGBPF_PAUSE_FILE (wl_pause), then the checked part: kernels
  * on the NULL stream, s1 and s2 with distinct names and known launch
  * configurations, copies HtoD/DtoH/DtoD and memsets of known sizes (async
- * on streams, and one synchronous copy and memset), stream and context
- * synchronizations. The fake driver has no graphs: "graphs" is empty.
+ * on streams, and one synchronous copy and memset), a 3-kernel graph built
+ * node by node (k_graph_a -> k_graph_b -> k_graph_c) launched 3 times on
+ * s2, stream and context synchronizations.
  *
  * Manifest: the common fields (manifest.h) plus "program": "gpu_mix" and
  * "gpu" in tests/gpu/README.md's format, with the CLOCK_BOOTTIME span of
@@ -37,6 +38,14 @@ static struct launch launches[] = {
 };
 
 enum { L_FILL, L_AXPY, L_REDUCE, L_SCALE, L__COUNT };
+
+/* The graph's nodes, in order; count: graph launches. */
+static struct launch graph_nodes[] = {
+	{ "k_graph_a", "k_graph_a", "s2", { 4, 1, 1 }, { 64, 1, 1 }, 0, 0, NULL },
+	{ "k_graph_b", "k_graph_b", "s2", { 4, 1, 1 }, { 64, 1, 1 }, 256, 0, NULL },
+	{ "k_graph_c", "k_graph_c", "s2", { 4, 1, 1 }, { 64, 1, 1 }, 0, 0, NULL },
+};
+static unsigned long graph_launches;
 
 struct op {
 	const char *kind, *stream;
@@ -87,20 +96,26 @@ static void put_ops(FILE *f, const char *key, const struct op *v, size_t n)
 	fputs("\n    ]", f);
 }
 
+static void put_launch(FILE *f, const struct launch *l, int first)
+{
+	fprintf(f, "%s\n      {\"name\": \"%s\", \"stream\": \"%s\", \"grid\": [%u, %u, %u], "
+		"\"block\": [%u, %u, %u], \"shared_dynamic\": %u, \"count\": %lu}",
+		first ? "" : ",", l->name, l->stream, l->grid[0], l->grid[1], l->grid[2],
+		l->block[0], l->block[1], l->block[2], l->smem, l->count);
+}
+
 static void write_extra(FILE *f, void *arg)
 {
 	(void)arg;
 	fputs(",\n  \"program\": \"gpu_mix\",\n  \"gpu\": {\n"
 	      "    \"streams\": [\"default\", \"s1\", \"s2\"],\n    \"launches\": [", f);
-	for (int i = 0; i < L__COUNT; i++) {
-		const struct launch *l = &launches[i];
-
-		fprintf(f, "%s\n      {\"name\": \"%s\", \"stream\": \"%s\", \"grid\": [%u, %u, %u], "
-			"\"block\": [%u, %u, %u], \"shared_dynamic\": %u, \"count\": %lu}",
-			i ? "," : "", l->name, l->stream, l->grid[0], l->grid[1], l->grid[2],
-			l->block[0], l->block[1], l->block[2], l->smem, l->count);
-	}
-	fputs("\n    ],\n    \"graphs\": []", f);
+	for (int i = 0; i < L__COUNT; i++)
+		put_launch(f, &launches[i], !i);
+	fprintf(f, "\n    ],\n    \"graphs\": [\n      {\"stream\": \"s2\", \"launches\": %lu, "
+		"\"kernels\": [", graph_launches);
+	for (int i = 0; i < 3; i++)
+		put_launch(f, &graph_nodes[i], !i);
+	fputs("]}\n    ]", f);
 	put_ops(f, "copies", copies, sizeof(copies) / sizeof(copies[0]));
 	put_ops(f, "memsets", memsets, sizeof(memsets) / sizeof(memsets[0]));
 	fprintf(f, ",\n    \"syncs\": {\"stream\": %lu, \"device\": %lu},\n"
@@ -112,6 +127,9 @@ static void write_extra(FILE *f, void *arg)
 int main(void)
 {
 	CUdeviceptr d_a, d_b, d_c, d_red;
+	CUgraphNode nodes[3];
+	CUgraphExec exec;
+	CUgraph graph;
 	CUstream s1, s2;
 	CUcontext ctx;
 	CUmodule mod;
@@ -144,6 +162,22 @@ int main(void)
 	CHECK(cuMemAllocHost, &h_in, 262144);
 	CHECK(cuMemAllocHost, &h_out, 262144);
 	memset(h_in, 0x3c, 262144);
+	/* The graph, node by node: a -> b -> c on d_c. */
+	CHECK(cuGraphCreate, &graph, 0);
+	for (int i = 0; i < 3; i++) {
+		struct launch *l = &graph_nodes[i];
+		void *args[] = { &d_c, &n };
+		CUDA_KERNEL_NODE_PARAMS p = {
+			.gridDimX = l->grid[0], .gridDimY = l->grid[1], .gridDimZ = l->grid[2],
+			.blockDimX = l->block[0], .blockDimY = l->block[1], .blockDimZ = l->block[2],
+			.sharedMemBytes = l->smem, .kernelParams = args,
+		};
+
+		CHECK(cuModuleGetFunction, &l->fn, mod, l->symbol);
+		p.func = l->fn;
+		CHECK(cuGraphAddKernelNode, &nodes[i], graph, i ? &nodes[i - 1] : NULL, i ? 1 : 0, &p);
+	}
+	CHECK(cuGraphInstantiate, &exec, graph, 0);
 
 	wl_pause();
 	t_from = boottime_ns();
@@ -171,6 +205,10 @@ int main(void)
 			CHECK(cuMemcpyDtoDAsync, d_c, d_a, copies[2].bytes, NULL);
 			copies[2].count++;
 		}
+		if (it % 3 == 0) {
+			CHECK(cuGraphLaunch, exec, s2);
+			graph_launches++;
+		}
 		if (it % 4 == 3) {
 			CHECK(cuStreamSynchronize, s1);
 			CHECK(cuStreamSynchronize, s2);
@@ -180,6 +218,10 @@ int main(void)
 	CHECK(cuCtxSynchronize);
 	device_syncs++;
 	t_until = boottime_ns();
+	for (int i = 0; i < 3; i++)
+		graph_nodes[i].count = graph_launches;
+	CHECK(cuGraphExecDestroy, exec);
+	CHECK(cuGraphDestroy, graph);
 
 	CHECK(cuMemFree, d_a);
 	CHECK(cuMemFree, d_b);
