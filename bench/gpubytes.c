@@ -7,7 +7,8 @@
  * as the uprobes' records would. Prints the trace bytes each kernel adds
  * (its GPU slice with args and the flow's end, and the flow id its launch
  * slice gains) and the consumer's CPU per kernel record.
- * Usage: gpubytes [N]   (docs/performance.md has the numbers)
+ * Usage: gpubytes [N [TRACE]]   (docs/performance.md has the numbers);
+ * TRACE: also write the second capture there, to decode its packets.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,17 @@ static uint64_t cpu_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
+/* The capture's times start now, as the uprobes' would: the writer's
+ * sequences start at its clock snapshot, and events before it would be
+ * written with absolute timestamps, as no real capture's are. */
+static uint64_t boot_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_BOOTTIME, &t);
+	return (uint64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
 static void feed(struct gpu *g, const uint8_t *b, size_t n, uint64_t ts)
 {
 	static uint8_t rec[sizeof(struct rec_hdr) + GPU_BATCH_MAX];
@@ -58,15 +70,16 @@ static void put(uint8_t *b, size_t *n, const void *e, size_t size)
 
 /* One capture of n launches; with_gpu: their kernels' records too.
  * Returns the trace's bytes; *cpu: the CPU gpu__record took. */
-static uint64_t capture(uint64_t n, bool with_gpu, uint64_t *cpu)
+static uint64_t capture(uint64_t n, bool with_gpu, uint64_t *cpu, const char *path)
 {
-	struct pftrace *pt = pftrace__fdopen(memfd_create("gpubytes", MFD_CLOEXEC));
+	struct pftrace *pt = path ? pftrace__create(path)
+				  : pftrace__fdopen(memfd_create("gpubytes", MFD_CLOEXEC));
 	struct model m;
 	struct gpu *g;
 	struct sink sk;
 	uint8_t b[GPU_BATCH_MAX];
 	size_t bn = 0;
-	uint64_t now = 1000000000, gpu_t = now, bytes, t0;
+	uint64_t now = boot_ns(), gpu_t = now, bytes, t0;
 	uint64_t *call_ts = malloc(n * sizeof(*call_ts));
 
 	if (!pt || !call_ts) {
@@ -178,12 +191,12 @@ int main(int argc, char **argv)
 	uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 200000, cpu0, cpu1;
 	uint64_t calls, both;
 
-	if (!n) {
-		fprintf(stderr, "usage: gpubytes [N > 0]\n");
+	if (!n || argc > 3) {
+		fprintf(stderr, "usage: gpubytes [N > 0 [TRACE]]\n");
 		return 2;
 	}
-	calls = capture(n, false, &cpu0);
-	both = capture(n, true, &cpu1);
+	calls = capture(n, false, &cpu0, NULL);
+	both = capture(n, true, &cpu1, argc > 2 ? argv[2] : NULL);
 	printf("launches: %llu\n", (unsigned long long)n);
 	printf("trace bytes, launches only: %llu (%.1f per launch)\n", (unsigned long long)calls,
 	       (double)calls / n);

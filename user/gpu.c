@@ -7,19 +7,17 @@
  *
  * Flows. The API slice of a launch is written when the call begins, long
  * before CUPTI's records of it arrive, and at that time cgbpf does not
- * know CUPTI's correlation id. So the flow id is one both ends can
- * compute: a hash of this capture's salt (the host's boot id, cgbpf's pid
- * and the start time: unique per capture and machine, so merged traces
- * never share one), the pid, the tid and the BOOTTIME at which the
- * uprobe saw the outermost CUDA call begin. The begin of every such call
- * that queues GPU work (launch, copy, memset, graph launch) carries it
- * (TrackEvent.flow_ids) in a process whose GPU activity is collected.
- * CUPTI's GPU_API entry then says which thread made the call with a
- * correlation id, and when, inside the uprobe's slice: the slice on that
- * thread that contains [start, end] is the one (a window of recent calls
- * per thread, or the call still open), and every GPU operation with that
- * correlation id ends the flow (LegacyEvent.bind_id, FLOW_IN, which trace
- * processor does not close, so a graph launch links to each kernel).
+ * know CUPTI's correlation id. So the call gets its flow id then: the
+ * next of a counter per capture (1, 2, ...: a 1 to 3 byte varint in the
+ * trace; ids are unique in the trace, and cgbpf merge moves each further
+ * machine's ids apart). The begin of every outermost call that queues GPU
+ * work (launch, copy, memset, graph launch) carries it
+ * (TrackEvent.flow_ids) in a process whose GPU activity is collected, and
+ * the thread's window of recent calls remembers it. CUPTI's GPU_API entry
+ * then says which thread made the call with a correlation id, and when,
+ * inside the uprobe's slice: the slice on that thread that contains
+ * [start, end] is the one (the window, or the call still open), and every
+ * GPU operation with that correlation id ends the flow (user/gpupf.c).
  *
  * Order. CUPTI delivers records in buffers, per kind and context, not in
  * time order; a stream's track must get its slices in order. Operations
@@ -29,12 +27,9 @@
  * or the process ended.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 #include "cuda.h"
 #include "gpu_int.h"
 #include "log.h"
@@ -48,38 +43,6 @@
 #define NAME_BYTES_MAX (16u << 20)
 #define STREAMS_MAX 4096		/* streams per process; more share one track */
 #define MAX_DURATION_NS (24ull * 3600 * 1000000000)
-
-/* ---------------------------------------------------------------- ids */
-
-uint64_t gpu__flow_id(const struct gpu *g, uint32_t pid, uint32_t tid, uint64_t ts)
-{
-	uint64_t f = hash__u64(g->salt ^ hash__u64((uint64_t)pid << 32 | tid) ^ hash__u64(ts));
-
-	return f ? f : 1;
-}
-
-/* Unique to this capture on this host: two hosts differ in boot id, two
- * captures on one host in cgbpf's pid or start time. */
-static uint64_t capture_salt(void)
-{
-	char buf[64];
-	struct timespec now;
-	ssize_t n = -1;
-	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-
-	if (fd >= 0) {
-		n = read(fd, buf, sizeof(buf));
-		close(fd);
-	}
-	clock_gettime(CLOCK_REALTIME, &now);
-	return hash__bytes(buf, n > 0 ? (size_t)n : 0) ^
-	       hash__u64((uint64_t)getpid() << 40 ^ ((uint64_t)now.tv_sec * 1000000000u + now.tv_nsec));
-}
-
-void gpu__set_salt(struct gpu *g, uint64_t salt)
-{
-	g->salt = salt;
-}
 
 /* ---------------------------------------------------------------- processes */
 
@@ -288,7 +251,7 @@ static uint64_t call_flow(void *ctx, const struct thread *t, const struct call *
 	if (!queues_work(c) || !(p = gpu__proc_find(g, t->proc->pid)) || !p->collecting ||
 	    model__inside_cuda_api(t, c))
 		return 0;
-	return gpu__flow_id(g, t->proc->pid, t->tid, c->ts);
+	return ++g->flows;
 }
 
 static struct gpu_thread *gthread(struct gpu_proc *p, uint32_t tid, bool create)
@@ -893,7 +856,6 @@ struct gpu *gpu__new(struct model *m, struct pftrace *pt)
 		return NULL;
 	g->m = m;
 	g->pt = pt;
-	g->salt = capture_salt();
 	g->sum = gpusum__new();
 	if (!g->sum) {
 		free(g);

@@ -78,7 +78,5 @@ bool gpu__measured(const struct gpu *g, uint32_t pid);
 bool gpu__collecting(const struct gpu *g, uint32_t pid);
 /* Whether pid answered the last gpu__flush_asked (FLUSHED or STOPPED). */
 bool gpu__flush_answered(const struct gpu *g, uint32_t pid);
-/* Replaces the salt of flow ids (tests: reproducible ids). */
-void gpu__set_salt(struct gpu *g, uint64_t salt);
 
 #endif

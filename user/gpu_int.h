@@ -181,7 +181,7 @@ struct gpu_proc {
 struct gpu {
 	struct model *m;
 	struct pftrace *pt;
-	uint64_t salt;		/* flow ids: unique to this capture on this host */
+	uint64_t flows;		/* flow ids given so far: the last one */
 	struct hmap procs;	/* pid -> struct gpu_proc * */
 	uint64_t seq;
 	bool flush_asked;
@@ -212,8 +212,6 @@ const char *gpu__kernel_name(const struct gpu_proc *p, const struct gpu_op *op, 
 const char *gpu__op_name(const struct gpu_op *op);
 /* "HtoD", "DtoH", ... (the slices' "kind"). */
 const char *gpu__copy_kind(uint8_t copy_kind);
-/* The flow id of the call of pid / tid that began at ts. */
-uint64_t gpu__flow_id(const struct gpu *g, uint32_t pid, uint32_t tid, uint64_t ts);
 
 /* user/gpupf.c: the trace. */
 /* Writes a released op on its stream's (or the synchronization) track. */

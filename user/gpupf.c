@@ -156,10 +156,29 @@ static const char *const sync_names[] = {
 
 #define OP_ANNOTS 10
 
+/*
+ * A kernel's launch configuration as one string, "grid (64,1,1) block
+ * (256,1,1) regs 32 smem 0+2048" (shared memory per block, static +
+ * dynamic, left out when both are 0): interned per track, a loop's
+ * kernels repeat a few configurations, so each slice carries a 1 to 2
+ * byte id where five args took about 28 bytes.
+ */
+static void kernel_config(char *buf, size_t len, const struct gpu_op *op)
+{
+	int n = snprintf(buf, len,
+			 "grid (%" PRIu32 ",%" PRIu32 ",%" PRIu32 ") block (%u,%u,%u) regs %u",
+			 op->k.grid[0], op->k.grid[1], op->k.grid[2], op->k.block[0],
+			 op->k.block[1], op->k.block[2], op->k.regs);
+
+	if ((op->k.smem_static || op->k.smem_dynamic) && n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - n, " smem %" PRIu32 "+%" PRIu32, op->k.smem_static,
+			 op->k.smem_dynamic);
+}
+
 void gpupf__op(struct gpu *g, struct gpu_proc *p, const struct gpu_op *op,
 	       const struct gpu_corr *c)
 {
-	char grid[48], block[32], kname[64];
+	char config[128], kname[64];
 	struct pf_annot a[OP_ANNOTS];
 	struct pf_flow f = { 0 };
 	struct gpu_lane *lanes, *l;
@@ -206,18 +225,8 @@ void gpupf__op(struct gpu *g, struct gpu_proc *p, const struct gpu_op *op,
 	switch (op->kind) {
 	case GPU_KERNEL:
 		name = gpu__kernel_name(p, op, kname, sizeof(kname));
-		snprintf(grid, sizeof(grid), "(%" PRIu32 ",%" PRIu32 ",%" PRIu32 ")", op->k.grid[0],
-			 op->k.grid[1], op->k.grid[2]);
-		snprintf(block, sizeof(block), "(%u,%u,%u)", op->k.block[0], op->k.block[1],
-			 op->k.block[2]);
-		a[n++] = (struct pf_annot){ .name = "grid", .type = PA_STR, .s = grid };
-		a[n++] = (struct pf_annot){ .name = "block", .type = PA_STR, .s = block };
-		a[n++] = (struct pf_annot){ .name = "registers_per_thread", .type = PA_UINT,
-					    .u = op->k.regs };
-		a[n++] = (struct pf_annot){ .name = "shared_static", .type = PA_UINT,
-					    .u = op->k.smem_static };
-		a[n++] = (struct pf_annot){ .name = "shared_dynamic", .type = PA_UINT,
-					    .u = op->k.smem_dynamic };
+		kernel_config(config, sizeof(config), op);
+		a[n++] = (struct pf_annot){ .name = "config", .type = PA_STR, .s = config };
 		break;
 	case GPU_MEMCPY:
 		name = gpu__op_name(op);
@@ -253,12 +262,17 @@ void gpupf__op(struct gpu *g, struct gpu_proc *p, const struct gpu_op *op,
 	if (start != op->start && n < OP_ANNOTS)
 		a[n++] = (struct pf_annot){ .name = "clamped_by_ns", .type = PA_UINT,
 					    .u = start - op->start };
-	/* The launch's flow ends here; a record that starts before its
-	 * launch call (the clocks disagree) links the other way round, as
-	 * the two ends' times say. */
+	/* The launch's flow ends here: a kernel launch queues one kernel,
+	 * whose slice closes the flow (the shortest encoding); a graph
+	 * launch's operations, and copies and memsets (a call may queue
+	 * several), end it without closing it. A record that starts before
+	 * its launch call (the clocks disagree) links the other way round,
+	 * as the two ends' times say. */
 	if (c && c->flow && op->kind != GPU_SYNC) {
 		if (c->call_ts && op->start < c->call_ts)
 			f.out = c->flow;
+		else if (op->kind == GPU_KERNEL && !op->graph_id)
+			f.end = c->flow;
 		else
 			f.in = c->flow;
 	}

@@ -6,8 +6,8 @@
  * The first input is the host machine (machine_id 0, its packets copied as
  * they are); input i > 0 becomes machine i: every packet gets machine_id i
  * (packets inside compressed_packets too: trace processor reads only the
- * inner packets), and its track uuids are remapped so no two machines share
- * one. Before input i's packets a RemoteClockSync says how its BOOTTIME
+ * inner packets), and its track uuids and flow ids are remapped so no two
+ * machines share one. Before input i's packets a RemoteClockSync says how its BOOTTIME
  * maps to the host's, computed from the two traces' first ClockSnapshots so
  * that equal REALTIME readings land at the same trace time: the inputs are
  * aligned on wall-clock time, as good as the hosts' NTP.
@@ -46,6 +46,12 @@ enum {
 	TD_UUID = 1,
 	TD_PARENT = 5,
 	TE_TRACK_UUID = 11,
+	TE_LEGACY_EVENT = 6,
+	TE_FLOW_IDS_OLD = 36,
+	TE_TERMINATING_FLOW_IDS_OLD = 42,
+	TE_FLOW_IDS = 47,
+	TE_TERMINATING_FLOW_IDS = 48,
+	LE_BIND_ID = 8,
 	TE_EXTRA_COUNTERS = 31,
 	TE_EXTRA_DOUBLE_COUNTERS = 45,
 	DEFAULTS_TRACK_EVENT = 11,
@@ -76,7 +82,8 @@ struct input {
 };
 
 /* What a message is, for the fields to rewrite in it. */
-enum kind { K_PACKET, K_TRACK_DESC, K_TRACK_EVENT, K_DEFAULTS, K_TE_DEFAULTS, K_SNAPSHOT };
+enum kind { K_PACKET, K_TRACK_DESC, K_TRACK_EVENT, K_LEGACY, K_DEFAULTS, K_TE_DEFAULTS,
+	    K_SNAPSHOT };
 
 struct merge {
 	uint32_t machine;	/* 0: the host, copied as is */
@@ -267,6 +274,63 @@ static bool is_uuid_field(enum kind k, uint32_t id)
 	}
 }
 
+/*
+ * Flow ids of machine m > 0. Trace processor links flows by id across
+ * the whole trace, so two machines' ids must not meet. cgbpf's are
+ * counters (user/gpu.c): below 2^48 they move to m's own range,
+ * m << 48 | id, which no machine's counter reaches; any other id (a
+ * 64-bit hash of an older cgbpf or another writer) gets the uuids' mix.
+ */
+static uint64_t remap_flow(uint32_t m, uint64_t id)
+{
+	if (id < 1ull << 48 && m < 1u << 16)
+		return (uint64_t)m << 48 | id;
+	return remap_uuid(m, id);
+}
+
+static bool is_flow_field(enum kind k, uint32_t id)
+{
+	if (k == K_LEGACY)
+		return id == LE_BIND_ID;
+	return k == K_TRACK_EVENT && (id == TE_FLOW_IDS_OLD || id == TE_TERMINATING_FLOW_IDS_OLD ||
+				      id == TE_FLOW_IDS || id == TE_TERMINATING_FLOW_IDS);
+}
+
+/* A flow id field, each id remapped, in the field's own encoding (packed
+ * ones written unpacked, which every reader takes). */
+static int rewrite_flow(struct merge *mg, const struct field *f)
+{
+	const uint8_t *q = f->data, *qe = f->data + f->len;
+	uint64_t v;
+
+	switch (f->wt) {
+	case PB_WIRE_VARINT:
+		pb__varint(&mg->out, f->id, remap_flow(mg->machine, f->v));
+		return 0;
+	case PB_WIRE_FIXED64:
+		pb__fixed64(&mg->out, f->id, remap_flow(mg->machine, le64toh(f->v)));
+		return 0;
+	case PB_WIRE_LEN:
+		if (f->id == TE_FLOW_IDS || f->id == TE_TERMINATING_FLOW_IDS) {
+			if (f->len % 8)
+				return -EINVAL;
+			for (; q < qe; q += 8) {
+				memcpy(&v, q, 8);
+				pb__fixed64(&mg->out, f->id, remap_flow(mg->machine, le64toh(v)));
+			}
+			return 0;
+		}
+		while (q < qe) {
+			if (!get_varint(&q, qe, &v))
+				return -EINVAL;
+			pb__varint(&mg->out, f->id, remap_flow(mg->machine, v));
+		}
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
 static int rewrite(struct merge *mg, const uint8_t *p, size_t n, enum kind k, bool inner);
 
 /* compressed_packets of a remote machine: inflated, each inner packet
@@ -372,6 +436,12 @@ static int rewrite(struct merge *mg, const uint8_t *p, size_t n, enum kind k, bo
 				continue;
 			}
 		}
+		if (is_flow_field(k, f.id)) {
+			err = rewrite_flow(mg, &f);
+			if (err)
+				return err;
+			continue;
+		}
 		if (f.wt == PB_WIRE_LEN) {
 			enum kind sub = K_PACKET;
 			bool nested = false;
@@ -399,6 +469,9 @@ static int rewrite(struct merge *mg, const uint8_t *p, size_t n, enum kind k, bo
 			} else if (k == K_DEFAULTS && f.id == DEFAULTS_TRACK_EVENT) {
 				nested = true;
 				sub = K_TE_DEFAULTS;
+			} else if (k == K_TRACK_EVENT && f.id == TE_LEGACY_EVENT) {
+				nested = true;
+				sub = K_LEGACY;
 			}
 			if (nested) {
 				pb__begin(&mg->out, f.id);

@@ -48,6 +48,9 @@ enum {
 	TE_CALLSTACK = 55,
 	TE_LEGACY_EVENT = 6,
 	TE_FLOW_IDS = 47,
+	TE_FLOW_IDS_OLD = 36,
+	TE_TERMINATING_FLOW_IDS = 48,
+	TE_TERMINATING_FLOW_IDS_OLD = 42,
 	LE_BIND_ID = 8,
 	LE_FLOW_DIRECTION = 13,
 	LE_FLOW_IN = 1,
@@ -612,6 +615,17 @@ struct inline_stack {
 	int n;
 };
 
+/* A flow id in the varint field while that is shorter than fixed64's 8
+ * bytes (ids are per-capture counters: 1 to 3 bytes), else in the fixed64
+ * one. Trace processor reads either (the fixed64 one first). */
+static void flow_id(struct pb *pb, uint32_t varint_field, uint32_t fixed_field, uint64_t id)
+{
+	if (id < 1ull << 56)
+		pb__varint(pb, varint_field, id);
+	else
+		pb__fixed64(pb, fixed_field, id);
+}
+
 static void event(struct pftrace *pt, struct pfseq *s, uint64_t ts, int type, uint64_t track,
 		  const char *cat, const char *name, const struct pf_annot *a, int n,
 		  bool counter, int64_t value, const struct inline_stack *cs,
@@ -685,7 +699,9 @@ static void event(struct pftrace *pt, struct pfseq *s, uint64_t ts, int type, ui
 		pb__end(pb);
 	}
 	if (flow && flow->out)
-		pb__fixed64(pb, TE_FLOW_IDS, flow->out);
+		flow_id(pb, TE_FLOW_IDS_OLD, TE_FLOW_IDS, flow->out);
+	if (flow && flow->end)
+		flow_id(pb, TE_TERMINATING_FLOW_IDS_OLD, TE_TERMINATING_FLOW_IDS, flow->end);
 	if (flow && flow->in) {
 		pb__begin(pb, TE_LEGACY_EVENT);
 		pb__varint(pb, LE_BIND_ID, flow->in);

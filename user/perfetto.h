@@ -35,14 +35,20 @@ struct pf_annot {
 
 /*
  * Flow arrows (trace processor's flow table) on a slice's begin event.
+ * Ids are global to the trace; small ones are cheap (a varint: ids below
+ * 2^56 are written in the deprecated varint fields trace processor still
+ * reads, flow_ids_old and terminating_flow_ids_old, not as fixed64).
  * out starts a flow at the slice (TrackEvent.flow_ids): a later slice
  * naming the same id ends it. in ends the flow started under that id
  * without closing it (LegacyEvent.bind_id with FLOW_IN), so several
- * slices can end one flow: the kernels of one graph launch. 0: none.
+ * slices can end one flow: the kernels of one graph launch. end ends and
+ * closes it (TrackEvent.terminating_flow_ids): the one slice a flow
+ * leads to. 0: none.
  */
 struct pf_flow {
 	uint64_t out;
 	uint64_t in;
+	uint64_t end;
 };
 
 enum pf_unit { PF_UNIT_NONE = 0, PF_UNIT_COUNT = 2, PF_UNIT_BYTES = 3 };

@@ -33,9 +33,12 @@ program "torch_step" (tests/gpu/torch_step.py):
     pause), a GEMM among them; the same flow rules in that span; the three
     summary tables are there and agree with the trace.
 
-Flows are read from ptrace's Slice.flow_out/flow_in when the decoder has
-them, else from the raw packets (TrackEvent.flow_ids = 47,
-terminating_flow_ids = 48, legacy_event.bind_id with FLOW_IN).
+Flows are read from ptrace's Slice.flow_out/flow_in/flow_end when the
+decoder has them, else from the raw packets (TrackEvent.flow_ids = 47 or
+flow_ids_old = 36, terminating_flow_ids = 48 or terminating_flow_ids_old
+= 42, legacy_event.bind_id with FLOW_IN). A kernel's launch configuration
+is read from its "config" arg ("grid (x,y,z) block (x,y,z) regs N smem
+S+D"), or from the separate args older traces have.
 
 Prints "ok NAME: ..." or "FAIL NAME: ..." with each problem; exit status 0
 when every run passed, 1 when one failed, 2 when nothing could be read.
@@ -94,8 +97,9 @@ def runs_in(path, tmp):
 
 def flow_ids(t):
     """{id(slice): [flow ids it starts or ends]}."""
-    if "flow_out" in getattr(ptrace.Slice, "__dataclass_fields__", {}):
-        return {id(s): list(s.flow_out) + list(s.flow_in) for s in t.slices}
+    if "flow_end" in getattr(ptrace.Slice, "__dataclass_fields__", {}):
+        return {id(s): list(s.flow_out) + list(s.flow_in) + list(s.flow_end)
+                for s in t.slices}
     # An older decoder: the ids from the raw begin events, matched to the
     # slices by (packet sequence, start time).
     by = defaultdict(list)
@@ -103,7 +107,8 @@ def flow_ids(t):
         if not p.HasField("track_event") or p.track_event.type != ptrace.TYPE_SLICE_BEGIN:
             continue
         te = p.track_event
-        ids = list(te.flow_ids) + list(te.terminating_flow_ids)
+        ids = (list(te.flow_ids) + list(te.flow_ids_old) + list(te.terminating_flow_ids) +
+               list(te.terminating_flow_ids_old))
         if te.HasField("legacy_event") and te.legacy_event.flow_direction == 1:
             ids.append(te.legacy_event.bind_id)
         if ids:
@@ -288,6 +293,24 @@ def dims(v):
     return "(%d,%d,%d)" % tuple(v)
 
 
+CONFIG = re.compile(r"^grid (\(\d+,\d+,\d+\)) block (\(\d+,\d+,\d+\)) regs (\d+)"
+                    r"(?: smem (\d+)\+(\d+))?$")
+
+
+def launch_config(s):
+    """{grid, block, registers_per_thread, shared_static, shared_dynamic}
+    of a kernel slice: parsed from its "config" arg (shared memory 0 when
+    the string leaves it out), else its separate args (older traces)."""
+    c = s.args.get("config")
+    if c is None:
+        return s.args
+    m = CONFIG.match(c) if isinstance(c, str) else None
+    if not m:
+        return {}
+    return {"grid": m.group(1), "block": m.group(2), "registers_per_thread": int(m.group(3)),
+            "shared_static": int(m.group(4) or 0), "shared_dynamic": int(m.group(5) or 0)}
+
+
 def check_kernels(p, t, m, summary):
     pid, gm = m["pid"], m["gpu"]
     t0, t1 = gm["checked_from_ns"], gm["checked_until_ns"]
@@ -309,13 +332,14 @@ def check_kernels(p, t, m, summary):
                                             " (by graph launches)" if in_graph else ""))
         for key, want in (("grid", dims(l["grid"])), ("block", dims(l["block"])),
                           ("shared_dynamic", l["shared_dynamic"])):
-            wrong = [s.args.get(key) for s in mine if s.args.get(key) != want]
+            wrong = [launch_config(s).get(key) for s in mine
+                     if launch_config(s).get(key) != want]
             p.check(not wrong, "%s: %s %r on %d slices, launched with %r" %
                     (l["name"], key, wrong[:1], len(wrong), want))
         if "shared_static_min" in l:
-            wrong = [s.args.get("shared_static") for s in mine
-                     if not isinstance(s.args.get("shared_static"), int) or
-                     s.args["shared_static"] < l["shared_static_min"]]
+            wrong = [launch_config(s).get("shared_static") for s in mine
+                     if not isinstance(launch_config(s).get("shared_static"), int) or
+                     launch_config(s)["shared_static"] < l["shared_static_min"]]
             p.check(not wrong, "%s: shared_static %r, the kernel declares %d bytes" %
                     (l["name"], wrong[:1], l["shared_static_min"]))
         names = {g.stream_of(s) for s in mine}

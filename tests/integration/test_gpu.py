@@ -6,6 +6,7 @@ that the library loads nothing while no cgbpf watches, and the estimate
 tracks a process without measured activity gets."""
 import json
 import os
+import re
 import subprocess
 import threading
 
@@ -219,6 +220,27 @@ def kern_sum(out):
     return rows
 
 
+CONFIG = re.compile(r"^grid \(\d+,\d+,\d+\) block \(\d+,\d+,\d+\) regs \d+( smem \d+\+\d+)?$")
+
+
+def tp_gpu_slices(trace):
+    """Trace processor's view of the GPU slices under "GPU N: ..." track
+    groups: (name, ts, dur, stream track, config, correlation, flows in,
+    the calls the flows come from)."""
+    import tpcheck
+    rows = tpcheck.query(
+        trace,
+        "select s.id, s.name, s.ts, s.dur, t.name as track, "
+        "extract_arg(s.arg_set_id, 'debug.config') as config, "
+        "extract_arg(s.arg_set_id, 'debug.correlation') as corr, "
+        "(select count(*) from flow f where f.slice_in = s.id) as nin, "
+        "(select group_concat(so.name, '|') from flow f join slice so on so.id = f.slice_out "
+        " join thread_track tt on tt.id = so.track_id where f.slice_in = s.id) as srcs "
+        "from slice s join track t on t.id = s.track_id join track g on g.id = t.parent_id "
+        "where g.name glob 'GPU [0-9]*:*' and t.name glob 'stream *'")[0]
+    return rows
+
+
 def test_measured_with_fake_cupti():
     """The fake CUPTI, fed by the fake driver: every kernel, copy and
     memset the process queued once cgbpf attached appears once on its
@@ -284,6 +306,20 @@ def test_measured_with_fake_cupti():
     problems, _ = tpcheck.compare(trace, t, ())
     check(not problems, "trace processor and the decoder disagree:\n    %s" %
           "\n    ".join(problems))
+    # What the UI shows: the same GPU slices on the same stream tracks,
+    # each kernel with its launch configuration and correlation id in its
+    # args, each GPU slice with exactly one flow, from its launch call.
+    rows = tp_gpu_slices(trace)
+    eq(sorted((r["name"], int(r["ts"]), int(r["dur"]), r["track"]) for r in rows),
+       sorted((s.name, s.ts, s.dur, t.tracks[s.track_uuid].name) for s in gpu),
+       "trace processor's GPU slices (name, ts, dur, stream track) = the decoder's")
+    bad = [r for r in rows if not r["name"].startswith("[CUDA") and
+           not (r["config"] and CONFIG.match(r["config"]) and r["corr"] and int(r["corr"]) > 0)]
+    check(not bad, "trace processor: every kernel's args hold its configuration and "
+          "correlation: %r" % bad[:3])
+    bad = [r for r in rows if r["nin"] != "1" or not (r["srcs"] or "").startswith(QUEUEING)]
+    check(not bad, "trace processor: one flow into each GPU slice, from a call that "
+          "queued it: %r" % bad[:3])
 
 
 def test_cupti_held_by_another_tool():

@@ -8,7 +8,7 @@ import time
 import subprocess
 import zlib
 
-from harness import CGBPF, check, eq, tmpdir, wl
+from harness import CGBPF, Skip, check, eq, tmpdir, wl
 
 import ptrace
 
@@ -235,3 +235,60 @@ def test_merge_bad_input():
         r = merge(args)
         eq(r.returncode, 2, "usage error for %s" % args)
         check(r.stderr.strip(), "a message for %s" % args)
+
+
+def test_merge_keeps_gpu_flows_apart():
+    """Two GPU traces merged: flow ids are global to a trace and both
+    captures count theirs from 1, so machine 1's are moved apart from
+    machine 0's; each launch keeps its one arrow to its GPU slice, within
+    its own machine, for the decoder and trace processor alike."""
+    from test_gpu import FAKE_CUPTI, need_gpu_part, record_until_status
+    need_gpu_part()
+    if not os.path.exists(FAKE_CUPTI):
+        raise Skip("%s not built (no CUPTI headers)" % FAKE_CUPTI)
+    ins = []
+    for _ in range(2):
+        rc, _, err, path, tmp = record_until_status(
+            {"CGBPF_CUPTI_PATH": FAKE_CUPTI, "FAKECUDA_KERNEL_NS": "20000"}, iters=30)
+        eq(rc, 0, "record (stderr %r)" % "".join(err)[-500:])
+        ins.append(path)
+    out = os.path.join(tmp, "merged.perfetto-trace")
+    p = merge(ins + ["-o", out])
+    eq(p.returncode, 0, "merge exit (stderr %r)" % p.stderr[-300:])
+
+    ids = {0: set(), 1: set()}
+    for q in packets(out):
+        if q.HasField("track_event"):
+            te = q.track_event
+            got = (list(te.flow_ids) + list(te.flow_ids_old) + list(te.terminating_flow_ids) +
+                   list(te.terminating_flow_ids_old) + [te.legacy_event.bind_id])
+            ids[q.machine_id].update(i for i in got if i)
+    check(ids[0] and ids[1] and not ids[0] & ids[1],
+          "flow ids of the two machines disjoint (%d and %d ids)" % (len(ids[0]), len(ids[1])))
+    check(max(ids[0]) < 1 << 48, "the first input's counters copied as they are")
+
+    tin = [ptrace.load(x) for x in ins]
+    tm = ptrace.load(out)
+    eq(tm.errors, [], "decoder errors")
+    fin = [t.flows() for t in tin]
+    fm = tm.flows()
+    check(all(len(f) > 10 for f in fin), "the inputs have flows (%r)" % [len(f) for f in fin])
+    cross = [(x.name, y.name) for x, y in fm
+             if tm.tracks[x.track_uuid].machine != tm.tracks[y.track_uuid].machine]
+    eq(cross, [], "no flow between the machines")
+    for m in (0, 1):
+        eq(sorted((x.name, x.ts, y.name, y.ts) for x, y in fm
+                  if tm.tracks[x.track_uuid].machine == m),
+           sorted((x.name, x.ts, y.name, y.ts) for x, y in fin[m]),
+           "machine %d's flows link the slices its input's did" % m)
+
+    import tpcheck
+    if tpcheck.shell_path() is None:
+        print("# skipped trace processor check: %s" % tpcheck.skip_reason())
+        return
+    r = tpcheck.query(out, "select count(*) as n, sum(to_.machine_id is not from_.machine_id) "
+                      "as cross_ from flow f join slice so on so.id = f.slice_out "
+                      "join slice si on si.id = f.slice_in join track from_ on "
+                      "from_.id = so.track_id join track to_ on to_.id = si.track_id")[0][0]
+    eq((int(r["n"]), int(r["cross_"] or 0)), (len(fin[0]) + len(fin[1]), 0),
+       "trace processor: as many flows, none between the machines")

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import threading
 
+import harness
 import ptrace
 import tpcheck
 from harness import (CGBPF, Bg, Skip, check, clean_trace, env_with, eq, kill_quiet, record, start,
@@ -210,6 +211,29 @@ def test_merge_output():
     eq(p.returncode, 0, "merge exit (stderr %r)" % p.stderr[-300:])
     t, facts = agree(out)
     eq(sorted({tr.machine for tr in t.tracks.values()}), [0, 1], "two machines")
+
+
+def test_flow_encodings():
+    """The writer's flows as trace processor links them (tests/unit/
+    test_perfetto's trace a): ids below 2^56 as varints (flow_ids_old,
+    terminating_flow_ids_old), larger ones as fixed64; an end that closes
+    the flow (a kernel launch's one kernel) and a second end of the same
+    id that then links nothing; ends that leave it open (a graph launch's
+    kernels). The decoder links the same slices."""
+    need_tp()
+    exe = os.path.join(harness.OUT, "unit", "test_perfetto")
+    if not os.access(exe, os.X_OK):
+        raise Skip("%s not built (make unit-bins)" % exe)
+    d = tmpdir()
+    p = subprocess.run([exe, d], capture_output=True, text=True, timeout=120)
+    eq(p.returncode, 0, "test_perfetto (stdout %r)" % p.stdout[-500:])
+    path = os.path.join(d, "a.perfetto-trace")
+    rows = tpcheck.query(path, "select so.name as a, si.name as b from flow f "
+                         "join slice so on so.id = f.slice_out join slice si on si.id = f.slice_in")
+    want = sorted([("launch", "kernel"), ("graph launch", "graph kernel 1"),
+                   ("graph launch", "graph kernel 2"), ("launch 2", "kernel 2")])
+    eq(sorted((r["a"], r["b"]) for r in rows[0]), want, "trace processor's flows")
+    eq(sorted((a.name, b.name) for a, b in ptrace.load(path).flows()), want, "the decoder's")
 
 
 def test_record_command_is_one_process_after_exec():

@@ -250,11 +250,13 @@ class Slice:
     seq_id: int
     end_args: Dict[str, Any] = field(default_factory=dict)
     callstack: Optional[List[str]] = None   # function names, outermost first
-    # Flows on the begin event: ids it starts (TrackEvent.flow_ids) and
-    # ids it ends without closing (LegacyEvent.bind_id, FLOW_IN); see
-    # Trace.flows().
+    # Flows on the begin event: ids it starts (TrackEvent.flow_ids and
+    # flow_ids_old), ids it ends without closing (LegacyEvent.bind_id,
+    # FLOW_IN) and ids it ends and closes (terminating_flow_ids and
+    # terminating_flow_ids_old); see Trace.flows().
     flow_out: List[int] = field(default_factory=list)
     flow_in: List[int] = field(default_factory=list)
+    flow_end: List[int] = field(default_factory=list)
 
     @property
     def end(self):
@@ -327,24 +329,26 @@ class Trace:
         return out
 
     def flows(self):
-        """[(from slice, to slice)] as trace processor links them: events
-        starting one id (flow_ids) chain in time order, and a slice that
-        ends an id (bind_id, FLOW_IN) is linked from the last slice that
-        started it at or before its own start."""
-        outs, ins = defaultdict(list), defaultdict(list)
-        for s in self.slices:
-            for i in s.flow_out:
-                outs[i].append(s)
+        """[(from slice, to slice)] as trace processor links them, slices
+        taken in time order (trace processor's FlowTracker; ids are global
+        to the trace): an id a slice starts (flow_ids) that is open links
+        from the slice that holds it and moves on to this one, else it
+        opens; an id a slice ends without closing (bind_id, FLOW_IN) links
+        from the slice that holds it and stays open; an id a slice
+        terminates (terminating_flow_ids) links the same way and closes.
+        Ends of ids not open link nothing."""
+        active, out = {}, []
+        for s in sorted(self.slices, key=lambda s: s.ts):
             for i in s.flow_in:
-                ins[i].append(s)
-        out = []
-        for i, srcs in outs.items():
-            srcs.sort(key=lambda s: s.ts)
-            out += list(zip(srcs, srcs[1:]))
-            for d in ins.get(i, ()):
-                before = [s for s in srcs if s.ts <= d.ts]
-                if before:
-                    out.append((before[-1], d))
+                if i in active:
+                    out.append((active[i], s))
+            for i in s.flow_out:
+                if i in active:
+                    out.append((active[i], s))
+                active[i] = s
+            for i in s.flow_end:
+                if i in active:
+                    out.append((active.pop(i), s))
         return out
 
     def thread_slices(self, tid):
@@ -598,6 +602,7 @@ class _Ev:
     callstack: Optional[List[str]] = None    # TrackEvent callstack (stacks block)
     flow_out: List[int] = field(default_factory=list)
     flow_in: List[int] = field(default_factory=list)
+    flow_end: List[int] = field(default_factory=list)
 
 
 class _Loader:
@@ -1008,9 +1013,14 @@ class _Loader:
             c = self._lookup(where, st, "event_categories", ciid, uses_incr)
             if c is not None:
                 ev.categories.append(c)
-        ev.flow_out.extend(f.get("flow_ids", ()))
-        if f.get("terminating_flow_ids"):
-            self.err("%s: terminating_flow_ids: cgbpf does not write them" % where)
+        # Trace processor reads the fixed64 field, else the varint one.
+        ev.flow_out.extend(f.get("flow_ids", ()) or f.get("flow_ids_old", ()))
+        ev.flow_end.extend(f.get("terminating_flow_ids", ()) or
+                           f.get("terminating_flow_ids_old", ()))
+        if f.get("flow_ids") and f.get("flow_ids_old") or \
+                f.get("terminating_flow_ids") and f.get("terminating_flow_ids_old"):
+            self.err("%s: flow ids in both the fixed64 and the varint field: trace "
+                     "processor reads only the first" % where)
         le = f.get("legacy_event")
         if le is not None:
             lf = {fd.name: v for fd, v in le.ListFields()}
@@ -1148,7 +1158,8 @@ class _Loader:
                 s = Slice(track_uuid=u, pid=pid, tid=tid, name=ev.name,
                           categories=ev.categories, ts=ts, dur=None,
                           depth=len(st), args=dict(ev.args), seq_id=ev.seq_id,
-                          flow_out=list(ev.flow_out), flow_in=list(ev.flow_in))
+                          flow_out=list(ev.flow_out), flow_in=list(ev.flow_in),
+                          flow_end=list(ev.flow_end))
                 s.callstack = ev.callstack
                 st.append(s)
                 if _is_syscall_slice(ev):

@@ -206,8 +206,7 @@ def check_ops_on_tracks(t, pid, items, label):
         x = ops[i]
         a = s.args
         if x["kind"] == "kernel":
-            want = {"grid": "(4,2,1)", "block": "(256,1,1)", "registers_per_thread": 32,
-                    "shared_static": 1024, "shared_dynamic": 4096}
+            want = {"config": "grid (4,2,1) block (256,1,1) regs 32 smem 1024+4096"}
             if x["corr"]:
                 want["correlation"] = x["corr"]
             if x["graph"]:
@@ -230,8 +229,8 @@ def check_ops_on_tracks(t, pid, items, label):
                     "correlation": x["corr"]}
         if a != want:
             bad.append("%s at %d: args %r, want %r" % (s.name, s.ts, a, want))
-    check(not bad, "%s: kernels carry grid, block, registers, shared memory, correlation, "
-          "graph; copies bytes, kind, GB/s; memsets bytes, value, memory" % label, bad)
+    check(not bad, "%s: kernels carry their configuration (grid, block, registers, shared "
+          "memory), correlation, graph; copies bytes, kind, GB/s; memsets bytes, value, memory" % label, bad)
     # Every stream track hangs under its process's GPU track.
     for tr in tracks.values():
         anc = ancestors(t, tr)

@@ -234,6 +234,26 @@ def check_full(name, t, items, meta, tracks):
     check(not diag, "%s: counter values (%d) on their tracks, in time order" %
           (name, sum(len(v) for v in exp_ctr.values())), diag)
 
+    exp_flows = sorted((tuple(o["from"]), tuple(o["to"])) for o in items
+                       if o["kind"] == "flow")
+    got_flows = sorted(((a.track_uuid, a.ts), (b.track_uuid, b.ts)) for a, b in t.flows())
+    check(exp_flows == got_flows, "%s: flows (%d) link the slices meant, as trace processor "
+          "links them (a closed flow links no further end)" % (name, len(exp_flows)),
+          ["want %s" % exp_flows, "got  %s" % got_flows])
+    diag = []
+    for i, p in enumerate(t.packets):
+        if not p.HasField("track_event"):
+            continue
+        te = p.track_event
+        for fixed, var in (("flow_ids", "flow_ids_old"),
+                           ("terminating_flow_ids", "terminating_flow_ids_old")):
+            diag += ["packet %d: %s %#x fits a shorter varint" % (i, fixed, v)
+                     for v in getattr(te, fixed) if v < 1 << 56]
+            diag += ["packet %d: %s %#x is longer than fixed64" % (i, var, v)
+                     for v in getattr(te, var) if v >= 1 << 56]
+    check(not diag, "%s: flow ids below 2^56 in the varint fields, others in the fixed64 "
+          "ones" % name, diag)
+
     want_types = {}
     for o in items:
         for k, (typ, _) in o.get("args", {}).items():

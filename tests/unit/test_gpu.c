@@ -68,7 +68,6 @@ static void capture_begin(const char *name, bool trace)
 	}
 	g = gpu__new(&m, pt);
 	check(g != NULL && m.call_flow != NULL, "%s: gpu__new installs the call_flow hook", name);
-	gpu__set_salt(g, 0x5eed);
 	struct sink gs = gpu__sink(g);
 
 	model__add_sink(&m, &gs);

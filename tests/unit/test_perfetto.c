@@ -251,6 +251,28 @@ static void x_begin(struct xtrace *x, struct xseq *s, uint64_t ts, const char *n
 	}
 }
 
+/* A slice begin with flows; the links a reader must find are written by
+ * x_flow, as the test means them. */
+static void x_begin_flow(struct xtrace *x, struct xseq *s, uint64_t ts, const char *name,
+			 const struct pf_flow *f)
+{
+	struct open_slice *o = &s->stack[s->depth++];
+
+	pftrace__begin_flow(x->pt, s->s, ts, 0, NULL, name, NULL, 0, f);
+	x_grew(x);
+	o->name = strdup(name);
+	o->ts = ts;
+	o->idx = x->nslices++;
+	o->args = NULL;
+}
+
+static void x_flow(struct xtrace *x, struct xseq *from, uint64_t from_ts, struct xseq *to,
+		   uint64_t to_ts)
+{
+	fprintf(x->exp, "{\"kind\":\"flow\",\"from\":[%" PRIu64 ",%" PRIu64 "],\"to\":[%" PRIu64
+		",%" PRIu64 "]}\n", from->track, from_ts, to->track, to_ts);
+}
+
 static void write_slice(struct xtrace *x, struct xseq *s, struct open_slice *o, int depth,
 			const uint64_t *end, const struct pf_annot *a, int n)
 {
@@ -418,6 +440,33 @@ static void test_basic(void)
 	x_end(&x, s2, base + 5500, NULL, 0);
 	x_begin(&x, s1, base + 6000, "zero-length", NULL, 0);
 	x_end(&x, s1, base + 6000, NULL, 0);
+	/* Flows: a small id (varint fields) ended and closed once, so a
+	 * second end links nothing; ids of 2^56 and more (fixed64 fields)
+	 * ended twice without closing, and ended and closed. */
+	{
+		const uint64_t big = 0x9000000000000001ull, big2 = 0xa000000000000002ull;
+
+		x_begin_flow(&x, s1, base + 6100, "launch", &(struct pf_flow){ .out = 5 });
+		x_end(&x, s1, base + 6200, NULL, 0);
+		x_begin_flow(&x, s2, base + 6300, "kernel", &(struct pf_flow){ .end = 5 });
+		x_end(&x, s2, base + 6400, NULL, 0);
+		x_flow(&x, s1, base + 6100, s2, base + 6300);
+		x_begin_flow(&x, s2, base + 6500, "kernel again", &(struct pf_flow){ .end = 5 });
+		x_end(&x, s2, base + 6600, NULL, 0);
+		x_begin_flow(&x, s1, base + 6700, "graph launch", &(struct pf_flow){ .out = big });
+		x_end(&x, s1, base + 6800, NULL, 0);
+		x_begin_flow(&x, s2, base + 6900, "graph kernel 1", &(struct pf_flow){ .in = big });
+		x_end(&x, s2, base + 7000, NULL, 0);
+		x_begin_flow(&x, s2, base + 7100, "graph kernel 2", &(struct pf_flow){ .in = big });
+		x_end(&x, s2, base + 7200, NULL, 0);
+		x_flow(&x, s1, base + 6700, s2, base + 6900);
+		x_flow(&x, s1, base + 6700, s2, base + 7100);
+		x_begin_flow(&x, s1, base + 7300, "launch 2", &(struct pf_flow){ .out = big2 });
+		x_end(&x, s1, base + 7350, NULL, 0);
+		x_begin_flow(&x, s2, base + 7400, "kernel 2", &(struct pf_flow){ .end = big2 });
+		x_end(&x, s2, base + 7500, NULL, 0);
+		x_flow(&x, s1, base + 7300, s2, base + 7400);
+	}
 	x_thread(&x, 102, 100, 4242, 4243, "worker-renamed");	/* re-emitting renames */
 	x_counter(&x, s2, base + 8000, 105, 3);
 	x_begin(&x, s1, base + 9000, "left open", NULL, 0);
