@@ -410,8 +410,10 @@ def test_graph_launches_link_to_each_kernel():
     t0, t1 = gm["checked_from_ns"], gm["checked_until_ns"]
     api = [s for s in t.slices if s.pid == pid and s.tid is not None]
     ends = {}
+    # An operation ends its launch's flow with bind_id (graph nodes: one
+    # flow, several ends) or closes it (a plain kernel launch).
     for s in gpu:
-        for i in s.flow_in:
+        for i in s.flow_in + s.flow_end:
             ends.setdefault(i, []).append(s)
 
     # Each graph launch: one flow, ending at exactly the operations it ran.
@@ -455,8 +457,9 @@ def test_graph_launches_link_to_each_kernel():
     graph_names = {n for g in gm["graphs"] for n in g["nodes"] if not n.startswith("[")}
     track_of = {}
     for s in span:
-        eq(len(s.flow_in), 1, "one flow into %s at %d" % (s.name, s.ts))
-        src = [c for c in api if s.flow_in[0] in c.flow_out]
+        ins = s.flow_in + s.flow_end
+        eq(len(ins), 1, "one flow into %s at %d" % (s.name, s.ts))
+        src = [c for c in api if ins[0] in c.flow_out]
         eq(len(src), 1, "%s at %d: one API slice starts its flow" % (s.name, s.ts))
         if "graph" in s.args:
             check(src[0].name.startswith("cuGraphLaunch"), "%s at %d comes from %s, not a "
