@@ -7,7 +7,10 @@
  * as the uprobes' records would. Prints the trace bytes each kernel adds
  * (its GPU slice with args and the flow's end, and the flow id its launch
  * slice gains) and the consumer's CPU per kernel record.
- * Usage: gpubytes [N]   (docs/performance.md has the numbers)
+ * Usage: gpubytes [N [TRACE]]   (docs/performance.md has the numbers)
+ * TRACE: also write the capture with kernels there, with a fixed flow
+ * salt, so two builds' traces of the same input can be compared byte for
+ * byte (a change to the consumer that must not change the trace).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,9 +61,10 @@ static void put(uint8_t *b, size_t *n, const void *e, size_t size)
 
 /* One capture of n launches; with_gpu: their kernels' records too.
  * Returns the trace's bytes; *cpu: the CPU gpu__record took. */
-static uint64_t capture(uint64_t n, bool with_gpu, uint64_t *cpu)
+static uint64_t capture(uint64_t n, bool with_gpu, uint64_t *cpu, const char *path)
 {
-	struct pftrace *pt = pftrace__fdopen(memfd_create("gpubytes", MFD_CLOEXEC));
+	struct pftrace *pt = path ? pftrace__create(path) :
+				    pftrace__fdopen(memfd_create("gpubytes", MFD_CLOEXEC));
 	struct model m;
 	struct gpu *g;
 	struct sink sk;
@@ -81,6 +85,8 @@ static uint64_t capture(uint64_t n, bool with_gpu, uint64_t *cpu)
 		fprintf(stderr, "gpubytes: out of memory\n");
 		exit(1);
 	}
+	if (path)
+		gpu__set_salt(g, 0x5eed);
 	sk = gpu__sink(g);
 	model__add_sink(&m, &sk);
 	pftrace__clock_snapshot(pt);
@@ -182,8 +188,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: gpubytes [N > 0]\n");
 		return 2;
 	}
-	calls = capture(n, false, &cpu0);
-	both = capture(n, true, &cpu1);
+	calls = capture(n, false, &cpu0, NULL);
+	both = capture(n, true, &cpu1, argc > 2 ? argv[2] : NULL);
 	printf("launches: %llu\n", (unsigned long long)n);
 	printf("trace bytes, launches only: %llu (%.1f per launch)\n", (unsigned long long)calls,
 	       (double)calls / n);
