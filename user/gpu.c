@@ -378,15 +378,20 @@ static const struct gcall *window_find(const struct gpu_thread *t, uint64_t star
  * one up, so this is the consumer's hottest map: an open-addressing table
  * of the entries themselves (one memory access where a hmap index into a
  * ring took three), at most half full, deleted from by backward shift (no
- * tombstones to wade through under constant churn). An id's home slot
- * keeps blocks of 16 consecutive ids together, which CUPTI's increasing
- * ids make a sequential walk, and places the blocks by a hash seeded per
- * capture (the process chooses the ids: it cannot aim them at one slot).
+ * tombstones to wade through under constant churn). An id's home slot is
+ * the id plus a per-capture offset: CUPTI's ids increase, so consecutive
+ * puts and lookups walk the table in order (the prefetcher's case; a
+ * scattering hash cost a cache miss per access) and ids less than the
+ * table's size apart never collide. The process chooses the ids: one that
+ * finds no free slot within CORR_PROBES of its home is not remembered
+ * (its operations count as without their launch call), so ids aimed at
+ * one slot cost a bounded search, never a long one.
  */
+#define CORR_PROBES 64
+
 static uint32_t corr_home(const struct gpu_proc *p, uint32_t corr)
 {
-	return (uint32_t)((hash__u64(p->corr_seed ^ (corr >> 4)) << 4 | (corr & 15)) &
-			  (p->corr_slots - 1));
+	return (corr + (uint32_t)p->corr_seed) & (p->corr_slots - 1);
 }
 
 static struct gpu_corr *corr_find(const struct gpu_proc *p, uint32_t corr)
@@ -395,7 +400,8 @@ static struct gpu_corr *corr_find(const struct gpu_proc *p, uint32_t corr)
 
 	if (!corr || !p->corr_slots)
 		return NULL;
-	for (i = corr_home(p, corr);; i = (i + 1) & mask) {
+	i = corr_home(p, corr);
+	for (int n = 0; n < CORR_PROBES; n++, i = (i + 1) & mask) {
 		struct gpu_corr *e = &p->corr_tab[i];
 
 		if (e->corr == corr)
@@ -403,16 +409,18 @@ static struct gpu_corr *corr_find(const struct gpu_proc *p, uint32_t corr)
 		if (!e->corr)
 			return NULL;
 	}
+	return NULL;
 }
 
-/* The free slot a new id corr goes to (the table has one). */
+/* The free slot a new id corr goes to; NULL: none near its home. */
 static struct gpu_corr *corr_slot(const struct gpu_proc *p, uint32_t corr)
 {
 	uint32_t mask = p->corr_slots - 1, i = corr_home(p, corr);
 
-	while (p->corr_tab[i].corr)
-		i = (i + 1) & mask;
-	return &p->corr_tab[i];
+	for (int n = 0; n < CORR_PROBES; n++, i = (i + 1) & mask)
+		if (!p->corr_tab[i].corr)
+			return &p->corr_tab[i];
+	return NULL;
 }
 
 static void corr_del(struct gpu_proc *p, struct gpu_corr *e)
@@ -420,12 +428,15 @@ static void corr_del(struct gpu_proc *p, struct gpu_corr *e)
 	uint32_t mask = p->corr_slots - 1, i = (uint32_t)(e - p->corr_tab), j = i;
 
 	/* Backward shift: an entry further on moves into the hole unless
-	 * its home lies cyclically in (hole, its slot]. */
+	 * its home lies cyclically in (hole, its slot]. Entries only move
+	 * nearer their home and each lies within CORR_PROBES of it, so none
+	 * further than that from the hole can move (consecutive ids fill
+	 * long runs of slots: the scan must not walk them to their end). */
 	for (;;) {
 		uint32_t h;
 
 		j = (j + 1) & mask;
-		if (!p->corr_tab[j].corr)
+		if (!p->corr_tab[j].corr || ((j - i) & mask) >= CORR_PROBES)
 			break;
 		h = corr_home(p, p->corr_tab[j].corr);
 		if (((j - h) & mask) < ((j - i) & mask))
@@ -446,9 +457,15 @@ static int corr_grow(struct gpu_proc *p)
 		return -ENOMEM;
 	p->corr_tab = tab;
 	p->corr_slots = slots;
-	for (uint32_t i = 0; i < old; i++)
-		if (ot[i].corr)
-			*corr_slot(p, ot[i].corr) = ot[i];
+	p->corr_count = 0;
+	for (uint32_t i = 0; i < old; i++) {
+		struct gpu_corr *e;
+
+		if (ot[i].corr && (e = corr_slot(p, ot[i].corr))) {
+			*e = ot[i];
+			p->corr_count++;
+		}
+	}
 	free(ot);
 	return 0;
 }
@@ -486,6 +503,8 @@ static void corr_put(struct gpu_proc *p, const struct gpu_corr *c)
 		if ((p->corr_count + 1) * 2 > p->corr_slots && corr_grow(p))
 			return;
 		e = corr_slot(p, c->corr);
+		if (!e)
+			return;
 		p->corr_count++;
 	}
 	*e = *c;

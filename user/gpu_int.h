@@ -163,7 +163,7 @@ struct gpu_proc {
 	uint32_t *corr_fifo;	/* a ring of ids, oldest at corr_head */
 	uint32_t corr_head, corr_n, corr_cap;
 	uint32_t corr_seq;	/* puts so far: a table entry's generation */
-	uint64_t corr_seed;	/* the table's hash seed (from the capture's salt) */
+	uint64_t corr_seed;	/* offsets the ids' home slots (from the capture's salt) */
 	/* Ops waiting to be written in (start, seq) order: those that came
 	 * in that order wait in a ring (run), the others in a min-heap. */
 	struct gpu_op *run;
