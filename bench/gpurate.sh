@@ -14,7 +14,9 @@
 # per kernel record. Loss starts where carried < made.
 # Usage: sudo bash bench/gpurate.sh [LAUNCHES [K [RATES...]]]
 #        (default 40000 launches, K=32, rates 250000 500000 1000000 max)
-# Environment: RING (--ring-size MiB, default cgbpf's 64), CGBPF (binary).
+# Environment: RING (--ring-size MiB, default cgbpf's 64: it holds about
+# 500000 kernels, so a short run can hide a consumer slower than the
+# producer; a small RING shows the sustained rate), CGBPF (binary).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-40000}
@@ -84,5 +86,7 @@ print("%-9s %9d %9d %9d %6d %6d %6d %10.0f %10.0f %8.0f"
          cpu * 1e9 / max(carried, 1)))
 PY
 done
-echo "(kernels per run: LAUNCHES x K; ring: batches the BPF program could not put in the" \
-	"ring; cupti: records CUPTI or the library lost; ns/rec: cgbpf's CPU per kernel carried)"
+echo "(made: LAUNCHES x K kernels; lost: made - carried; ring: records of any type the ring" \
+	"had no room for; cupti: records CUPTI or the library lost (GPU_DROPPED); bad: malformed" \
+	"batches and bad entries; achieved/s, carried/s: over the workload's loop (cgbpf may drain" \
+	"the ring after it); ns/rec: cgbpf's CPU, user + system, whole run, per kernel carried)"

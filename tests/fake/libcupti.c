@@ -57,6 +57,9 @@ static uint8_t *g_buf;
 static size_t g_size, g_used;
 static size_t g_dropped;
 static uint32_t g_burst = 1;
+/* getpid() once, not per record (a syscall, which a tracer's syscall
+ * probes make dearer still); forks read it again. */
+static uint32_t g_pid;
 /* Burst kernels' correlation ids: apart from the fake driver's. */
 static uint32_t g_burst_corr = 0x80000000u;
 
@@ -81,11 +84,18 @@ static uint64_t stamp(uint64_t mono)
 	return mono + (uint64_t)g_ts_offset;
 }
 
+static void forked(void)
+{
+	g_pid = (uint32_t)getpid();
+}
+
 static __attribute__((constructor)) void init(void)
 {
 	const char *h = getenv("CGBPF_FAKE_CUPTI_HOLDER");
 	const char *b = getenv("CGBPF_FAKE_CUPTI_BURST");
 
+	g_pid = (uint32_t)getpid();
+	pthread_atfork(NULL, NULL, forked);
 	if (b && *b) {
 		unsigned long k = strtoul(b, NULL, 10);
 
@@ -358,7 +368,7 @@ static void one_activity(const struct fake_activity *a)
 			r->cbid = cbid;
 			r->start = stamp(a->api_start);
 			r->end = stamp(a->api_end);
-			r->processId = (uint32_t)getpid();
+			r->processId = g_pid;
 			r->threadId = a->tid;
 			r->correlationId = a->corr;
 		}
