@@ -725,6 +725,10 @@ static void *watch(void *arg)
 		if (on && fl && !was_flush) {
 			flush();
 			pthread_mutex_lock(&g.lock);
+			/* Drops counted since the last completed buffer (none may
+			 * complete again before cgbpf leaves). */
+			if (g.collecting)
+				send_dropped();
 			status(GPU_ST_FLUSHED, 0, "%s", g.collecting ? "all activity sent" :
 			       "nothing was collected");
 			send_batch();

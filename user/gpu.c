@@ -65,6 +65,7 @@ struct gpu_proc *gpu__proc(struct gpu *g, uint32_t pid)
 		return NULL;
 	}
 	p->pid = pid;
+	p->corr_seed = hash__u64(pid ^ (uint64_t)(uintptr_t)g);
 	/* Its tracks hang under its process track: make it known. */
 	model__proc(g->m, pid);
 	return p;
@@ -141,13 +142,18 @@ static void free_bulk(struct gpu_proc *p)
 		free(t);
 	}
 	hmap__free(&p->threads);
-	hmap__free(&p->corr_idx);
-	free(p->corrs);
-	p->corrs = NULL;
+	free(p->corr_tab);
+	p->corr_tab = NULL;
+	p->corr_slots = p->corr_count = 0;
+	free(p->corr_fifo);
+	p->corr_fifo = NULL;
 	p->corr_head = p->corr_n = p->corr_cap = 0;
+	free(p->run);
+	p->run = NULL;
+	p->run_head = p->run_n = p->run_cap = 0;
 	free(p->heap);
 	p->heap = NULL;
-	p->nheap = p->capheap = 0;
+	p->nheap = p->heap_n = p->capheap = 0;
 	memset(p->sync_lanes, 0, sizeof(p->sync_lanes));
 }
 
@@ -330,52 +336,144 @@ static const struct gcall *window_find(const struct gpu_thread *t, uint64_t star
 	return c->end >= end ? c : NULL;
 }
 
-static struct gpu_corr *corr_find(const struct gpu_proc *p, uint32_t corr)
-{
-	uint64_t *v = corr ? hmap__get(&p->corr_idx, corr) : NULL;
-	struct gpu_corr *c;
+/*
+ * Correlation ids. Every GPU_API entry puts one and every operation looks
+ * one up, so this is the consumer's hottest map: an open-addressing table
+ * of the entries themselves (one memory access where a hmap index into a
+ * ring took three), at most half full, deleted from by backward shift (no
+ * tombstones to wade through under constant churn). An id's home slot is
+ * the id plus a per-capture offset: CUPTI's ids increase, so consecutive
+ * puts and lookups walk the table in order (the prefetcher's case; a
+ * scattering hash cost a cache miss per access) and ids less than the
+ * table's size apart never collide. The process chooses the ids: one that
+ * finds no free slot within CORR_PROBES of its home is not remembered
+ * (its operations count as without their launch call), so ids aimed at
+ * one slot cost a bounded search, never a long one.
+ */
+#define CORR_PROBES 64
 
-	if (!v || *v >= p->corr_cap)
-		return NULL;
-	c = &p->corrs[*v];
-	return c->corr == corr ? c : NULL;
+static uint32_t corr_home(const struct gpu_proc *p, uint32_t corr)
+{
+	return (corr + (uint32_t)p->corr_seed) & (p->corr_slots - 1);
 }
 
+static struct gpu_corr *corr_find(const struct gpu_proc *p, uint32_t corr)
+{
+	uint32_t mask = p->corr_slots - 1, i;
+
+	if (!corr || !p->corr_slots)
+		return NULL;
+	i = corr_home(p, corr);
+	for (int n = 0; n < CORR_PROBES; n++, i = (i + 1) & mask) {
+		struct gpu_corr *e = &p->corr_tab[i];
+
+		if (e->corr == corr)
+			return e;
+		if (!e->corr)
+			return NULL;
+	}
+	return NULL;
+}
+
+/* The free slot a new id corr goes to; NULL: none near its home. */
+static struct gpu_corr *corr_slot(const struct gpu_proc *p, uint32_t corr)
+{
+	uint32_t mask = p->corr_slots - 1, i = corr_home(p, corr);
+
+	for (int n = 0; n < CORR_PROBES; n++, i = (i + 1) & mask)
+		if (!p->corr_tab[i].corr)
+			return &p->corr_tab[i];
+	return NULL;
+}
+
+static void corr_del(struct gpu_proc *p, struct gpu_corr *e)
+{
+	uint32_t mask = p->corr_slots - 1, i = (uint32_t)(e - p->corr_tab), j = i;
+
+	/* Backward shift: an entry further on moves into the hole unless
+	 * its home lies cyclically in (hole, its slot]. Entries only move
+	 * nearer their home and each lies within CORR_PROBES of it, so none
+	 * further than that from the hole can move (consecutive ids fill
+	 * long runs of slots: the scan must not walk them to their end). */
+	for (;;) {
+		uint32_t h;
+
+		j = (j + 1) & mask;
+		if (!p->corr_tab[j].corr || ((j - i) & mask) >= CORR_PROBES)
+			break;
+		h = corr_home(p, p->corr_tab[j].corr);
+		if (((j - h) & mask) < ((j - i) & mask))
+			continue;
+		p->corr_tab[i] = p->corr_tab[j];
+		i = j;
+	}
+	p->corr_tab[i].corr = 0;
+	p->corr_count--;
+}
+
+static int corr_grow(struct gpu_proc *p)
+{
+	uint32_t slots = p->corr_slots ? p->corr_slots * 2 : 2048, old = p->corr_slots;
+	struct gpu_corr *tab = calloc(slots, sizeof(*tab)), *ot = p->corr_tab;
+
+	if (!tab)
+		return -ENOMEM;
+	p->corr_tab = tab;
+	p->corr_slots = slots;
+	p->corr_count = 0;
+	for (uint32_t i = 0; i < old; i++) {
+		struct gpu_corr *e;
+
+		if (ot[i].corr && (e = corr_slot(p, ot[i].corr))) {
+			*e = ot[i];
+			p->corr_count++;
+		}
+	}
+	free(ot);
+	return 0;
+}
+
+/* Remembers c; past CORR_MAX ids the oldest put is forgotten (its
+ * operations came long ago), unless its id was put again since. */
 static void corr_put(struct gpu_proc *p, const struct gpu_corr *c)
 {
-	uint32_t idx;
+	struct gpu_corr *e;
 
 	if (p->corr_n == p->corr_cap) {
 		if (p->corr_cap < CORR_MAX) {
 			uint32_t nc = p->corr_cap ? p->corr_cap * 2 : 1024;
-			struct gpu_corr *n = malloc(nc * sizeof(*n));
+			uint32_t *n = malloc(nc * sizeof(*n));
 
 			if (!n)
 				return;
 			for (uint32_t i = 0; i < p->corr_n; i++)
-				n[i] = p->corrs[(p->corr_head + i) & (p->corr_cap - 1)];
-			free(p->corrs);
-			p->corrs = n;
+				n[i] = p->corr_fifo[(p->corr_head + i) & (p->corr_cap - 1)];
+			free(p->corr_fifo);
+			p->corr_fifo = n;
 			p->corr_cap = nc;
 			p->corr_head = 0;
-			hmap__free(&p->corr_idx);
-			for (uint32_t i = 0; i < p->corr_n; i++)
-				hmap__put(&p->corr_idx, n[i].corr, i);
 		} else {
-			/* Forget the oldest (its operations came long ago). */
-			struct gpu_corr *old = &p->corrs[p->corr_head];
-			uint64_t *v = hmap__get(&p->corr_idx, old->corr);
+			struct gpu_corr *old = corr_find(p, p->corr_fifo[p->corr_head]);
 
-			if (v && *v == p->corr_head)
-				hmap__del(&p->corr_idx, old->corr, NULL);
+			if (old && old->gen == p->corr_seq - p->corr_n)
+				corr_del(p, old);
 			p->corr_head = (p->corr_head + 1) & (p->corr_cap - 1);
 			p->corr_n--;
 		}
 	}
-	idx = (p->corr_head + p->corr_n) & (p->corr_cap - 1);
-	p->corrs[idx] = *c;
+	e = corr_find(p, c->corr);
+	if (!e) {
+		if ((p->corr_count + 1) * 2 > p->corr_slots && corr_grow(p))
+			return;
+		e = corr_slot(p, c->corr);
+		if (!e)
+			return;
+		p->corr_count++;
+	}
+	*e = *c;
+	e->gen = p->corr_seq++;
+	p->corr_fifo[(p->corr_head + p->corr_n) & (p->corr_cap - 1)] = c->corr;
 	p->corr_n++;
-	hmap__put(&p->corr_idx, c->corr, idx);
 }
 
 /* A GPU_API entry: which call of which thread a correlation id is. */
@@ -390,7 +488,6 @@ static void on_api(struct gpu *g, struct gpu_proc *p, const struct gpu_api *a)
 		return;
 	if (call) {
 		c.call_ts = call->ts;
-		c.call_end = call->end;
 		c.flow = call->flow;
 	} else if ((v = hmap__get(&g->m->threads, a->tid))) {
 		/* Not returned yet (the record came while the outermost
@@ -418,14 +515,14 @@ static void heap_pop(struct gpu_proc *p, struct gpu_op *out)
 	uint32_t i = 0;
 
 	*out = p->heap[0];
-	p->heap[0] = p->heap[--p->nheap];
+	p->heap[0] = p->heap[--p->heap_n];
 	for (;;) {
 		uint32_t l = 2 * i + 1, r = l + 1, m = i;
 		struct gpu_op tmp;
 
-		if (l < p->nheap && op_before(&p->heap[l], &p->heap[m]))
+		if (l < p->heap_n && op_before(&p->heap[l], &p->heap[m]))
 			m = l;
-		if (r < p->nheap && op_before(&p->heap[r], &p->heap[m]))
+		if (r < p->heap_n && op_before(&p->heap[r], &p->heap[m]))
 			m = r;
 		if (m == i)
 			break;
@@ -434,6 +531,30 @@ static void heap_pop(struct gpu_proc *p, struct gpu_op *out)
 		p->heap[m] = tmp;
 		i = m;
 	}
+}
+
+/* The first waiting operation in (start, seq) order: the run's head or
+ * the heap's top. NULL: none. */
+static const struct gpu_op *first_op(const struct gpu_proc *p)
+{
+	const struct gpu_op *r = p->run_n ? &p->run[p->run_head] : NULL;
+
+	if (p->heap_n && (!r || op_before(&p->heap[0], r)))
+		return &p->heap[0];
+	return r;
+}
+
+/* Takes the first waiting operation out (there is one). */
+static void pop_op(struct gpu_proc *p, struct gpu_op *out)
+{
+	if (first_op(p) == &p->heap[0]) {
+		heap_pop(p, out);
+	} else {
+		*out = p->run[p->run_head];
+		p->run_head = (p->run_head + 1) & (p->run_cap - 1);
+		p->run_n--;
+	}
+	p->nheap--;
 }
 
 /* Writes and counts one operation, now in start order. */
@@ -467,37 +588,76 @@ static void release_one(struct gpu *g, struct gpu_proc *p, const struct gpu_op *
 /* Writes the waiting operations that start before t (all: UINT64_MAX). */
 static void release_before(struct gpu *g, struct gpu_proc *p, uint64_t t)
 {
+	const struct gpu_op *f;
 	struct gpu_op op;
 
-	while (p->nheap && p->heap[0].start < t) {
-		heap_pop(p, &op);
+	while ((f = first_op(p)) && f->start < t) {
+		pop_op(p, &op);
 		release_one(g, p, &op);
 	}
 }
 
+/* Room for one more in the run (a ring); false: none. */
+static bool run_room(struct gpu_proc *p)
+{
+	uint32_t nc;
+	struct gpu_op *n;
+
+	if (p->run_n < p->run_cap)
+		return true;
+	nc = p->run_cap ? p->run_cap * 2 : 256;
+	n = malloc(nc * sizeof(*n));
+	if (!n)
+		return false;
+	for (uint32_t i = 0; i < p->run_n; i++)
+		n[i] = p->run[(p->run_head + i) & (p->run_cap - 1)];
+	free(p->run);
+	p->run = n;
+	p->run_cap = nc;
+	p->run_head = 0;
+	return true;
+}
+
+/*
+ * Queues op for writing in (start, seq) order. CUPTI hands most records
+ * over in start order: those go to the end of the run, O(1) in and out,
+ * and only one that starts before the run's last goes into the heap (a
+ * heap of all of them cost the consumer a sift through 17 levels of
+ * operations per record once PENDING_MAX waited). The two give the same
+ * order a single heap gave: (start, seq) is unique.
+ */
 static void push_op(struct gpu *g, struct gpu_proc *p, struct gpu_op *op)
 {
 	uint32_t i;
 
 	op->seq = g->seq++;
-	if (p->nheap == p->capheap) {
-		if (p->capheap < PENDING_MAX) {
-			uint32_t nc = p->capheap ? p->capheap * 2 : 256;
-			struct gpu_op *n = realloc(p->heap, nc * sizeof(*n));
+	if (p->nheap >= PENDING_MAX) {
+		/* Bounded: the oldest goes out now. */
+		struct gpu_op old;
 
-			if (!n)
-				return;
-			p->heap = n;
-			p->capheap = nc;
-		} else {
-			/* Bounded: the oldest goes out now. */
-			struct gpu_op old;
-
-			heap_pop(p, &old);
-			release_one(g, p, &old);
-		}
+		pop_op(p, &old);
+		release_one(g, p, &old);
 	}
-	i = p->nheap++;
+	if (!p->run_n ||
+	    !op_before(op, &p->run[(p->run_head + p->run_n - 1) & (p->run_cap - 1)])) {
+		if (!run_room(p))
+			return;
+		p->run[(p->run_head + p->run_n) & (p->run_cap - 1)] = *op;
+		p->run_n++;
+		p->nheap++;
+		goto out;
+	}
+	if (p->heap_n == p->capheap) {
+		uint32_t nc = p->capheap ? p->capheap * 2 : 256;
+		struct gpu_op *n = realloc(p->heap, nc * sizeof(*n));
+
+		if (!n)
+			return;
+		p->heap = n;
+		p->capheap = nc;
+	}
+	i = p->heap_n++;
+	p->nheap++;
 	p->heap[i] = *op;
 	while (i) {
 		uint32_t up = (i - 1) / 2;
@@ -510,6 +670,7 @@ static void push_op(struct gpu *g, struct gpu_proc *p, struct gpu_op *op)
 		p->heap[up] = tmp;
 		i = up;
 	}
+out:
 	if (op->start > p->max_start)
 		p->max_start = op->start;
 }

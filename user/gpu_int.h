@@ -62,10 +62,11 @@ struct gpu_op {
 /* The CPU call a correlation id belongs to (a GPU_API entry matched with
  * the uprobe slice that contains it). */
 struct gpu_corr {
-	uint32_t corr;
+	uint32_t corr;		/* 0: a free slot of the table */
 	uint32_t tid;
+	uint32_t gen;		/* which put of corr this is (gpu.c's FIFO) */
+	uint32_t pad;
 	uint64_t call_ts;	/* the enclosing API slice's begin; 0: no slice found */
-	uint64_t call_end;
 	uint64_t flow;		/* that slice's flow id; 0: none */
 	uint32_t ops;		/* operations of this call written so far (a graph
 				 * launch runs several) */
@@ -156,12 +157,22 @@ struct gpu_proc {
 	uint32_t next_lane, next_sync_lane, next_est;
 	struct gpu_lane sync_lanes[GPU_LANES];
 	struct hmap threads;	/* tid -> struct gpu_thread * */
-	struct hmap corr_idx;	/* corr -> index in corrs */
-	struct gpu_corr *corrs;	/* a ring */
+	/* Correlation ids: an open-addressing table (slots, a power of two,
+	 * at most half full), and the ids in the order they came, so the
+	 * oldest goes first past CORR_MAX (gpu.c). */
+	struct gpu_corr *corr_tab;
+	uint32_t corr_slots, corr_count;
+	uint32_t *corr_fifo;	/* a ring of ids, oldest at corr_head */
 	uint32_t corr_head, corr_n, corr_cap;
-	/* Ops waiting to be written, a min-heap on (start, seq). */
+	uint32_t corr_seq;	/* puts so far: a table entry's generation */
+	uint64_t corr_seed;	/* offsets the ids' home slots (differs per process and capture) */
+	/* Ops waiting to be written in (start, seq) order: those that came
+	 * in that order wait in a ring (run), the others in a min-heap. */
+	struct gpu_op *run;
+	uint32_t run_head, run_n, run_cap;
 	struct gpu_op *heap;
-	uint32_t nheap, capheap;
+	uint32_t heap_n, capheap;
+	uint32_t nheap;		/* ops waiting, run and heap */
 	uint64_t max_start;
 	/* Counts of what the ops showed. */
 	uint64_t ops, kernels, copies, memsets, syncs;

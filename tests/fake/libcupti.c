@@ -25,6 +25,12 @@
  * with the launch's correlation id, graphId (the executable graph's) and
  * graphNodeId; a launch or memset captured into a graph has its API
  * record and no activity.
+ * CGBPF_FAKE_CUPTI_BURST=K (bench/gpurate.sh, never the tests): each kernel
+ * launch yields K kernels, each with an API record of its own correlation
+ * id inside the launch call, the K kernels splitting the launch's time on
+ * its stream: a producer of records K times faster than a launch loop,
+ * through the whole path (CUPTI buffers, the library, the probe, the ring,
+ * cgbpf).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -54,6 +60,12 @@ static int g_hooked;
 static uint8_t *g_buf;
 static size_t g_size, g_used;
 static size_t g_dropped;
+static uint32_t g_burst = 1;
+/* getpid() once, not per record (a syscall, which a tracer's syscall
+ * probes make dearer still); forks read it again. */
+static uint32_t g_pid;
+/* Burst kernels' correlation ids: apart from the fake driver's. */
+static uint32_t g_burst_corr = 0x80000000u;
 
 #define CBID_ON(id) ((id) < sizeof(g_driver_cbid_on) && g_driver_cbid_on[id])
 
@@ -76,10 +88,23 @@ static uint64_t stamp(uint64_t mono)
 	return mono + (uint64_t)g_ts_offset;
 }
 
+static void forked(void)
+{
+	g_pid = (uint32_t)getpid();
+}
+
 static __attribute__((constructor)) void init(void)
 {
 	const char *h = getenv("CGBPF_FAKE_CUPTI_HOLDER");
+	const char *b = getenv("CGBPF_FAKE_CUPTI_BURST");
 
+	g_pid = (uint32_t)getpid();
+	pthread_atfork(NULL, NULL, forked);
+	if (b && *b) {
+		unsigned long k = strtoul(b, NULL, 10);
+
+		g_burst = k >= 1 && k <= 4096 ? (uint32_t)k : 1;
+	}
 	if (h && *h) {
 		g_subscribed = 1;
 		snprintf(g_holder, sizeof(g_holder), "%s", h);
@@ -414,7 +439,35 @@ static void op_record(const struct fake_activity *a, uint32_t corr)
 	}
 }
 
+static void one_activity(const struct fake_activity *a);
+
 static void on_activity(const struct fake_activity *a)
+{
+	struct fake_activity b;
+	uint64_t api = a->api_end - a->api_start, gpu = a->end - a->start, base = a->start;
+
+	if (g_burst == 1 || a->kind != FA_KERNEL) {
+		one_activity(a);
+		return;
+	}
+	/* K kernels in the launch's interval on its stream (a zero-length
+	 * launch: in the call's interval), K API records in the call. */
+	if (!gpu) {
+		base = a->api_start;
+		gpu = api;
+	}
+	b = *a;
+	for (uint32_t i = 0; i < g_burst; i++) {
+		b.corr = __atomic_add_fetch(&g_burst_corr, 1, __ATOMIC_RELAXED);
+		b.api_start = a->api_start + api * i / g_burst;
+		b.api_end = a->api_start + api * (i + 1) / g_burst;
+		b.start = base + gpu * i / g_burst;
+		b.end = base + gpu * (i + 1) / g_burst;
+		one_activity(&b);
+	}
+}
+
+static void one_activity(const struct fake_activity *a)
 {
 	CUpti_CallbackId cbid = cbid_of(a);
 
@@ -427,7 +480,7 @@ static void on_activity(const struct fake_activity *a)
 			r->cbid = cbid;
 			r->start = stamp(a->api_start);
 			r->end = stamp(a->api_end);
-			r->processId = (uint32_t)getpid();
+			r->processId = g_pid;
 			r->threadId = a->tid;
 			r->correlationId = a->corr;
 		}

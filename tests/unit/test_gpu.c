@@ -839,6 +839,76 @@ static void test_summary_only(void)
 	capture_end("summary_only");
 }
 
+/*
+ * The correlation table (user/gpu.c): ids are the process's to choose.
+ * Ids aimed at one slot are remembered up to the probe bound and no
+ * further, in bounded time; later ids still find their call; past
+ * CORR_MAX puts the oldest are forgotten unless put again.
+ */
+static void test_corr(void)
+{
+	struct batch b = { 0 };
+	struct gpu_proc *p;
+	uint32_t found = 0, lost = 0;
+	uint64_t t;
+	bool ok = true;
+
+	capture_begin("corr", false);
+	now = 5000 * MS;
+	status(&b, GPU_ST_COLLECTING, 0, "libcupti.so.12");
+	check(feed(PID_S, PID_S, &b) == 0, "corr: collecting");
+	p = proc_of(PID_S);
+	t = launch(PID_S, PID_S, 0, 10 * US, -1);
+	/* 1000 ids that share every table size's home slot (multiples of
+	 * 2^20 apart: the table holds at most 2^19 slots). */
+	for (uint32_t i = 1; i <= 1000; i++) {
+		b.n = 0;
+		api(&b, i << 20, PID_S, t + 1 * US, t + 2 * US);
+		ok &= feed(PID_S, PID_S, &b) == 0;
+	}
+	for (uint32_t i = 1; i <= 1000; i++) {
+		const struct gpu_corr *c = NULL;
+
+		for (uint32_t s = 0; s < p->corr_slots; s++)
+			if (p->corr_tab[s].corr == i << 20)
+				c = &p->corr_tab[s];
+		if (c && c->call_ts == t)
+			found++;
+		else
+			lost++;
+	}
+	check(ok && found == 64 && lost == 936 && p->corr_count == 64,
+	      "corr: ids aimed at one slot: 64 remembered, the rest not (%u, %u, %u)", found,
+	      lost, p->corr_count);
+	/* Increasing ids, 300000 puts (past CORR_MAX = 262144), one put
+	 * again late: the oldest go, the one put again stays. */
+	ok = true;
+	for (uint32_t i = 1; i <= 300000; i += 50) {
+		b.n = 0;
+		for (uint32_t j = i; j < i + 50; j++)
+			api(&b, j, PID_S, t + 1 * US, t + 2 * US);
+		if (i == 299951)
+			api(&b, 7, PID_S, t + 1 * US, t + 2 * US);
+		ok &= feed(PID_S, PID_S, &b) == 0;
+	}
+	found = 0;
+	for (uint32_t s = 0; s < p->corr_slots; s++)
+		if (p->corr_tab[s].corr && p->corr_tab[s].corr <= 300000)
+			found++;
+	check(ok && p->corr_n == 262144 && found == 262144 && p->corr_count == 262144,
+	      "corr: at most 262144 remembered (%u in the table, %u in order)", found, p->corr_n);
+	ok = true;
+	for (uint32_t s = 0; s < p->corr_slots; s++) {
+		uint32_t c = p->corr_tab[s].corr;
+
+		/* The last 262144 puts: ids 37858..300000 and 7 again. */
+		if (c && c != 7 && c < 37858)
+			ok = false;
+	}
+	check(ok, "corr: the oldest were forgotten, not the id put again");
+	capture_end("corr");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -850,6 +920,7 @@ int main(int argc, char **argv)
 	test_validation();
 	test_estimate();
 	test_summary_only();
+	test_corr();
 	printf("%d passed, %d failed\n", n_pass, n_fail);
 	return n_fail != 0;
 }
