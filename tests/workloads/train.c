@@ -2,7 +2,10 @@
 /*
  * train: a training-loop-like CUDA driver API workload.
  *
- * Usage: train [--iters N]            (default 200)
+ * Usage: train [--iters N] [--until FILE]     (default 200 iterations)
+ *
+ * --until FILE: after N iterations, go on until FILE exists (a test ends
+ * the loop at a moment it chooses; the manifest counts what ran).
  *
  * Setup: cuInit, device queries, one context, a module (cuModuleLoadData)
  * with four kernels, a library (cuLibraryLoadData) with one kernel turned
@@ -146,12 +149,16 @@ int main(int argc, char **argv)
 	CUdevice dev;
 	void *h_in, *h_out, *weights;
 	int version, ndev, n = SZ_OUTPUT / 4;
+	const char *until = NULL;
+	unsigned long it;
 	char name[64];
 	void *args[] = { &d_input, &d_output, &n };
 
 	for (int i = 1; i < argc; i++) {
-		if (!wl_arg_ul(argc, argv, &i, "--iters", &st.iters))
-			wl_die("usage: train [--iters N]");
+		if (!strcmp(argv[i], "--until") && i + 1 < argc)
+			until = argv[++i];
+		else if (!wl_arg_ul(argc, argv, &i, "--iters", &st.iters))
+			wl_die("usage: train [--iters N] [--until FILE]");
 	}
 	if (!(weights = calloc(1, SZ_WEIGHTS)))
 		wl_die("out of memory");
@@ -206,7 +213,7 @@ int main(int argc, char **argv)
 	wl_bytes(WL_DTOD, SZ_GRAD);
 
 	wl_pause();
-	for (unsigned long it = 0; it < st.iters; it++) {
+	for (it = 0; it < st.iters || (until && access(until, F_OK) != 0); it++) {
 		unsigned int pattern = 0x3f800000u + (unsigned int)(it & 0xffff);
 		const unsigned int *out = h_out;
 		CUlaunchAttribute attr;
@@ -258,6 +265,7 @@ int main(int argc, char **argv)
 			wl_die("iteration %lu: output 0x%x, expected 0x%x", it, out[0], pattern);
 	}
 
+	st.iters = it;
 	CHECK(cuCtxSynchronize);
 	EXPECT(CUDA_ERROR_INVALID_VALUE, cuMemFree, (CUdeviceptr)0xdeadbeef00ull);
 	CHECK(cuMemFree, d_weights);
