@@ -887,9 +887,10 @@ static void test_taken(void)
 		fclose(f);
 	check(strstr(text, "measured (CUPTI libcupti.so.13): 3 kernels") != NULL,
 	      "summary: measured until then");
-	check(strstr(text, "GPU activity stopped at +0.000 s (after collection began): CUPTI for "
-			   "Kineto took CUPTI") != NULL,
-	      "summary: when activity stopped and who took CUPTI:\n%s", text);
+	if (!check(strstr(text, "GPU activity stopped at +0.000 s (after collection began): "
+				"CUPTI for Kineto took CUPTI") != NULL,
+		   "summary: when activity stopped and who took CUPTI"))
+		fprintf(stderr, "%s\n", text);
 }
 
 int main(int argc, char **argv)
