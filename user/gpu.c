@@ -919,7 +919,9 @@ static void on_end(void *ctx, struct thread *t, struct call *c)
 			p->unflowed_calls++;
 		}
 	}
-	if (!p->measured)
+	/* Estimated where not measured: before collection, and from the
+	 * moment cgbpf learnt that another tool took CUPTI. */
+	if (!p->measured || (p->taken && c->ts >= p->taken_ts))
 		gpuest__call(g, p, t, c);
 }
 

@@ -444,9 +444,16 @@ def test_tool_takes_cupti_mid_run():
     check([s for s in launches if s.ts > stop.ts],
           "API slices go on after GPU activity stopped")
     check([s for s in launches if s.ts < stop.ts], "and were there before")
-    check(not [x for x in t.tracks.values() if x.pid == pid and
-               (x.name or "").endswith("(estimate)")],
-          "no estimate beside the measured slices")
+    est = {u for u, x in t.tracks.items() if x.pid == pid and
+           (x.name or "").endswith("(estimate)")}
+    spans = [s for s in t.slices if s.track_uuid in est]
+    first = min(s.ts for s in gpu)
+    for s in spans:
+        check(s.end <= first or s.ts >= stop.ts,
+              "estimate span at %d..%d only where nothing was measured (%d..%d)" %
+              (s.ts, s.end, first, stop.ts))
+    check([s for s in spans if s.ts >= stop.ts],
+          "the estimate takes over after the tool took CUPTI")
 
     check("GPU activity stopped at +" in out and "%s took CUPTI" % who in out,
           "summary says when GPU activity stopped and who took CUPTI:\n%s" %
@@ -454,6 +461,7 @@ def test_tool_takes_cupti_mid_run():
     check("measured (CUPTI %s): %d kernels, %d copies" % (FAKE_CUPTI, len(kernels), len(copies))
           in out, "summary counts what was measured until then:\n%s" %
           out[out.find("GPU activity per"):][:800])
+    check("after another tool took CUPTI" in out, "summary: the estimate, and for when")
     eq(kern_sum(out), {k: len([s for s in kernels if s.name == k])
                        for k in {s.name for s in kernels}},
        "cuda_gpu_kern_sum instances = kernel slices in the trace")
