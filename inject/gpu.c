@@ -75,6 +75,12 @@
  * (30 s) before the library concludes that a client took the callbacks
  * without subscribing (the activity API allows it; cgbpf does it too). */
 #define STALE_NOSUB_FLUSHES 60
+/* The other sign: CUPTI asked for a buffer in each of at least this many
+ * flush periods in a row (it asks after each flush, at the next record),
+ * then in none of STALE_FLUSHES: the process went idle, or its records go
+ * to another client's buffers. Asked about after 2, 4, 8, ... s of such
+ * a silence. */
+#define BUSY_FLUSHES 2
 
 /* ------------------------------------------------------------ probe sites */
 
@@ -154,6 +160,10 @@ static struct {
 	bool taken_nosub;		/* and it holds no subscriber (it may still use them) */
 	bool asked_nosub;		/* a stale buffer, and no subscriber to name */
 	uint32_t flushes;		/* periodic flushes since collection started */
+	int requested;			/* CUPTI asked for a buffer since the last check */
+	uint32_t busy_run;		/* periods in a row it asked, up to the last one */
+	uint32_t silent;		/* periods since, in which it did not */
+	uint32_t ask_silent;		/* the silence asked about next (doubles) */
 	struct cupti c;
 	uint8_t batch[GPU_BATCH_MAX] __attribute__((aligned(8)));
 	uint32_t len;
@@ -432,6 +442,7 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
 	*buffer = NULL;
 	*size = 0;
 	*max_records = 0;
+	__atomic_store_n(&g.requested, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&out.lock);
 	if (out.n >= BUF_MAX) {
 		/* CUPTI drops what does not fit and counts it. */
@@ -707,6 +718,9 @@ static void start(void)
 	out.n = 0;
 	pthread_mutex_unlock(&out.lock);
 	g.taken = g.asked_nosub = false;
+	g.busy_run = g.silent = 0;
+	g.ask_silent = STALE_FLUSHES;
+	__atomic_store_n(&g.requested, 0, __ATOMIC_RELAXED);
 	r = other_tool(who, sizeof(who));
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
 		status(GPU_ST_HELD, r, "%s holds CUPTI; its profiling goes on undisturbed", who);
@@ -778,10 +792,14 @@ static void taken(const char *who, CUptiResult r, bool nosub)
 
 /*
  * After a periodic (default) flush: whether the callbacks are still ours.
- * A buffer of ours out for STALE_FLUSHES flushes is the evidence; CUPTI is
- * asked for a subscriber only then (the question holds the subscriber for
- * an instant, and a tool subscribing in that instant would fail), and at
- * most twice per stale buffer. Called unlocked, while collecting.
+ * A buffer of ours out for STALE_FLUSHES flushes is the evidence, or CUPTI
+ * no longer asking for buffers after it asked steadily; CUPTI is asked for
+ * a subscriber only then (the question holds the subscriber for an
+ * instant, and a tool subscribing in that instant would fail), at most
+ * twice per stale buffer and log2 times per silence. A silence with a
+ * subscriber is taken for a tool (one that subscribed only for callbacks,
+ * while the process idles, is mistaken for one); a silence without one is
+ * an idle process. Called unlocked, while collecting.
  */
 static void check_taken(void)
 {
@@ -789,8 +807,30 @@ static void check_taken(void)
 	int age = oldest_out();
 	CUptiResult r;
 
+	if (__atomic_exchange_n(&g.requested, 0, __ATOMIC_RELAXED)) {
+		if (g.silent)
+			g.busy_run = g.silent = 0;
+		g.busy_run++;
+		g.ask_silent = STALE_FLUSHES;
+	} else {
+		g.silent++;
+	}
 	if (age < 0)
 		g.asked_nosub = false;
+	if (g.silent == g.ask_silent && g.busy_run >= BUSY_FLUSHES) {
+		/* No buffer of ours went astray (the client came while none
+		 * was out), but CUPTI stopped asking us for buffers: asked
+		 * after 2, 4, 8, ... s of silence (the process may have been
+		 * idle when the client came). */
+		g.ask_silent *= 2;
+		r = other_tool(who, sizeof(who));
+		if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+			pthread_mutex_lock(&g.lock);
+			taken(who, r, false);
+			pthread_mutex_unlock(&g.lock);
+			return;
+		}
+	}
 	if (age < STALE_FLUSHES || (g.asked_nosub && age < STALE_NOSUB_FLUSHES))
 		return;
 	r = other_tool(who, sizeof(who));

@@ -19,6 +19,7 @@
  *
  * Like Kineto, it reads only buffers it allocated (a foreign one is
  * neither read nor freed) and skips record kinds it did not ask for.
+
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>

@@ -346,11 +346,24 @@ def test_tool_takes_cupti_mid_run():
     """A CUPTI tool (tests/fake/cupti_tool.c, doing what Kineto does)
     starts while cgbpf collects: it subscribes and registers its own
     buffer callbacks, and gets its kernel records; the injection library
-    notices, says who took CUPTI, and stops touching it; the application
-    finishes as usual; the trace keeps the GPU slices from before, the API
-    slices of the whole run, and an instant saying when GPU activity
-    stopped, who took CUPTI and what was measured until then; the summary
-    says the same."""
+    notices (a buffer of its own that CUPTI gave to the tool), says who
+    took CUPTI, and stops touching it; the application finishes as usual;
+    the trace keeps the GPU slices from before, the API slices of the
+    whole run, and an instant saying when GPU activity stopped, who took
+    CUPTI and what was measured until then; the summary says the same;
+    the estimate takes over."""
+    tool_mid_run(idle=False)
+
+
+def test_tool_takes_cupti_while_the_process_idles():
+    """The same, with the tool arriving while the process queues no GPU
+    work (its loop held): the library's last buffer came back to it, so
+    what it notices is that CUPTI stops asking it for buffers once the
+    process works again."""
+    tool_mid_run(idle=True)
+
+
+def tool_mid_run(idle):
     need_gpu_part()
     for f in (FAKE_CUPTI, TOOL):
         if not os.path.exists(f):
@@ -361,13 +374,14 @@ def test_tool_takes_cupti_mid_run():
     os.mkdir(tool)
     pause = os.path.join(tmp, "pause")
     until = os.path.join(tmp, "until")
+    hold = os.path.join(tmp, "hold")
     trace = os.path.join(tmp, "out.perfetto-trace")
     # 0.2 ms kernels: a loop bound by its synchronizations, not a flood.
     env = env_with(CGBPF_MANIFEST=os.path.join(tmp, "manifest.json"), CGBPF_PAUSE_FILE=pause,
                    CGBPF_CUPTI_PATH=FAKE_CUPTI, FAKECUDA_KERNEL_NS="200000", LD_PRELOAD=TOOL,
                    CGBPF_FAKE_TOOL_DIR=tool)
     argv = [CGBPF, "record", "-v", "--sample-hz", "0", "-o", trace, "--",
-            wl("train"), "--iters", "20", "--until", until]
+            wl("train"), "--iters", "20", "--until", until, "--hold", hold]
     out_path = os.path.join(tmp, "stdout")
     with open(out_path, "w") as out_f:
         p = subprocess.Popen(argv, stdout=out_f, stderr=subprocess.PIPE, text=True, env=env)
@@ -393,9 +407,15 @@ def test_tool_takes_cupti_mid_run():
         # Some periodic flushes (every 0.5 s) carry kernels to cgbpf first.
         # This waits; nothing is asserted about the time.
         import time
-        time.sleep(1.5)
+        time.sleep(2.5)
+        if idle:
+            # A periodic flush gives the library its buffer back meanwhile.
+            touch(hold)
+            time.sleep(1.0)
         touch(os.path.join(tool, "start"))
         wait_for(lambda: os.path.exists(os.path.join(tool, "started")), 30, "the tool's start")
+        if idle:
+            os.unlink(hold)
         check(taken.wait(60), "the library said another tool took CUPTI (%r)" %
               "".join(lines)[-600:])
         touch(os.path.join(tool, "stop"))
@@ -404,6 +424,8 @@ def test_tool_takes_cupti_mid_run():
         p.wait(120)
     finally:
         touch(until)
+        if os.path.exists(hold):
+            os.unlink(hold)
         kill_quiet(p)
     th.join(10)
     with open(os.path.join(tool, "result")) as f:
