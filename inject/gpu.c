@@ -477,6 +477,19 @@ static bool buffer_back(const uint8_t *b)
 	return ours;
 }
 
+/* Whether CUPTI still holds a buffer of ours handed out before the flush
+ * count was mark (one it asked for since may be a new one). */
+static bool out_before(uint32_t mark)
+{
+	bool any = false;
+
+	pthread_mutex_lock(&out.lock);
+	for (int i = 0; i < BUF_MAX && !any; i++)
+		any = out.buf[i] && (int)(mark - out.flush[i]) > 0;
+	pthread_mutex_unlock(&out.lock);
+	return any;
+}
+
 /* How many periodic flushes the oldest buffer CUPTI holds of ours has
  * stayed out; -1: none is out. */
 static int oldest_out(void)
@@ -856,6 +869,7 @@ static void check_taken(void)
 static void final_flush(bool *tool)
 {
 	char who[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN * 2];
+	uint32_t mark;
 	CUptiResult r;
 
 	*tool = false;
@@ -863,8 +877,11 @@ static void final_flush(bool *tool)
 		return;
 	r = other_tool(who, sizeof(who));
 	*tool = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+	/* Buffers asked for during the flush (the process works on) are
+	 * not evidence: only those out before it. */
+	mark = __atomic_add_fetch(&g.flushes, 1, __ATOMIC_RELAXED);
 	g.c.flush_all(*tool ? 0 : CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-	if (oldest_out() < 0)
+	if (!out_before(mark))
 		return;
 	pthread_mutex_lock(&g.lock);
 	if (*tool)
