@@ -125,6 +125,14 @@ $(OUT)/fake/libcupti.so.13: tests/fake/libcupti.c tests/fake/fake_activity.h | $
 	$(Q)$(CC) $(FAKE_CFLAGS) $(DEPFLAGS) -shared -Wl,-soname,libcupti.so.13 $< -o $@ -lpthread -ldl
 
 fakes: $(OUT)/fake/libcupti.so.13
+
+# A CUPTI tool arriving mid-run (what Kineto does), LD_PRELOADed by
+# test_gpu.py into a workload; it loads whatever CGBPF_CUPTI_PATH names.
+$(OUT)/fake/libcupti_tool.so: tests/fake/cupti_tool.c | $(OUT)/fake
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FAKE_CFLAGS) $(DEPFLAGS) -shared $< -o $@ -lpthread -ldl
+
+fakes: $(OUT)/fake/libcupti_tool.so
 endif
 else
 fakes:

@@ -202,6 +202,9 @@ enum gpu_status_code {
 	GPU_ST_HELD = 5,	/* another tool holds CUPTI; text: its name when CUPTI says */
 	GPU_ST_NO_DEVICE = 6,	/* the driver found no GPU (text: the driver's error) */
 	GPU_ST_FLUSHED = 7,	/* everything collected so far was sent (GPU_FLUSH_SITE) */
+	GPU_ST_TAKEN = 8,	/* another client took CUPTI's activity buffer callbacks while
+				 * collecting: nothing more comes; text: its name when CUPTI
+				 * says (cuptiSubscribe_v2), else what is known */
 };
 
 /* Size: 16 + the text rounded up to 8. */

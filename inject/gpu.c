@@ -21,8 +21,11 @@
  * CUPTI, at start and at stop, and unsubscribes at once. A tool that holds
  * it at start wins: the library enables nothing and says GPU_ST_HELD with
  * the tool's name. A tool that comes later takes the buffer callbacks (the
- * latest registration wins); the library, finding it at stop, leaves CUPTI
- * as that tool set it. docs/gpu-activity.md has the whole reasoning.
+ * latest registration wins): the library notices that a buffer it handed
+ * CUPTI never comes back (CUPTI gave it to the new callbacks), asks once
+ * who subscribed, says GPU_ST_TAKEN with that name, and from then on calls
+ * nothing in CUPTI (no flush, no disable, not at stop or exit either):
+ * CUPTI is the tool's. docs/gpu-activity.md has the whole reasoning.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -30,7 +33,6 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -64,6 +66,21 @@
  * sent again under new ids. */
 #define NAMES 4096
 #define DEVICES 64
+/* A buffer of ours that CUPTI has not given back for this many periodic
+ * flushes (2 s) went to another client's callbacks, or holds a record of
+ * work still running (a default flush keeps those): the library asks
+ * CUPTI whether a tool subscribed. */
+#define STALE_FLUSHES 4
+/* With no subscriber to name, the same evidence must last this long
+ * (30 s) before the library concludes that a client took the callbacks
+ * without subscribing (the activity API allows it; cgbpf does it too). */
+#define STALE_NOSUB_FLUSHES 60
+/* The other sign: CUPTI asked for a buffer in each of at least this many
+ * flush periods in a row (it asks after each flush, at the next record),
+ * then in none of STALE_FLUSHES: the process went idle, or its records go
+ * to another client's buffers. Asked about after 2, 4, 8, ... s of such
+ * a silence. */
+#define BUSY_FLUSHES 2
 
 /* ------------------------------------------------------------ probe sites */
 
@@ -139,6 +156,14 @@ static struct {
 	bool callbacks;			/* our buffer callbacks are registered */
 	bool enabled[sizeof(kinds) / sizeof(kinds[0])];
 	bool api_enabled;
+	bool taken;			/* another client took the callbacks: hands off */
+	bool taken_nosub;		/* and it holds no subscriber (it may still use them) */
+	bool asked_nosub;		/* a stale buffer, and no subscriber to name */
+	uint32_t flushes;		/* periodic flushes since collection started */
+	int requested;			/* CUPTI asked for a buffer since the last check */
+	uint32_t busy_run;		/* periods in a row it asked, up to the last one */
+	uint32_t silent;		/* periods since, in which it did not */
+	uint32_t ask_silent;		/* the silence asked about next (doubles) */
 	struct cupti c;
 	uint8_t batch[GPU_BATCH_MAX] __attribute__((aligned(8)));
 	uint32_t len;
@@ -146,9 +171,22 @@ static struct {
 	uint32_t name_id[NAMES];
 	uint32_t next_name;
 	uint32_t devices_sent[DEVICES];	/* device id + 1 */
-	atomic_uint bufs;		/* activity buffers handed to CUPTI */
 	uint64_t bufs_refused;		/* requests refused at BUF_MAX */
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/*
+ * The activity buffers handed to CUPTI and not yet given back, with the
+ * periodic flush count when each was handed out: a buffer that never
+ * comes back is the sign that another client's callbacks replaced ours.
+ * Its own lock: CUPTI calls the buffer callbacks from any thread, and
+ * the request callback must not wait for the batch lock.
+ */
+static struct {
+	pthread_mutex_t lock;
+	uint8_t *buf[BUF_MAX];
+	uint32_t flush[BUF_MAX];
+	uint32_t n;
+} out = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* ---------------------------------------------------------------- batches */
 
@@ -400,21 +438,72 @@ static void on_record(const CUpti_Activity *r)
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
+	uint8_t *b = NULL;
+
 	*buffer = NULL;
 	*size = 0;
 	*max_records = 0;
-	if (atomic_fetch_add(&g.bufs, 1) >= BUF_MAX) {
+	__atomic_store_n(&g.requested, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&out.lock);
+	if (out.n >= BUF_MAX) {
 		/* CUPTI drops what does not fit and counts it. */
-		atomic_fetch_sub(&g.bufs, 1);
 		__atomic_fetch_add(&g.bufs_refused, 1, __ATOMIC_RELAXED);
-		return;
+	} else if ((b = aligned_alloc(8, BUF_SIZE))) {
+		for (int i = 0; i < BUF_MAX; i++)
+			if (!out.buf[i]) {
+				out.buf[i] = b;
+				out.flush[i] = __atomic_load_n(&g.flushes, __ATOMIC_RELAXED);
+				out.n++;
+				break;
+			}
+		*buffer = b;
+		*size = BUF_SIZE;
 	}
-	*buffer = aligned_alloc(8, BUF_SIZE);
-	if (!*buffer) {
-		atomic_fetch_sub(&g.bufs, 1);
-		return;
-	}
-	*size = BUF_SIZE;
+	pthread_mutex_unlock(&out.lock);
+}
+
+/* Whether b is a buffer of ours that CUPTI had; it is forgotten. */
+static bool buffer_back(const uint8_t *b)
+{
+	bool ours = false;
+
+	pthread_mutex_lock(&out.lock);
+	for (int i = 0; i < BUF_MAX && !ours; i++)
+		if (out.buf[i] == b) {
+			out.buf[i] = NULL;
+			out.n--;
+			ours = true;
+		}
+	pthread_mutex_unlock(&out.lock);
+	return ours;
+}
+
+/* Whether CUPTI still holds a buffer of ours handed out before the flush
+ * count was mark (one it asked for since may be a new one). */
+static bool out_before(uint32_t mark)
+{
+	bool any = false;
+
+	pthread_mutex_lock(&out.lock);
+	for (int i = 0; i < BUF_MAX && !any; i++)
+		any = out.buf[i] && (int)(mark - out.flush[i]) > 0;
+	pthread_mutex_unlock(&out.lock);
+	return any;
+}
+
+/* How many periodic flushes the oldest buffer CUPTI holds of ours has
+ * stayed out; -1: none is out. */
+static int oldest_out(void)
+{
+	uint32_t now = __atomic_load_n(&g.flushes, __ATOMIC_RELAXED);
+	int age = -1;
+
+	pthread_mutex_lock(&out.lock);
+	for (int i = 0; i < BUF_MAX; i++)
+		if (out.buf[i] && (int)(now - out.flush[i]) > age)
+			age = (int)(now - out.flush[i]);
+	pthread_mutex_unlock(&out.lock);
+	return age;
 }
 
 static void send_dropped(void)
@@ -437,6 +526,11 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 	(void)ctx;
 	(void)stream;
 	(void)size;
+	/* A buffer we never handed out is another client's (CUPTI gave it
+	 * to us by mistake, or that client is gone): not ours to read or
+	 * free. */
+	if (!buffer_back(buffer))
+		return;
 	pthread_mutex_lock(&g.lock);
 	/* Records completed after cgbpf went away are dropped with the
 	 * buffer: nobody reads the site. */
@@ -448,7 +542,6 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 	}
 	pthread_mutex_unlock(&g.lock);
 	free(buffer);
-	atomic_fetch_sub(&g.bufs, 1);
 }
 
 /* CLOCK_BOOTTIME, the clock of every cgbpf record. */
@@ -625,6 +718,23 @@ static void start(void)
 		status(GPU_ST_NO_CUPTI, 0, "no CUPTI library found; tried %s", why);
 		return;
 	}
+	if (g.taken_nosub) {
+		/* Nothing says when that client is done with them. */
+		status(GPU_ST_HELD, 0, "a client that registered its own CUPTI activity callbacks "
+		       "without subscribing took them during an earlier capture; cgbpf does not "
+		       "take them back");
+		return;
+	}
+	/* Buffers that went to the client that took CUPTI last time are its
+	 * (or lost): forgotten. */
+	pthread_mutex_lock(&out.lock);
+	memset(out.buf, 0, sizeof(out.buf));
+	out.n = 0;
+	pthread_mutex_unlock(&out.lock);
+	g.taken = g.asked_nosub = false;
+	g.busy_run = g.silent = 0;
+	g.ask_silent = STALE_FLUSHES;
+	__atomic_store_n(&g.requested, 0, __ATOMIC_RELAXED);
 	r = other_tool(who, sizeof(who));
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
 		status(GPU_ST_HELD, r, "%s holds CUPTI; its profiling goes on undisturbed", who);
@@ -676,27 +786,127 @@ static void start(void)
 	       g.api_enabled ? "" : " (no per-call API records: flows unavailable)");
 }
 
-/* Hands over everything CUPTI holds. Called unlocked (CUPTI calls
- * buffer_completed, which locks). */
-static void flush(void)
+#define NOSUB_NAME "a client that registered its own CUPTI activity callbacks " \
+	"(it holds no subscriber, so CUPTI gives no name)"
+
+/* Another client took the activity callbacks: say so, once, and call
+ * CUPTI no more (its kinds, buffers and flushes are that client's now).
+ * Called locked. */
+static void taken(const char *who, CUptiResult r, bool nosub)
 {
-	if (g.loaded)
-		g.c.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	g.taken = true;
+	g.taken_nosub = nosub;
+	g.collecting = false;
+	/* Kinds stay as they are: the client may use them. */
+	memset(g.enabled, 0, sizeof(g.enabled));
+	g.api_enabled = false;
+	status(GPU_ST_TAKEN, r == CUPTI_SUCCESS ? 0 : (int32_t)r, "%s", who);
+	send_batch();
 }
 
-/* cgbpf went away: stop, unless another tool took CUPTI meanwhile (then
- * it is that tool's to configure). Called unlocked. */
-static void stop(void)
+/*
+ * After a periodic (default) flush: whether the callbacks are still ours.
+ * A buffer of ours out for STALE_FLUSHES flushes is the evidence, or CUPTI
+ * no longer asking for buffers after it asked steadily; CUPTI is asked for
+ * a subscriber only then (the question holds the subscriber for an
+ * instant, and a tool subscribing in that instant would fail), at most
+ * twice per stale buffer and log2 times per silence. A silence with a
+ * subscriber is taken for a tool (one that subscribed only for callbacks,
+ * while the process idles, is mistaken for one); a silence without one is
+ * an idle process. Called unlocked, while collecting.
+ */
+static void check_taken(void)
 {
 	char who[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN * 2];
+	int age = oldest_out();
+	CUptiResult r;
 
-	flush();
+	if (__atomic_exchange_n(&g.requested, 0, __ATOMIC_RELAXED)) {
+		if (g.silent)
+			g.busy_run = g.silent = 0;
+		g.busy_run++;
+		g.ask_silent = STALE_FLUSHES;
+	} else {
+		g.silent++;
+	}
+	if (age < 0)
+		g.asked_nosub = false;
+	if (g.silent == g.ask_silent && g.busy_run >= BUSY_FLUSHES) {
+		/* No buffer of ours went astray (the client came while none
+		 * was out), but CUPTI stopped asking us for buffers: asked
+		 * after 2, 4, 8, ... s of silence (the process may have been
+		 * idle when the client came). */
+		g.ask_silent *= 2;
+		r = other_tool(who, sizeof(who));
+		if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+			pthread_mutex_lock(&g.lock);
+			taken(who, r, false);
+			pthread_mutex_unlock(&g.lock);
+			return;
+		}
+	}
+	if (age < STALE_FLUSHES || (g.asked_nosub && age < STALE_NOSUB_FLUSHES))
+		return;
+	r = other_tool(who, sizeof(who));
+	pthread_mutex_lock(&g.lock);
+	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+		taken(who, r, false);
+	else if (age >= STALE_NOSUB_FLUSHES)
+		taken(NOSUB_NAME, 0, true);
+	else
+		g.asked_nosub = true;	/* maybe work still running: wait longer */
+	pthread_mutex_unlock(&g.lock);
+}
+
+/*
+ * The end of a collection (cgbpf stops, leaves, or the process exits):
+ * what CUPTI holds of ours is asked for, unless another client may have
+ * the callbacks: a forced flush would hand that client its records
+ * unfinished, so with a subscriber present only finished buffers are
+ * asked for. A buffer of ours still out after that went to another
+ * client: GPU_ST_TAKEN. Called unlocked. *tool: a subscriber is present
+ * (its kinds are not ours to disable).
+ */
+static void final_flush(bool *tool)
+{
+	char who[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN * 2];
+	uint32_t mark;
+	CUptiResult r;
+
+	*tool = false;
+	if (g.taken || !g.callbacks || !g.loaded)
+		return;
+	r = other_tool(who, sizeof(who));
+	*tool = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+	/* Buffers asked for during the flush (the process works on) are
+	 * not evidence: only those out before it. */
+	mark = __atomic_add_fetch(&g.flushes, 1, __ATOMIC_RELAXED);
+	g.c.flush_all(*tool ? 0 : CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	if (!out_before(mark))
+		return;
+	pthread_mutex_lock(&g.lock);
+	if (*tool)
+		taken(who, r, false);
+	else
+		taken(NOSUB_NAME, 0, true);
+	pthread_mutex_unlock(&g.lock);
+}
+
+/* cgbpf went away: stop and disable what the library enabled, unless
+ * another tool took CUPTI or subscribed meanwhile (then it is that tool's
+ * to configure). Called unlocked. */
+static void stop(void)
+{
+	bool tool = false;
+
+	if (g.collecting)
+		final_flush(&tool);
 	pthread_mutex_lock(&g.lock);
 	g.collecting = false;
-	if (other_tool(who, sizeof(who)) != CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+	if (!g.taken && !tool)
 		disable_all();
-	else
-		memset(g.enabled, 0, sizeof(g.enabled));
+	memset(g.enabled, 0, sizeof(g.enabled));
+	g.api_enabled = false;
 	g.len = 0;
 	memset(g.name_ptr, 0, sizeof(g.name_ptr));
 	memset(g.devices_sent, 0, sizeof(g.devices_sent));
@@ -719,25 +929,35 @@ static void *watch(void *arg)
 			start();
 			send_batch();
 			pthread_mutex_unlock(&g.lock);
-		} else if (!on && was_probed && g.collecting) {
+		} else if (!on && was_probed) {
 			stop();
 		}
-		if (on && fl && !was_flush) {
-			flush();
+		if (on && fl && !was_flush && !g.taken) {
+			bool tool, was = g.collecting;
+
+			if (was)
+				final_flush(&tool);
 			pthread_mutex_lock(&g.lock);
 			/* Drops counted since the last completed buffer (none may
 			 * complete again before cgbpf leaves). */
 			if (g.collecting)
 				send_dropped();
-			status(GPU_ST_FLUSHED, 0, "%s", g.collecting ? "all activity sent" :
-			       "nothing was collected");
+			/* Taken: GPU_ST_TAKEN went out instead, and answers. */
+			if (!g.taken)
+				status(GPU_ST_FLUSHED, 0, "%s", was ? "all activity sent" :
+				       "nothing was collected");
 			send_batch();
 			pthread_mutex_unlock(&g.lock);
 		}
 		/* Completed records every FLUSH_EVERY polls, not only when a
-		 * buffer fills: a trace shows the GPU while it runs. */
-		if (on && g.collecting && ++polls % FLUSH_EVERY == 0 && g.loaded)
+		 * buffer fills: a trace shows the GPU while it runs. Only
+		 * finished buffers, to whoever has the callbacks: harmless to
+		 * a tool that took them. */
+		if (on && g.collecting && ++polls % FLUSH_EVERY == 0 && g.loaded) {
 			g.c.flush_all(0);
+			__atomic_add_fetch(&g.flushes, 1, __ATOMIC_RELAXED);
+			check_taken();
+		}
 		was_probed = on;
 		was_flush = fl;
 		nanosleep(&ts, NULL);
@@ -749,8 +969,10 @@ static void *watch(void *arg)
  * the probe is there to take it. */
 static void at_exit(void)
 {
+	bool tool;
+
 	if (g.collecting && probed((void (*)(void))cgbpf_gpu_batch))
-		flush();
+		final_flush(&tool);
 }
 
 /*

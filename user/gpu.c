@@ -631,6 +631,8 @@ static void push_op(struct gpu *g, struct gpu_proc *p, struct gpu_op *op)
 	uint32_t i;
 
 	op->seq = g->seq++;
+	if (op->end > p->last_op_end)
+		p->last_op_end = op->end;
 	if (p->nheap >= PENDING_MAX) {
 		/* Bounded: the oldest goes out now. */
 		struct gpu_op old;
@@ -690,7 +692,50 @@ static const char *const status_what[GPU_ST__COUNT] = {
 	[GPU_ST_HELD] = "GPU activity not measured: another tool holds CUPTI",
 	[GPU_ST_NO_DEVICE] = "GPU activity not measured: no GPU",
 	[GPU_ST_FLUSHED] = "GPU activity: flushed",
+	[GPU_ST_TAKEN] = "GPU activity stopped: another tool took CUPTI",
 };
+
+/*
+ * GPU_ST_TAKEN: another client took CUPTI's activity callbacks while the
+ * library collected; nothing more will come. What came is written now,
+ * and an instant at the time activity stopped says who took it, when it
+ * was noticed and what was measured until then.
+ */
+static void on_taken(struct gpu *g, struct gpu_proc *p, uint64_t ts, const char *who,
+		     int32_t error)
+{
+	char name[GPU_STATUS_TEXT + 64], detail[GPU_STATUS_TEXT + 256];
+	struct pf_annot a[6];
+
+	p->collecting = false;
+	p->flush_answered = true;
+	release_before(g, p, UINT64_MAX);
+	if (p->taken)
+		return;
+	p->taken = true;
+	p->taken_ts = ts;
+	p->stop_ts = p->last_op_end > p->collect_ts ? p->last_op_end : p->collect_ts;
+	if (!p->stop_ts || p->stop_ts > ts)
+		p->stop_ts = ts;
+	snprintf(name, sizeof(name), "GPU activity stopped: %s took CUPTI", who);
+	snprintf(detail, sizeof(detail),
+		 "%s took CUPTI's activity callbacks; the last GPU activity measured ended %.3f s "
+		 "after collection began, the injection library noticed %.3f s after it%s; "
+		 "measured until then: %" PRIu64 " kernels, %" PRIu64 " copies, %" PRIu64
+		 " memsets, %" PRIu64 " synchronizations",
+		 who, (double)(p->stop_ts - (p->collect_ts ? p->collect_ts : p->stop_ts)) / 1e9,
+		 (double)(ts - p->stop_ts) / 1e9,
+		 error ? " (CUPTI: multiple subscribers not supported)" : "",
+		 p->kernels, p->copies, p->memsets, p->syncs);
+	a[0] = (struct pf_annot){ .name = "detail", .type = PA_STR, .s = detail };
+	a[1] = (struct pf_annot){ .name = "tool", .type = PA_STR, .s = who };
+	a[2] = (struct pf_annot){ .name = "kernels", .type = PA_UINT, .u = p->kernels };
+	a[3] = (struct pf_annot){ .name = "copies", .type = PA_UINT, .u = p->copies };
+	a[4] = (struct pf_annot){ .name = "memsets", .type = PA_UINT, .u = p->memsets };
+	a[5] = (struct pf_annot){ .name = "noticed_after_ns", .type = PA_UINT,
+				  .u = ts - p->stop_ts };
+	gpupf__status_args(g, p, p->stop_ts, name, a, 6);
+}
 
 static void on_status(struct gpu *g, struct gpu_proc *p, uint64_t ts, const uint8_t *e,
 		      size_t size)
@@ -732,6 +777,9 @@ static void on_status(struct gpu *g, struct gpu_proc *p, uint64_t ts, const uint
 		p->flush_answered = true;
 		release_before(g, p, UINT64_MAX);
 		break;
+	case GPU_ST_TAKEN:
+		on_taken(g, p, ts, text, st.error);
+		return;
 	}
 	if (st.error)
 		snprintf(detail, sizeof(detail), "%s (error %" PRId32 ")", text, st.error);
@@ -998,7 +1046,9 @@ static void on_end(void *ctx, struct thread *t, struct call *c)
 			p->unflowed_calls++;
 		}
 	}
-	if (!p->measured)
+	/* Estimated where not measured: before collection, and from the
+	 * moment cgbpf learnt that another tool took CUPTI. */
+	if (!p->measured || (p->taken && c->ts >= p->taken_ts))
 		gpuest__call(g, p, t, c);
 }
 

@@ -128,8 +128,8 @@ struct gpu_dev {
 
 enum { GPU_DROP_OTHER, GPU_DROP_CUPTI, GPU_DROP_QUEUE, GPU_DROP__COUNT };
 
-/* Status codes 1 .. GPU_ST_FLUSHED. */
-#define GPU_ST__COUNT (GPU_ST_FLUSHED + 1)
+/* Status codes 1 .. GPU_ST_TAKEN. */
+#define GPU_ST__COUNT (GPU_ST_TAKEN + 1)
 #define GPU_STATUS_TEXT 256
 
 struct gpu_proc {
@@ -143,6 +143,13 @@ struct gpu_proc {
 	int32_t status_err[GPU_ST__COUNT];
 	char *status_text[GPU_ST__COUNT];	/* the latest of each code */
 	uint64_t collect_ts;			/* first GPU_ST_COLLECTING */
+	/* Another client took CUPTI while the library collected
+	 * (GPU_ST_TAKEN): GPU activity stopped at stop_ts (the end of the
+	 * last operation received, else the latest GPU_ST_COLLECTING), the
+	 * library said so at taken_ts. */
+	bool taken;
+	uint64_t stop_ts, taken_ts;
+	uint64_t last_op_end;	/* the latest end of an operation received */
 	/* Uprobes. */
 	uint64_t api_calls;	/* CUDA API calls (outermost) seen */
 	uint64_t queue_calls;	/* of which queued GPU work */
@@ -231,6 +238,9 @@ void gpupf__op(struct gpu *g, struct gpu_proc *p, const struct gpu_op *op,
 /* An instant on the process's "GPU activity" track. */
 void gpupf__status(struct gpu *g, struct gpu_proc *p, uint64_t ts, const char *what,
 		   const char *detail);
+/* The same with args of the caller's. */
+void gpupf__status_args(struct gpu *g, struct gpu_proc *p, uint64_t ts, const char *what,
+			const struct pf_annot *a, int n);
 /* The running count of records the process's library lost. */
 void gpupf__lost(struct gpu *g, struct gpu_proc *p, uint64_t ts);
 /* A device's track (again, renamed, when it got described). */

@@ -260,7 +260,8 @@ void gpuest__print(const struct gpu *g, FILE *f)
 		fprintf(f, "   pid %u: estimated from API calls: %" PRIu64 " spans of queued GPU work "
 			   "on %zu stream(s), %.6f s in all, %" PRIu64 " launches%s\n",
 			p->pid, e->spans, e->streams.count, e->span_ns / 1e9, e->launches,
-			p->measured ? " (before collection started)" : "");
+			!p->measured ? "" : p->taken ? " (before collection started, and after "
+			"another tool took CUPTI)" : " (before collection started)");
 	}
 	if (any)
 		fprintf(f, "   (estimates bound each stream's busy time from above; they are not "

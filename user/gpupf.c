@@ -85,6 +85,16 @@ void gpupf__status(struct gpu *g, struct gpu_proc *p, uint64_t ts, const char *w
 	pftrace__instant(g->pt, s, ts, 0, what, &a, detail && *detail ? 1 : 0);
 }
 
+void gpupf__status_args(struct gpu *g, struct gpu_proc *p, uint64_t ts, const char *what,
+			const struct pf_annot *a, int n)
+{
+	struct pfseq *s;
+
+	if (!g->pt || !(s = info_seq(g, p, ts)))
+		return;
+	pftrace__instant(g->pt, s, ts, 0, what, a, n);
+}
+
 void gpupf__lost(struct gpu *g, struct gpu_proc *p, uint64_t ts)
 {
 	uint64_t uuid = gpu__track_uuid(GT_LOST, p->pid, 0), total = 0;

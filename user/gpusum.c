@@ -480,7 +480,7 @@ static const char *const st_names[GPU_ST__COUNT] = {
 	[GPU_ST_COLLECTING] = "collecting", [GPU_ST_STOPPED] = "stopped",
 	[GPU_ST_NO_CUPTI] = "no CUPTI library found", [GPU_ST_CUPTI_FAILED] = "a CUPTI call failed",
 	[GPU_ST_HELD] = "another tool holds CUPTI", [GPU_ST_NO_DEVICE] = "no GPU",
-	[GPU_ST_FLUSHED] = "flushed",
+	[GPU_ST_FLUSHED] = "flushed", [GPU_ST_TAKEN] = "another tool took CUPTI",
 };
 
 /* Why a process's GPU activity is not measured, in a few words. */
@@ -524,6 +524,14 @@ static void print_procs(const struct gpu *g, FILE *f)
 				   " memsets, %" PRIu64 " synchronizations\n",
 				p->status_text[GPU_ST_COLLECTING] ? p->status_text[GPU_ST_COLLECTING] : "",
 				p->kernels, p->copies, p->memsets, p->syncs);
+			if (p->taken)
+				fprintf(f, "      GPU activity stopped at +%.3f s (after collection began): "
+					   "%s took CUPTI; the counts above are until then (the "
+					   "injection library noticed %.3f s later)\n",
+					(double)(p->stop_ts - p->collect_ts) / 1e9,
+					p->status_text[GPU_ST_TAKEN] ? p->status_text[GPU_ST_TAKEN] :
+								       "another tool",
+					(double)(p->taken_ts - p->stop_ts) / 1e9);
 		} else {
 			why_not(p, f);
 			fputc('\n', f);

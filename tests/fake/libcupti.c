@@ -11,9 +11,15 @@
  * The documented rules a client must live with are enforced: one
  * subscriber per process (the second cuptiSubscribe fails with
  * CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, and cuptiSubscribe_v2
- * names the holder); records reach the client only in buffers it gave
- * through its request callback, returned through its completion callback
- * when full or flushed; records only of the enabled kinds (API records
+ * names the holder); one set of activity buffer callbacks per process
+ * (cuptiActivityRegisterCallbacks replaces the previous ones, whoever
+ * registered them, and a buffer handed out through the old request
+ * callback is completed through the new completion callback: what a
+ * client sees when another one registers after it); records reach the
+ * client only in buffers it gave through its request callback, returned
+ * through its completion callback when full or flushed (cuptiActivityFlushAll
+ * fails before any callbacks were registered); records only of the
+ * enabled kinds, which are process-wide (API records
  * only of the enabled callback ids); records that find no buffer are
  * dropped and counted; timestamps come from the registered timestamp
  * callback's clock.
@@ -129,6 +135,7 @@ EXPORT CUptiResult cuptiGetResultString(CUptiResult result, const char **str)
 		[CUPTI_ERROR_MAX_LIMIT_REACHED] = "CUPTI_ERROR_MAX_LIMIT_REACHED",
 		[CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED] =
 			"CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED",
+		[CUPTI_ERROR_INVALID_OPERATION] = "CUPTI_ERROR_INVALID_OPERATION",
 	};
 
 	if (!str)
@@ -556,12 +563,18 @@ EXPORT CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t 
 
 EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
 {
+	CUptiResult r = CUPTI_SUCCESS;
+
+	/* Every record the fake writes is complete: both flushes return
+	 * the buffer in use. */
 	(void)flag;
 	pthread_mutex_lock(&g_lock);
 	if (g_done)
 		complete();
+	else
+		r = CUPTI_ERROR_INVALID_OPERATION;
 	pthread_mutex_unlock(&g_lock);
-	return CUPTI_SUCCESS;
+	return r;
 }
 
 EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext context, uint32_t streamId,

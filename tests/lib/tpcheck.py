@@ -64,6 +64,9 @@ def query(path, *sqls, timeout=300):
                            % (path, p.returncode, p.stderr[-2000:]))
     # Result sets are CSV separated by one blank line, which csv reads as
     # an empty row (a quoted value with a blank line in it stays one cell).
+    # The shell quotes every value but does not double the quotes inside
+    # one: queries whose strings come from other processes (names, command
+    # lines) double them in SQL.
     sets, cur = [], []
     for row in csv.reader(io.StringIO(p.stdout)):
         if row:
@@ -222,13 +225,14 @@ def compare(path, trace=None, allow=(), sched=True):
         "left join machine m on m.id = t.machine_id group by 1, 2",
         # threads that hold slices or thread states, with their process
         "select coalesce(m.raw_id, 0) as machine, t.utid as utid, t.tid as tid, "
-        "t.name as name, t.upid as upid, "
+        "replace(t.name, '\"', '\"\"') as name, t.upid as upid, "
         "(select count(*) from thread_track tt join slice s on s.track_id = tt.id "
         " where tt.utid = t.utid) as slices, "
         "(select count(*) from thread_state ts where ts.utid = t.utid) as states "
         "from thread t left join machine m on m.id = t.machine_id where t.utid != 0",
         "select coalesce(m.raw_id, 0) as machine, p.upid as upid, p.pid as pid, "
-        "p.name as name, p.cmdline as cmdline, p.start_ts as start_ts from process p "
+        "replace(p.name, '\"', '\"\"') as name, "
+        "replace(p.cmdline, '\"', '\"\"') as cmdline, p.start_ts as start_ts from process p "
         "left join machine m on m.id = p.machine_id where p.upid != 0")
 
     allow = set(allow)

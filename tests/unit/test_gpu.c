@@ -38,6 +38,7 @@
 #define PID_E 4200011	/* estimated: no injection library */
 #define PID_N 4200021	/* estimated: the library found no CUPTI */
 #define PID_S 4200041	/* summary only */
+#define PID_T 4200051	/* another tool took CUPTI */
 
 #define US ((uint64_t)1000)
 #define MS ((uint64_t)1000000)
@@ -909,6 +910,58 @@ static void test_corr(void)
 	capture_end("corr");
 }
 
+/* ---------------------------------------------------------------- taken */
+
+/* GPU_ST_TAKEN: another tool took CUPTI while the library collected. What
+ * came is counted, the process stops holding cgbpf's flush, and the
+ * summary says when activity stopped and who took CUPTI. */
+static void test_taken(void)
+{
+	struct batch b = { 0 };
+	struct gpu_proc *p;
+	char path[4096], text[8192];
+	uint64_t t;
+	size_t n;
+	FILE *f;
+
+	capture_begin("taken", false);
+	now = 5000 * MS;
+	t = now;
+	status(&b, GPU_ST_COLLECTING, 0, "libcupti.so.13");
+	name(&b, 1, VECADD);
+	for (int i = 0; i < 3; i++)
+		kernel(&b, PID_T, &(struct kspec){ .name_id = 1, .stream = 1,
+						   .start = t + i * 10 * US, .dur = 5 * US,
+						   .name = VECADD_D });
+	check(feed(PID_T, PID_T, &b) == 0, "collecting, three kernels");
+	p = proc_of(PID_T);
+	gpu__flush_asked(g);
+	check(!gpu__settled(g), "collecting: the flush waits for the library");
+	now = t + 2500 * MS;
+	b.n = 0;
+	status(&b, GPU_ST_TAKEN, 39, "CUPTI for Kineto");
+	check(feed(PID_T, PID_T, &b) == 0, "GPU_ST_TAKEN taken");
+	check(p->taken && !p->collecting && p->measured, "taken: measured, no longer collecting");
+	check(gpu__settled(g), "a process whose CUPTI was taken does not hold the flush");
+	check(p->kernels == 3 && p->nheap == 0, "what came before is counted (%" PRIu64 ")",
+	      p->kernels);
+	check(p->stop_ts == t + 25 * US, "stopped at the end of the last kernel (%" PRIu64 ")",
+	      p->stop_ts - t);
+	capture_end("taken");
+	snprintf(path, sizeof(path), "%s/taken.summary.txt", dir);
+	f = fopen(path, "r");
+	n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+	text[n] = 0;
+	if (f)
+		fclose(f);
+	check(strstr(text, "measured (CUPTI libcupti.so.13): 3 kernels") != NULL,
+	      "summary: measured until then");
+	if (!check(strstr(text, "GPU activity stopped at +0.000 s (after collection began): "
+				"CUPTI for Kineto took CUPTI") != NULL,
+		   "summary: when activity stopped and who took CUPTI"))
+		fprintf(stderr, "%s\n", text);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -921,6 +974,7 @@ int main(int argc, char **argv)
 	test_estimate();
 	test_summary_only();
 	test_corr();
+	test_taken();
 	printf("%d passed, %d failed\n", n_pass, n_fail);
 	return n_fail != 0;
 }

@@ -2,7 +2,11 @@
 /*
  * train: a training-loop-like CUDA driver API workload.
  *
- * Usage: train [--iters N]            (default 200)
+ * Usage: train [--iters N] [--until FILE] [--hold FILE]  (default 200 iterations)
+ *
+ * --until FILE: after N iterations, go on until FILE exists (a test ends
+ * the loop at a moment it chooses; the manifest counts what ran).
+ * --hold FILE: while FILE exists, wait between iterations (no CUDA call).
  *
  * Setup: cuInit, device queries, one context, a module (cuModuleLoadData)
  * with four kernels, a library (cuLibraryLoadData) with one kernel turned
@@ -146,12 +150,18 @@ int main(int argc, char **argv)
 	CUdevice dev;
 	void *h_in, *h_out, *weights;
 	int version, ndev, n = SZ_OUTPUT / 4;
+	const char *until = NULL, *hold = NULL;
+	unsigned long it;
 	char name[64];
 	void *args[] = { &d_input, &d_output, &n };
 
 	for (int i = 1; i < argc; i++) {
-		if (!wl_arg_ul(argc, argv, &i, "--iters", &st.iters))
-			wl_die("usage: train [--iters N]");
+		if (!strcmp(argv[i], "--until") && i + 1 < argc)
+			until = argv[++i];
+		else if (!strcmp(argv[i], "--hold") && i + 1 < argc)
+			hold = argv[++i];
+		else if (!wl_arg_ul(argc, argv, &i, "--iters", &st.iters))
+			wl_die("usage: train [--iters N] [--until FILE] [--hold FILE]");
 	}
 	if (!(weights = calloc(1, SZ_WEIGHTS)))
 		wl_die("out of memory");
@@ -206,12 +216,15 @@ int main(int argc, char **argv)
 	wl_bytes(WL_DTOD, SZ_GRAD);
 
 	wl_pause();
-	for (unsigned long it = 0; it < st.iters; it++) {
+	for (it = 0; it < st.iters || (until && access(until, F_OK) != 0); it++) {
 		unsigned int pattern = 0x3f800000u + (unsigned int)(it & 0xffff);
 		const unsigned int *out = h_out;
 		CUlaunchAttribute attr;
 		CUlaunchConfig cfg;
 		struct launch *l = &launches[L_LN];
+
+		while (hold && access(hold, F_OK) == 0)
+			usleep(10000);
 
 		CHECK(cuMemcpyHtoDAsync, d_input, h_in, SZ_INPUT, st.s_copy);
 		wl_bytes(WL_HTOD, SZ_INPUT);
@@ -258,6 +271,7 @@ int main(int argc, char **argv)
 			wl_die("iteration %lu: output 0x%x, expected 0x%x", it, out[0], pattern);
 	}
 
+	st.iters = it;
 	CHECK(cuCtxSynchronize);
 	EXPECT(CUDA_ERROR_INVALID_VALUE, cuMemFree, (CUdeviceptr)0xdeadbeef00ull);
 	CHECK(cuMemFree, d_weights);
