@@ -44,8 +44,16 @@ class Result:
             return json.load(f)
 
 
+# Folders made by tmpdir() since run.py last cleared the list: run.py
+# deletes them once every test of their file has passed, and keeps them
+# (saying where) when one failed.
+made_dirs = []
+
+
 def tmpdir():
-    return tempfile.mkdtemp(prefix="cgbpf-test-")
+    d = tempfile.mkdtemp(prefix="cgbpf-test-")
+    made_dirs.append(d)
+    return d
 
 
 def wl(name):

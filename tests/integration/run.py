@@ -4,6 +4,7 @@ argument; it passes, fails (AssertionError or any exception) or raises
 harness.Skip. Usage: run.py [substring filter...]"""
 import importlib.util
 import os
+import shutil
 import sys
 import time
 import traceback
@@ -31,6 +32,7 @@ def main(argv):
         spec = importlib.util.spec_from_file_location(fn[:-3], os.path.join(HERE, fn))
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
+        failed_before = failed
         for name in sorted(k for k in vars(mod) if k.startswith("test_")):
             full = "%s::%s" % (fn[:-3], name)
             if filters and not any(f in full for f in filters):
@@ -58,6 +60,15 @@ def main(argv):
             passed += 1
             print("ok %d - %s (%.1fs)" % (n, full, time.time() - t0))
             sys.stdout.flush()
+        # A file's tests may share one recording, so its folders go only
+        # after the last of them.
+        if failed == failed_before:
+            for d in harness.made_dirs:
+                shutil.rmtree(d, ignore_errors=True)
+        elif harness.made_dirs:
+            print("# %s: a test failed; its files are kept in %s" %
+                  (fn, " ".join(harness.made_dirs)))
+        del harness.made_dirs[:]
     print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
     return 1 if failed else 0
 
