@@ -547,7 +547,8 @@ static const struct gpu_op *first_op(const struct gpu_proc *p)
 /* Takes the first waiting operation out (there is one). */
 static void pop_op(struct gpu_proc *p, struct gpu_op *out)
 {
-	if (first_op(p) == &p->heap[0]) {
+	/* p->heap, not &p->heap[0]: NULL until the heap is first used. */
+	if (p->heap_n && first_op(p) == p->heap) {
 		heap_pop(p, out);
 	} else {
 		*out = p->run[p->run_head];

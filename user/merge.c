@@ -300,7 +300,8 @@ static bool is_flow_field(enum kind k, uint32_t id)
  * ones written unpacked, which every reader takes). */
 static int rewrite_flow(struct merge *mg, const struct field *f)
 {
-	const uint8_t *q = f->data, *qe = f->data + f->len;
+	/* A varint field has no data (NULL): no arithmetic on it. */
+	const uint8_t *q = f->data, *qe = f->data ? f->data + f->len : NULL;
 	uint64_t v;
 
 	switch (f->wt) {
