@@ -32,7 +32,6 @@ int main(int argc, char **argv)
 	CUfunction fn;
 	CUcontext ctx;
 	CUmodule mod;
-	CUdevice dev;
 	double ns;
 	char *end;
 
@@ -47,13 +46,7 @@ int main(int argc, char **argv)
 
 	wl_gate();
 
-	CHECK(cuInit, 0);
-	CHECK(cuDeviceGet, &dev, 0);
-#if CUDA_VERSION >= 13000
-	CHECK(cuCtxCreate, &ctx, NULL, 0, dev);
-#else
-	CHECK(cuCtxCreate, &ctx, 0, dev);
-#endif
+	ctx = wl_context();
 	CHECK(cuModuleLoadData, &mod, module_image);
 	CHECK(cuModuleGetFunction, &fn, mod, K_NOOP);
 	/* CGBPF_PAUSE_FILE: bench/gpu.sh starts the loop once a tracer is in. */

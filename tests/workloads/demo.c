@@ -149,7 +149,6 @@ int main(int argc, char **argv)
 	CUdeviceptr weights, grads, adam_state, act, batch, loss;
 	CUcontext ctx;
 	CUmodule mod;
-	CUdevice dev;
 	void *h_batch;
 	float h_loss;
 	int n = 4096;
@@ -192,13 +191,7 @@ int main(int argc, char **argv)
 	nranks = 1;
 #endif
 
-	CHECK(cuInit, 0);
-	CHECK(cuDeviceGet, &dev, 0);
-#if CUDA_VERSION >= 13000
-	CHECK(cuCtxCreate, &ctx, NULL, 0, dev);
-#else
-	CHECK(cuCtxCreate, &ctx, 0, dev);
-#endif
+	ctx = wl_context();
 	CHECK(cuModuleLoadData, &mod, module_image);
 	CHECK(cuModuleGetFunction, &gemm, mod, K_GEMM);
 	CHECK(cuModuleGetFunction, &attn, mod, K_ATTN);

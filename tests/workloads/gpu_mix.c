@@ -133,7 +133,6 @@ int main(void)
 	CUstream s1, s2;
 	CUcontext ctx;
 	CUmodule mod;
-	CUdevice dev;
 	void *h_in, *h_out;
 	int n = 65536;
 	float v = 1.0f, a = 0.5f;
@@ -143,13 +142,7 @@ int main(void)
 	void *scale_args[] = { &d_b, &a, &n };
 
 	wl_gate();
-	CHECK(cuInit, 0);
-	CHECK(cuDeviceGet, &dev, 0);
-#if CUDA_VERSION >= 13000
-	CHECK(cuCtxCreate, &ctx, NULL, 0, dev);
-#else
-	CHECK(cuCtxCreate, &ctx, 0, dev);
-#endif
+	ctx = wl_context();
 	CHECK(cuModuleLoadData, &mod, module_image);
 	for (int i = 0; i < L__COUNT; i++)
 		CHECK(cuModuleGetFunction, &launches[i].fn, mod, launches[i].symbol);

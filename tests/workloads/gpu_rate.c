@@ -52,7 +52,6 @@ int main(int argc, char **argv)
 	CUfunction fn;
 	CUcontext ctx;
 	CUmodule mod;
-	CUdevice dev;
 
 	if (argc < 2 || argc > 3)
 		wl_die("usage: gpu_rate N [RATE]");
@@ -63,13 +62,7 @@ int main(int argc, char **argv)
 	slice = rate ? (rate + 999) / 1000 : n;
 
 	wl_gate();
-	CHECK(cuInit, 0);
-	CHECK(cuDeviceGet, &dev, 0);
-#if CUDA_VERSION >= 13000
-	CHECK(cuCtxCreate, &ctx, NULL, 0, dev);
-#else
-	CHECK(cuCtxCreate, &ctx, 0, dev);
-#endif
+	ctx = wl_context();
 	CHECK(cuModuleLoadData, &mod, module_image);
 	CHECK(cuModuleGetFunction, &fn, mod, K_NOOP);
 	wl_pause();

@@ -79,7 +79,6 @@ int main(int argc, char **argv)
 	CUstream s1, s2;
 	CUcontext ctx;
 	CUmodule mod;
-	CUdevice dev;
 	int n = 1024;
 	void *args[] = { &d_a, &n };
 	size_t nodes = 0;
@@ -90,13 +89,7 @@ int main(int argc, char **argv)
 		wl_die("usage: graph [--launches N]\n");
 	}
 	wl_gate();
-	CHECK(cuInit, 0);
-	CHECK(cuDeviceGet, &dev, 0);
-#if CUDA_VERSION >= 13000
-	CHECK(cuCtxCreate, &ctx, NULL, 0, dev);
-#else
-	CHECK(cuCtxCreate, &ctx, 0, dev);
-#endif
+	ctx = wl_context();
 	CHECK(cuModuleLoadData, &mod, module_image);
 	CHECK(cuModuleGetFunction, &fa, mod, "k_graph_a");
 	CHECK(cuModuleGetFunction, &fb, mod, "k_graph_b");

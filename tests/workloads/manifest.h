@@ -263,6 +263,24 @@ static inline unsigned long wl_env_ul(const char *name, unsigned long def)
 	return x;
 }
 
+#ifdef CUDA_VERSION
+/* cuInit, device 0 and a context on it: every workload's first calls. */
+static inline CUcontext wl_context(void)
+{
+	CUcontext ctx;
+	CUdevice dev;
+
+	CHECK(cuInit, 0);
+	CHECK(cuDeviceGet, &dev, 0);
+#if CUDA_VERSION >= 13000
+	CHECK(cuCtxCreate, &ctx, NULL, 0, dev);
+#else
+	CHECK(cuCtxCreate, &ctx, 0, dev);
+#endif
+	return ctx;
+}
+#endif
+
 /*
  * Lets a tracer attach before the first CUDA call: waits for the file
  * CGBPF_WAIT_FILE to exist (polling every 1 ms, at most 30 s), then sleeps
