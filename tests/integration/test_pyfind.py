@@ -8,6 +8,7 @@ and no frames."""
 import glob
 import os
 import re
+import shlex
 import shutil
 import struct
 import subprocess
@@ -258,6 +259,39 @@ def test_refuses_version_that_does_not_match_its_library():
     pid, r = refused(argv, env)
     eq_refusal(r, "pid %d: %s: Py_Version 0x030e00f0 does not match the file name; "
                "no Python frames" % (pid, copy))
+
+
+def test_found_in_another_mount_namespace():
+    # The interpreter's library exists only in the process's own mount
+    # namespace (a tmpfs on /mnt there): cgbpf must read it as the process
+    # sees it (/proc/PID/root, or /proc/PID/map_files), not look for the
+    # path on the host.
+    exe = pyenv_python(12)
+    unshare = shutil.which("unshare")
+    if not unshare:
+        raise Skip("no unshare (util-linux)")
+    prefix = os.path.dirname(os.path.dirname(exe))
+    lib = os.path.join(prefix, "lib", "libpython3.12.so.1.0")
+    check(not os.path.exists("/mnt/cgbpf-pyfind"), "/mnt/cgbpf-pyfind absent on the host")
+    script = ("mount -t tmpfs cgbpf-pyfind /mnt && mkdir /mnt/cgbpf-pyfind && "
+              "cp %s /mnt/cgbpf-pyfind/ && LD_LIBRARY_PATH=/mnt/cgbpf-pyfind exec %s %s" %
+              (shlex.quote(lib), shlex.quote(exe), " ".join(shlex.quote(a) for a in SLEEPER)))
+    p = subprocess.Popen([unshare, "--mount", "--propagation", "private", "sh", "-c", script],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        check(line == "ready\n", "interpreter started in its namespace (said %r, stderr %r)" %
+              (line, p.stderr.read() if p.poll() is not None else ""))
+        r = check_python(p.pid)
+    finally:
+        kill_quiet(p)
+    eq(r.returncode, 0, "check --python exit (%r)" % r.stdout)
+    head, threads = parse(r.stdout)
+    eq(head, "pid %d: Python %s (/mnt/cgbpf-pyfind/libpython3.12.so.1.0, shared library)" %
+       (p.pid, os.path.basename(prefix)), "header line")
+    eq(list(threads.values()), [[("<module>", "<string>", 1, False)]],
+       "the one thread, sleeping in -c's code")
+    eq(list(threads), [p.pid], "its tid is the pid")
 
 
 def test_usage():
