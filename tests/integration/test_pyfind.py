@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """`cgbpf check --python -p PID` (issue 12): the interpreter cgbpf finds
 in each installed CPython (pyenv's shared 3.8-3.13, Debian's static
-/usr/bin/python3.11) and every Python thread's stack, read from outside,
+/usr/bin/python3.11) and every Python thread's stack (plain calls, a
+generator's body, an asyncio coroutine), read from outside,
 against the stacks the parked program (tests/workloads/py/park.py) wrote
 for itself; and the versions and builds it must refuse, each with one line
 and no frames."""
@@ -66,7 +67,7 @@ def park(python, tmp, env=None):
     man = os.path.join(tmp, "park.json")
     e = dict(env or os.environ)
     e["CGBPF_MANIFEST"] = man
-    p = subprocess.Popen([python, PARK], env=e, stdout=subprocess.PIPE,
+    p = subprocess.Popen([python, PARK, "--kinds"], env=e, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: os.path.exists(man + ".ready") or p.poll() is not None, 30,
@@ -102,7 +103,7 @@ def stacks_match(python, want_version, want_path, shared):
     main = [t for t in m["threads"] if t["main"]][0]
     eq(threads[main["tid"]][0][:1] + threads[main["tid"]][0][2:3],
        ("park_here", m["park_line"]), "main thread's innermost frame")
-    eq(len(threads), 3, "main and two parked workers")
+    eq(len(threads), 5, "main, two parked workers, one in a generator, one in a coroutine")
 
 
 def _pyenv_test(minor):
