@@ -16,6 +16,7 @@
 #include "pyoffsets.h"
 
 struct code_entry {
+	uint64_t name_ptr;	/* co_name when read: tells a reused address */
 	char *file, *func;
 	bool user;
 	struct py_lines lines;
@@ -471,6 +472,7 @@ static int load_code(int pid, const struct py_proc *pp, struct proc_entry *pe, u
 	if (!(c = calloc(1, sizeof(*c))))
 		return -ENOMEM;
 	memcpy(&first, head + o->code_firstlineno, 4);
+	c->name_ptr = u64_at(head, o->code_name);
 	if (first < 0) {
 		err = -EINVAL;
 		goto fail;
@@ -495,8 +497,8 @@ fail:
 	return err;
 }
 
-int pycode__resolve(struct pycode *pc, int pid, const struct py_proc *pp, uint64_t code,
-		    uint64_t lasti, struct py_sym *out)
+static int resolve(struct pycode *pc, int pid, const struct py_proc *pp, uint64_t code,
+		   const uint64_t *name_ptr, uint64_t lasti, struct py_sym *out)
 {
 	const struct py_offsets *o = &pp->off;
 	struct proc_entry *pe;
@@ -522,6 +524,13 @@ int pycode__resolve(struct pycode *pc, int pid, const struct py_proc *pp, uint64
 		}
 	}
 	v = hmap__get(&pe->codes, code);
+	if (v && name_ptr && ((struct code_entry *)(uintptr_t)*v)->name_ptr != *name_ptr) {
+		uint64_t old = *v;
+
+		hmap__del(&pe->codes, code, NULL);
+		code_free((struct code_entry *)(uintptr_t)old);
+		v = NULL;
+	}
 	if (v) {
 		c = (struct code_entry *)(uintptr_t)*v;
 	} else {
@@ -532,6 +541,9 @@ int pycode__resolve(struct pycode *pc, int pid, const struct py_proc *pp, uint64
 			return err;
 		}
 	}
+	/* Memory now holds another code object than the caller saw. */
+	if (name_ptr && c->name_ptr != *name_ptr)
+		return -ESTALE;
 
 	switch (o->lasti_kind) {
 	case PY_LASTI_BYTES:
@@ -555,4 +567,16 @@ int pycode__resolve(struct pycode *pc, int pid, const struct py_proc *pp, uint64
 	out->line = line < 0 ? 0 : line;
 	out->user = c->user;
 	return 0;
+}
+
+int pycode__resolve(struct pycode *pc, int pid, const struct py_proc *pp, uint64_t code,
+		    uint64_t lasti, struct py_sym *out)
+{
+	return resolve(pc, pid, pp, code, NULL, lasti, out);
+}
+
+int pycode__resolve_checked(struct pycode *pc, int pid, const struct py_proc *pp, uint64_t code,
+			    uint64_t name_ptr, uint64_t lasti, struct py_sym *out)
+{
+	return resolve(pc, pid, pp, code, &name_ptr, lasti, out);
 }

@@ -229,6 +229,18 @@ static void test_resolve(void)
 	err = pycode__resolve(pc, pid, &pp, (uint64_t)(uintptr_t)f.code, at(f.code, 2), &s);
 	check(err == 0 && !strcmp(s.func, "Changed.name"), "after forget: read again");
 
+	/* A co_name pointer that differs: the address was reused, read again. */
+	ascii_str(f.qualname, f.str_type, "Reused.code");
+	err = pycode__resolve_checked(pc, pid, &pp, (uint64_t)(uintptr_t)f.code,
+				      (uint64_t)(uintptr_t)f.name, at(f.code, 2), &s);
+	check(err == 0 && !strcmp(s.func, "Changed.name"), "checked, same co_name: the cache");
+	err = pycode__resolve_checked(pc, pid, &pp, (uint64_t)(uintptr_t)f.code,
+				      (uint64_t)(uintptr_t)f.name + 8, at(f.code, 2), &s);
+	check(err == -ESTALE, "checked, co_name the process no longer has: -ESTALE (%d)", err);
+	err = pycode__resolve_checked(pc, pid, &pp, (uint64_t)(uintptr_t)f.code,
+				      (uint64_t)(uintptr_t)f.name, at(f.code, 2), &s);
+	check(err == 0 && !strcmp(s.func, "Reused.code"), "checked again: read anew (%d)", err);
+
 	code(f.other_code, &f, f.wide, f.qualname, 8);
 	err = pycode__resolve(pc, pid, &pp, (uint64_t)(uintptr_t)f.other_code, at(f.other_code, 2),
 			      &s);
