@@ -295,6 +295,18 @@ def test_found_in_another_mount_namespace():
     eq(list(threads), [p.pid], "its tid is the pid")
 
 
+def test_offsets_table_matches_headers():
+    # user/pyoffsets.h is what the installed versions' own headers say.
+    for minor in range(8, 14):
+        pyenv_python(minor)
+    if not shutil.which("cc"):
+        raise Skip("no C compiler")
+    p = subprocess.run([os.path.join(REPO, "scripts", "gen-pyoffsets.sh"), "--check"],
+                       capture_output=True, text=True, timeout=300)
+    eq(p.returncode, 0, "gen-pyoffsets.sh --check (%s%s)" % (p.stdout, p.stderr))
+    check("is up to date" in p.stdout, "it says so: %r" % p.stdout)
+
+
 def test_usage():
     for args in (["--python"], ["--python", "-p", "x"], ["--python", "-p", "0"],
                  ["-p", "1"], ["--python", "-p", "1", "lib.so"],
