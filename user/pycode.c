@@ -111,8 +111,11 @@ bool pycode__is_user(const char *file, int minor)
 
 /* ------------------------------------------------------------ line tables */
 
-static int push(struct py_lines *l, size_t *cap, uint32_t start, uint32_t end, int32_t line)
+static int push(struct py_lines *l, size_t *cap, uint32_t start, uint32_t end, int64_t line)
 {
+	/* A table can drive the line anywhere: beyond an int it is no line. */
+	if (line < INT32_MIN + 1 || line > INT32_MAX)
+		return -EINVAL;
 	if (start == end)
 		return 0;	/* an empty range never matches */
 	if (l->n == *cap) {
@@ -124,7 +127,7 @@ static int push(struct py_lines *l, size_t *cap, uint32_t start, uint32_t end, i
 		l->v = v;
 		*cap = nc;
 	}
-	l->v[l->n++] = (struct py_range){ start, end, line };
+	l->v[l->n++] = (struct py_range){ start, end, (int32_t)line };
 	return 0;
 }
 
@@ -132,7 +135,7 @@ static int push(struct py_lines *l, size_t *cap, uint32_t start, uint32_t end, i
 static int decode_lnotab(const uint8_t *t, size_t len, struct py_lines *l, size_t *cap)
 {
 	uint32_t addr = 0;
-	int32_t line = l->firstlineno;
+	int64_t line = l->firstlineno;
 	int err;
 
 	if (len & 1)
@@ -150,7 +153,7 @@ static int decode_lnotab(const uint8_t *t, size_t len, struct py_lines *l, size_
 static int decode_310(const uint8_t *t, size_t len, struct py_lines *l, size_t *cap)
 {
 	uint32_t addr = 0;
-	int32_t line = l->firstlineno;
+	int64_t line = l->firstlineno;
 	int err;
 
 	if (len & 1)
@@ -205,7 +208,8 @@ static int svarint(const uint8_t *t, size_t len, size_t *i, int32_t *out)
 static int decode_311(const uint8_t *t, size_t len, struct py_lines *l, size_t *cap)
 {
 	uint32_t addr = 0, skip;
-	int32_t line = l->firstlineno, delta;
+	int64_t line = l->firstlineno;
+	int32_t delta;
 	size_t i = 0;
 	int err;
 

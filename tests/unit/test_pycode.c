@@ -82,6 +82,12 @@ static void test_damaged(void)
 	check(pycode__decode_lines(0x030e00f0, none_line, sizeof(none_line), 1, &l) == -ENOTSUP,
 	      "3.14: -ENOTSUP");
 	check(pycode__decode_lines(0x030710f0, odd, 2, 1, &l) == -ENOTSUP, "3.7: -ENOTSUP");
+	{
+		static const uint8_t up[] = { 2, 100, 2, 100 };	/* +100 lines twice */
+
+		check(pycode__decode_lines(0x030a0df0, up, sizeof(up), INT32_MAX - 150, &l) == -EINVAL,
+		      "3.10 lines driven past INT32_MAX: -EINVAL (fuzz_pytable found the overflow)");
+	}
 	if (check(pycode__decode_lines(0x030b07f0, none_line, sizeof(none_line), 10, &l) == 0,
 		  "3.11 table: a no-line entry, then a no-column entry +2")) {
 		check(pycode__addr2line(&l, 0) == -1 && pycode__addr2line(&l, 2) == -1 &&
