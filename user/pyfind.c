@@ -126,6 +126,7 @@ static int scan_map(const struct map_entry *e, void *ctx)
 struct elfinfo {
 	uint64_t bias;		/* filled by elf_read from the mapping */
 	uint64_t runtime, code_type, py_version, negative_refcount, tid_desc;
+	uint64_t py_initialize;	/* Py_Initialize: the file is a Python at all */
 	int str_major, str_minor, str_patch;	/* the version literal, -1 if none */
 };
 
@@ -138,6 +139,7 @@ static void read_syms(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct elfinfo *ei)
 		{ "Py_Version", offsetof(struct elfinfo, py_version) },
 		{ "_Py_NegativeRefcount", offsetof(struct elfinfo, negative_refcount) },
 		{ "_thread_db_pthread_tid", offsetof(struct elfinfo, tid_desc) },
+		{ "Py_Initialize", offsetof(struct elfinfo, py_initialize) },
 	};
 	Elf_Data *data = elf_getdata(scn, NULL);
 	size_t n;
@@ -245,7 +247,14 @@ static int elf_read(int pid, const struct mapped *m, int minor, struct elfinfo *
 		err = -ENOEXEC;
 		goto cleanup;
 	}
+	/*
+	 * .dynsym, then .symtab only for a Python (it exports its C API) that
+	 * hides _PyRuntime or PyCode_Type there: every traced process's
+	 * executable is read, and most are not Pythons.
+	 */
 	for (int pass = 0; pass < 2; pass++) {
+		if (pass && !(ei->py_initialize && (!ei->runtime || !ei->code_type)))
+			break;
 		scn = NULL;
 		while ((scn = elf_nextscn(elf, scn))) {
 			GElf_Shdr sh;
@@ -254,8 +263,9 @@ static int elf_read(int pid, const struct mapped *m, int minor, struct elfinfo *
 				read_syms(elf, scn, &sh, ei);
 		}
 	}
+	/* The version literal: only where there is no Py_Version (3.8-3.10). */
 	scn = NULL;
-	while (minor != -2 && (scn = elf_nextscn(elf, scn))) {
+	while (minor != -2 && ei->runtime && !ei->py_version && (scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		const char *name;
 		Elf_Data *d;
