@@ -10,6 +10,8 @@
  * each), the frames' (code object, lasti) pairs are collected once, then:
  *   1. pyfind__probe: maps, the interpreter's ELF symbols, version, row,
  *      the run-time checks (what record pays once per Python process);
+ *      and on a process without Python (this bench itself, a static
+ *      executable: what every other traced process pays);
  *   2. per code object, pycode__resolve with an empty cache (reads the code
  *      object, its strings and line table from the process, validates,
  *      decodes the table: what the first record of a code object pays);
@@ -112,7 +114,7 @@ int main(int argc, char **argv)
 	char dir[] = "/tmp/cgbpf-bench-pycode-XXXXXX", ready[4096], why[256];
 	struct site sites[MAX_FRAMES], uniq[MAX_FRAMES];
 	size_t nu = 0;
-	double *probe, *cold, *hot, *checked;
+	double *probe, *none, *cold, *hot, *checked;
 	struct py_proc pp;
 	struct py_info info;
 	struct py_sym sym;
@@ -126,6 +128,7 @@ int main(int argc, char **argv)
 	}
 	snprintf(ready, sizeof(ready), "%s/m.json.ready", dir);
 	probe = calloc(rounds, sizeof(double));
+	none = calloc(rounds, sizeof(double));
 	cold = calloc(rounds, sizeof(double));
 	hot = calloc(rounds, sizeof(double));
 	checked = calloc(rounds, sizeof(double));
@@ -157,6 +160,10 @@ int main(int argc, char **argv)
 
 		pyfind__probe(pid, &pp, &info, why, sizeof(why));
 		probe[r] = now_ns() - t0;
+		/* This bench itself: a static executable with no Python. */
+		t0 = now_ns();
+		pyfind__probe(getpid(), NULL, NULL, why, sizeof(why));
+		none[r] = now_ns() - t0;
 		/* Each code object once: the first resolve of a code object. */
 		t0 = now_ns();
 		for (size_t i = 0; i < nu; i++)
@@ -183,11 +190,14 @@ int main(int argc, char **argv)
 		double h = median(hot, rounds), ck = median(checked, rounds);
 
 		printf("pyfind__probe (once per process)        %10.1f us\n", p / 1e3);
+		printf("pyfind__probe, a process without Python %10.1f us\n",
+		       median(none, rounds) / 1e3);
 		printf("resolve, empty cache (per code object)  %10.1f ns\n", c);
 		printf("resolve, cached (per frame)             %10.1f ns\n", h);
 		printf("resolve_checked, cached (per frame)     %10.1f ns\n", ck);
 		printf("ratios: cold/cached = %.1fx, checked/cached = %.2fx, probe/cached = %.0fx\n",
 		       c / h, ck / h, p / h);
+		printf("probe_none_us=%.1f ", median(none, rounds) / 1e3);
 		printf("probe_us=%.1f cold_ns=%.1f cached_ns=%.1f checked_ns=%.1f\n", p / 1e3, c, h,
 		       ck);
 	}
@@ -203,6 +213,7 @@ out:
 	unlink(ready);
 	rmdir(dir);
 	free(probe);
+	free(none);
 	free(cold);
 	free(hot);
 	free(checked);
