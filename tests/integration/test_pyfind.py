@@ -176,6 +176,32 @@ def test_no_python():
                "does not define _PyRuntime)" % pid)
 
 
+def test_mapped_but_not_started():
+    # libpython loaded (LD_PRELOAD into sleep) but never initialized: the
+    # interpreter is found and accepted (3.13's debug offsets are static
+    # data, checked all the same), and there are no threads yet.
+    for minor in (9, 13):
+        exe = pyenv_python(minor)
+        prefix = os.path.dirname(os.path.dirname(exe))
+        lib = os.path.join(prefix, "lib", "libpython3.%d.so.1.0" % minor)
+        p = subprocess.Popen(["sleep", "60"], env=dict(os.environ, LD_PRELOAD=lib))
+        try:
+            wait_for(lambda: lib in open("/proc/%d/maps" % p.pid).read(), 10, "libpython mapped")
+            r = check_python(p.pid)
+        finally:
+            kill_quiet(p)
+        lines = r.stdout.splitlines()
+        eq(r.returncode, 0, "check --python exit (%r)" % r.stdout)
+        eq(lines[0], "pid %d: Python %s (%s, shared library)" % (p.pid, os.path.basename(prefix),
+                                                                 lib), "header")
+        check(re.fullmatch(r"  _PyRuntime 0x[0-9a-f]+, PyCode_Type 0x[0-9a-f]+, offsets row "
+                           r"3\.%d \(from 3\.%d\.\d+\)%s" % (
+                               minor, minor, ", checked against _Py_DebugOffsets"
+                               if minor >= 13 else ""), lines[1]) is not None,
+              "addresses line %r" % lines[1])
+        eq(lines[2:], ["  not initialized yet: no interpreter, no threads"], "no threads")
+
+
 def elf_file_offset(path, symbol):
     """The file offset of symbol's value (nm -D and the PT_LOAD headers)."""
     nm = subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True, text=True,
