@@ -333,6 +333,40 @@ def test_offsets_table_matches_headers():
     check("is up to date" in p.stdout, "it says so: %r" % p.stdout)
 
 
+def test_refuses_free_threaded_and_debug_builds():
+    # What names a build: the soname's ABI flags ('t' free-threaded, 'd'
+    # debug) or, for 3.13, the free_threaded word of its debug offsets.
+    # Copies of libpython3.13 so named or so patched, loaded into sleep.
+    exe = pyenv_python(13)
+    prefix = os.path.dirname(os.path.dirname(exe))
+    version = os.path.basename(prefix)
+    lib = os.path.join(prefix, "lib", "libpython3.13.so.1.0")
+    with open(lib, "rb") as f:
+        orig = f.read()
+    ft = bytearray(orig)
+    at = elf_file_offset(lib, "_PyRuntime") + pydbg313("RUNTIME_DEBUG_OFFSETS")
+    u64_patch(ft, at + pydbg313("FREE_THREADED"), 0, 1)
+    d = tmpdir()
+    cases = [("libpython3.13t.so.1.0", orig, "Python %s: a free-threaded build "
+              "(libpython3.13t.so.1.0): not supported; no Python frames" % version),
+             ("libpython3.13d.so.1.0", orig, "Python %s: a debug build (Py_DEBUG): not "
+              "supported; no Python frames" % version),
+             ("libpython3.13.so.1.0", bytes(ft), "Python %s: a free-threaded build: not "
+              "supported; no Python frames" % version)]
+    for name, data, line in cases:
+        path = os.path.join(d, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        p = subprocess.Popen(["sleep", "60"], env=dict(os.environ, LD_PRELOAD=path))
+        try:
+            wait_for(lambda: path in open("/proc/%d/maps" % p.pid).read(), 10, "the copy mapped")
+            r = check_python(p.pid)
+        finally:
+            kill_quiet(p)
+        eq_refusal(r, "pid %d: %s" % (p.pid, line))
+        os.unlink(path)
+
+
 def test_usage():
     for args in (["--python"], ["--python", "-p", "x"], ["--python", "-p", "0"],
                  ["-p", "1"], ["--python", "-p", "1", "lib.so"],
