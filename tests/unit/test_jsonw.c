@@ -84,7 +84,7 @@ int main(void)
 	us_case(INT64_MIN, "-9223372036854775.808");
 	dbl_case(2.5, "2.5");
 	dbl_case(0.1, "0.1");
-	dbl_case(1.0 / 3, "0.33333333333333331");
+	dbl_case(1.0 / 3, "0.3333333333333333");
 	dbl_case(1e300 * 1e300, "null");
 	dbl_case(-(1e300 * 1e300), "null");
 	free(out);
