@@ -196,9 +196,10 @@ def gpu_slices(t, pid):
     return lanes, [s for s in t.slices if s.track_uuid in lanes]
 
 
-def check_gpu_export(t, d, pid, manifest_calls=None):
+def check_gpu_export(t, d, pid, manifest_calls=None, flow_base=0):
     """The host and GPU events of pid in the exported document d against
-    the decoded trace t."""
+    the decoded trace t (flow_base: what cgbpf merge added to t's flow
+    ids)."""
     host = [e for e in d.cat("cuda_driver", "cuda_runtime") if e["pid"] == pid]
     api = collections.Counter(s.name for s in t.slices if s.pid == pid and s.tid is not None and
                               s.name.startswith("cu") and "syscall" not in s.categories)
@@ -220,7 +221,7 @@ def check_gpu_export(t, d, pid, manifest_calls=None):
         eq(len(m), 1, "one trace slice for %s at %r" % (e["name"], e["ts"]))
         eq(to_ns(e["dur"]), m[0].dur, "%s: dur" % e["name"])
         if m[0].flow_out:
-            eq(e["args"].get("correlation"), m[0].flow_out[0],
+            eq(e["args"].get("correlation"), flow_base + m[0].flow_out[0],
                "%s: correlation = the trace's flow id" % e["name"])
 
     lanes, gs = gpu_slices(t, pid)
@@ -355,6 +356,55 @@ def test_graph_launches():
         want = sum(1 for s in gs if c in s.flow_in + s.flow_end)
         check(want >= 2, "the trace has several operations for graph launch %d" % c)
         eq(per[c], want, "GPU events of graph launch %d = the operations it ran" % c)
+
+
+def test_merged_trace():
+    """Two GPU captures merged (two machines): the default names say the
+    machine and the pid; each file is its input's process, checked against
+    its input trace, with the flow ids merge moved for the second machine;
+    one time zero for both, on REALTIME; --pid picks one."""
+    tg = need_cupti()
+    ins, pids = [], []
+    for _ in range(2):
+        rc, _, err, path, tmp = tg.record_until_status(
+            {"CGBPF_CUPTI_PATH": FAKE_CUPTI, "FAKECUDA_KERNEL_NS": "20000"}, iters=20)
+        eq(rc, 0, "record (stderr %r)" % "".join(err)[-500:])
+        ins.append(path)
+        with open(os.path.join(tmp, "manifest.json")) as f:
+            pids.append(json.load(f)["pid"])
+    d = tmpdir()
+    merged = os.path.join(d, "job.perfetto-trace")
+    p = subprocess.run([CGBPF, "merge"] + ins + ["-o", merged], capture_output=True, text=True,
+                       timeout=120)
+    eq(p.returncode, 0, "merge exit (stderr %r)" % p.stderr[-300:])
+    exported(merged)
+    names = ["job.%d.%d.json" % (m, pids[m]) for m in (0, 1)]
+    eq(sorted(f for f in os.listdir(d) if f.endswith(".json")), sorted(names),
+       "default names: TRACE.MACHINE.PID.json")
+    docs = [Doc(os.path.join(d, n)) for n in names]
+    for m in (0, 1):
+        t = ptrace.load(ins[m])
+        with open(os.path.join(os.path.dirname(ins[m]), "manifest.json")) as f:
+            calls = json.load(f)["calls"]
+        eq((docs[m].doc["cgbpf"]["machine"], docs[m].doc["cgbpf"]["pid"]), (m, pids[m]),
+           "file %d: its machine and pid" % m)
+        check_gpu_export(t, docs[m], pids[m], calls, flow_base=m << 48)
+        boot, real = None, None
+        for snap in t.clock_snapshots:
+            if 6 in snap and 1 in snap:
+                boot, real = snap[6], snap[1]
+                break
+        e = docs[m].cat("kernel")[0]
+        eq(to_ns(e["ts"]) + docs[m].doc["baseTimeNanoseconds"],
+           docs[m].boot(e) - boot + real, "file %d: ts + base = the event's REALTIME" % m)
+    eq(docs[0].doc["baseTimeNanoseconds"], docs[1].doc["baseTimeNanoseconds"],
+       "one time zero for the files of one export")
+    c = [{e["args"]["correlation"] for e in x.cat(*GPU_CATS)} - {0} for x in docs]
+    check(c[0] and c[1] and not c[0] & c[1], "correlation ids of the machines disjoint")
+    one = os.path.join(d, "one.json")
+    exported(merged, "--pid", str(pids[1]), "-o", one)
+    eq(Doc(one).doc["cgbpf"]["pid"], pids[1], "--pid picks the process")
+    docs[0].load_in_trace_processor()
 
 
 def nvtx_need():
