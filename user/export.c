@@ -135,7 +135,10 @@ struct xport {
 	bool cgbpf;		/* cgbpf.* attributes seen */
 	char version[64];
 	int64_t base_real;	/* the common time zero, REALTIME (or BOOTTIME) ns */
-	int err;
+	bool machines_seen;	/* a merged trace: machines other than 0 */
+	const void *mem;	/* the trace in memory (export__mem), else x->input */
+	size_t memlen;
+	FILE *fixed_out;	/* every document to this stream (export__mem) */
 };
 
 /* ------------------------------------------------------------ tables */
@@ -1114,15 +1117,15 @@ static int cmp_proc(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-static void close_all(struct xproc **ps, size_t n, bool discard)
+static void close_all(struct xport *x, struct xproc **ps, size_t n, bool discard)
 {
 	for (size_t i = 0; i < n; i++) {
 		struct xproc *p = ps[i];
 
 		if (!p->f)
 			continue;
-		if (p->f == stdout) {
-			fflush(stdout);
+		if (p->f == stdout || p->f == x->fixed_out) {
+			fflush(p->f);
 		} else {
 			if (discard)
 				outfile__discard(fileno(p->f), p->path);
@@ -1264,20 +1267,26 @@ static int check_input(const char *path)
 	return 0;
 }
 
-static int run(struct xport *x)
+static int read_trace(struct xport *x, const struct tread_ops *ops, struct tread_stats *st)
 {
-	struct tread_ops ops1 = { .track = on_track, .clock = on_clock, .attr = on_attr,
-				  .slice = pass1_slice };
-	struct tread_ops ops2 = { .slice = pass2_slice };
-	struct xproc **ps = NULL;
+	if (x->mem)
+		return tread__run_mem(x->mem, x->memlen, x->input, ops, x, st);
+	return tread__run(x->input, ops, x, st);
+}
+
+/* Pass 1, the processes to export (*ps, sorted), their ranks and the
+ * common time zero. 0, or the exit status after a message. */
+static int analyse(struct xport *x, struct xproc ***out, size_t *nout)
+{
+	struct tread_ops ops = { .track = on_track, .clock = on_clock, .attr = on_attr,
+				 .slice = pass1_slice };
 	struct tread_stats st = { 0 };
+	struct xproc **ps;
 	size_t nps = 0, i = 0, nsel = 0;
 	uint64_t k, v;
-	bool machines = false;
-	char pat[PATH_MAX];
-	int ret = 2, r;
+	int r;
 
-	r = tread__run(x->input, &ops1, x, &st);
+	r = read_trace(x, &ops, &st);
 	if (r == -ENOMEM) {
 		err("export: out of memory");
 		return 1;
@@ -1287,12 +1296,21 @@ static int run(struct xport *x)
 			x->input);
 		return 2;
 	}
+	if (st.truncated_tail)
+		warn("%s ends inside a packet (a capture that was killed?): the last one is left out",
+		     x->input);
 	if (!x->cgbpf) {
 		fprintf(stderr, "cgbpf: export: %s is not a cgbpf trace: %s\n", x->input,
 			st.packets ? "no cgbpf attributes in it (a trace another tool wrote?)"
 				   : "no trace packets in it");
 		return 2;
 	}
+	/* Pass 1 classified each track at its first slice, with the
+	 * descriptors read by then; cgbpf describes a track (and its parents)
+	 * before its first event, but a classification made before a parent's
+	 * descriptor came would stick: again, with all of them. */
+	for (size_t j = 0; j < x->ntracks; j++)
+		x->tracks[j]->classified = false;
 	for (size_t j = 0; j < x->ntracks; j++)
 		classify(x, x->tracks[j], 0);
 	ps = calloc(x->procs.count + 1, sizeof(*ps));
@@ -1304,7 +1322,7 @@ static int run(struct xport *x)
 		struct xproc *p = (struct xproc *)(uintptr_t)v;
 
 		if (p->machine)
-			machines = true;
+			x->machines_seen = true;
 		if (!p->nslices || !pid_wanted(x, p->pid))
 			continue;
 		p->selected = true;
@@ -1319,13 +1337,8 @@ static int run(struct xport *x)
 		else
 			fprintf(stderr, "cgbpf: export: %s: nothing to export: no CUDA, NCCL or "
 				"NVTX calls and no GPU activity in this trace\n", x->input);
-		ret = x->npids ? 2 : 1;
-		goto out;
-	}
-	if (nps > MAX_OUTPUTS) {
-		fprintf(stderr, "cgbpf: export: %s has %zu processes to export, more than %d "
-			"files at once: choose some with --pid\n", x->input, nps, MAX_OUTPUTS);
-		goto out;
+		free(ps);
+		return x->npids ? 2 : 1;
 	}
 	for (size_t j = 0; j < nps; j++) {
 		pick_rank(ps[j]);
@@ -1336,19 +1349,35 @@ static int run(struct xport *x)
 				x->base_real = real;
 		}
 	}
+	*out = ps;
+	*nout = nps;
+	return 0;
+}
+
+/* Each process's output path, all of them before any file is made, so
+ * that nothing is written when one is bad. 0 or the exit status. */
+static int name_outputs(struct xport *x, struct xproc **ps, size_t nps)
+{
+	char pat[PATH_MAX];
+	int r;
+
+	if (nps > MAX_OUTPUTS) {
+		fprintf(stderr, "cgbpf: export: %s has %zu processes to export, more than %d "
+			"files at once: choose some with --pid\n", x->input, nps, MAX_OUTPUTS);
+		return 2;
+	}
 	if (x->output) {
 		snprintf(pat, sizeof(pat), "%s", x->output);
-	} else if (default_output(x->input, nps > 1, machines, pat, sizeof(pat))) {
+	} else if (default_output(x->input, nps > 1, x->machines_seen, pat, sizeof(pat))) {
 		fprintf(stderr, "cgbpf: export: %s: name too long\n", x->input);
-		goto out;
+		return 2;
 	}
 	if (nps > 1 && !has_code(pat, 'p')) {
 		fprintf(stderr, "cgbpf: export: %s has %zu processes to export (one file each, as "
 			"Kineto writes one per rank): put %%p in -o, or choose one with --pid\n",
 			x->input, nps);
-		goto out;
+		return 2;
 	}
-	/* Names first, all of them, so that nothing is written when one is bad. */
 	for (size_t j = 0; j < nps; j++) {
 		char path[PATH_MAX];
 
@@ -1356,7 +1385,7 @@ static int run(struct xport *x)
 			if (nps > 1) {
 				fprintf(stderr, "cgbpf: export: -o - writes one process: %zu in %s\n",
 					nps, x->input);
-				goto out;
+				return 2;
 			}
 			ps[j]->path = strdup("-");
 		} else {
@@ -1364,74 +1393,79 @@ static int run(struct xport *x)
 			if (r == -EINVAL) {
 				fprintf(stderr, "cgbpf: export: invalid -o '%s': %%p (pid), %%m "
 					"(machine) and %%%% are the only %%-codes\n", x->output);
-				goto out;
+				return 2;
 			}
 			if (r) {
 				fprintf(stderr, "cgbpf: export: -o '%s': name too long\n", pat);
-				goto out;
+				return 2;
 			}
 			if (!strcmp(path, x->input)) {
 				fprintf(stderr, "cgbpf: export: the output %s is the input\n", path);
-				goto out;
+				return 2;
 			}
 			ps[j]->path = strdup(path);
 		}
 		if (!ps[j]->path) {
 			err("export: out of memory");
-			ret = 1;
-			goto out;
+			return 1;
 		}
 		for (size_t l = 0; l < j; l++) {
 			if (!strcmp(ps[l]->path, ps[j]->path)) {
 				fprintf(stderr, "cgbpf: export: pids %d and %d of %s would both be "
 					"written to %s: put %%m in -o (a merged trace repeats pids)\n",
 					ps[l]->pid, ps[j]->pid, x->input, ps[j]->path);
-				goto out;
+				return 2;
 			}
 		}
 	}
-	{
-		struct xtrack **tr = malloc((x->ntracks + 1) * sizeof(*tr));
+	return 0;
+}
 
-		if (!tr) {
-			err("export: out of memory");
-			ret = 1;
-			goto out;
-		}
-		memcpy(tr, x->tracks, x->ntracks * sizeof(*tr));
-		qsort(tr, x->ntracks, sizeof(*tr), cmp_track);
-		for (size_t j = 0; j < nps; j++) {
-			struct xproc *p = ps[j];
+/* Opens the files (unless x->fixed_out), writes heads, pass 2, tails.
+ * 0, or 1 after a message (outputs removed). */
+static int write_all(struct xport *x, struct xproc **ps, size_t nps)
+{
+	struct tread_ops ops = { .slice = pass2_slice };
+	struct xtrack **tr = malloc((x->ntracks + 1) * sizeof(*tr));
+	int ret = 0;
 
-			if (!strcmp(p->path, "-")) {
-				p->f = stdout;
-			} else {
-				p->f = outfile__fopen(p->path, OUTFILE_MODE);
-				if (!p->f) {
-					int e = errno;
-
-					fprintf(stderr, "cgbpf: export: cannot create %s: %s\n", p->path,
-						outfile__strerror(e));
-					free(tr);
-					close_all(ps, nps, true);
-					ret = 1;
-					goto out;
-				}
-				setvbuf(p->f, NULL, _IOFBF, 64 << 10);
-			}
-			write_head(x, p, tr, x->ntracks);
-		}
-		free(tr);
+	if (!tr) {
+		err("export: out of memory");
+		return 1;
 	}
-	r = tread__run(x->input, &ops2, x, NULL);
-	if (r) {
+	memcpy(tr, x->tracks, x->ntracks * sizeof(*tr));
+	qsort(tr, x->ntracks, sizeof(*tr), cmp_track);
+	for (size_t j = 0; j < nps; j++) {
+		struct xproc *p = ps[j];
+
+		if (x->fixed_out) {
+			p->f = x->fixed_out;
+		} else if (!strcmp(p->path, "-")) {
+			p->f = stdout;
+		} else {
+			p->f = outfile__fopen(p->path, OUTFILE_MODE);
+			if (!p->f) {
+				int e = errno;
+
+				fprintf(stderr, "cgbpf: export: cannot create %s: %s\n", p->path,
+					outfile__strerror(e));
+				free(tr);
+				close_all(x, ps, nps, true);
+				return 1;
+			}
+			setvbuf(p->f, NULL, _IOFBF, 64 << 10);
+		}
+		/* With one stream for all (the fuzzer) the documents are
+		 * interleaved: not JSON, but every path runs. */
+		write_head(x, p, tr, x->ntracks);
+	}
+	free(tr);
+	if (read_trace(x, &ops, NULL)) {
 		fprintf(stderr, "cgbpf: export: %s changed while it was read; nothing written\n",
 			x->input);
-		close_all(ps, nps, true);
-		ret = 1;
-		goto out;
+		close_all(x, ps, nps, true);
+		return 1;
 	}
-	ret = 0;
 	for (size_t j = 0; j < nps; j++) {
 		struct xproc *p = ps[j];
 
@@ -1442,14 +1476,13 @@ static int run(struct xport *x)
 		}
 	}
 	if (ret) {
-		close_all(ps, nps, true);
-		goto out;
+		close_all(x, ps, nps, true);
+		return 1;
 	}
 	for (size_t j = 0; j < nps; j++) {
 		struct xproc *p = ps[j];
-		char rank[64] = "";
 
-		if (p->f != stdout) {
+		if (p->f != stdout && p->f != x->fixed_out) {
 			int fd = dup(fileno(p->f));
 
 			if (fclose(p->f)) {
@@ -1463,6 +1496,16 @@ static int run(struct xport *x)
 				close(fd);
 		}
 		p->f = NULL;
+	}
+	return ret;
+}
+
+static void report(struct xproc **ps, size_t nps)
+{
+	for (size_t j = 0; j < nps; j++) {
+		struct xproc *p = ps[j];
+		char rank[64] = "";
+
 		if (p->world > 0 && p->rank >= 0)
 			snprintf(rank, sizeof(rank), ", NCCL rank %d of %d", p->rank, p->world);
 		else if (p->world > 0)
@@ -1478,8 +1521,42 @@ static int run(struct xport *x)
 			warn("%s: %" PRIu64 " calls had not returned when the trace ended: written "
 			     "with the duration 0", p->path, p->unended);
 	}
-out:
+}
+
+static int run(struct xport *x)
+{
+	struct xproc **ps = NULL;
+	size_t nps = 0;
+	int ret;
+
+	ret = analyse(x, &ps, &nps);
+	if (!ret)
+		ret = name_outputs(x, ps, nps);
+	if (!ret)
+		ret = write_all(x, ps, nps);
+	if (!ret)
+		report(ps, nps);
 	free(ps);
+	return ret;
+}
+
+int export__mem(const void *buf, size_t len, FILE *out)
+{
+	struct xport x = { .input = "(memory)", .mem = buf, .memlen = len, .fixed_out = out };
+	struct xproc **ps = NULL;
+	size_t nps = 0;
+	int ret;
+
+	ret = analyse(&x, &ps, &nps);
+	for (size_t j = 0; !ret && j < nps; j++) {
+		ps[j]->path = strdup("(memory)");
+		if (!ps[j]->path)
+			ret = 1;
+	}
+	if (!ret)
+		ret = write_all(&x, ps, nps);
+	free(ps);
+	xport_free(&x);
 	return ret;
 }
 
