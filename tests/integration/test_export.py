@@ -202,7 +202,7 @@ def check_gpu_export(t, d, pid, manifest_calls=None, flow_base=0):
     ids)."""
     host = [e for e in d.cat("cuda_driver", "cuda_runtime") if e["pid"] == pid]
     api = collections.Counter(s.name for s in t.slices if s.pid == pid and s.tid is not None and
-                              s.name.startswith("cu") and "syscall" not in s.categories)
+                              s.name.startswith(("cu", "__cuda")) and not s.categories)
     eq(collections.Counter(e["name"] for e in host), api,
        "cuda_driver and cuda_runtime events = the trace's API slices")
     if manifest_calls is not None:
@@ -326,6 +326,40 @@ def test_gpu_workload():
     check("distributedInfo" not in d.doc and d.rank() is None, "no rank without NCCL")
     check_gpu_export(t, d, pid, m["calls"])
     eq({e["pid"] for e in d.x}, {pid, 0}, "events of the process and of its GPU only")
+    d.load_in_trace_processor()
+
+
+def test_runtime_workload():
+    """crt_app through the fake libcudart: runtime calls as cuda_runtime
+    with the driver calls they make inside them as cuda_driver; the flow,
+    so the correlation, is on the runtime call (the outermost), as
+    Kineto's runtime events carry it."""
+    tg = need_cupti()
+    if not os.path.exists(os.path.join(harness.FAKE, "libcudart.so.13")):
+        raise Skip("fake libcudart.so.13 not built (no CUDA toolkit)")
+    rc, out, err, trace, tmp = tg.record_until_status(
+        {"CGBPF_CUPTI_PATH": FAKE_CUPTI, "FAKECUDA_KERNEL_NS": "20000"},
+        cmd=[wl("crt_app"), "--iters", "5"])
+    eq(rc, 0, "cgbpf exit (stderr %r)" % "".join(err)[-800:])
+    t = ptrace.load(trace)
+    clean_trace(t)
+    pid = [p for p in t.processes if t.processes[p].process_name == "crt_app"][0]
+    path = os.path.join(tmp, "crt.json")
+    exported(trace, "-o", path)
+    d = Doc(path)
+    check_gpu_export(t, d, pid)
+    rt = d.cat("cuda_runtime")
+    check(any(e["name"] == "cudaLaunchKernel" for e in rt), "runtime launches")
+    by_corr = {e["args"]["correlation"]: e for e in d.cat("cuda_runtime", "cuda_driver")
+               if "correlation" in e["args"]}
+    k = [e for e in d.cat("kernel") if e["args"]["correlation"]]
+    check(k, "kernels linked to a call")
+    for e in k:
+        eq(by_corr[e["args"]["correlation"]]["cat"], "cuda_runtime",
+           "%s: launched by a runtime call" % e["name"])
+    drv = [e for e in d.cat("cuda_driver") if e["name"].startswith("cuLaunchKernel")]
+    check(drv and all("correlation" not in e["args"] for e in drv),
+          "the driver launches inside carry no correlation of their own")
     d.load_in_trace_processor()
 
 
