@@ -682,3 +682,18 @@ def test_bad_inputs():
     eq(len(files), 2, "demo's two processes, a file each (%r)" % files)
     for f in files:
         Doc(os.path.join(r.tmp, f))
+    # A full disk: exit 1, the message, no file left half written.
+    biggest = max(os.path.getsize(os.path.join(r.tmp, f)) for f in files)
+    mnt = os.path.join(r.tmp, "small")
+    os.mkdir(mnt)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", mnt]).returncode:
+        print("# skipped the full-disk case: cannot mount a tmpfs here")
+        return
+    try:
+        check(biggest > 8192, "an export bigger than the file system (%d bytes)" % biggest)
+        p = export(r.trace_path, "-o", os.path.join(mnt, "d-%p.json"))
+        eq(p.returncode, 1, "exit on ENOSPC (%r)" % p.stderr)
+        check("No space left on device" in p.stderr, "says why: %r" % p.stderr)
+        eq(os.listdir(mnt), [], "no file left half written")
+    finally:
+        subprocess.run(["umount", "-l", mnt])
