@@ -14,6 +14,7 @@
 #include "merge.h"
 #include "monitor.h"
 #include "record.h"
+#include "tstats.h"
 #include "version.h"
 
 
@@ -845,6 +846,8 @@ int main(int argc, char **argv)
 		return cmd_check(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "merge"))
 		return cmd_merge(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "stats"))
+		return tstats__main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "monitor"))
 		return cmd_monitor(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "dump"))

@@ -848,8 +848,15 @@ static void nvtx_proc(struct session *s, void *state, enum src_proc ev, uint32_t
 static void nvtx_finish(struct session *s, void *state, struct capture_info *ci)
 {
 	if (s->o->trace_mask & TRACE_BIT(LIB_NVTX)) {
+		const struct nvtx *n = state;
+		char v[24];
+
 		ci->lib_section[LIB_NVTX] = nvtx__print;
 		ci->lib_section_ctx[LIB_NVTX] = state;
+		/* The one nvtx_sum number the ranges in the trace do not tell. */
+		snprintf(v, sizeof(v), "%" PRIu64, n->unmatched);
+		if (s->pt)
+			pftrace__attribute(s->pt, "cgbpf.nvtx_unmatched", v);
 	}
 }
 

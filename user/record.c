@@ -940,6 +940,14 @@ static void describe_cgbpf(struct session *r, uint64_t ts)
 {
 	pftrace__clock_snapshot(r->pt);
 	pftrace__system_info(r->pt);
+	{
+		char thr[24] = "off";
+
+		/* osrt_sum says what it counts; cgbpf stats reads it here. */
+		if (r->o->syscall_threshold_ns != THRESHOLD_OFF)
+			snprintf(thr, sizeof(thr), "%" PRIu64, r->o->syscall_threshold_ns);
+		pftrace__attribute(r->pt, "cgbpf.syscall_threshold_ns", thr);
+	}
 	pftrace__track(r->pt, UUID_CGBPF, 0, "cgbpf");
 	pftrace__counter_track(r->pt, UUID_CGBPF_DROPS, UUID_CGBPF, "cgbpf lost records",
 			       PF_UNIT_COUNT);
