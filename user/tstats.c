@@ -135,6 +135,8 @@ struct acc {
 	uint64_t marks;
 	int64_t nvtx_unmatched;		/* -1: no trace said */
 	bool nvtx_traced;
+	bool gpu;			/* a process used the GPU (GPU tables shown) */
+	bool gpu_known;			/* a trace said whether */
 	uint64_t threshold;		/* 0: no trace said */
 	struct proc_row **procs;
 	size_t nprocs, capprocs;
@@ -585,6 +587,10 @@ static int on_attr(void *ctx, uint32_t machine, const char *key, const char *val
 	uint64_t v;
 
 	if (!strcmp(key, "cgbpf.syscall_threshold_ns")) {
+		/* Written since cgbpf stats exists, as is cgbpf.gpu_processes
+		 * when a process used the GPU; older traces get the GPU tables
+		 * always. */
+		a->gpu_known = true;
 		if (!strcmp(value, "off")) {
 			/* Several traces: counted where any traced them. */
 			if (!a->threshold)
@@ -596,6 +602,8 @@ static int on_attr(void *ctx, uint32_t machine, const char *key, const char *val
 		if (!errno && !*end && end != value && (a->threshold == 0 ||
 							a->threshold == UINT64_MAX || v < a->threshold))
 			a->threshold = v;
+	} else if (!strcmp(key, "cgbpf.gpu_processes")) {
+		a->gpu = true;
 	} else if (!strcmp(key, "cgbpf.nvtx_unmatched")) {
 		errno = 0;
 		v = strtoull(value, &end, 10);
@@ -824,6 +832,8 @@ static bool shown(const struct acc *a, enum report r)
 {
 	if (r == R_NVTX)
 		return a->nvtx_traced || a->nvtx.n || a->marks;
+	if (r == R_GPU_KERN || r == R_GPU_MEM_TIME || r == R_GPU_MEM_SIZE)
+		return a->gpu || !a->gpu_known || a->gpu_kern.n || a->gpu_mem.n;
 	return true;
 }
 
