@@ -1270,6 +1270,7 @@ cleanup:
 		ci.duration_ns = end - t0;
 		read_drops(&r, ci.drops);
 		if (r.pt && ret == 0) {
+			ncclsum__describe(r.ncclsum, r.pt);
 			flush_sources(&r);
 			report_drops(&r, end, true);
 			pftrace__clock_snapshot(r.pt);

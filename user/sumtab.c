@@ -505,3 +505,163 @@ void sumtab__gpu_mem_size(FILE *f, enum sumtab_fmt fmt, struct sumtab_row *rows,
 	}
 	sumtab__size(f, fmt, rows, n);
 }
+
+static int cmp_comms(const void *a, const void *b)
+{
+	const struct sumtab_nccl_comm *x = a, *y = b;
+
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->handle < y->handle ? -1 : x->handle > y->handle;
+}
+
+/* Communicators grouped by id: the ranks of one communicator in all
+ * traced processes on one line. */
+static void nccl_comms(FILE *f, struct sumtab_nccl_comm *all, size_t n)
+{
+	size_t ncomms = 0;
+
+	if (!n) {
+		fprintf(f, "\n   no communicator was seen\n");
+		return;
+	}
+	qsort(all, n, sizeof(*all), cmp_comms);
+	for (size_t i = 0; i < n; i++)
+		if (!all[i].id || i == 0 || all[i].id != all[i - 1].id)
+			ncomms++;
+	fprintf(f, "\n   %zu communicator(s), %zu rank(s) traced (rank r/n in process pid):\n",
+		ncomms, n);
+	for (size_t i = 0; i < n;) {
+		size_t j = i + 1;
+
+		if (all[i].id) {
+			while (j < n && all[j].id == all[i].id)
+				j++;
+			fprintf(f, "     %04x:", (unsigned)(all[i].id >> 48));
+		} else {
+			fprintf(f, "     (0x%" PRIx64 ", id unknown: created before attach or by "
+				   "ncclCommInitAll after comms[0]):", all[i].handle);
+		}
+		for (size_t k = i; k < j; k++) {
+			char r[16], nr[16];
+
+			snprintf(r, sizeof(r), all[k].rank >= 0 ? "%d" : "?", all[k].rank);
+			snprintf(nr, sizeof(nr), all[k].nranks >= 0 ? "%d" : "?", all[k].nranks);
+			fprintf(f, "%s rank %s/%s in %u", k > i ? "," : "", r, nr, all[k].pid);
+		}
+		fputc('\n', f);
+		i = j;
+	}
+}
+
+void sumtab__nccl(FILE *f, enum sumtab_fmt fmt, struct sumtab_nccl *s)
+{
+	static const char *const cols[] = { "Name", "Calls", "Grouped", "Bytes", "Timed",
+					    "Total (ns)", "Avg (ns)", "Med (ns)", "Max (ns)",
+					    "algbw (GB/s)", "busbw (GB/s)" };
+	uint64_t calls = 0, unknown = 0, errors = 0;
+	bool others = false, first = true;
+	char a[32], b[32];
+
+	for (int i = 0; i < s->nops; i++) {
+		calls += s->ops[i].calls;
+		errors += s->ops[i].errors;
+	}
+	if (fmt != SUMTAB_TEXT) {
+		sumtab__begin(f, fmt, cols, 11);
+		for (int i = 0; i < s->nops; i++) {
+			const struct sumtab_nccl_op *o = &s->ops[i];
+			struct stats *st = o->time;
+			struct sumtab_cell c[11] = {
+				{ .type = SC_STR, .s = o->name },
+				{ .type = SC_U64, .u = o->calls },
+				{ .type = SC_U64, .u = o->grouped },
+				{ .type = SC_U64, .u = o->bytes },
+				{ .type = SC_U64, .u = st->n },
+				{ .type = SC_U64, .u = st->total },
+				{ .type = SC_DOUBLE, .d = st->mean },
+				{ .type = SC_U64, .u = stats__median(st) },
+				{ .type = SC_U64, .u = st->max },
+				{ .type = SC_DOUBLE, .d = o->bw_time ? o->size / o->bw_time : 0 },
+				{ .type = SC_DOUBLE, .d = o->bw_time ? o->bus_size / o->bw_time : 0 },
+			};
+
+			if (!o->transfer || !o->calls)
+				continue;
+			sumtab__row(f, fmt, cols, c, 11, first);
+			first = false;
+		}
+		sumtab__end(f, fmt);
+		return;
+	}
+	if (!calls && !s->nested)
+		return;
+	fprintf(f, "\n** NCCL Summary (nccl_sum):\n\n"
+		   "   Time is host-side: from a call's entry to its return, as the CPU saw it. On a GPU,\n"
+		   "   NCCL calls are asynchronous (they return once the work is enqueued on the stream),\n"
+		   "   so these times and the bandwidths from them measure the launch, not the transfer,\n"
+		   "   unless the call blocked. GPU-side timing of the transfers will come with CUPTI.\n"
+		   "   Calls between ncclGroupStart and ncclGroupEnd only enqueue: they are counted under\n"
+		   "   Grouped and their times are left out; each group's time is under Groups below.\n"
+		   "   As nccl-tests: algbw = size / time; busbw = algbw x 2(n-1)/n (all-reduce),\n"
+		   "   (n-1)/n (all-gather, reduce-scatter, all-to-all), 1 (broadcast, reduce, send,\n"
+		   "   recv); size = count x datatype size, x n for all-gather, reduce-scatter and\n"
+		   "   all-to-all (their count is per rank); summed over timed calls (GB/s = 1e9 B/s).\n\n");
+	fprintf(f, " %-18s %8s %8s %14s %8s %14s %12s %12s %12s %12s %12s\n", cols[0], cols[1],
+		cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9], cols[10]);
+	for (int i = 0; i < s->nops; i++) {
+		const struct sumtab_nccl_op *o = &s->ops[i];
+		struct stats *st = o->time;
+
+		if (!o->transfer) {
+			others |= o->calls > 0;
+			continue;
+		}
+		if (!o->calls)
+			continue;
+		if (o->bw_time) {
+			snprintf(a, sizeof(a), "%.6g", o->size / o->bw_time);
+			snprintf(b, sizeof(b), "%.6g", o->bus_size / o->bw_time);
+		} else {
+			snprintf(a, sizeof(a), "-");
+			snprintf(b, sizeof(b), "-");
+		}
+		unknown += o->unknown_size;
+		fprintf(f, " %-18s %8" PRIu64 " %8" PRIu64 " %14" PRIu64 " %8" PRIu64 " %14" PRIu64
+			   " %12.1f %12" PRIu64 " %12" PRIu64 " %12s %12s\n",
+			o->name, o->calls, o->grouped, o->bytes, st->n, st->total, st->mean,
+			stats__median(st), st->max, a, b);
+	}
+	if (unknown)
+		fprintf(f, "   %" PRIu64 " timed calls on communicators of unknown size (created before "
+			   "attach) are left out of the bandwidths\n", unknown);
+	fprintf(f, "\n   Groups (outermost ncclGroupStart entry to ncclGroupEnd return): %" PRIu64
+		   " groups, %" PRIu64 " operations, %" PRIu64 " bytes",
+		s->groups->n, s->group_ops, s->group_bytes);
+	if (s->groups->n)
+		fprintf(f, "; time total %" PRIu64 " ns, avg %.1f, med %" PRIu64 ", max %" PRIu64,
+			s->groups->total, s->groups->mean, stats__median(s->groups), s->groups->max);
+	fputc('\n', f);
+	if (others) {
+		fprintf(f, "   Other calls:");
+		for (int i = 0; i < s->nops; i++) {
+			const struct sumtab_nccl_op *o = &s->ops[i];
+
+			if (o->transfer || !o->calls)
+				continue;
+			fprintf(f, "%s %s %" PRIu64, first ? "" : ",", o->name, o->calls);
+			first = false;
+		}
+		fputc('\n', f);
+	}
+	if (errors)
+		fprintf(f, "   %" PRIu64 " calls returned an error\n", errors);
+	if (s->nested)
+		fprintf(f, "   %" PRIu64 " calls NCCL made to its own API from inside another "
+			   "(ncclBcast -> ncclBroadcast) are not counted\n", s->nested);
+	nccl_comms(f, s->comms, s->ncomms);
+}

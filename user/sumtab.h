@@ -112,6 +112,35 @@ void sumtab__gpu_kern(FILE *f, enum sumtab_fmt fmt, struct sumtab_row *rows, int
 void sumtab__gpu_mem_time(FILE *f, enum sumtab_fmt fmt, struct sumtab_row *rows, int n);
 void sumtab__gpu_mem_size(FILE *f, enum sumtab_fmt fmt, struct sumtab_row *rows, int n);
 
+/* One NCCL function's row of nccl_sum (user/ncclsum.c says what each
+ * number is). */
+struct sumtab_nccl_op {
+	const char *name;
+	bool transfer;		/* a collective or point-to-point call (else "Other calls") */
+	uint64_t calls, errors, grouped, bytes;
+	struct stats *time;	/* successful calls outside groups */
+	uint64_t bw_time, unknown_size;
+	double size, bus_size;
+};
+/* A communicator as one process sees it. */
+struct sumtab_nccl_comm {
+	uint64_t id;		/* 0: unknown */
+	uint64_t handle;
+	int32_t rank, nranks;	/* -1: unknown */
+	uint32_t pid;
+};
+struct sumtab_nccl {
+	struct sumtab_nccl_op *ops;
+	int nops;
+	struct stats *groups;
+	uint64_t group_ops, group_bytes, nested;
+	struct sumtab_nccl_comm *comms;	/* sorted here */
+	size_t ncomms;
+};
+/* nccl_sum: nothing in text when no NCCL call was seen; CSV / JSON: the
+ * transfer functions' rows. */
+void sumtab__nccl(FILE *f, enum sumtab_fmt fmt, struct sumtab_nccl *s);
+
 /* A string as a JSON string literal / as a CSV field. */
 void sumtab__json_str(FILE *f, const char *s);
 void sumtab__csv_str(FILE *f, const char *s);

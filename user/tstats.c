@@ -42,6 +42,9 @@
 #include "hmap.h"
 #include "log.h"
 #include "model.h"
+#include "nccl.h"
+#include "nccl_funcs.h"
+#include "ncclsum.h"
 #include "outfile.h"
 #include "stats.h"
 #include "sumtab.h"
@@ -59,6 +62,7 @@ enum report {
 	R_KERN_LAUNCH,
 	R_API_MEM,
 	R_PEAK,
+	R_NCCL,
 	R_NVTX,
 	R_OSRT,
 	R_GPU_KERN,
@@ -76,6 +80,7 @@ static const struct {
 	[R_KERN_LAUNCH] = { "cuda_kern_launch_sum", "Top kernels by launches" },
 	[R_API_MEM] = { "cuda_api_mem_size_sum", "Memory copies, API side" },
 	[R_PEAK] = { "cuda_mem_peak", "Peak memory allocated per process" },
+	[R_NCCL] = { "nccl_sum", "NCCL Summary" },
 	[R_NVTX] = { "nvtx_sum", "NVTX Range Summary" },
 	[R_OSRT] = { "osrt_sum", "OS Runtime Summary" },
 	[R_GPU_KERN] = { "cuda_gpu_kern_sum", "CUDA GPU Kernel Summary" },
@@ -132,6 +137,13 @@ struct acc {
 	uint64_t copies[SUMTAB_DIRS], copy_bytes[SUMTAB_DIRS], memsets, memset_bytes;
 	struct names sys, nvtx, gpu_kern, gpu_mem;
 	struct named gpu_other;		/* kernel names past KERNEL_ROWS */
+	/* nccl_sum, as user/ncclsum.c keeps it */
+	struct sumtab_nccl_op nccl[NC_FN__COUNT];
+	struct stats nccl_time[NC_FN__COUNT], nccl_groups;
+	uint64_t nccl_group_ops, nccl_group_bytes, nccl_nested;
+	struct sumtab_nccl_comm *comms;
+	size_t ncomms, capcomms;
+	struct hmap nccl_fn;		/* hash(name) -> func + 1 */
 	uint64_t marks;
 	int64_t nvtx_unmatched;		/* -1: no trace said */
 	bool nvtx_traced;
@@ -230,6 +242,16 @@ static int acc_init(struct acc *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->nvtx_unmatched = -1;
+	for (int f = 0; f < NC_FN__COUNT; f++) {
+		const char *name = nccl_funcs[f].name;
+
+		a->nccl[f] = (struct sumtab_nccl_op){
+			.name = name,
+			.transfer = nccl_funcs[f].cls == NC_C_COLL || nccl_funcs[f].cls == NC_C_P2P,
+			.time = &a->nccl_time[f] };
+		if (hmap__put(&a->nccl_fn, hash__bytes(name, strlen(name)), f + 1))
+			return -ENOMEM;
+	}
 	for (unsigned l = 0; l < LIB__COUNT; l++) {
 		const struct api_lib *lib = apilib__get(l);
 
@@ -277,6 +299,11 @@ static void acc_free(struct acc *a)
 		free(a->api[l]);
 		free(a->inner[l]);
 	}
+	for (int f = 0; f < NC_FN__COUNT; f++)
+		stats__free(&a->nccl_time[f]);
+	stats__free(&a->nccl_groups);
+	hmap__free(&a->nccl_fn);
+	free(a->comms);
 	names_free(&a->kernels);
 	names_free(&a->sys);
 	names_free(&a->nvtx);
@@ -548,6 +575,64 @@ static void gpu_op(struct acc *a, const struct tread_slice *s)
 	}
 }
 
+static int nccl_func(const struct acc *a, const char *name)
+{
+	uint64_t *v = hmap__get(&a->nccl_fn, hash__bytes(name, strlen(name)));
+
+	return v && !strcmp(nccl_funcs[*v - 1].name, name) ? (int)(*v - 1) : -1;
+}
+
+/* The communicator size in a "comm" arg ("3fa2 rank 1/4"); -1: unknown. */
+static int comm_nranks(const struct tread_slice *s)
+{
+	const struct tread_arg *c = arg(s->args, s->nargs, "comm");
+	const char *slash;
+	char *end;
+	long n;
+
+	if (!c || c->type != TREAD_A_STR || !(slash = strrchr(c->s, '/')))
+		return -1;
+	n = strtol(slash + 1, &end, 10);
+	return end != slash + 1 && !*end && n >= 0 && n <= INT32_MAX ? (int)n : -1;
+}
+
+static void nccl_call(struct acc *a, const struct tread_slice *s, int f)
+{
+	struct sumtab_nccl_op *o = &a->nccl[f];
+	uint64_t dur = s->end_ts - s->ts, bytes;
+	int nranks;
+
+	if (arg(s->end_args, s->nend_args, "return_lost"))
+		return;
+	if (arg(s->args, s->nargs, "nested")) {
+		a->nccl_nested++;
+		return;
+	}
+	o->calls++;
+	if (arg(s->end_args, s->nend_args, "result")) {
+		o->errors++;
+		return;
+	}
+	if (!o->transfer)
+		return;
+	bytes = arg_u(s->args, s->nargs, "bytes");
+	o->bytes += bytes;
+	if (arg(s->args, s->nargs, "group")) {
+		o->grouped++;
+		return;
+	}
+	stats__add(o->time, dur);
+	nranks = comm_nranks(s);
+	if (nranks < 1) {
+		o->unknown_size++;
+		return;
+	}
+	o->bw_time += dur;
+	o->size += bytes * ncclsum__size_factor(nccl_funcs[f].coll, nranks);
+	o->bus_size += bytes * ncclsum__size_factor(nccl_funcs[f].coll, nranks) *
+		       ncclsum__bus_factor(nccl_funcs[f].coll, nranks);
+}
+
 static int on_slice(void *ctx, const struct tread_slice *s)
 {
 	struct acc *a = ctx;
@@ -561,10 +646,20 @@ static int on_slice(void *ctx, const struct tread_slice *s)
 		if (!strcmp(s->category, "syscall")) {
 			syscall(a, s);
 		} else if (!*s->category) {
+			int nf;
+
 			lf = api_func(a, s->name);
 			if (lf >= 0)
 				api_call(a, k, s, lf);
-		} else if (strcmp(s->category, "nccl")) {
+			else if ((nf = nccl_func(a, s->name)) >= 0)
+				nccl_call(a, s, nf);
+		} else if (!strcmp(s->category, "nccl")) {
+			if (!strcmp(s->name, "NCCL group")) {
+				stats__add(&a->nccl_groups, s->end_ts - s->ts);
+				a->nccl_group_ops += arg_u(s->end_args, s->nend_args, "operations");
+				a->nccl_group_bytes += arg_u(s->end_args, s->nend_args, "bytes");
+			}
+		} else {
 			nvtx_range(a, s, "PushPop");
 		}
 		break;
@@ -602,6 +697,22 @@ static int on_attr(void *ctx, uint32_t machine, const char *key, const char *val
 		if (!errno && !*end && end != value && (a->threshold == 0 ||
 							a->threshold == UINT64_MAX || v < a->threshold))
 			a->threshold = v;
+	} else if (!strcmp(key, "cgbpf.nccl_comm")) {
+		struct sumtab_nccl_comm c;
+
+		if (sscanf(value, "%" SCNx64 " %" SCNx64 " %d %d %u", &c.id, &c.handle, &c.rank,
+			   &c.nranks, &c.pid) != 5)
+			return 0;
+		if (a->ncomms == a->capcomms) {
+			size_t nc = a->capcomms ? a->capcomms * 2 : 16;
+			struct sumtab_nccl_comm *n = realloc(a->comms, nc * sizeof(*n));
+
+			if (!n)
+				return -ENOMEM;
+			a->comms = n;
+			a->capcomms = nc;
+		}
+		a->comms[a->ncomms++] = c;
 	} else if (!strcmp(key, "cgbpf.gpu_processes")) {
 		a->gpu = true;
 	} else if (!strcmp(key, "cgbpf.nvtx_unmatched")) {
@@ -699,6 +810,15 @@ static int print_report(struct acc *a, enum report r, enum sumtab_fmt fmt, bool 
 		free(ps);
 		break;
 	}
+	case R_NCCL: {
+		struct sumtab_nccl t = { .ops = a->nccl, .nops = NC_FN__COUNT,
+					 .groups = &a->nccl_groups, .group_ops = a->nccl_group_ops,
+					 .group_bytes = a->nccl_group_bytes, .nested = a->nccl_nested,
+					 .comms = a->comms, .ncomms = a->ncomms };
+
+		sumtab__nccl(f, fmt, &t);
+		break;
+	}
 	case R_NVTX:
 		rows = names_rows(&a->nvtx, false, &n);
 		if (!rows) {
@@ -771,7 +891,8 @@ static const char usage[] =
 "  -h, --help                   this help\n"
 "\n"
 "Tables: cuda_api_sum, cuda_api_inner_sum, cuda_kern_launch_sum,\n"
-"cuda_api_mem_size_sum, cuda_mem_peak, nvtx_sum, osrt_sum, cuda_gpu_kern_sum,\n"
+"cuda_api_mem_size_sum, cuda_mem_peak, nccl_sum, nvtx_sum, osrt_sum,\n"
+"cuda_gpu_kern_sum, "
 "cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum (docs/cgbpf-stats.1).\n"
 "\n"
 "Examples:\n"
@@ -830,6 +951,12 @@ next:;
 /* Whether record would have printed report r for these traces. */
 static bool shown(const struct acc *a, enum report r)
 {
+	if (r == R_NCCL) {
+		for (int f = 0; f < NC_FN__COUNT; f++)
+			if (a->nccl[f].calls)
+				return true;
+		return a->nccl_nested > 0;
+	}
 	if (r == R_NVTX)
 		return a->nvtx_traced || a->nvtx.n || a->marks;
 	if (r == R_GPU_KERN || r == R_GPU_MEM_TIME || r == R_GPU_MEM_SIZE)
