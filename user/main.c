@@ -15,6 +15,7 @@
 #include "merge.h"
 #include "monitor.h"
 #include "record.h"
+#include "tstats.h"
 #include "version.h"
 
 
@@ -850,6 +851,8 @@ int main(int argc, char **argv)
 		return cmd_merge(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "export"))
 		return export__main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "stats"))
+		return tstats__main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "monitor"))
 		return cmd_monitor(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "dump"))
