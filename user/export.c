@@ -996,7 +996,7 @@ static void write_head(struct xport *x, struct xproc *p, struct xtrack **tr, siz
 	last_dev = UINT32_MAX;
 	for (size_t i = 0; i < n; i++) {
 		struct xtrack *t = tr[i];
-		char buf[128];
+		char buf[320];	/* "thread TID (" + a name of up to 255 bytes + ")" */
 
 		if (t->proc != p || !t->nslices)
 			continue;
