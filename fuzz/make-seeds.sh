@@ -9,6 +9,10 @@
 #                 fuzz/tools/rbtap.c, cut to their first 48 KiB of records
 #   fuzz_merge    pairs of the traces those captures wrote
 #   fuzz_tread    the traces of those pairs, one a seed
+#   fuzz_export   fuzz_tread's seeds, and two small captures (--sched off
+#                 --syscall-threshold off --sample-hz 0) of test_export's
+#                 tests/integration/export_names.py on the fake CUPTI and
+#                 of nvtx_ranges: added by hand, not made here
 #   fuzz_ldcache  this host's /etc/ld.so.cache
 #   fuzz_elf      ELF files the tests use and /usr/local/cuda ships
 #   fuzz_config   dist/monitor.conf
