@@ -139,6 +139,8 @@ struct xport {
 	const void *mem;	/* the trace in memory (export__mem), else x->input */
 	size_t memlen;
 	FILE *fixed_out;	/* every document to this stream (export__mem) */
+	dev_t in_dev;		/* the input file, to refuse it as an output */
+	ino_t in_ino;
 };
 
 /* ------------------------------------------------------------ tables */
@@ -1249,7 +1251,7 @@ static void xport_free(struct xport *x)
 }
 
 /* The input must be a file that can be read twice. */
-static int check_input(const char *path)
+static int check_input(struct xport *x, const char *path)
 {
 	struct stat st;
 
@@ -1264,6 +1266,8 @@ static int check_input(const char *path)
 		fprintf(stderr, "cgbpf: export: %s: not a regular file\n", path);
 		return 2;
 	}
+	x->in_dev = st.st_dev;
+	x->in_ino = st.st_ino;
 	return 0;
 }
 
@@ -1354,6 +1358,17 @@ static int analyse(struct xport *x, struct xproc ***out, size_t *nout)
 	return 0;
 }
 
+/* Whether path names the input file (under any spelling: creating the
+ * output would replace the trace before its second pass). */
+static bool is_input(const struct xport *x, const char *path)
+{
+	struct stat st;
+
+	if (!strcmp(path, x->input))
+		return true;
+	return x->in_ino && !stat(path, &st) && st.st_dev == x->in_dev && st.st_ino == x->in_ino;
+}
+
 /* Each process's output path, all of them before any file is made, so
  * that nothing is written when one is bad. 0 or the exit status. */
 static int name_outputs(struct xport *x, struct xproc **ps, size_t nps)
@@ -1399,7 +1414,7 @@ static int name_outputs(struct xport *x, struct xproc **ps, size_t nps)
 				fprintf(stderr, "cgbpf: export: -o '%s': name too long\n", pat);
 				return 2;
 			}
-			if (!strcmp(path, x->input)) {
+			if (is_input(x, path)) {
 				fprintf(stderr, "cgbpf: export: the output %s is the input\n", path);
 				return 2;
 			}
@@ -1633,7 +1648,7 @@ int export__main(int argc, char **argv)
 			}
 			s++;
 		}
-	ret = check_input(x.input);
+	ret = check_input(&x, x.input);
 	if (ret)
 		goto out;
 	ret = run(&x);

@@ -675,8 +675,14 @@ def test_bad_inputs():
     eq(p.returncode, 2, "--pid of no exported process: exit (%r)" % p.stderr)
     check("none of the processes given with --pid" in p.stderr, "says so: %r" % p.stderr)
     check(not os.path.exists(out), "nothing written")
-    p = export(r.trace_path, "-o", r.trace_path)
-    eq(p.returncode, 2, "output = input: exit (%r)" % p.stderr)
+    size = os.path.getsize(r.trace_path)
+    for o in (r.trace_path, os.path.join(r.tmp, ".", os.path.basename(r.trace_path))):
+        pid = next(s.pid for s in r.trace.slices if s.tid is not None and
+                   s.name.startswith("cu"))
+        p = export(r.trace_path, "--pid", str(pid), "-o", o)
+        eq(p.returncode, 2, "output %s = the input: exit (%r)" % (o, p.stderr))
+        check("is the input" in p.stderr, "says so: %r" % p.stderr)
+        eq(os.path.getsize(r.trace_path), size, "the trace untouched")
     exported(r.trace_path, "-o", os.path.join(r.tmp, "d-%p.json"))
     files = [f for f in os.listdir(r.tmp) if f.startswith("d-")]
     eq(len(files), 2, "demo's two processes, a file each (%r)" % files)
