@@ -8,6 +8,11 @@
 #                 scheduler, GPU activity from the fake CUPTI), tapped from the sanitized cgbpf by
 #                 fuzz/tools/rbtap.c, cut to their first 48 KiB of records
 #   fuzz_merge    pairs of the traces those captures wrote
+#   fuzz_tread    the traces of those pairs, one a seed
+#   fuzz_export   fuzz_tread's seeds, and two small captures (--sched off
+#                 --syscall-threshold off --sample-hz 0) of test_export's
+#                 tests/integration/export_names.py on the fake CUPTI and
+#                 of nvtx_ranges: added by hand, not made here
 #   fuzz_ldcache  this host's /etc/ld.so.cache
 #   fuzz_elf      ELF files the tests use and /usr/local/cuda ships
 #   fuzz_config   dist/monitor.conf
@@ -107,6 +112,12 @@ pair "$tmp/nvtx-v2.perfetto-trace" "$tmp/sched.perfetto-trace" "$seeds/fuzz_merg
 "$out/cgbpf" merge "$tmp/train.perfetto-trace" "$tmp/sched.perfetto-trace" \
 	-o "$tmp/merged.perfetto-trace" 2>/dev/null
 pair "$tmp/merged.perfetto-trace" "$tmp/syscalls.perfetto-trace" "$seeds/fuzz_merge/seed-merged-syscalls"
+# tread: each trace of those pairs on its own
+mkdir -p "$seeds/fuzz_tread"
+rm -f "$seeds"/fuzz_tread/seed-*
+for f in train nccl nvtx-v2 sched merged syscalls; do
+	cp "$tmp/$f.perfetto-trace" "$seeds/fuzz_tread/seed-$f"
+done
 
 cp /etc/ld.so.cache "$seeds/fuzz_ldcache/seed-host-ld.so.cache"
 for f in "$out/stacks/chain_stripped" "$out/stacks/chain_stripped.debug" "$out/stacks/chain_cxx" \

@@ -3,8 +3,8 @@
 # A fast pass of integration tests against cgbpf built with ASan and UBSan
 # (make asan -> build-asan/cgbpf; make asan-test runs both): the record
 # path with the driver, NCCL and NVTX decoders and their strings, syscalls,
-# a private mount namespace, the monitor and its endpoint, merge and the
-# CLI's errors.
+# a private mount namespace, the monitor and its endpoint, merge, export
+# (its errors and hostile names) and the CLI's errors.
 # A sanitizer report fails the pass even where a test ignores cgbpf's
 # exit status (reports are written to files and collected here); a leak
 # is a report. Prints the closing "N passed, M failed" line.
@@ -34,6 +34,8 @@ selection=(
 	test_monitor::test_monitor_bad_input
 	test_monitor::test_monitor_http_slow_and_oversized_clients
 	test_merge::test_merge_bad_input
+	test_export::test_bad_inputs
+	test_export::test_hostile_names
 	test_cli::test_usage_errors_exit_2
 	test_cli::test_disk_full_keeps_valid_trace
 )

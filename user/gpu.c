@@ -1173,6 +1173,10 @@ void gpu__finish(struct gpu *g, uint64_t ts)
 				      "the process made CUDA calls but no cgbpf injection library "
 				      "reported (see docs/gpu-activity.md to load it)");
 	}
+	/* The summary shows the GPU tables when a process used the GPU:
+	 * cgbpf stats reads whether one did here. */
+	if (g->pt && g->procs.count)
+		pftrace__attribute(g->pt, "cgbpf.gpu_processes", "1");
 }
 
 uint64_t gpu__lost(const struct gpu *g)

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "gpu_int.h"
+#include "sumtab.h"
 
 #define KERNEL_ROWS 4096
 #define SHORT_NS 10000
@@ -295,20 +296,6 @@ void gpusum__dev_end(struct gpu *g, struct gpu_proc *p, struct gpu_dev *d)
 
 /* ---------------------------------------------------------------- printing */
 
-struct row {
-	const char *name;
-	struct stats *st;
-};
-
-static int cmp_total(const void *a, const void *b)
-{
-	const struct row *x = a, *y = b;
-
-	if (x->st->total != y->st->total)
-		return x->st->total < y->st->total ? 1 : -1;
-	return strcmp(x->name, y->name);
-}
-
 static const char *const mem_op_names[MEM_OPS] = {
 	"[CUDA memcpy Unknown]", "[CUDA memcpy Host-to-Device]", "[CUDA memcpy Device-to-Host]",
 	"[CUDA memcpy Host-to-Array]", "[CUDA memcpy Array-to-Host]",
@@ -317,82 +304,42 @@ static const char *const mem_op_names[MEM_OPS] = {
 	"[CUDA memcpy Host-to-Host]", "[CUDA memcpy Peer-to-Peer]", "[CUDA memset]",
 };
 
-static void time_rows(struct row *rows, int n, FILE *f, const char *count, const char *last)
-{
-	uint64_t total = 0;
-
-	for (int i = 0; i < n; i++)
-		total += rows[i].st->total;
-	qsort(rows, n, sizeof(*rows), cmp_total);
-	fprintf(f, " %8s %16s %10s %12s %12s %10s %12s %12s  %s\n", "Time (%)", "Total Time (ns)",
-		count, "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)", "StdDev (ns)", last);
-	for (int i = 0; i < n; i++) {
-		struct stats *st = rows[i].st;
-
-		fprintf(f, " %8.1f %16" PRIu64 " %10" PRIu64 " %12.1f %12" PRIu64 " %10" PRIu64
-			   " %12" PRIu64 " %12.1f  %s\n",
-			total ? 100.0 * st->total / total : 0.0, st->total, st->n, st->mean,
-			stats__median(st), st->min, st->max, stats__stddev(st), rows[i].name);
-	}
-}
-
 static void print_kernels(struct gpusum *s, FILE *f)
 {
-	struct row *rows;
+	struct sumtab_row *rows;
 	int n = 0;
 	uint64_t v;
 
-	fprintf(f, "\n** CUDA GPU Kernel Summary (cuda_gpu_kern_sum):\n\n");
-	if (!s->kernels.count && !s->other.st.n) {
-		fprintf(f, "   no GPU kernels were recorded\n");
-		return;
-	}
 	rows = calloc(s->kernels.count + 1, sizeof(*rows));
 	if (!rows)
 		return;
 	for (size_t it = 0; hmap__next(&s->kernels, &it, NULL, &v);) {
 		struct krow *r = (void *)(uintptr_t)v;
 
-		rows[n++] = (struct row){ r->name, &r->st };
+		rows[n++] = (struct sumtab_row){ .name = r->name, .st = &r->st };
 	}
 	if (s->other.st.n)
-		rows[n++] = (struct row){ "(other kernels: more names than the summary keeps)",
-					  &s->other.st };
-	time_rows(rows, n, f, "Instances", "Name");
+		rows[n++] = (struct sumtab_row){
+			.name = "(other kernels: more names than the summary keeps)",
+			.st = &s->other.st };
+	sumtab__gpu_kern(f, SUMTAB_TEXT, rows, n);
 	free(rows);
 }
 
 static void print_mem(struct gpusum *s, FILE *f)
 {
-	struct row rows[MEM_OPS];
+	struct sumtab_row rows[MEM_OPS];
 	int n = 0;
 
-	fprintf(f, "\n** CUDA GPU MemOps Summary (by Time) (cuda_gpu_mem_time_sum):\n\n");
 	for (int i = 0; i < MEM_OPS; i++)
 		if (s->mem_time[i].n)
-			rows[n++] = (struct row){ mem_op_names[i], &s->mem_time[i] };
-	if (!n) {
-		fprintf(f, "   no GPU memory operations were recorded\n");
-		return;
-	}
-	time_rows(rows, n, f, "Count", "Operation");
-
-	fprintf(f, "\n** CUDA GPU MemOps Summary (by Size) (cuda_gpu_mem_size_sum):\n\n");
+			rows[n++] = (struct sumtab_row){ .name = mem_op_names[i], .st = &s->mem_time[i] };
+	sumtab__gpu_mem_time(f, SUMTAB_TEXT, rows, n);
 	n = 0;
 	for (int i = 0; i < MEM_OPS; i++)
 		if (s->mem_size[i].n)
-			rows[n++] = (struct row){ mem_op_names[i], &s->mem_size[i] };
-	qsort(rows, n, sizeof(*rows), cmp_total);
-	/* nsys's MB: 10^6 bytes. */
-	fprintf(f, " %12s %10s %12s %12s %12s %12s %12s  %s\n", "Total (MB)", "Count", "Avg (MB)",
-		"Med (MB)", "Min (MB)", "Max (MB)", "StdDev (MB)", "Operation");
-	for (int i = 0; i < n; i++) {
-		struct stats *st = rows[i].st;
-
-		fprintf(f, " %12.3f %10" PRIu64 " %12.3f %12.3f %12.3f %12.3f %12.3f  %s\n",
-			st->total / 1e6, st->n, st->mean / 1e6, stats__median(st) / 1e6,
-			st->min / 1e6, st->max / 1e6, stats__stddev(st) / 1e6, rows[i].name);
-	}
+			rows[n++] = (struct sumtab_row){ .name = mem_op_names[i], .st = &s->mem_size[i] };
+	sumtab__gpu_mem_size(f, SUMTAB_TEXT, rows, n);
 }
 
 static double pct(uint64_t a, uint64_t b)

@@ -12,9 +12,11 @@
 #include "check.h"
 #include "pycheck.h"
 #include "config.h"
+#include "export.h"
 #include "merge.h"
 #include "monitor.h"
 #include "record.h"
+#include "tstats.h"
 #include "version.h"
 
 
@@ -33,6 +35,8 @@ static const char usage_main[] =
 "  dump       ask a running monitor to write its flight recorder to a trace\n"
 "  merge      combine traces of several hosts (or ranks) into one, aligned on\n"
 "             wall-clock time, one Perfetto machine per input\n"
+"  export     write a saved trace for other tools: --format kineto-json (the\n"
+"             PyTorch profiler's JSON, for Holistic Trace Analysis)\n"
 "\n"
 "Run 'cgbpf record --help' for its options; 'man cgbpf-record' for details.\n"
 "  -h, --help      this help\n"
@@ -873,6 +877,10 @@ int main(int argc, char **argv)
 		return cmd_check(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "merge"))
 		return cmd_merge(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "export"))
+		return export__main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "stats"))
+		return tstats__main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "monitor"))
 		return cmd_monitor(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "dump"))

@@ -22,6 +22,9 @@ struct sink ncclsum__sink(struct ncclsum *s);
 /* Prints the section (nothing when no NCCL call was seen); ctx is the
  * struct ncclsum (a capture_info lib_section hook). */
 void ncclsum__print(const void *ctx, FILE *f);
+/* Writes the communicators nccl_sum lists into the trace (attributes
+ * cgbpf.nccl_comm), for cgbpf stats. Accepts NULL. */
+void ncclsum__describe(const struct ncclsum *s, struct pftrace *pt);
 /* nccl-tests' size multiplier (n for all-gather, reduce-scatter and
  * all-to-all, whose count is per rank; 1 otherwise) and bus-bandwidth
  * factor of a collective (enum nccl_coll) on n ranks. */

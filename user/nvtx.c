@@ -21,6 +21,7 @@
 #include "source.h"
 #include "stats.h"
 #include "summary.h"
+#include "sumtab.h"
 #include "ustr.h"
 
 #define NV_DEPTH 64		/* open push/pop ranges per thread */
@@ -766,51 +767,39 @@ void nvtx__finish(struct nvtx *n, uint64_t ts)
 
 /* ------------------------------------------------------------ summary */
 
-static int cmp_rows(const void *a, const void *b)
-{
-	const struct nv_row *x = *(struct nv_row *const *)a, *y = *(struct nv_row *const *)b;
-
-	return x->st.total < y->st.total ? 1 : x->st.total > y->st.total ? -1 : 0;
-}
-
 void nvtx__print(const void *ctx, FILE *f)
 {
 	const struct nvtx *n = ctx;
-	struct nv_row **rows;
-	uint64_t v, total = 0;
+	struct sumtab_row *rows;
+	char **names;
+	uint64_t v;
 	size_t nr = 0;
 
-	fprintf(f, "\n** NVTX Range Summary (nvtx_sum):\n\n");
-	if (!n->rows.count) {
-		fprintf(f, "   no NVTX ranges were traced%s\n",
-			n->marks ? " (marks only)" : " (run the application with "
-			"NVTX_INJECTION64_PATH set to libcgbpf-inject.so: docs/injection.md)");
+	rows = calloc(n->rows.count ? n->rows.count : 1, sizeof(*rows));
+	names = calloc(n->rows.count ? n->rows.count : 1, sizeof(*names));
+	if (!rows || !names) {
+		free(rows);
+		free(names);
 		return;
 	}
-	rows = malloc(n->rows.count * sizeof(*rows));
-	if (!rows)
-		return;
 	for (size_t it = 0; hmap__next((struct hmap *)&n->rows, &it, NULL, &v);) {
-		rows[nr] = (void *)(uintptr_t)v;
-		total += rows[nr++]->st.total;
-	}
-	qsort(rows, nr, sizeof(*rows), cmp_rows);
-	fprintf(f, " %8s %16s %10s %12s %12s %10s %12s %12s  %-9s %s\n", "Time (%)",
-		"Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)",
-		"StdDev (ns)", "Style", "Range");
-	for (size_t i = 0; i < nr; i++) {
-		struct stats *st = &rows[i]->st;
-		bool dflt = !strcmp(rows[i]->domain, "NVTX");
+		struct nv_row *r = (void *)(uintptr_t)v;
+		bool dflt = !strcmp(r->domain, "NVTX");
 
-		fprintf(f, " %8.1f %16" PRIu64 " %10" PRIu64 " %12.1f %12" PRIu64 " %10" PRIu64
-			   " %12" PRIu64 " %12.1f  %-9s %s%s%s\n",
-			total ? 100.0 * st->total / total : 0.0, st->total, st->n, st->mean,
-			stats__median(st), st->min, st->max, stats__stddev(st),
-			rows[i]->style == STYLE_PUSHPOP ? "PushPop" : "StartEnd",
-			dflt ? "" : rows[i]->domain, dflt ? "" : ":", rows[i]->name);
+		/* A range of another domain than the default: "domain:name". */
+		if (asprintf(&names[nr], "%s%s%s", dflt ? "" : r->domain, dflt ? "" : ":",
+			     r->name) < 0)
+			names[nr] = NULL;
+		rows[nr] = (struct sumtab_row){ .name = names[nr] ? names[nr] : r->name,
+						.style = r->style == STYLE_PUSHPOP ? "PushPop" :
+										     "StartEnd",
+						.st = &r->st };
+		nr++;
 	}
-	fprintf(f, "   %" PRIu64 " marks; %" PRIu64 " pops/ends whose push/start came before "
-		   "cgbpf attached\n", n->marks, n->unmatched);
+	sumtab__nvtx(f, SUMTAB_TEXT, rows, nr, n->marks, n->unmatched);
+	for (size_t i = 0; i < nr; i++)
+		free(names[i]);
+	free(names);
 	free(rows);
 }
 
@@ -859,8 +848,15 @@ static void nvtx_proc(struct session *s, void *state, enum src_proc ev, uint32_t
 static void nvtx_finish(struct session *s, void *state, struct capture_info *ci)
 {
 	if (s->o->trace_mask & TRACE_BIT(LIB_NVTX)) {
+		const struct nvtx *n = state;
+		char v[24];
+
 		ci->lib_section[LIB_NVTX] = nvtx__print;
 		ci->lib_section_ctx[LIB_NVTX] = state;
+		/* The one nvtx_sum number the ranges in the trace do not tell. */
+		snprintf(v, sizeof(v), "%" PRIu64, n->unmatched);
+		if (s->pt)
+			pftrace__attribute(s->pt, "cgbpf.nvtx_unmatched", v);
 	}
 }
 

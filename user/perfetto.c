@@ -377,6 +377,20 @@ void pftrace__system_info(struct pftrace *pt)
 	packet_end(pt);
 }
 
+void pftrace__attribute(struct pftrace *pt, const char *key, const char *value)
+{
+	struct pb *pb = &pt->out;
+
+	if (pt->err)
+		return;
+	pb__begin(pb, TRACE_PACKET);
+	pb__varint(pb, PKT_SEQ_ID, META_SEQ);
+	pb__begin(pb, PKT_TRACE_ATTRIBUTES);
+	attribute(pb, key, value);
+	pb__end(pb);
+	packet_end(pt);
+}
+
 /*
  * Descriptors carry the time they are written. Trace processor binds a
  * thread or process track to a pid at the first packet that uses it, in

@@ -82,6 +82,9 @@ uint64_t pftrace__bytes(const struct pftrace *pt);
 void pftrace__clock_snapshot(struct pftrace *pt);
 /* SystemInfo with the kernel's utsname. */
 void pftrace__system_info(struct pftrace *pt);
+/* A TraceAttributes packet with one string attribute: what `cgbpf stats`
+ * needs beyond the events (docs/design.md, "Summary from a trace"). */
+void pftrace__attribute(struct pftrace *pt, const char *key, const char *value);
 /* Track descriptors. Re-emitting one with the same uuid renames it. */
 void pftrace__process(struct pftrace *pt, uint64_t uuid, int pid, const char *name,
 		      const char *cmdline);

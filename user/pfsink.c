@@ -94,6 +94,14 @@ static void on_end(void *ctx, struct thread *t, struct call *c)
 
 	if (!s)
 		return;
+	if (!c->ended) {
+		/* Its return was lost: the summary leaves it out, and so must
+		 * cgbpf stats. */
+		struct pf_annot lost = { .name = "return_lost", .type = PA_BOOL, .u = 1 };
+
+		pftrace__end(ctx, s, c->end_ts, &lost, 1);
+		return;
+	}
 	if (c->bt && c->bt->n)
 		end_with_stack(ctx, s, c);
 	else

@@ -940,6 +940,14 @@ static void describe_cgbpf(struct session *r, uint64_t ts)
 {
 	pftrace__clock_snapshot(r->pt);
 	pftrace__system_info(r->pt);
+	{
+		char thr[24] = "off";
+
+		/* osrt_sum says what it counts; cgbpf stats reads it here. */
+		if (r->o->syscall_threshold_ns != THRESHOLD_OFF)
+			snprintf(thr, sizeof(thr), "%" PRIu64, r->o->syscall_threshold_ns);
+		pftrace__attribute(r->pt, "cgbpf.syscall_threshold_ns", thr);
+	}
 	pftrace__track(r->pt, UUID_CGBPF, 0, "cgbpf");
 	pftrace__counter_track(r->pt, UUID_CGBPF_DROPS, UUID_CGBPF, "cgbpf lost records",
 			       PF_UNIT_COUNT);
@@ -1262,6 +1270,7 @@ cleanup:
 		ci.duration_ns = end - t0;
 		read_drops(&r, ci.drops);
 		if (r.pt && ret == 0) {
+			ncclsum__describe(r.ncclsum, r.pt);
 			flush_sources(&r);
 			report_drops(&r, end, true);
 			pftrace__clock_snapshot(r.pt);

@@ -11,9 +11,8 @@
 #include "stats.h"
 #include "log.h"
 #include "summary.h"
+#include "sumtab.h"
 #include "syscalls.h"
-
-#define TOP_KERNELS 15
 
 struct kernel_count {
 	char *name;
@@ -193,16 +192,6 @@ static int cmp_rows(const void *a, const void *b)
 	return x->st->total < y->st->total ? 1 : x->st->total > y->st->total ? -1 : 0;
 }
 
-static int cmp_kernels(const void *a, const void *b)
-{
-	const struct kernel_count *x = *(struct kernel_count *const *)a;
-	const struct kernel_count *y = *(struct kernel_count *const *)b;
-
-	if (x->launches != y->launches)
-		return x->launches < y->launches ? 1 : -1;
-	return strcmp(x->name, y->name);
-}
-
 static void human_bytes(uint64_t b, char *buf, size_t len)
 {
 	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
@@ -250,18 +239,13 @@ static struct row *api_rows(struct summary *s, struct stats *const tab[LIB__COUN
 	return rows;
 }
 
-static void print_api_rows(const struct row *rows, int n, uint64_t total, FILE *f)
+static struct sumtab_row *tab_rows(const struct row *rows, int n)
 {
-	fprintf(f, " %8s %16s %10s %12s %12s %10s %12s %12s  %s\n", "Time (%)", "Total Time (ns)",
-		"Num Calls", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)", "StdDev (ns)", "Name");
-	for (int i = 0; i < n; i++) {
-		struct stats *st = rows[i].st;
+	struct sumtab_row *r = calloc(n ? n : 1, sizeof(*r));
 
-		fprintf(f, " %8.1f %16" PRIu64 " %10" PRIu64 " %12.1f %12" PRIu64 " %10" PRIu64
-			   " %12" PRIu64 " %12.1f  %s\n",
-			total ? 100.0 * st->total / total : 0.0, st->total, st->n, st->mean,
-			stats__median(st), st->min, st->max, stats__stddev(st), rows[i].name);
-	}
+	for (int i = 0; r && i < n; i++)
+		r[i] = (struct sumtab_row){ .name = rows[i].name, .st = rows[i].st };
+	return r;
 }
 
 /*
@@ -274,90 +258,62 @@ static void print_api_rows(const struct row *rows, int n, uint64_t total, FILE *
 static void print_api(struct summary *s, FILE *f)
 {
 	struct row *rows, *inner;
+	struct sumtab_row *r = NULL, *ri = NULL;
 	uint64_t total, inner_total;
 	int n = 0, ninner = 0;
 
 	rows = api_rows(s, s->funcs, &n, &total);
 	inner = api_rows(s, s->inner, &ninner, &inner_total);
-	fprintf(f, "\n** CUDA API Summary (cuda_api_sum):\n\n");
-	if (!rows || !inner || !n) {
-		fprintf(f, "   no CUDA API calls were traced\n");
-		free(rows);
-		free(inner);
-		return;
+	if (rows && inner) {
+		r = tab_rows(rows, n);
+		ri = tab_rows(inner, ninner);
 	}
-	print_api_rows(rows, n, total, f);
-	if (ninner) {
-		fprintf(f, "\n   Made inside the calls above (the runtime's driver calls), not counted"
-			   " in them again;\n   Time (%%) of the same total:\n\n");
-		print_api_rows(inner, ninner, total, f);
-	}
+	if (!r || !ri)
+		n = ninner = 0;
+	sumtab__api(f, SUMTAB_TEXT, r, n, ri, ninner);
+	free(r);
+	free(ri);
 	free(rows);
 	free(inner);
 }
 
 static void print_kernels(struct summary *s, FILE *f)
 {
-	struct kernel_count **ks;
+	struct sumtab_kernel *ks = calloc(s->kernels.count ? s->kernels.count : 1, sizeof(*ks));
 	size_t n = 0;
 	uint64_t v;
 
-	fprintf(f, "\n** Top kernels by launches:\n\n");
-	if (!s->kernels.count) {
-		fprintf(f, "   no kernel launches were traced\n");
-		return;
-	}
-	ks = malloc(s->kernels.count * sizeof(*ks));
 	if (!ks)
 		return;
-	for (size_t it = 0; hmap__next(&s->kernels, &it, NULL, &v);)
-		ks[n++] = (void *)(uintptr_t)v;
-	qsort(ks, n, sizeof(*ks), cmp_kernels);
-	fprintf(f, " %10s %8s %14s  %s\n", "Launches", "(%)", "Avg API (ns)", "Kernel");
-	for (size_t i = 0; i < n && i < TOP_KERNELS; i++)
-		fprintf(f, " %10" PRIu64 " %8.1f %14.1f  %s\n", ks[i]->launches,
-			100.0 * ks[i]->launches / s->launches, ks[i]->api.mean, ks[i]->name);
-	if (n > TOP_KERNELS)
-		fprintf(f, "   ... and %zu more kernels\n", n - TOP_KERNELS);
-	fprintf(f, "   %" PRIu64 " launches of %zu kernels; %" PRIu64
-		   " unnamed (function handle looked up before cgbpf attached)\n",
-		s->launches, n, s->unnamed_launches);
+	for (size_t it = 0; hmap__next(&s->kernels, &it, NULL, &v);) {
+		const struct kernel_count *k = (void *)(uintptr_t)v;
+
+		ks[n++] = (struct sumtab_kernel){ .name = k->name, .launches = k->launches,
+						  .avg_api = k->api.mean };
+	}
+	sumtab__kernels(f, SUMTAB_TEXT, ks, n, s->launches, s->unnamed_launches);
 	free(ks);
 }
 
 static void print_memory(struct summary *s, const struct model *m, FILE *f)
 {
-	static const char *const dirs[DIR__COUNT] = { "", "Host to Device", "Device to Host",
-						      "Device to Device",
-						      "Unified (cuMemcpy, direction by address)",
-						      "Host to Host" };
-	char b1[32], b2[32];
+	struct sumtab_peak *ps;
+	size_t n = 0;
 	uint64_t v;
 
-	fprintf(f, "\n** Memory copies (cuda_gpu_mem_size_sum, API side):\n\n");
-	fprintf(f, " %10s %16s %12s  %s\n", "Count", "Total (bytes)", "", "Operation");
-	for (int d = 1; d < DIR__COUNT; d++) {
-		if (!s->copies[d])
-			continue;
-		human_bytes(s->copy_bytes[d], b1, sizeof(b1));
-		fprintf(f, " %10" PRIu64 " %16" PRIu64 " %12s  %s\n", s->copies[d],
-			s->copy_bytes[d], b1, dirs[d]);
-	}
-	if (s->memsets) {
-		human_bytes(s->memset_bytes, b1, sizeof(b1));
-		fprintf(f, " %10" PRIu64 " %16" PRIu64 " %12s  %s\n", s->memsets, s->memset_bytes,
-			b1, "Memset");
-	}
-	fprintf(f, "\n** Peak memory allocated per process (since attach):\n\n");
-	fprintf(f, " %8s %-16s %18s %18s\n", "PID", "Process", "GPU (cuMemAlloc*)",
-		"Pinned host");
+	sumtab__api_mem(f, SUMTAB_TEXT, s->copies, s->copy_bytes, s->memsets, s->memset_bytes);
+	ps = calloc(m->procs.count ? m->procs.count : 1, sizeof(*ps));
+	if (!ps)
+		return;
 	for (size_t it = 0; hmap__next(&m->procs, &it, NULL, &v);) {
 		const struct proc *p = (void *)(uintptr_t)v;
 
-		human_bytes(p->mem_peak[CTR_GPU_MEM], b1, sizeof(b1));
-		human_bytes(p->mem_peak[CTR_HOST_PINNED], b2, sizeof(b2));
-		fprintf(f, " %8u %-16s %18s %18s\n", p->pid, p->comm, b1, b2);
+		ps[n++] = (struct sumtab_peak){ .pid = p->pid, .comm = p->comm,
+						.gpu = p->mem_peak[CTR_GPU_MEM],
+						.pinned = p->mem_peak[CTR_HOST_PINNED] };
 	}
+	sumtab__peak(f, SUMTAB_TEXT, ps, n);
+	free(ps);
 }
 
 void summary__print(struct summary *s, const struct model *m, const struct capture_info *ci,

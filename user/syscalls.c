@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "stats.h"
+#include "sumtab.h"
 #include "syscall_names.h"
 #include <bpf/libbpf.h>
 #include "cgbpf.skel.h"
@@ -215,63 +216,29 @@ uint64_t syssum__calls(const struct syssum *s, uint32_t nr)
 	return s->by_nr[nr < NSYSCALLS ? nr : NSYSCALLS].n;
 }
 
-struct sys_row {
-	size_t nr;
-	struct stats *st;
-};
-
-static int cmp_rows(const void *a, const void *b)
-{
-	const struct sys_row *x = a, *y = b;
-
-	if (x->st->total != y->st->total)
-		return x->st->total < y->st->total ? 1 : -1;
-	return x->nr < y->nr ? -1 : x->nr > y->nr;
-}
-
 void syssum__print(struct syssum *s, uint64_t threshold_ns, FILE *f)
 {
-	struct sys_row *rows;
-	uint64_t total = 0;
-	size_t n = 0;
-	char buf[24];
+	struct sumtab_row *rows;
+	char (*names)[24];
+	int n = 0;
 
-	fprintf(f, "\n** OS Runtime Summary (osrt_sum): syscalls of traced threads\n\n");
-	if (threshold_ns == UINT64_MAX) {
-		fprintf(f, "   syscalls were not traced (--syscall-threshold off)\n");
-		return;
-	}
-	fprintf(f, "   only syscalls lasting >= %" PRIu64 " ns are recorded and counted "
-		   "(--syscall-threshold); median exact up to %d calls per syscall, "
-		   "within 1.6%% beyond\n\n", threshold_ns, STATS_EXACT);
-	if (!s->total_calls) {
-		fprintf(f, "   no syscalls were recorded\n");
-		return;
-	}
 	rows = calloc(NSYSCALLS + 1, sizeof(*rows));
-	if (!rows)
+	names = calloc(NSYSCALLS + 1, sizeof(*names));
+	if (!rows || !names) {
+		free(rows);
+		free(names);
 		return;
+	}
 	for (size_t i = 0; i <= NSYSCALLS; i++)
 		if (s->by_nr[i].n) {
-			rows[n].nr = i;
+			rows[n].name = i < NSYSCALLS ? syscalls__name(i, names[n], sizeof(names[n])) :
+						       "(numbers beyond the table)";
 			rows[n].st = &s->by_nr[i];
-			total += rows[n].st->total;
 			n++;
 		}
-	qsort(rows, n, sizeof(rows[0]), cmp_rows);
-	fprintf(f, " %8s %16s %10s %12s %12s %10s %12s %12s  %s\n", "Time (%)", "Total Time (ns)",
-		"Num Calls", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)", "StdDev (ns)", "Name");
-	for (size_t i = 0; i < n; i++) {
-		struct stats *st = rows[i].st;
-		const char *name = rows[i].nr < NSYSCALLS ?
-			syscalls__name(rows[i].nr, buf, sizeof(buf)) : "(numbers beyond the table)";
-
-		fprintf(f, " %8.1f %16" PRIu64 " %10" PRIu64 " %12.1f %12" PRIu64 " %10" PRIu64
-			   " %12" PRIu64 " %12.1f  %s\n",
-			total ? 100.0 * st->total / total : 0.0, st->total, st->n, st->mean,
-			stats__median(st), st->min, st->max, stats__stddev(st), name);
-	}
+	sumtab__osrt(f, SUMTAB_TEXT, rows, n, threshold_ns);
 	free(rows);
+	free(names);
 }
 
 /* ---------------------------------------------------------------- source */
