@@ -199,6 +199,23 @@ struct pftrace *pftrace__router(struct pfsplit *split)
 	return pt;
 }
 
+struct pftrace *pftrace__pending(void)
+{
+	struct pftrace *pt = calloc(1, sizeof(*pt));
+
+	if (!pt)
+		return NULL;
+	pt->fd = -1;
+	pb__init(&pt->out);
+	pt->next_seq = META_SEQ + 1;
+	return pt;
+}
+
+void pftrace__set_fd(struct pftrace *pt, int fd)
+{
+	pt->fd = fd;
+}
+
 struct pfsplit *pftrace__split(const struct pftrace *pt)
 {
 	return pt->split;
@@ -278,6 +295,8 @@ int pftrace__flush(struct pftrace *pt)
 	}
 	if (pt->err)
 		return pt->err;
+	if (pt->fd < 0)
+		return pt->out.err;	/* pending: no file yet, the buffer keeps it all */
 	if (pt->out.err) {
 		pt->err = pt->out.err;
 		return pt->err;
@@ -327,8 +346,10 @@ int pftrace__close(struct pftrace *pt)
 
 	if (!pt)
 		return 0;
-	if (pt->split || pt->fd < 0) {
-		err = pfsplit__close(pt->split, false);	/* a router */
+	if (pt->split) {
+		err = pfsplit__close(pt->split, false);
+	} else if (pt->fd < 0) {
+		err = 0;	/* pending: never given a file, so nothing to write */
 	} else {
 		err = pftrace__flush(pt);
 		if (close(pt->fd) < 0 && !err)
@@ -347,7 +368,7 @@ int pftrace__close(struct pftrace *pt)
 static void packet_end(struct pftrace *pt)
 {
 	pb__end(&pt->out);
-	if (pt->out.len >= FLUSH_BYTES)
+	if (pt->out.len >= FLUSH_BYTES && pt->fd >= 0)
 		pftrace__flush(pt);
 }
 

@@ -24,10 +24,16 @@ struct pfseq;
 struct pfsplit;
 
 /* A router trace writing one file per process, named by pattern (which
- * must pass outname__check); replace: existing regular files are replaced
+ * must pass outname__check; its %q are read from each process's
+ * environment, at its exec when pfsplit__remember is called); replace: existing regular files are replaced
  * (--force) rather than refused. ctx's pid and seq are set per file; its
  * missing_empty is forced on. NULL with errno set. */
 struct pftrace *pfsplit__new(const char *pattern, const struct outname_ctx *ctx, bool replace);
+
+/* Reads now the %q variables of pid (which just exec'ed) for its file's
+ * name: it may be gone by the time its records are handled. A no-op on a
+ * plain trace. */
+void pfsplit__remember(struct pftrace *router, pid_t pid);
 
 /* For perfetto.c, the router's side. The i-th file a descriptor of uuid
  * goes to: pid's file when pid is not 0, else its parent's owner, every

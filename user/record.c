@@ -30,6 +30,7 @@
 #include "outfile.h"
 #include "pfsink.h"
 #include "procfs.h"
+#include "pfsplit.h"
 #include "pfstacks.h"
 #include "record.h"
 #include "stacks.h"
@@ -658,9 +659,15 @@ int session__handle(void *ctx, void *data, size_t size)
 			/* -a: not a target until it maps a traced library;
 			 * probe what its loader will look for before it does. */
 			attach__resolve(r->attach, h->pid, NULL, NULL, same_root(r, h->pid));
+			/* A child whose fork record is still to come. */
+			if (r->o->split && r->pt && !r->o->all)
+				pfsplit__remember(r->pt, h->pid);
 			exec_probed(h);
 			break;
 		}
+		/* Its %q variables for --split-per-process, while it lives. */
+		if (r->o->split && r->pt)
+			pfsplit__remember(r->pt, h->pid);
 		model__proc_exec(&r->model, data);
 		/* Its maps first, while it lives: resolving and attaching
 		 * below can take milliseconds, a short program's whole life,
