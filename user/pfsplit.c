@@ -107,8 +107,15 @@ struct remembered {
 static int remembered_env(void *ctx, pid_t pid, const char *name, char *buf, size_t n)
 {
 	struct pfsplit *sp = ctx;
-	uint64_t *v = hmap__get(&sp->env, (uint32_t)pid);
+	uint64_t *v;
+	int e = outname__proc_env(NULL, pid, name, buf, n);
 
+	/* The process as it is now, while it lives; else as it was at its
+	 * exec (read then, though records may be handled late under load
+	 * and catch it mid-exec); else the variable is missing. */
+	if (!e || e == -ENAMETOOLONG)
+		return e;
+	v = hmap__get(&sp->env, (uint32_t)pid);
 	if (v) {
 		const struct remembered *m = (const struct remembered *)(uintptr_t)*v;
 
@@ -126,7 +133,7 @@ static int remembered_env(void *ctx, pid_t pid, const char *name, char *buf, siz
 			return 0;
 		}
 	}
-	return outname__proc_env(NULL, pid, name, buf, n);
+	return -ENOENT;
 }
 
 /* Reads pid's variables named in the pattern now (ctx -> struct pfsplit). */
@@ -174,6 +181,7 @@ static void remember(struct pfsplit *sp, pid_t pid)
 		len += strlen(val) + 1;
 	}
 	m->len = len;
+	dbg("pid %d: its %%q variables read at its exec", (int)pid);
 	old = hmap__get(&sp->env, (uint32_t)pid);
 	if (old) {
 		free((void *)(uintptr_t)*old);

@@ -89,33 +89,32 @@ def test_split_fork_one_file_each():
 
 def test_split_rank_env_and_host():
     """Two ranks started by a shell with RANK=0 and RANK=1 in their
-    environments: rank%q{RANK}-%h-%p names each file; the shell, which
-    has no RANK, gets it empty."""
+    environments (tests/workloads/rank_steps): rank%q{RANK}-%h-%p names
+    each file; the shell makes no event of its own and gets no file."""
+    from test_recipes import need_rank_steps, run_ranks
+    need_rank_steps()
     d = tmpdir()
     host = socket.gethostname()
-    mt = wl("mt")
-    script = ("RANK=0 CGBPF_MANIFEST=%s/m0.json %s --threads 2 --iters 30 & "
-              "RANK=1 CGBPF_MANIFEST=%s/m1.json %s --threads 2 --iters 30 & wait" %
-              (d, mt, d, mt))
     pattern = os.path.join(d, "rank%q{RANK}-%h-%p.perfetto-trace")
-    r = record(["--split-per-process", "--syscall-threshold", "off", "-o", pattern],
-               cmd=["/bin/sh", "-c", script], child_gate=True, tmp=d,
-               env=env_with())
+
+    def name_of(rank, pid):
+        return os.path.join(d, "rank%d-%s-%d.perfetto-trace" % (rank, host, pid))
+    r = run_ranks(["--split-per-process", "--syscall-threshold", "off", "-o", pattern], d, 2,
+                  4, 2, name_of)
     eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-500:])
+    want = []
     for rank in (0, 1):
         m = r.manifest("m%d.json" % rank)
-        f = os.path.join(d, "rank%d-%s-%d.perfetto-trace" % (rank, host, m["pid"]))
+        f = name_of(rank, m["pid"])
+        want.append(os.path.basename(f))
         check(os.path.exists(f), "rank %d's file %s (have %r)" % (rank, f, os.listdir(d)))
         t = ptrace.load(f)
         only_process(t, m["pid"], f)
-        eq(api_counts(t, m["pid"]), expected_calls(m["calls"]), "%s: every call" % f)
-        eq({th.tid for th in t.threads.values()} >= {int(x) for x in m["per_thread"]}, True,
-           "%s: the rank's calling threads" % f)
+        eq(api_counts(t, m["pid"]), dict(expected_calls(m["calls"]), step=m["steps"]),
+           "%s: every call and NVTX step range" % f)
         tp_check(f, m["pid"])
-    others = [f for f in os.listdir(d) if f.endswith(".perfetto-trace") and
-              not f.startswith(("rank0-", "rank1-"))]
-    for f in others:   # the shell's, if it made a track: RANK empty
-        check(f.startswith("rank-%s-" % host), "a file of no rank: %s" % f)
+    eq(sorted(f for f in os.listdir(d) if f.endswith(".perfetto-trace")), sorted(want),
+       "the ranks' files only")
 
 
 def test_single_file_patterns():
