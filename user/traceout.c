@@ -85,6 +85,11 @@ int traceout__open(struct traceout *to, const struct record_opts *o, struct pftr
 	}
 	to->path[0] = '\0';
 	e = outfile__create_new(AT_FDCWD, to->tmp, OUTFILE_MODE);
+	if (e == -EEXIST) {
+		err("cannot write %s: it exists (left by a cgbpf that had this pid? remove it)",
+		    to->tmp);
+		return 1;
+	}
 	if (e < 0) {
 		err("cannot write %s: %s", to->tmp, outfile__strerror(e));
 		return 1;
