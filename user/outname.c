@@ -128,7 +128,7 @@ int outname__proc_env(void *ctx, pid_t pid, const char *name, char *buf, size_t 
 	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return errno == ENOENT ? -ESRCH : -errno;	/* no such process, not no such variable */
 	for (;;) {
 		ssize_t r;
 

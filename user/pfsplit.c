@@ -168,8 +168,11 @@ static void remember(struct pfsplit *sp, pid_t pid)
 		name[nl] = '\0';
 		p += 3 + nl;
 		e = outname__proc_env(NULL, pid, name, val, sizeof(val));
-		if (e == -ESRCH || (e && e != -ENOENT))
-			continue;	/* unreadable: not remembered, read later */
+		if (e && e != -ENOENT) {
+			/* Gone, or unreadable: what was read before stays. */
+			free(m);
+			return;
+		}
 		memcpy(m->data + len, name, nl + 1);
 		len += nl + 1;
 		m->data[len++] = e ? '!' : '=';
@@ -275,6 +278,10 @@ static struct pftrace *file_for(struct pfsplit *sp, pid_t pid, bool named)
 		pftrace__system_info(f->pt);
 		for (size_t i = 0; i < sp->ng; i++)
 			write_global(f->pt, &sp->g[i]);
+		/* Its variables now, while it surely lives (-p targets); its
+		 * exec, if it comes, reads them again. */
+		if (sp->uses_q)
+			remember(sp, pid);
 		/* Its process track first, whatever comes next: an event cgbpf
 		 * puts on it before the model describes the process. */
 		pftrace__process(f->pt, UUID_PROCESS((uint64_t)(uint32_t)pid), pid, NULL, NULL);

@@ -121,6 +121,43 @@ def test_split_rank_env_and_host():
        "the ranks' files only")
 
 
+def test_split_with_pid():
+    """--split-per-process with -p: the running process's file is named
+    from its own /proc/PID/environ (RANK=4), with every call it made once
+    released."""
+    from test_recipes import NVTX_LIB, need_rank_steps
+    from harness import Bg, kill_quiet, start, touch
+    need_rank_steps()
+    d = tmpdir()
+    gate = os.path.join(d, "go")
+    m_path = os.path.join(d, "m.json")
+    # -p: NVTX's injection library must be in its environment from the start.
+    w = start([wl("rank_steps"), "--steps", "5", "--launches", "2"],
+              env=env_with(RANK=4, CGBPF_WAIT_FILE=gate, CGBPF_MANIFEST=m_path,
+                           NVTX_INJECTION64_PATH=NVTX_LIB))
+    bg = None
+    try:
+        bg = Bg(["--split-per-process", "--syscall-threshold", "off", "-p", str(w.pid), "-o",
+                 os.path.join(d, "p%q{RANK}.perfetto-trace")], tmp=d)
+        bg.wait_msg("tracing 1 process")
+        touch(gate)
+        eq(w.wait(60), 0, "workload exit")
+        r = bg.finish()
+    finally:
+        kill_quiet(w)
+        if bg:
+            kill_quiet(bg.p)
+    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-500:])
+    import json
+    with open(m_path) as f:
+        m = json.load(f)
+    path = os.path.join(d, "p4.%d.perfetto-trace" % w.pid)
+    check(os.path.exists(path), "%s (have %r)" % (path, os.listdir(d)))
+    t = ptrace.load(path)
+    only_process(t, w.pid, path)
+    eq(api_counts(t, w.pid), dict(expected_calls(m["calls"]), step=5), "every call")
+
+
 def test_single_file_patterns():
     """Without --split-per-process: -- CMD's %p is the command's pid (the
     trace is renamed to it before the command runs), %q{VAR} the
