@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "export.h"
 #include "merge.h"
 #include "monitor.h"
+#include "outname.h"
 #include "record.h"
 #include "tstats.h"
 #include "version.h"
@@ -62,7 +64,14 @@ static const char usage_record[] =
 "      --cgroup CG[,CG...]   with -a: only processes in these cgroups (a cgroup\n"
 "                            v2 path like /system.slice/x.service, or a\n"
 "                            container id, 4+ hex digits) or below them\n"
-"  -o, --output FILE         trace file (default cgbpf-YYYYMMDD-HHMMSS.perfetto-trace)\n"
+"  -o, --output FILE         trace file (default cgbpf-YYYYMMDD-HHMMSS.perfetto-trace);\n"
+"                            %p pid of the first target (of each process with\n"
+"                            --split-per-process), %h host name, %n file number,\n"
+"                            %q{VAR} the target's environment variable VAR, %% %\n"
+"      --force               replace existing files (trace, --summary-file)\n"
+"      --split-per-process   one trace per traced process, named by -o with its\n"
+"                            %p and %q (.%p is added before the extension when\n"
+"                            -o has no %p); turns --sched and --sample-hz off\n"
 "  -d, --duration TIME       stop after TIME (e.g. 500ms, 10s, 2m, 1h; plain number: s)\n"
 "                            (with -- COMMAND the command keeps running)\n"
 "      --summary-only        print the summary, write no trace\n"
@@ -96,6 +105,8 @@ static const char usage_record[] =
 "  sudo cgbpf record --summary-only -- ./my_cuda_app\n"
 "  sudo cgbpf record -a --duration 30s -o host.perfetto-trace\n"
 "  sudo cgbpf record -a --comm python --cgroup 3fa2b1c4 -d 10s\n"
+"  sudo cgbpf record --split-per-process -o 'rank%q{RANK}.%h.%p.perfetto-trace' \\\n"
+"       -- torchrun --nproc-per-node 8 train.py\n"
 "\n"
 "Exit status: 0 on success (with -- COMMAND: the command's exit status),\n"
 "1 when cgbpf could not trace (a message says why), 2 for usage errors.\n";
@@ -245,7 +256,8 @@ static int cmd_record(int argc, char **argv)
 {
 	enum { OPT_SUMMARY_ONLY = 256, OPT_NO_SUMMARY, OPT_SUMMARY_FILE, OPT_NO_FOLLOW,
 	       OPT_NO_STOP, OPT_RING, OPT_SCHED, OPT_SYSCALL_THRESHOLD, OPT_SAMPLE_HZ,
-	       OPT_BACKTRACE_THRESHOLD, OPT_STACK_COPY, OPT_TRACE, OPT_COMM, OPT_CGROUP };
+	       OPT_BACKTRACE_THRESHOLD, OPT_STACK_COPY, OPT_TRACE, OPT_COMM, OPT_CGROUP,
+	       OPT_FORCE, OPT_SPLIT };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
@@ -265,6 +277,8 @@ static int cmd_record(int argc, char **argv)
 		{ "all", no_argument, NULL, 'a' },
 		{ "comm", required_argument, NULL, OPT_COMM },
 		{ "cgroup", required_argument, NULL, OPT_CGROUP },
+		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "split-per-process", no_argument, NULL, OPT_SPLIT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -274,7 +288,8 @@ static int cmd_record(int argc, char **argv)
 		.syscall_threshold_ns = 1000, .sample_hz = 99, .backtrace_threshold_ns = 100000,
 		.stack_copy = 8192, .trace_mask = TRACE_ALL,
 	};
-	char default_out[64];
+	char default_out[64], split_out[PATH_MAX], why[PATH_MAX + 256];
+	bool sched_given = false, hz_given = false;
 	int c, ret;
 
 	/* '+': stop at the first non-option so COMMAND keeps its own options. */
@@ -337,6 +352,12 @@ static int cmd_record(int argc, char **argv)
 			}
 			break;
 		}
+		case OPT_FORCE:
+			o.force = true;
+			break;
+		case OPT_SPLIT:
+			o.split = true;
+			break;
 		case OPT_NO_FOLLOW:
 			o.follow = false;
 			break;
@@ -354,6 +375,7 @@ static int cmd_record(int argc, char **argv)
 			o.ring_mib = v;
 			break;
 		case OPT_SCHED:
+			sched_given = true;
 			if (!strcmp(optarg, "all"))
 				o.sched = SCHED_ALL;
 			else if (!strcmp(optarg, "targets"))
@@ -374,6 +396,7 @@ static int cmd_record(int argc, char **argv)
 			}
 			break;
 		case OPT_SAMPLE_HZ:
+			hz_given = true;
 			if (parse_u64(optarg, &v) || v > 10000) {
 				ret = usage_error("invalid --sample-hz '%s': 0 (off) to 10000", optarg);
 				goto out;
@@ -445,6 +468,35 @@ static int cmd_record(int argc, char **argv)
 		localtime_r(&t, &tm);
 		strftime(default_out, sizeof(default_out), "cgbpf-%Y%m%d-%H%M%S.perfetto-trace", &tm);
 		o.output = default_out;
+	}
+	if (o.output && outname__check(o.output, why, sizeof(why))) {
+		ret = usage_error("%s", why);
+		goto out;
+	}
+	if (o.split && o.summary_only) {
+		ret = usage_error("--split-per-process writes traces: drop --summary-only%s", "");
+		goto out;
+	}
+	if (o.split && sched_given && o.sched != SCHED_OFF) {
+		ret = usage_error("--split-per-process records no scheduler data yet: drop --sched "
+				  "or give --sched off%s", "");
+		goto out;
+	}
+	if (o.split && hz_given && o.sample_hz) {
+		ret = usage_error("--split-per-process records no CPU samples yet: drop --sample-hz "
+				  "or give --sample-hz 0%s", "");
+		goto out;
+	}
+	if (o.split) {
+		o.sched = SCHED_OFF;
+		o.sample_hz = 0;
+		if (!outname__uses(o.output, 'p')) {
+			if (outname__add_pid(o.output, split_out, sizeof(split_out))) {
+				ret = usage_error("--output '%s' is too long", o.output);
+				goto out;
+			}
+			o.output = split_out;
+		}
 	}
 	ret = record__run(&o);
 out:

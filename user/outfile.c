@@ -85,7 +85,7 @@ static void give_or_warn(int fd, const char *path)
 		     (unsigned)uid, strerror(-err));
 }
 
-int outfile__create(int dirfd, const char *path, mode_t mode)
+static int create(int dirfd, const char *path, mode_t mode, bool replace)
 {
 	/* O_EXCL|O_NOFOLLOW: a new inode of cgbpf's own, whatever lies at path. */
 	const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC;
@@ -103,6 +103,8 @@ int outfile__create(int dirfd, const char *path, mode_t mode)
 			return -EISDIR;
 		} else if (!S_ISREG(st.st_mode)) {
 			return -EINVAL;
+		} else if (!replace) {
+			return -EEXIST;
 		} else if (tries) {
 			/* Replaced, and a file is back already: someone races us. */
 			return -EEXIST;
@@ -117,6 +119,35 @@ int outfile__create(int dirfd, const char *path, mode_t mode)
 		return -errno;
 	give_or_warn(fd, path);
 	return fd;
+}
+
+int outfile__create(int dirfd, const char *path, mode_t mode)
+{
+	return create(dirfd, path, mode, true);
+}
+
+int outfile__create_new(int dirfd, const char *path, mode_t mode)
+{
+	return create(dirfd, path, mode, false);
+}
+
+FILE *outfile__fopen_new(const char *path, mode_t mode, bool replace)
+{
+	int fd = create(AT_FDCWD, path, mode, replace);
+	FILE *f;
+
+	if (fd < 0) {
+		errno = -fd;
+		return NULL;
+	}
+	f = fdopen(fd, "w");
+	if (!f) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+	}
+	return f;
 }
 
 FILE *outfile__fopen(const char *path, mode_t mode)

@@ -39,8 +39,16 @@ int outfile__give(int fd);
  * Returns the descriptor (close-on-exec) or -errno. */
 int outfile__create(int dirfd, const char *path, mode_t mode);
 
+/* outfile__create that replaces nothing: a regular file already at path
+ * is refused with -EEXIST (record's files without --force); the other
+ * refusals are outfile__create's. */
+int outfile__create_new(int dirfd, const char *path, mode_t mode);
+
 /* outfile__create as a stdio stream ("w"); NULL with errno set. */
 FILE *outfile__fopen(const char *path, mode_t mode);
+/* The same that replaces a regular file only when replace is true (else
+ * errno EEXIST, as outfile__create_new). */
+FILE *outfile__fopen_new(const char *path, mode_t mode, bool replace);
 
 /* Removes path if it still names the file open as fd (one cgbpf created
  * and wrote nothing useful to); another file there now is left alone.

@@ -12,6 +12,7 @@
 #include "outfile.h"
 #include "pb.h"
 #include "perfetto.h"
+#include "pfsplit.h"
 #include "version.h"
 
 /* Field numbers, from perfetto_trace.proto. */
@@ -130,7 +131,35 @@ struct pftrace {
 	uint64_t last_snapshot;	/* BOOTTIME of the latest clock snapshot */
 	struct pfseq **seqs;
 	size_t nseqs, capseqs;
+	struct pfsplit *split;	/* a router (--split-per-process): writes nothing itself */
 };
+
+/* Runs stmt with pt as each of a router's files in turn, then returns. */
+#define FOR_FILES(pt, stmt)                                                        \
+	do {                                                                       \
+		if ((pt)->split) {                                                 \
+			struct pftrace *router_ = (pt);                            \
+			for (size_t i_ = 0; (pt = pfsplit__file(router_->split, i_)) || \
+					    i_ < pfsplit__nfiles(router_->split); i_++) \
+				if (pt)                                            \
+					stmt;                                      \
+			return;                                                    \
+		}                                                                  \
+	} while (0)
+
+/* Runs stmt with pt as each file a descriptor of uuid goes to, then
+ * returns. */
+#define FOR_DESC(pt, uuid, parent, pid, stmt)                                       \
+	do {                                                                       \
+		if ((pt)->split) {                                                 \
+			struct pftrace *router_ = (pt);                            \
+			for (size_t i_ = 0; pfsplit__route_desc(router_->split, uuid, \
+						parent, pid, i_, &pt); i_++)       \
+				if (pt)                                            \
+					stmt;                                      \
+			return;                                                    \
+		}                                                                  \
+	} while (0)
 
 struct new_str {
 	enum intern_kind kind;
@@ -157,6 +186,41 @@ struct pftrace *pftrace__create(const char *path)
 	return pt;
 }
 
+struct pftrace *pftrace__router(struct pfsplit *split)
+{
+	struct pftrace *pt = calloc(1, sizeof(*pt));
+
+	if (!pt)
+		return NULL;
+	pt->fd = -1;
+	pb__init(&pt->out);
+	pt->next_seq = META_SEQ + 1;
+	pt->split = split;
+	return pt;
+}
+
+struct pftrace *pftrace__pending(void)
+{
+	struct pftrace *pt = calloc(1, sizeof(*pt));
+
+	if (!pt)
+		return NULL;
+	pt->fd = -1;
+	pb__init(&pt->out);
+	pt->next_seq = META_SEQ + 1;
+	return pt;
+}
+
+void pftrace__set_fd(struct pftrace *pt, int fd)
+{
+	pt->fd = fd;
+}
+
+struct pfsplit *pftrace__split(const struct pftrace *pt)
+{
+	return pt->split;
+}
+
 struct pftrace *pftrace__fdopen(int fd)
 {
 	struct pftrace *pt;
@@ -174,11 +238,21 @@ struct pftrace *pftrace__fdopen(int fd)
 
 int pftrace__error(const struct pftrace *pt)
 {
-	return pt->err;
+	return pt->split ? pfsplit__error(pt->split) : pt->err;
 }
 
 uint64_t pftrace__bytes(const struct pftrace *pt)
 {
+	uint64_t n = 0;
+
+	if (pt->split) {
+		const struct pftrace *f;
+
+		for (size_t i = 0; i < pfsplit__nfiles(pt->split); i++)
+			if ((f = pfsplit__file(pt->split, i)))
+				n += pftrace__bytes(f);
+		return n;
+	}
 	return pt->written + pt->out.len;
 }
 
@@ -210,8 +284,19 @@ int pftrace__flush(struct pftrace *pt)
 {
 	size_t off = 0;
 
+	if (pt->split) {
+		int err = 0;
+		struct pftrace *f;
+
+		for (size_t i = 0; i < pfsplit__nfiles(pt->split); i++)
+			if ((f = pfsplit__file(pt->split, i)) && pftrace__flush(f) && !err)
+				err = pftrace__error(f);
+		return err;
+	}
 	if (pt->err)
 		return pt->err;
+	if (pt->fd < 0)
+		return pt->out.err;	/* pending: no file yet, the buffer keeps it all */
 	if (pt->out.err) {
 		pt->err = pt->out.err;
 		return pt->err;
@@ -243,6 +328,12 @@ void pftrace__discard(struct pftrace *pt, const char *path)
 {
 	if (!pt)
 		return;
+	if (pt->split) {
+		pfsplit__close(pt->split, true);
+		pt->split = NULL;
+		pftrace__close(pt);
+		return;
+	}
 	outfile__discard(pt->fd, path);
 	pb__reset(&pt->out);
 	pt->err = -ECANCELED;	/* so that close writes nothing */
@@ -255,9 +346,15 @@ int pftrace__close(struct pftrace *pt)
 
 	if (!pt)
 		return 0;
-	err = pftrace__flush(pt);
-	if (close(pt->fd) < 0 && !err)
-		err = -errno;
+	if (pt->split) {
+		err = pfsplit__close(pt->split, false);
+	} else if (pt->fd < 0) {
+		err = 0;	/* pending: never given a file, so nothing to write */
+	} else {
+		err = pftrace__flush(pt);
+		if (close(pt->fd) < 0 && !err)
+			err = -errno;
+	}
 	for (size_t i = 0; i < pt->nseqs; i++) {
 		hmap__free(&pt->seqs[i]->iids);
 		free(pt->seqs[i]);
@@ -271,13 +368,15 @@ int pftrace__close(struct pftrace *pt)
 static void packet_end(struct pftrace *pt)
 {
 	pb__end(&pt->out);
-	if (pt->out.len >= FLUSH_BYTES)
+	if (pt->out.len >= FLUSH_BYTES && pt->fd >= 0)
 		pftrace__flush(pt);
 }
 
 struct pb *pftrace__packet_begin(struct pftrace *pt)
 {
-	if (pt->err)
+	/* A router cannot tell whose a raw packet is: its writers (scheduler,
+	 * CPU samples) are off with --split-per-process. */
+	if (pt->err || pt->split)
 		return NULL;
 	pb__begin(&pt->out, TRACE_PACKET);
 	return &pt->out;
@@ -316,6 +415,7 @@ void pftrace__clock_snapshot(struct pftrace *pt)
 	struct pb *pb = &pt->out;
 	uint64_t boot, mono, real;
 
+	FOR_FILES(pt, pftrace__clock_snapshot(pt));
 	if (pt->err)
 		return;
 	/* Bracket MONOTONIC and REALTIME between two BOOTTIME reads. */
@@ -351,6 +451,7 @@ void pftrace__system_info(struct pftrace *pt)
 	struct pb *pb = &pt->out;
 	struct utsname u;
 
+	FOR_FILES(pt, pftrace__system_info(pt));
 	if (pt->err || uname(&u))
 		return;
 	pb__begin(pb, TRACE_PACKET);
@@ -425,6 +526,7 @@ void pftrace__process_labeled(struct pftrace *pt, uint64_t uuid, int pid, const 
 {
 	struct pb *pb = &pt->out;
 
+	FOR_DESC(pt, uuid, 0, pid, pftrace__process_labeled(pt, uuid, pid, name, cmdline, label));
 	if (pt->err)
 		return;
 	desc_begin(pt, uuid, 0);
@@ -451,6 +553,7 @@ void pftrace__thread(struct pftrace *pt, uint64_t uuid, uint64_t parent, int pid
 {
 	struct pb *pb = &pt->out;
 
+	FOR_DESC(pt, uuid, parent, pid, pftrace__thread(pt, uuid, parent, pid, tid, name));
 	if (pt->err)
 		return;
 	desc_begin(pt, uuid, parent);
@@ -468,6 +571,9 @@ void pftrace__counter_track(struct pftrace *pt, uint64_t uuid, uint64_t parent,
 {
 	struct pb *pb = &pt->out;
 
+	if (pt->split)
+		pfsplit__global_desc(pt->split, true, uuid, parent, name, NULL, unit);
+	FOR_DESC(pt, uuid, parent, 0, pftrace__counter_track(pt, uuid, parent, name, unit));
 	if (pt->err)
 		return;
 	desc_begin(pt, uuid, parent);
@@ -482,6 +588,9 @@ void pftrace__counter_track(struct pftrace *pt, uint64_t uuid, uint64_t parent,
 void pftrace__track_desc(struct pftrace *pt, uint64_t uuid, uint64_t parent, const char *name,
 			 const char *description)
 {
+	if (pt->split)
+		pfsplit__global_desc(pt->split, false, uuid, parent, name, description, 0);
+	FOR_DESC(pt, uuid, parent, 0, pftrace__track_desc(pt, uuid, parent, name, description));
 	if (pt->err)
 		return;
 	desc_begin(pt, uuid, parent);
@@ -650,6 +759,15 @@ static void event(struct pftrace *pt, struct pfseq *s, uint64_t ts, int type, ui
 	struct pb *pb = &pt->out;
 	int nnew = 0;
 
+	if (pt->split) {
+		struct pftrace *fpt;
+		struct pfseq *fs;
+
+		for (size_t i = 0; pfsplit__route_event(pt->split, s, s->track, track, ts, i, &fpt,
+							 &fs); i++)
+			event(fpt, fs, ts, type, track, cat, name, a, n, counter, value, cs, flow);
+		return;
+	}
 	if (pt->err)
 		return;
 	if (n > MAX_ANNOTS)

@@ -60,6 +60,19 @@ struct pfseq;
  * there is replaced, a link or anything else refused; under sudo it is the
  * user's); NULL with errno set. */
 struct pftrace *pftrace__create(const char *path);
+struct pfsplit;
+/* A router for --split-per-process (user/pfsplit.h): writes nothing
+ * itself, sends each descriptor and event to the file of the process it
+ * belongs to; raw packets (pftrace__packet_begin) are refused. NULL on
+ * ENOMEM. pftrace__close closes its files. */
+struct pftrace *pftrace__router(struct pfsplit *split);
+/* A writer with no file yet: it buffers every packet in memory until
+ * pftrace__set_fd gives it one (the next flush writes them); closed
+ * without one, it writes nothing. NULL on ENOMEM. */
+struct pftrace *pftrace__pending(void);
+void pftrace__set_fd(struct pftrace *pt, int fd);
+/* The router's files, NULL for a plain trace. */
+struct pfsplit *pftrace__split(const struct pftrace *pt);
 /* A writer on fd, open for writing (a file, a pipe, a device); it owns fd
  * from then on, closed by pftrace__close. NULL with errno set (fd open);
  * fd < 0 (a failed open's) gives NULL with errno as that open left it. */

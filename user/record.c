@@ -30,6 +30,7 @@
 #include "outfile.h"
 #include "pfsink.h"
 #include "procfs.h"
+#include "pfsplit.h"
 #include "pfstacks.h"
 #include "record.h"
 #include "stacks.h"
@@ -39,6 +40,7 @@
 #include "summary.h"
 #include "ustr.h"
 #include "syscalls.h"
+#include "traceout.h"
 
 #define POLL_MS 50
 #define FLUSH_NS (250ull * 1000000)
@@ -657,9 +659,15 @@ int session__handle(void *ctx, void *data, size_t size)
 			/* -a: not a target until it maps a traced library;
 			 * probe what its loader will look for before it does. */
 			attach__resolve(r->attach, h->pid, NULL, NULL, same_root(r, h->pid));
+			/* A child whose fork record is still to come. */
+			if (r->o->split && r->pt && !r->o->all)
+				pfsplit__remember(r->pt, h->pid);
 			exec_probed(h);
 			break;
 		}
+		/* Its %q variables for --split-per-process, while it lives. */
+		if (r->o->split && r->pt)
+			pfsplit__remember(r->pt, h->pid);
 		model__proc_exec(&r->model, data);
 		/* Its maps first, while it lives: resolving and attaching
 		 * below can take milliseconds, a short program's whole life,
@@ -973,6 +981,7 @@ static void flush_sources(struct session *r)
 int record__run(const struct record_opts *o)
 {
 	struct session r = { .o = o, .child = -1 };
+	struct traceout out = { 0 };
 	struct capture_info ci = { 0 };
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct sink sk;
@@ -1003,22 +1012,26 @@ int record__run(const struct record_opts *o)
 	}
 	/* Open the outputs first: a typo in -o must not cost a capture. */
 	if (o->summary_path && !o->no_summary) {
-		r.summary_f = outfile__fopen(o->summary_path, OUTFILE_MODE);
+		r.summary_f = outfile__fopen_new(o->summary_path, OUTFILE_MODE, o->force);
+		if (!r.summary_f && errno == EEXIST && !o->force) {
+			err("%s exists: cgbpf does not overwrite it without --force", o->summary_path);
+			return 2;
+		}
 		if (!r.summary_f) {
 			err("cannot write %s: %s", o->summary_path, outfile__strerror(-errno));
 			return 1;
 		}
 	}
 	if (!o->summary_only) {
-		r.pt = pftrace__create(o->output);
-		if (!r.pt) {
-			err("cannot write %s: %s", o->output, outfile__strerror(-errno));
+		ret = traceout__open(&out, o, &r.pt);
+		if (ret) {
 			if (r.summary_f) {
 				outfile__discard(fileno(r.summary_f), o->summary_path);
 				fclose(r.summary_f);
 			}
-			return 1;
+			return ret;
 		}
+		ret = 1;
 	}
 	model__init(&r.model);
 	r.summary = summary__new();
@@ -1095,6 +1108,12 @@ int record__run(const struct record_opts *o)
 			goto cleanup;
 		}
 		add_target(&r, r.child);
+		/* Before it runs: a name taken or unusable costs no capture. */
+		err = traceout__named(&out, r.child);
+		if (err) {
+			ret = err;
+			goto cleanup;
+		}
 	}
 	for (size_t i = 0; i < o->npids; i++) {
 		if (o->all && !passes_filters(&r, o->pids[i])) {
@@ -1293,7 +1312,7 @@ cleanup:
 	/* A capture that failed before it began leaves no empty trace or
 	 * summary behind, as one that fails its first checks does. */
 	if (ret && !r.meta && !r.fatal) {
-		pftrace__discard(r.pt, o->output);
+		pftrace__discard(r.pt, traceout__current(&out));
 		r.pt = NULL;
 		if (r.summary_f) {
 			outfile__discard(fileno(r.summary_f), o->summary_path);
@@ -1306,17 +1325,21 @@ cleanup:
 
 		if (!r.fatal)
 			r.fatal = e;
-		ci.trace_path = o->output;
+		traceout__abandon(&out);
+		ci.trace_path = out.split ? NULL : out.path;	/* split: pfsplit names them */
 		{
 			struct stat st;
 
-			if (!stat(o->output, &st))
+			if (!out.split && !stat(out.path, &st))
 				ci.trace_bytes = st.st_size;
 		}
 	}
-	if (r.fatal) {
+	if (r.fatal && out.split) {
+		err("not every process's trace was written (see above)");
+		ret = 1;
+	} else if (r.fatal) {
 		err("writing %s failed: %s; the trace holds everything written before the error "
-		    "and is valid", o->output, strerror(-r.fatal));
+		    "and is valid", out.path, strerror(-r.fatal));
 		ret = 1;
 	}
 	if (r.mon) {
@@ -1342,8 +1365,8 @@ cleanup:
 	}
 	if (r.summary_f)
 		fclose(r.summary_f);
-	if (ret == 0 && r.pt)
-		info("wrote %s: open it at https://ui.perfetto.dev", o->output);
+	if (ret == 0 && r.pt && !out.split)
+		info("wrote %s: open it at https://ui.perfetto.dev", out.path);
 	if (ret == 0 && r.child > 0 && !r.child_reaped &&
 	    waitpid(r.child, &r.child_status, WNOHANG) > 0)
 		r.child_reaped = true;

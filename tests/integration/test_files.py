@@ -227,7 +227,12 @@ def test_outputs_never_written_through_links_or_into_others_files():
     os.chmod(theirs, 0o666)
     held = open(theirs)
     ino = os.stat(theirs).st_ino
+    # Without --force it is refused, untouched (test_names.py tests more).
     r = record(FLAGS + ["-o", theirs], cmd=["true"], env=env_as(False))
+    eq(r.rc, 2, "record over an existing file without --force (stderr %r)" % r.stderr[-300:])
+    check("%s exists" % theirs in r.stderr, "says which file: %r" % r.stderr[-300:])
+    eq(os.stat(theirs).st_ino, ino, "the file is left alone")
+    r = record(FLAGS + ["--force", "-o", theirs], cmd=["true"], env=env_as(False))
     eq(r.rc, 0, "record over another user's file (stderr %r)" % r.stderr[-300:])
     check(os.stat(theirs).st_ino != ino, "a new file took its place")
     eq(owner_mode(theirs), (0, 0, 0o640), "the new file is root's, 0640")
