@@ -130,6 +130,15 @@ struct pftrace {
 	uint64_t last_snapshot;	/* BOOTTIME of the latest clock snapshot */
 	struct pfseq **seqs;
 	size_t nseqs, capseqs;
+	/* Capture windows (pftrace__pause / __resume): the track descriptors
+	 * written so far, their packet bodies after the timestamp, for a new
+	 * file; keep: remember them at all. */
+	bool keep, paused;
+	uint32_t generation;
+	struct hmap descs;	/* uuid -> index in desc */
+	struct pf_desc { uint64_t uuid; uint8_t *body; size_t len; } *desc;
+	size_t ndesc, capdesc;
+	size_t desc_body;	/* offset of the descriptor being written, after its timestamp */
 };
 
 struct new_str {
@@ -212,6 +221,10 @@ int pftrace__flush(struct pftrace *pt)
 
 	if (pt->err)
 		return pt->err;
+	if (pt->paused) {
+		pb__reset(&pt->out);
+		return 0;
+	}
 	if (pt->out.err) {
 		pt->err = pt->out.err;
 		return pt->err;
@@ -256,8 +269,12 @@ int pftrace__close(struct pftrace *pt)
 	if (!pt)
 		return 0;
 	err = pftrace__flush(pt);
-	if (close(pt->fd) < 0 && !err)
+	if (pt->fd >= 0 && close(pt->fd) < 0 && !err)
 		err = -errno;
+	for (size_t i = 0; i < pt->ndesc; i++)
+		free(pt->desc[i].body);
+	free(pt->desc);
+	hmap__free(&pt->descs);
 	for (size_t i = 0; i < pt->nseqs; i++) {
 		hmap__free(&pt->seqs[i]->iids);
 		free(pt->seqs[i]);
@@ -271,7 +288,10 @@ int pftrace__close(struct pftrace *pt)
 static void packet_end(struct pftrace *pt)
 {
 	pb__end(&pt->out);
-	if (pt->out.len >= FLUSH_BYTES)
+	/* Paused: nothing is buffered but this packet, which goes. */
+	if (pt->paused)
+		pb__reset(&pt->out);
+	else if (pt->out.len >= FLUSH_BYTES)
 		pftrace__flush(pt);
 }
 
@@ -393,6 +413,7 @@ static void desc_begin(struct pftrace *pt, uint64_t uuid, uint64_t parent)
 
 	pb__begin(pb, TRACE_PACKET);
 	pb__varint(pb, PKT_TIMESTAMP, clock_ns(CLOCK_BOOTTIME));
+	pt->desc_body = pb->len;
 	pb__varint(pb, PKT_SEQ_ID, META_SEQ);
 	pb__begin(pb, PKT_TRACK_DESC);
 	pb__varint(pb, TD_UUID, uuid);
@@ -400,10 +421,113 @@ static void desc_begin(struct pftrace *pt, uint64_t uuid, uint64_t parent)
 		pb__varint(pb, TD_PARENT, parent);
 }
 
-static void desc_end(struct pftrace *pt)
+/* Remembers the descriptor just closed (its latest version per uuid, in
+ * the order uuids first came: parents before children) for a new file. */
+static void keep_desc(struct pftrace *pt, uint64_t uuid)
+{
+	size_t len = pt->out.len - pt->desc_body;
+	uint64_t *v = hmap__get(&pt->descs, uuid);
+	uint8_t *body;
+
+	if (pt->out.err || !(body = malloc(len)))
+		return;
+	memcpy(body, pt->out.buf + pt->desc_body, len);
+	if (v) {
+		free(pt->desc[*v].body);
+		pt->desc[*v].body = body;
+		pt->desc[*v].len = len;
+		return;
+	}
+	if (pt->ndesc == pt->capdesc) {
+		size_t nc = pt->capdesc ? pt->capdesc * 2 : 64;
+		struct pf_desc *n = realloc(pt->desc, nc * sizeof(*n));
+
+		if (!n) {
+			free(body);
+			return;
+		}
+		pt->desc = n;
+		pt->capdesc = nc;
+	}
+	if (hmap__put(&pt->descs, uuid, pt->ndesc)) {
+		free(body);
+		return;
+	}
+	pt->desc[pt->ndesc++] = (struct pf_desc){ uuid, body, len };
+}
+
+static void desc_end(struct pftrace *pt, uint64_t uuid)
 {
 	pb__end(&pt->out);
+	if (pt->keep)
+		keep_desc(pt, uuid);
 	packet_end(pt);
+}
+
+void pftrace__keep_descriptors(struct pftrace *pt)
+{
+	pt->keep = true;
+}
+
+bool pftrace__paused(const struct pftrace *pt)
+{
+	return pt->paused;
+}
+
+uint32_t pftrace__generation(const struct pftrace *pt)
+{
+	return pt->generation;
+}
+
+int pftrace__pause(struct pftrace *pt, const char *discard_path)
+{
+	int err = 0;
+
+	if (pt->paused)
+		return 0;
+	if (discard_path) {
+		pb__reset(&pt->out);
+		outfile__discard(pt->fd, discard_path);
+	} else {
+		pftrace__clock_snapshot(pt);
+		err = pftrace__flush(pt);
+		if (close(pt->fd) < 0 && !err)
+			err = -errno;
+	}
+	pt->fd = -1;
+	pt->paused = true;
+	return err;
+}
+
+int pftrace__resume(struct pftrace *pt, const char *path)
+{
+	int fd;
+
+	if (!pt->paused)
+		return 0;
+	fd = outfile__create(AT_FDCWD, path, OUTFILE_MODE);
+	if (fd < 0) {
+		pt->err = fd;
+		return fd;
+	}
+	pt->fd = fd;
+	pt->paused = false;
+	pt->written = 0;
+	pt->generation++;
+	pftrace__clock_snapshot(pt);
+	pftrace__system_info(pt);
+	for (size_t i = 0; i < pt->ndesc; i++) {
+		struct pb *pb = &pt->out;
+
+		pb__begin(pb, TRACE_PACKET);
+		pb__varint(pb, PKT_TIMESTAMP, clock_ns(CLOCK_BOOTTIME));
+		pb__raw(pb, pt->desc[i].body, pt->desc[i].len);
+		packet_end(pt);
+	}
+	/* Interned names and clocks of the last file mean nothing here. */
+	for (size_t i = 0; i < pt->nseqs; i++)
+		pt->seqs[i]->need_reset = true;
+	return pftrace__flush(pt);
 }
 
 void pftrace__process_labeled(struct pftrace *pt, uint64_t uuid, int pid, const char *name,
@@ -423,7 +547,7 @@ void pftrace__process_labeled(struct pftrace *pt, uint64_t uuid, int pid, const 
 	if (label && *label)
 		pb__string(pb, PD_LABELS, label);
 	pb__end(pb);
-	desc_end(pt);
+	desc_end(pt, uuid);
 }
 
 void pftrace__process(struct pftrace *pt, uint64_t uuid, int pid, const char *name,
@@ -446,7 +570,7 @@ void pftrace__thread(struct pftrace *pt, uint64_t uuid, uint64_t parent, int pid
 	if (name && *name)
 		pb__string(pb, THD_NAME, name);
 	pb__end(pb);
-	desc_end(pt);
+	desc_end(pt, uuid);
 }
 
 void pftrace__counter_track(struct pftrace *pt, uint64_t uuid, uint64_t parent,
@@ -462,7 +586,7 @@ void pftrace__counter_track(struct pftrace *pt, uint64_t uuid, uint64_t parent,
 	if (unit)
 		pb__varint(pb, CD_UNIT, unit);
 	pb__end(pb);
-	desc_end(pt);
+	desc_end(pt, uuid);
 }
 
 void pftrace__track_desc(struct pftrace *pt, uint64_t uuid, uint64_t parent, const char *name,
@@ -474,7 +598,7 @@ void pftrace__track_desc(struct pftrace *pt, uint64_t uuid, uint64_t parent, con
 	pb__string(&pt->out, TD_NAME, name);
 	if (description && *description)
 		pb__string(&pt->out, TD_DESCRIPTION, description);
-	desc_end(pt);
+	desc_end(pt, uuid);
 }
 
 void pftrace__track(struct pftrace *pt, uint64_t uuid, uint64_t parent, const char *name)

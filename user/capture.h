@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Capture windows (docs/design.md, "Capture windows"): --delay,
+ * --capture-range cudaProfilerApi|nvtx, --capture-range-end and
+ * --schedule. Probes stay attached; BPF's gate (bpf/capture.bpf.h) drops
+ * records early between windows, and this module decides, from the
+ * records in ring order, exactly which calls each file holds: it mutes
+ * the model's sinks outside windows and opens and closes the trace file.
+ */
+#ifndef CGBPF_CAPTURE_H
+#define CGBPF_CAPTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "capture_rec.h"
+
+enum capture_range {
+	CAPTURE_RANGE_NONE = 0,
+	CAPTURE_RANGE_PROFILER,	/* cudaProfilerApi */
+	CAPTURE_RANGE_NVTX,
+};
+
+struct capture_opts {
+	uint64_t delay_ns;		/* --delay */
+	enum capture_range range;	/* --capture-range */
+	char nvtx_name[CAPTURE_NAME_MAX];	/* --nvtx-capture RANGE */
+	char nvtx_domain[CAPTURE_NAME_MAX];	/* @DOMAIN; "" = any */
+	bool nvtx_given;
+	bool end_given;			/* --capture-range-end */
+	bool repeat;			/* repeat[:N]; else stop */
+	uint32_t repeat_max;		/* N; 0: no limit */
+	bool schedule;			/* --schedule */
+	uint32_t wait, warmup, active, cycles;	/* cycles 0: no limit */
+};
+
+/* Option parsers: 0, or -EINVAL with a message for the user in msg. */
+int capture__parse_range(const char *s, struct capture_opts *c, char *msg, size_t len);
+int capture__parse_nvtx(const char *s, struct capture_opts *c, char *msg, size_t len);
+int capture__parse_end(const char *s, struct capture_opts *c, char *msg, size_t len);
+int capture__parse_schedule(const char *s, struct capture_opts *c, char *msg, size_t len);
+/* Conflicts between the capture options; 0 or -EINVAL with a message. */
+int capture__check(const struct capture_opts *c, char *msg, size_t len);
+/* Whether records wait for a window (a range or a delay). */
+bool capture__gated(const struct capture_opts *c);
+/* Whether each window (or schedule cycle) gets a file of its own. */
+bool capture__numbered(const struct capture_opts *c);
+/* The path of file seq (1, 2, ...) of a numbered capture: %n in pattern
+ * is the number, else "-N" goes before ".perfetto-trace" (or at the end).
+ * The one place to switch to outname__expand. 0 or -ENAMETOOLONG. */
+int capture__file_name(const char *pattern, unsigned seq, char *buf, size_t len);
+
+/* Cookie bits of a probed function (bpf/events.h CK_PASS, CK_TRIG_*). */
+uint64_t capture__cookie(uint8_t lib, uint16_t func);
+
+struct capture;
+struct model;
+struct pftrace;
+struct capture_info;
+struct rec_call_enter;
+struct rec_call_exit;
+
+struct capture_env {
+	const struct capture_opts *o;
+	struct model *m;
+	struct pftrace *pt;		/* NULL with --summary-only */
+	const char *pattern;		/* -o */
+	int gate_fd;			/* the BPF gate map */
+	void (*flush)(void *ctx);	/* writes what sources hold, before a file closes */
+	void *flush_ctx;
+};
+
+/* NULL on ENOMEM. The model is muted and the trace paused until the
+ * first window; the file -o names is removed until then. */
+struct capture *capture__new(const struct capture_env *env, uint64_t t0);
+void capture__free(struct capture *c);
+/* A call record of the core, before (entry) or after (return) the model took it. */
+void capture__call_enter(struct capture *c, const struct rec_call_enter *r);
+void capture__call_exit(struct capture *c, const struct rec_call_exit *r);
+/* Time passes (--delay). */
+void capture__tick(struct capture *c, uint64_t now);
+/* Whether the capture is over (--capture-range-end stop, repeat:N, the
+ * schedule's last cycle). */
+bool capture__done(const struct capture *c);
+/* Files written, for messages; the "Capture windows" summary section. */
+size_t capture__files(const struct capture *c);
+const char *capture__file(const struct capture *c, size_t i);
+void capture__finish(struct capture *c, uint64_t ts, struct capture_info *ci);
+
+#endif
