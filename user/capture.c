@@ -521,6 +521,12 @@ static void set_gate(struct capture *c, int64_t v)
 		warn("capture: setting the gate: %s", strerror(errno));
 }
 
+void capture__start(struct capture *c, uint64_t now)
+{
+	if (c)
+		c->armed_at = now + c->o->delay_ns;
+}
+
 void capture__tick(struct capture *c, uint64_t now)
 {
 	if (!c || c->armed || now < c->armed_at)

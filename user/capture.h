@@ -77,6 +77,9 @@ void capture__free(struct capture *c);
 /* A call record of the core, before (entry) or after (return) the model took it. */
 void capture__call_enter(struct capture *c, const struct rec_call_enter *r);
 void capture__call_exit(struct capture *c, const struct rec_call_exit *r);
+/* Tracing starts (the probes are attached, a -- COMMAND released): --delay
+ * counts from now. */
+void capture__start(struct capture *c, uint64_t now);
 /* Time passes (--delay). */
 void capture__tick(struct capture *c, uint64_t now);
 /* Whether the capture is over (--capture-range-end stop, repeat:N, the

@@ -1196,6 +1196,7 @@ int record__run(const struct record_opts *o)
 		     " (no traced library loaded yet: waiting for one)");
 	/* --duration counts from here: attaching (slow under load) is not
 	 * taken out of the time traced. */
+	capture__start(r.cap, session__now());
 	if (o->duration_ns)
 		deadline = session__now() + o->cap.delay_ns + o->duration_ns;
 	last_flush = last_scan = last_system_scan = t0;
