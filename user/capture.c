@@ -99,22 +99,23 @@ int capture__parse_end(const char *s, struct capture_opts *c, char *msg, size_t 
 
 int capture__parse_schedule(const char *s, struct capture_opts *c, char *msg, size_t len)
 {
-	bool seen[4] = { false };
+	bool seen[5] = { false };
 	const char *p = s;
 
 	while (*p) {
-		static const char *const keys[] = { "wait=", "warmup=", "active=", "repeat=" };
-		uint32_t *dst[] = { &c->wait, &c->warmup, &c->active, &c->cycles };
+		static const char *const keys[] = { "wait=", "warmup=", "active=", "repeat=",
+						    "skip_first=" };
+		uint32_t *dst[] = { &c->wait, &c->warmup, &c->active, &c->cycles, &c->skip_first };
 		const char *end = strchr(p, ',');
 		size_t k;
 
 		if (!end)
 			end = p + strlen(p);
-		for (k = 0; k < 4 && strncmp(p, keys[k], strlen(keys[k])); k++)
+		for (k = 0; k < 5 && strncmp(p, keys[k], strlen(keys[k])); k++)
 			;
-		if (k == 4 || seen[k] || parse_u32(p + strlen(keys[k]), end, dst[k]))
+		if (k == 5 || seen[k] || parse_u32(p + strlen(keys[k]), end, dst[k]))
 			return bad(msg, len, "invalid --schedule '%s': expected "
-				   "wait=W,warmup=U,active=A[,repeat=R] (numbers of steps)", s);
+				   "wait=W,warmup=U,active=A[,repeat=R][,skip_first=S] (numbers of steps)", s);
 		seen[k] = true;
 		p = *end ? end + 1 : end;
 		if (*end && !*p)
@@ -407,6 +408,9 @@ static int phase(const struct capture_opts *o, uint64_t n)
 
 	if (!o->schedule)
 		return 2;
+	if (n < o->skip_first)
+		return 0;
+	n -= o->skip_first;
 	if (o->cycles && n >= (uint64_t)o->cycles * cyc)
 		return -1;
 	ph = n % cyc;
@@ -443,6 +447,7 @@ static void occurrence_end(struct capture *c, uint64_t ts)
 	if (o->schedule) {
 		uint64_t cyc = (uint64_t)o->wait + o->warmup + o->active;
 
+		n -= o->skip_first;	/* an active step is past them */
 		if (n % cyc != cyc - 1)
 			return;		/* more active steps in this cycle */
 		close_file(c, ts);
@@ -603,8 +608,8 @@ static void print_section(const void *ctx, const uint64_t *drops, FILE *f)
 	if (o->delay_ns)
 		fprintf(f, "   delay: %.3f s\n", o->delay_ns / 1e9);
 	if (o->schedule)
-		fprintf(f, "   schedule: wait=%u warmup=%u active=%u repeat=%u (steps)\n", o->wait,
-			o->warmup, o->active, o->cycles);
+		fprintf(f, "   schedule: wait=%u warmup=%u active=%u repeat=%u skip_first=%u "
+			"(steps)\n", o->wait, o->warmup, o->active, o->cycles, o->skip_first);
 	if (!c->nfiles) {
 		fprintf(f, "   no window opened: nothing was written\n\n");
 		return;

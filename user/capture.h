@@ -32,6 +32,7 @@ struct capture_opts {
 	uint32_t repeat_max;		/* N; 0: no limit */
 	bool schedule;			/* --schedule */
 	uint32_t wait, warmup, active, cycles;	/* cycles 0: no limit */
+	uint32_t skip_first;		/* steps before the first cycle */
 };
 
 /* Option parsers: 0, or -EINVAL with a message for the user in msg. */

@@ -78,10 +78,11 @@ static const char usage_record[] =
 "                            stop: end cgbpf after the first range (default);\n"
 "                            repeat: one file per range (at most N), named\n"
 "                            FILE-1.perfetto-trace, ... (or %n in -o)\n"
-"      --schedule wait=W,warmup=U,active=A[,repeat=R]\n"
+"      --schedule wait=W,warmup=U,active=A[,repeat=R][,skip_first=S]\n"
 "                            steps = occurrences of the range, as torch.profiler:\n"
 "                            W not traced, U traced not written, A written; one\n"
-"                            file per cycle, R cycles (0: until the end)\n"
+"                            file per cycle, R cycles (0: until the end),\n"
+"                            after S steps skipped\n"
 "      --ring-size MIB       BPF ring buffer size in MiB, power of two (default 64)\n"
 "      --sched SCOPE         scheduler events: all (every CPU's context switches,\n"
 "                            default), targets (only traced threads) or off\n"
@@ -483,11 +484,6 @@ static int cmd_record(int argc, char **argv)
 			ret = usage_error("%s", msg);
 			goto out;
 		}
-	}
-	if (o.all && !o.cmd && !o.npids && o.cap.range) {
-		ret = usage_error("--capture-range needs the targets named (-p or -- COMMAND), "
-				  "not -a%s", "");
-		goto out;
 	}
 	if (o.summary_only && o.output) {
 		ret = usage_error("--summary-only writes no trace: drop --output%s", "");

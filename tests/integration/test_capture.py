@@ -177,6 +177,23 @@ def test_nvtx_schedule_writes_the_active_steps_of_each_cycle():
         eq(memory(t)[0], m["alloc_before"], "GPU memory counter restated at the window")
 
 
+def test_nvtx_schedule_skip_first_and_one_cycle():
+    wl = need_nvtx()
+    d = tmpdir()
+    out = os.path.join(d, "skip.perfetto-trace")
+    r = record(FLAGS + ["--capture-range", "nvtx", "--nvtx-capture", "step", "--schedule",
+                        "wait=1,warmup=0,active=2,repeat=1,skip_first=5", "-o", out],
+               cmd=[wl, "12"], tmp=d)
+    eq(r.rc, 0, "exit (stderr %r)" % r.stderr[-600:])
+    m = r.manifest()
+    eq(sorted(f for f in os.listdir(d) if f.endswith(".perfetto-trace")),
+       ["skip-1.perfetto-trace"], "one cycle, one file")
+    check("capture windows done: stopping" in r.stderr, "cgbpf ended after the cycle")
+    t = load_checked(os.path.join(d, "skip-1.perfetto-trace"))
+    # Steps 0..4 skipped, 5 waits, 6 and 7 are active.
+    eq(launches(t), ["k_step"] * step_launches(m, [6, 7]), "the launches of steps 6 and 7")
+
+
 def test_nvtx_range_of_a_domain():
     wl = need_nvtx()
     d = tmpdir()
