@@ -169,7 +169,7 @@ struct model {
 	 * NULL: no flows. */
 	uint64_t (*call_flow)(void *ctx, const struct thread *t, const struct call *c);
 	void *call_flow_ctx;
-	/* Capture windows (user/capture.c): outside one the model keeps its
+	/* Capture windows (user/capwin.c): outside one the model keeps its
 	 * state but calls, counters, samples and syscalls reach no sink;
 	 * window counts the windows opened. The range hook hears of NVTX
 	 * ranges (user/nvtx.c): begin before the range is written, end

@@ -16,7 +16,7 @@
 #include <bpf/libbpf.h>
 #include "apilib.h"
 #include "attach.h"
-#include "capture.h"
+#include "capwin.h"
 #include "cgbpf.skel.h"
 #include "hmap.h"
 #include "ingest.h"

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "capture.h"
+#include "capwin.h"
 
 /* Which scheduler events are recorded (--sched). */
 enum sched_scope {

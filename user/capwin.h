@@ -7,8 +7,8 @@
  * records in ring order, exactly which calls each file holds: it mutes
  * the model's sinks outside windows and opens and closes the trace file.
  */
-#ifndef CGBPF_CAPTURE_H
-#define CGBPF_CAPTURE_H
+#ifndef CGBPF_CAPWIN_H
+#define CGBPF_CAPWIN_H
 
 #include <stdbool.h>
 #include <stddef.h>

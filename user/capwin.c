@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
-#include "capture.h"
+#include "capwin.h"
 #include "cuda_funcs.h"
 #include "cudart_funcs.h"
 #include "log.h"
