@@ -194,6 +194,22 @@ def test_nvtx_schedule_skip_first_and_one_cycle():
     eq(launches(t), ["k_step"] * step_launches(m, [6, 7]), "the launches of steps 6 and 7")
 
 
+def test_schedule_with_every_source_on():
+    """The default sources (scheduler, syscalls, CPU samples, backtraces)
+    in files that start and stop: each still decodes cleanly and loads in
+    trace processor without error."""
+    wl = need_nvtx()
+    d = tmpdir()
+    out = os.path.join(d, "all.perfetto-trace")
+    r = record(["--capture-range", "nvtx", "--nvtx-capture", "step", "--schedule",
+                "wait=1,warmup=1,active=2,repeat=2", "-o", out], cmd=[wl, "10"], tmp=d)
+    eq(r.rc, 0, "exit (stderr %r)" % r.stderr[-600:])
+    m = r.manifest()
+    for i, active in enumerate(([2, 3], [6, 7])):
+        t = load_checked(os.path.join(d, "all-%d.perfetto-trace" % (i + 1)))
+        eq(launches(t), ["k_step"] * step_launches(m, active), "file %d's launches" % (i + 1))
+
+
 def test_nvtx_range_of_a_domain():
     wl = need_nvtx()
     d = tmpdir()
