@@ -488,6 +488,7 @@ int pftrace__pause(struct pftrace *pt, const char *discard_path)
 	if (discard_path) {
 		pb__reset(&pt->out);
 		outfile__discard(pt->fd, discard_path);
+		close(pt->fd);
 	} else {
 		pftrace__clock_snapshot(pt);
 		err = pftrace__flush(pt);
