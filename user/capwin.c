@@ -323,6 +323,7 @@ struct capture {
 	struct cap_file *files;
 	size_t nfiles;
 	struct hmap range_tids;	/* profiler: threads inside a stop call (nesting) */
+	struct hmap open_pids;	/* pid -> capture ranges it has open */
 };
 
 static struct cap_file *cur(struct capture *c)
@@ -474,11 +475,33 @@ static void on_range(void *ctx, bool begin, uint32_t pid, uint32_t tid, uint64_t
 	if (strcmp(name, o->nvtx_name) || (o->nvtx_domain[0] && strcmp(domain, o->nvtx_domain)))
 		return;
 	if (begin) {
+		uint64_t *v = hmap__get(&c->open_pids, pid);
+
+		hmap__put(&c->open_pids, pid, (v ? *v : 0) + 1);
 		if (!c->open++)
 			occurrence_begin(c, ts);
-	} else if (c->open && !--c->open) {
-		occurrence_end(c, ts);
+	} else if (c->open) {
+		uint64_t *v = hmap__get(&c->open_pids, pid);
+
+		if (v && *v > 1)
+			(*v)--;
+		else
+			hmap__del(&c->open_pids, pid, NULL);
+		if (!--c->open)
+			occurrence_end(c, ts);
 	}
+}
+
+void capture__proc_exit(struct capture *c, uint32_t pid, uint64_t ts)
+{
+	uint64_t n;
+
+	/* Its ranges end with it: a window it held open closes. */
+	if (!c || !hmap__del(&c->open_pids, pid, &n))
+		return;
+	c->open = n >= c->open ? 0 : c->open - n;
+	if (!c->open)
+		occurrence_end(c, ts);
 }
 
 void capture__call_enter(struct capture *c, const struct rec_call_enter *r)
@@ -490,6 +513,7 @@ void capture__call_enter(struct capture *c, const struct rec_call_enter *r)
 	cls = cap_class(r->lib, r->func);
 	if ((cls & CAP_ON) && !c->open) {
 		c->open = 1;
+		hmap__put(&c->open_pids, r->hdr.pid, 1);
 		occurrence_begin(c, r->hdr.ts);
 	} else if (cls & CAP_OFF) {
 		/* cudaProfilerStop enters cuProfilerStop: the outer return ends it. */
@@ -513,6 +537,7 @@ void capture__call_exit(struct capture *c, const struct rec_call_exit *r)
 	hmap__del(&c->range_tids, r->hdr.tid, NULL);
 	if (c->open) {
 		c->open = 0;
+		hmap__free(&c->open_pids);
 		occurrence_end(c, r->hdr.ts);
 	}
 }
@@ -647,5 +672,6 @@ void capture__free(struct capture *c)
 		free(c->files[i].path);
 	free(c->files);
 	hmap__free(&c->range_tids);
+	hmap__free(&c->open_pids);
 	free(c);
 }

@@ -81,6 +81,8 @@ void capture__call_exit(struct capture *c, const struct rec_call_exit *r);
 /* Tracing starts (the probes are attached, a -- COMMAND released): --delay
  * counts from now. */
 void capture__start(struct capture *c, uint64_t now);
+/* A target exited: the capture ranges it had open end at ts. */
+void capture__proc_exit(struct capture *c, uint32_t pid, uint64_t ts);
 /* Time passes (--delay). */
 void capture__tick(struct capture *c, uint64_t now);
 /* Whether the capture is over (--capture-range-end stop, repeat:N, the

@@ -678,6 +678,7 @@ int session__handle(void *ctx, void *data, size_t size)
 		const struct rec_proc *p = data;
 
 		model__proc_exit(&r->model, data);
+		capture__proc_exit(r->cap, h->pid, h->ts);
 		target_gone(r, h->pid);
 		hmap__del(&r->seen, h->pid, NULL);
 		proc_event(r, SRC_PROC_EXIT, h->pid, h->ts);
