@@ -146,6 +146,7 @@ endif
 WL_SRCS := $(wildcard tests/workloads/*.c)
 # Workloads built on the toolkit's own headers (NVTX v3, nccl.h).
 WL_TOOLKIT_ONLY := tests/workloads/nvtx_ranges.c tests/workloads/nccl_ranks.c \
+	tests/workloads/cap_steps.c tests/workloads/crt_capture.c \
 	tests/workloads/nccl_bench.c tests/workloads/crt_app.c tests/workloads/rank_steps.c
 ifeq ($(HAVE_CUDA_TOOLKIT),0)
 WL_SRCS := $(filter-out $(WL_TOOLKIT_ONLY),$(WL_SRCS))

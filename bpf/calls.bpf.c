@@ -107,6 +107,9 @@ static __always_inline __u64 bt_exit(struct pt_regs *ctx, __u64 pid_tgid, __u64 
 	if (d >= BT_DEPTH)
 		return 0;
 	now = bpf_ktime_get_boot_ns();
+	/* The slot of a call whose entry the capture gate dropped. */
+	if (!c->ts[d])
+		return now;
 	dur = now - c->ts[d];
 	/* A call made by a call of the same library (NVIDIA's ncclBcast calls
 	 * ncclBroadcast) is that call's work: counted once, as the outer one. */
@@ -222,6 +225,16 @@ static __always_inline bool emit_string(__u64 pid_tgid, __u64 cookie, __u32 arg,
 	return done;
 }
 
+/* The return of a call whose record the gate drops: its call_ts slot
+ * goes, so that the stack stays paired across window edges. */
+static __always_inline void bt_pop(void)
+{
+	struct call_ts *c = bpf_task_storage_get(&call_ts, bpf_get_current_task_btf(), 0, 0);
+
+	if (c && c->depth)
+		c->depth--;
+}
+
 static __always_inline int enter(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -232,6 +245,16 @@ static __always_inline int enter(struct pt_regs *ctx)
 	if (!is_target(pid_tgid >> 32))
 		return 0;
 	cookie = bpf_get_attach_cookie(ctx);
+	if (capture_gated) {
+		if (cookie & CK_TRIG_ON)
+			gate_set(1);
+		else if (!(cookie & CK_PASS) && !gate_open()) {
+			/* A slot (time 0: no backtrace) for the return to pop. */
+			if (NEED_CALL_TS)
+				bt_enter(0, 0, 0, CK_LIB(cookie), 0);
+			return 0;
+		}
+	}
 	if (!emit_records) {
 		/* Monitor without a flight recorder: aggregates only. */
 		if (aggregate) {
@@ -327,6 +350,17 @@ static __always_inline int exit(struct pt_regs *ctx)
 	if (!is_target(pid_tgid >> 32))
 		return 0;
 	cookie = bpf_get_attach_cookie(ctx);
+	if (capture_gated) {
+		/* cuProfilerStop returned: the window is over for every
+		 * thread; its own record passes with CK_TRIG_OFF. */
+		if (cookie & CK_TRIG_OFF)
+			gate_set(0);
+		else if (!(cookie & CK_PASS) && !gate_open()) {
+			if (NEED_CALL_TS)
+				bt_pop();
+			return 0;
+		}
+	}
 	/* Before the exit record: the model attaches it to the call ending next. */
 	if (NEED_CALL_TS)
 		now = bt_exit(ctx, pid_tgid, cookie);

@@ -173,4 +173,7 @@ static __always_inline void fill_hdr(struct rec_hdr *h, __u16 type, __u16 size,
 	h->ts = bpf_ktime_get_boot_ns();
 }
 
+/* The capture gate: after the helpers above, which it uses. */
+#include "capture.bpf.h"
+
 #endif

@@ -117,7 +117,9 @@ enum cu_class {
 	X(cuStreamWaitEvent_ptsz,		CU_C_STREAM_WAIT_EVENT, 0) \
 	X(cuEventRecord,			CU_C_EVENT_RECORD, 0) \
 	X(cuEventRecord_ptsz,			CU_C_EVENT_RECORD, 0) \
-	X(cuEventSynchronize,			CU_C_EVENT, CU_F_SYNC)
+	X(cuEventSynchronize,			CU_C_EVENT, CU_F_SYNC) \
+	X(cuProfilerStart,			CU_C_PLAIN, 0) \
+	X(cuProfilerStop,			CU_C_PLAIN, 0)
 
 #define CU_FUNC_ENUM(sym, cls, flags) CU_FN_##sym,
 enum cu_func_id {

@@ -86,7 +86,9 @@ enum crt_class {
 	X(cudaStreamCreateWithFlags,		CRT_C_STREAM_CREATE, CRT_F_FLAGS) \
 	X(cudaStreamCreateWithPriority,		CRT_C_STREAM_CREATE, CRT_F_FLAGS | CRT_F_PRIO) \
 	X(cudaStreamDestroy,			CRT_C_STREAM, 0) \
-	X(cudaSetDevice,			CRT_C_SET_DEVICE, 0)
+	X(cudaSetDevice,			CRT_C_SET_DEVICE, 0) \
+	X(cudaProfilerStart,			CRT_C_PLAIN, 0) \
+	X(cudaProfilerStop,			CRT_C_PLAIN, 0)
 
 #define CRT_FUNC_ENUM(sym, cls, flags) CRT_FN_##sym,
 enum crt_func_id {

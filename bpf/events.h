@@ -85,6 +85,13 @@ enum probe_kind {
 #define CK_MAKE_OUT(lib, func, kind, arg, is32) \
 	(CK_MAKE(lib, func, kind, 1, 0) | ((__u64)(arg) << 28) | ((is32) ? (__u64)CK_OUT32 : 0))
 
+/* Capture windows (bpf/capture.bpf.h), bits 32..34: recorded outside a
+ * window too (state: allocations, names, streams, communicators); opens
+ * the gate at its entry; closes it at its return. */
+#define CK_PASS		(1ull << 32)
+#define CK_TRIG_ON	(1ull << 33)
+#define CK_TRIG_OFF	(1ull << 34)
+
 #define CALL_NARGS 11
 
 /* Entry of a probed function: a0..a5 registers, a6..a10 per probe_kind. */

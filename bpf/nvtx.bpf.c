@@ -47,6 +47,87 @@ static __always_inline void nvtx_send(struct rec_nvtx *r, __u32 size)
 	scratch_give(&v->busy);
 }
 
+/*
+ * --capture-range nvtx: the ranges that open the gate. Push/pop nest per
+ * thread (as user/capture.c counts them, whatever the domain): depth and
+ * a bit per depth where a capture range was pushed. Start/end ranges by
+ * id. A range whose name BPF cannot read (a page not touched yet) may be
+ * one: it opens the gate too, and user space, which reads the name,
+ * decides.
+ */
+struct nvtx_cap {
+	__u32 depth;
+	__u32 pad;
+	__u64 mask;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct nvtx_cap);
+} nvtx_cap SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, __u8);
+} nvtx_cap_ids SEC(".maps");
+
+static __always_inline bool cap_name_eq(const char *str, long len)
+{
+	if (len != capture_name_len)
+		return false;
+	for (int i = 0; i < CAPTURE_NAME_MAX; i++) {
+		if (i >= len)
+			break;
+		if (str[i] != capture_name[i])
+			return false;
+	}
+	return true;
+}
+
+/* n: what bpf_probe_read_user_str returned for the name (had: there was one). */
+static __always_inline void nvtx_gate(__u8 probe, __u64 id, const char *str, long n, bool had)
+{
+	struct nvtx_cap *c;
+	bool cand;
+	__u32 d;
+
+	if (capture_kind != CAPTURE_K_NVTX)
+		return;
+	cand = had && (n <= 0 || cap_name_eq(str, n - 1));
+	if (probe == NV_PUSH) {
+		c = bpf_task_storage_get(&nvtx_cap, bpf_get_current_task_btf(), 0,
+					 BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!c)
+			return;
+		d = c->depth++;
+		if (cand && d < 64) {
+			c->mask |= 1ull << (d & 63);
+			gate_add(1);
+		}
+	} else if (probe == NV_POP) {
+		c = bpf_task_storage_get(&nvtx_cap, bpf_get_current_task_btf(), 0, 0);
+		if (!c || !c->depth)
+			return;
+		d = --c->depth;
+		if (d < 64 && (c->mask & (1ull << (d & 63)))) {
+			c->mask &= ~(1ull << (d & 63));
+			gate_add(-1);
+		}
+	} else if (probe == NV_START && cand && id) {
+		__u8 one = 1;
+
+		if (!bpf_map_update_elem(&nvtx_cap_ids, &id, &one, BPF_NOEXIST))
+			gate_add(1);
+	} else if (probe == NV_END && id) {
+		if (!bpf_map_delete_elem(&nvtx_cap_ids, &id))
+			gate_add(-1);
+	}
+}
+
 static __always_inline long arg(struct pt_regs *ctx, __u64 i)
 {
 	long v = 0;
@@ -66,6 +147,9 @@ static __always_inline int emit(struct pt_regs *ctx, __u8 probe, int id_arg, int
 	long n = 0;
 
 	if (!is_target(pid_tgid >> 32))
+		return 0;
+	/* Ranges, names and registrations pass: user space needs them. */
+	if (capture_gated && probe == NV_MARK && !gate_open())
 		return 0;
 	r = nvtx_take();
 	if (!r)
@@ -100,6 +184,9 @@ static __always_inline int emit(struct pt_regs *ctx, __u8 probe, int id_arg, int
 		 * process. */
 		if (s && n <= 0)
 			r->msg = (__u64)s;
+		nvtx_gate(probe, r->id, r->str, n, s != 0);
+	} else {
+		nvtx_gate(probe, r->id, r->str, 0, false);
 	}
 	if (n <= 0) {
 		n = 1;
@@ -162,6 +249,8 @@ static __always_inline int emit_v2(struct pt_regs *ctx, __u8 probe, __u64 domain
 
 	if (!is_target(pid_tgid >> 32))
 		return 0;
+	if (capture_gated && probe == NV_MARK && !gate_open())
+		return 0;
 	r = nvtx_take();
 	if (!r)
 		return 0;
@@ -194,6 +283,9 @@ static __always_inline int emit_v2(struct pt_regs *ctx, __u8 probe, __u64 domain
 	 * probe cannot fault it in): user space reads it from the process. */
 	if (msg && (wide || n <= 0))
 		r->msg = (__u64)msg;
+	/* v2 start/end: the id comes at the return; push/pop only. */
+	if (probe == NV_PUSH || probe == NV_POP)
+		nvtx_gate(probe, 0, r->str, n, msg != 0);
 	if (n <= 0) {
 		n = 1;
 		r->str[0] = 0;

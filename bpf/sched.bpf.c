@@ -111,6 +111,8 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 {
 	struct rec_switch *r;
 
+	if (!gate_open())
+		return 0;
 	if (sched_scope != SCHED_SCOPE_ALL && !is_target(prev->tgid) && !is_target(next->tgid))
 		return 0;
 	r = bpf_ringbuf_reserve(&sched_events, sizeof(*r), 0);
@@ -139,7 +141,7 @@ static __always_inline void emit_waking(struct task_struct *p, __u8 flags, __u8 
 {
 	struct rec_waking *r;
 
-	if (!scoped(p->tgid))
+	if (!gate_open() || !scoped(p->tgid))
 		return;
 	r = bpf_ringbuf_reserve(&sched_events, sizeof(*r), 0);
 	if (!r) {

@@ -18,7 +18,7 @@ int sample(struct bpf_perf_event_data *ctx)
 	__u32 zero = 0, size;
 	__u64 flags;
 
-	if (!(pid_tgid >> 32) || !is_target(pid_tgid >> 32))
+	if (!(pid_tgid >> 32) || !is_target(pid_tgid >> 32) || !gate_open())
 		return 0;
 	r = bpf_map_lookup_elem(&stack_scratch, &zero);
 	if (!r)

@@ -41,7 +41,7 @@ int BPF_PROG(syscall_enter, struct pt_regs *regs, long id)
 
 	if (id == NR_uretprobe || id == NR_uprobe)
 		return 0;
-	if (!is_target(bpf_get_current_pid_tgid() >> 32))
+	if (!is_target(bpf_get_current_pid_tgid() >> 32) || !gate_open())
 		return 0;
 	s = bpf_task_storage_get(&sys_start, bpf_get_current_task_btf(), 0,
 				 BPF_LOCAL_STORAGE_GET_F_CREATE);

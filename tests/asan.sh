@@ -38,6 +38,8 @@ selection=(
 	test_export::test_hostile_names
 	test_cli::test_usage_errors_exit_2
 	test_cli::test_disk_full_keeps_valid_trace
+	test_capture::test_profiler_api_repeat_one_file_per_range
+	test_capture::test_nvtx_schedule_writes_the_active_steps_of_each_cycle
 )
 [ $# -gt 0 ] && selection=("$@")
 reports=$(mktemp -d)

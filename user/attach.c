@@ -16,6 +16,7 @@
 #include <bpf/libbpf.h>
 #include "apilib.h"
 #include "attach.h"
+#include "capwin.h"
 #include "cgbpf.skel.h"
 #include "elfsym.h"
 #include "hmap.h"
@@ -386,7 +387,7 @@ static int read_syms(const struct api_lib *lib, struct lib_file *f, const char *
 			continue;
 		err = hmap__put(&offs, off, fn);
 		f->offs[f->n] = off;
-		f->cookies[f->n] = lib->cookie(fn);
+		f->cookies[f->n] = lib->cookie(fn) | capture__cookie(lib->id, fn);
 		f->n++;
 	}
 	hmap__free(&offs);

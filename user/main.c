@@ -81,6 +81,22 @@ static const char usage_record[] =
 "                            cudart (runtime API), nccl, nvtx; 'all' (default)\n"
 "                            or 'none' (system events only)\n"
 "      --no-follow           do not trace children forked by the targets\n"
+"      --delay TIME          start recording TIME after the start (the probes\n"
+"                            are attached at once); --duration counts after it\n"
+"      --capture-range KIND  record only inside ranges: cudaProfilerApi (from\n"
+"                            cuProfilerStart/cudaProfilerStart to ..Stop) or nvtx\n"
+"                            (while an NVTX range of --nvtx-capture is open)\n"
+"      --nvtx-capture RANGE[@DOMAIN]\n"
+"                            the NVTX range (push/pop or start/end) of nvtx\n"
+"      --capture-range-end stop|repeat[:N]\n"
+"                            stop: end cgbpf after the first range (default);\n"
+"                            repeat: one file per range (at most N), named\n"
+"                            FILE-1.perfetto-trace, ... (or %n in -o)\n"
+"      --schedule wait=W,warmup=U,active=A[,repeat=R][,skip_first=S]\n"
+"                            steps = occurrences of the range, as torch.profiler:\n"
+"                            W not traced, U traced not written, A written; one\n"
+"                            file per cycle, R cycles (0: until the end),\n"
+"                            after S steps skipped\n"
 "      --ring-size MIB       BPF ring buffer size in MiB, power of two (default 64)\n"
 "      --sched SCOPE         scheduler events: all (every CPU's context switches,\n"
 "                            default), targets (only traced threads) or off\n"
@@ -107,6 +123,9 @@ static const char usage_record[] =
 "  sudo cgbpf record -a --comm python --cgroup 3fa2b1c4 -d 10s\n"
 "  sudo cgbpf record --split-per-process -o 'rank%q{RANK}.%h.%p.perfetto-trace' \\\n"
 "       -- torchrun --nproc-per-node 8 train.py\n"
+"  sudo cgbpf record --capture-range cudaProfilerApi -o win.perfetto-trace -- ./app\n"
+"  sudo cgbpf record --capture-range nvtx --nvtx-capture step \\\n"
+"       --schedule wait=2,warmup=1,active=3,repeat=2 -o steps.perfetto-trace -- python train.py\n"
 "\n"
 "Exit status: 0 on success (with -- COMMAND: the command's exit status),\n"
 "1 when cgbpf could not trace (a message says why), 2 for usage errors.\n";
@@ -257,7 +276,8 @@ static int cmd_record(int argc, char **argv)
 	enum { OPT_SUMMARY_ONLY = 256, OPT_NO_SUMMARY, OPT_SUMMARY_FILE, OPT_NO_FOLLOW,
 	       OPT_NO_STOP, OPT_RING, OPT_SCHED, OPT_SYSCALL_THRESHOLD, OPT_SAMPLE_HZ,
 	       OPT_BACKTRACE_THRESHOLD, OPT_STACK_COPY, OPT_TRACE, OPT_COMM, OPT_CGROUP,
-	       OPT_FORCE, OPT_SPLIT };
+	       OPT_FORCE, OPT_SPLIT, OPT_DELAY, OPT_CAPTURE_RANGE, OPT_NVTX_CAPTURE,
+	       OPT_CAPTURE_END, OPT_SCHEDULE };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
@@ -279,6 +299,11 @@ static int cmd_record(int argc, char **argv)
 		{ "cgroup", required_argument, NULL, OPT_CGROUP },
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "split-per-process", no_argument, NULL, OPT_SPLIT },
+		{ "delay", required_argument, NULL, OPT_DELAY },
+		{ "capture-range", required_argument, NULL, OPT_CAPTURE_RANGE },
+		{ "nvtx-capture", required_argument, NULL, OPT_NVTX_CAPTURE },
+		{ "capture-range-end", required_argument, NULL, OPT_CAPTURE_END },
+		{ "schedule", required_argument, NULL, OPT_SCHEDULE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -361,6 +386,29 @@ static int cmd_record(int argc, char **argv)
 		case OPT_NO_FOLLOW:
 			o.follow = false;
 			break;
+		case OPT_DELAY:
+			if (parse_duration(optarg, &o.cap.delay_ns)) {
+				ret = usage_error("invalid --delay '%s': expected e.g. 500ms, 10s, 2m",
+						  optarg);
+				goto out;
+			}
+			break;
+		case OPT_CAPTURE_RANGE:
+		case OPT_NVTX_CAPTURE:
+		case OPT_CAPTURE_END:
+		case OPT_SCHEDULE: {
+			char msg[200];
+			int e = c == OPT_CAPTURE_RANGE ? capture__parse_range(optarg, &o.cap, msg, sizeof(msg)) :
+				c == OPT_NVTX_CAPTURE ? capture__parse_nvtx(optarg, &o.cap, msg, sizeof(msg)) :
+				c == OPT_CAPTURE_END ? capture__parse_end(optarg, &o.cap, msg, sizeof(msg)) :
+				capture__parse_schedule(optarg, &o.cap, msg, sizeof(msg));
+
+			if (e) {
+				ret = usage_error("%s", msg);
+				goto out;
+			}
+			break;
+		}
 		case OPT_NO_STOP:
 			/* Scripts written for earlier versions pass it; targets are
 			 * never paused now. */
@@ -457,6 +505,14 @@ static int cmd_record(int argc, char **argv)
 		ret = usage_error("--no-summary and --summary-file exclude each other%s", "");
 		goto out;
 	}
+	{
+		char msg[200];
+
+		if (capture__check(&o.cap, msg, sizeof(msg))) {
+			ret = usage_error("%s", msg);
+			goto out;
+		}
+	}
 	if (o.summary_only && o.output) {
 		ret = usage_error("--summary-only writes no trace: drop --output%s", "");
 		goto out;
@@ -475,6 +531,14 @@ static int cmd_record(int argc, char **argv)
 	}
 	if (o.split && o.summary_only) {
 		ret = usage_error("--split-per-process writes traces: drop --summary-only%s", "");
+		goto out;
+	}
+	if (o.split && capture__gated(&o.cap)) {
+		/* The windows and the files they open are the whole capture's;
+		 * per-process windows into per-process files are not built. */
+		ret = usage_error("--split-per-process with --delay or --capture-range is not "
+				  "supported yet: record each window into one trace, or split the "
+				  "whole run%s", "");
 		goto out;
 	}
 	if (o.split && sched_given && o.sched != SCHED_OFF) {

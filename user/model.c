@@ -236,9 +236,67 @@ const char *model__func_name(const struct model *m, uint8_t lib, uint16_t func)
 static void begin(struct model *m, struct thread *t, struct call *c)
 {
 	c->begun = true;
+	if (m->muted)
+		return;
+	c->written = true;
 	if (m->call_flow)
 		c->flow = m->call_flow(m->call_flow_ctx, t, c);
 	EMIT(m, call_begin, t, c);
+}
+
+void model__mute(struct model *m, bool muted, uint64_t ts,
+		 bool (*keep)(uint8_t lib, uint16_t func))
+{
+	uint64_t v;
+
+	if (m->muted == muted)
+		return;
+	if (!muted) {
+		m->muted = false;
+		m->window++;
+		/* A new file knows nothing of what was allocated before. */
+		for (size_t it = 0; hmap__next(&m->procs, &it, NULL, &v);) {
+			struct proc *p = (void *)(uintptr_t)v;
+			struct thread *t;
+
+			for (int k = 0; k < CTR__COUNT; k++) {
+				if (!p->mem_peak[k] || !(t = model__thread(m, p->pid, p->pid)))
+					continue;
+				EMIT(m, counter, t, k, ts, p->mem[k]);
+			}
+		}
+		return;
+	}
+	for (size_t it = 0; hmap__next(&m->threads, &it, NULL, &v);) {
+		struct thread *t = (void *)(uintptr_t)v;
+		int n = 0;
+
+		/* Innermost first: slices nest. */
+		for (int i = t->depth - 1; i >= 0; i--) {
+			struct call *c = &t->stack[i];
+
+			if (!c->written)
+				continue;
+			c->end_ts = ts;
+			c->nend = 0;
+			c->bt = NULL;
+			EMIT(m, call_end, t, c);
+			c->written = false;
+		}
+		for (int i = 0; i < t->depth; i++) {
+			struct call *c = &t->stack[i];
+
+			if (keep && !keep(c->lib, c->func)) {
+				free(c->str);
+				continue;
+			}
+			if (n != i)
+				t->stack[n] = *c;
+			n++;
+		}
+		t->depth = n;
+	}
+	m->muted = true;
 }
 
 void model__call_enter(struct model *m, const struct rec_call_enter *r)
@@ -257,8 +315,9 @@ void model__call_enter(struct model *m, const struct rec_call_enter *r)
 		old->ended = false;
 		old->nend = 0;
 		if (!old->begun)
-			EMIT(m, call_begin, t, old);
-		EMIT(m, call_end, t, old);
+			begin(m, t, old);
+		if (old->written)
+			EMIT(m, call_end, t, old);
 		free(old->str);
 		memmove(&t->stack[0], &t->stack[1], (CALL_DEPTH - 1) * sizeof(t->stack[0]));
 		t->depth--;
@@ -341,7 +400,8 @@ static void end_call(struct model *m, struct thread *t, struct call *c)
 	settle_string(m, t, c);
 	if (c->ended)
 		m->libs[c->lib]->exit(m, t, c);
-	EMIT(m, call_end, t, c);
+	if (c->written)
+		EMIT(m, call_end, t, c);
 	free(c->str);
 	c->str = NULL;
 }
@@ -484,14 +544,15 @@ void model__mem(struct model *m, struct thread *t, enum counter_kind k, uint64_t
 	p->mem[k] = v < 0 ? 0 : v;
 	if (p->mem[k] > p->mem_peak[k])
 		p->mem_peak[k] = p->mem[k];
-	EMIT(m, counter, t, k, ts, p->mem[k]);
+	if (!m->muted)
+		EMIT(m, counter, t, k, ts, p->mem[k]);
 }
 
 void model__sample(struct model *m, uint32_t pid, uint32_t tid, const struct stack *st)
 {
 	struct thread *t = model__thread(m, pid, tid);
 
-	if (t)
+	if (t && !m->muted)
 		EMIT(m, sample, t, st);
 }
 

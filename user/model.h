@@ -69,6 +69,7 @@ struct call {
 	bool ended;		/* its return was seen */
 	char *str;		/* copied string argument, or NULL */
 	bool begun;		/* call_begin was emitted */
+	bool written;		/* call_begin reached the sinks (inside a capture window) */
 	bool str_pending;	/* the entry could not read the string: it comes at the return */
 	bool str_late;		/* str came after call_begin: the module shows it at call_end */
 	uint64_t str_addr;	/* str_pending: where the string is in the process */
@@ -148,7 +149,7 @@ struct lib_ops {
 	void (*proc_free)(struct proc *p);	/* frees p->lib_state[lib]; may be NULL */
 };
 
-#define MAX_SINKS 8
+#define MAX_SINKS 12
 
 struct model {
 	struct hmap procs;	/* pid -> struct proc * */
@@ -168,6 +169,16 @@ struct model {
 	 * NULL: no flows. */
 	uint64_t (*call_flow)(void *ctx, const struct thread *t, const struct call *c);
 	void *call_flow_ctx;
+	/* Capture windows (user/capwin.c): outside one the model keeps its
+	 * state but calls, counters, samples and syscalls reach no sink;
+	 * window counts the windows opened. The range hook hears of NVTX
+	 * ranges (user/nvtx.c): begin before the range is written, end
+	 * after; NULL: none. */
+	bool muted;
+	uint32_t window;
+	void (*range)(void *ctx, bool begin, uint32_t pid, uint32_t tid, uint64_t ts,
+		      const char *domain, const char *name);
+	void *range_ctx;
 };
 
 /* Initializes an empty model with the built-in library decoders. */
@@ -219,6 +230,13 @@ void model__mem(struct model *m, struct thread *t, enum counter_kind k, uint64_t
  * open CUDA runtime or driver API call of the same thread: a driver call
  * the runtime made, or cudaLaunchKernel reached from __cudaLaunchKernel. */
 bool model__inside_cuda_api(const struct thread *t, const struct call *c);
+
+/* Opens (muted false) or closes a capture window at ts. Closing ends the
+ * calls written and still open at ts, and forgets those keep() says will
+ * not return to the model (the gate drops their returns); opening
+ * restates the memory counters. */
+void model__mute(struct model *m, bool muted, uint64_t ts,
+		 bool (*keep)(uint8_t lib, uint16_t func));
 
 /* Name of a function of a library ("cuLaunchKernel"). */
 const char *model__func_name(const struct model *m, uint8_t lib, uint16_t func);

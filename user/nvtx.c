@@ -36,6 +36,7 @@ struct nv_open {
 	uint64_t id;		/* start/end: the range id */
 	uint32_t slot;		/* start/end: the async track */
 	char *name;
+	uint32_t win;		/* the capture window it began in; UINT32_MAX: outside */
 };
 
 struct nv_thread {
@@ -496,7 +497,7 @@ static struct pfseq *seq(struct nvtx *n, uint32_t pid, uint32_t tid, uint64_t ts
 {
 	struct thread *t;
 
-	if (!n->pt)
+	if (!n->pt || n->m->muted)
 		return NULL;
 	t = model__thread(n->m, pid, tid);
 	return t ? pfsink__seq(n->pt, t, ts) : NULL;
@@ -637,15 +638,20 @@ void nvtx__record(struct nvtx *n, const struct rec_nvtx *r, size_t size)
 		t = thread_of(n, h->tid);
 		if (!t)
 			break;
+		/* A capture range opens before its own slice is written. */
+		if (n->m->range)
+			n->m->range(n->m->range_ctx, true, h->pid, h->tid, h->ts,
+				    domain_name(p, r->domain), msg);
+		s = seq(n, h->pid, h->tid, h->ts);
 		if (t->depth < NV_DEPTH) {
 			struct nv_open *o = &t->stack[t->depth];
 
 			o->ts = h->ts;
 			o->domain = r->domain;
 			o->name = strdup(msg);
+			o->win = n->m->muted ? UINT32_MAX : n->m->window;
 		}
 		t->depth++;
-		s = seq(n, h->pid, h->tid, h->ts);
 		if (s) {
 			build_annots(p, r, &an);
 			pftrace__begin_cat(n->pt, s, h->ts, domain_name(p, r->domain), msg, an.a, an.n);
@@ -658,17 +664,28 @@ void nvtx__record(struct nvtx *n, const struct rec_nvtx *r, size_t size)
 			break;
 		}
 		t->depth--;
+		s = seq(n, h->pid, h->tid, h->ts);
 		if (t->depth < NV_DEPTH) {
 			struct nv_open *o = &t->stack[t->depth];
 
-			count(n, domain_name(p, o->domain), o->name ? o->name : "?", STYLE_PUSHPOP,
-			      h->ts - o->ts);
+			/* Begun in this window: else its begin is not in the file. */
+			bool in = o->win == n->m->window && !n->m->muted;
+
+			if (!in)
+				s = NULL;
+			if (in)
+				count(n, domain_name(p, o->domain), o->name ? o->name : "?",
+				      STYLE_PUSHPOP, h->ts - o->ts);
+			if (s)
+				pftrace__end(n->pt, s, h->ts, NULL, 0);
+			if (n->m->range)
+				n->m->range(n->m->range_ctx, false, h->pid, h->tid, h->ts,
+					    domain_name(p, o->domain), o->name ? o->name : "?");
 			free(o->name);
 			o->name = NULL;
-		}
-		s = seq(n, h->pid, h->tid, h->ts);
-		if (s)
+		} else if (s) {
 			pftrace__end(n->pt, s, h->ts, NULL, 0);
+		}
 		break;
 	case NV_START: {
 		struct nv_open *o = calloc(1, sizeof(*o));
@@ -680,11 +697,15 @@ void nvtx__record(struct nvtx *n, const struct rec_nvtx *r, size_t size)
 		/* The lowest free async track, so concurrent ranges never share one. */
 		slot = p->slots == UINT64_MAX ? NV_SLOTS - 1 : __builtin_ctzll(~p->slots);
 		p->slots |= 1ull << slot;
+		if (n->m->range)
+			n->m->range(n->m->range_ctx, true, h->pid, h->tid, h->ts,
+				    domain_name(p, r->domain), msg);
 		o->ts = h->ts;
 		o->domain = r->domain;
 		o->id = r->id;
 		o->slot = slot;
 		o->name = strdup(msg);
+		o->win = n->m->muted ? UINT32_MAX : n->m->window;
 		if (!r->id) {
 			/* v2: the id is the return value, in the next record. */
 			t = thread_of(n, h->tid);
@@ -727,14 +748,20 @@ void nvtx__record(struct nvtx *n, const struct rec_nvtx *r, size_t size)
 			break;
 		}
 		o = (void *)(uintptr_t)v;
-		count(n, domain_name(p, o->domain), o->name ? o->name : "?", STYLE_STARTEND,
-		      h->ts - o->ts);
 		p->slots &= ~(1ull << o->slot);
 		/* Ended on whichever thread: its sequence, the range's track. */
 		s = seq(n, h->pid, h->tid, h->ts);
+		if (o->win != n->m->window || n->m->muted)
+			s = NULL;
+		if (o->win == n->m->window && !n->m->muted)
+			count(n, domain_name(p, o->domain), o->name ? o->name : "?",
+			      STYLE_STARTEND, h->ts - o->ts);
 		if (s)
 			pftrace__end_on(n->pt, s, h->ts, UUID_NVTX((uint64_t)h->pid << 8 | o->slot),
 					NULL, 0);
+		if (n->m->range)
+			n->m->range(n->m->range_ctx, false, h->pid, h->tid, h->ts,
+				    domain_name(p, o->domain), o->name ? o->name : "?");
 		free(o->name);
 		free(o);
 		break;

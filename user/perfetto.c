@@ -132,6 +132,15 @@ struct pftrace {
 	struct pfseq **seqs;
 	size_t nseqs, capseqs;
 	struct pfsplit *split;	/* a router (--split-per-process): writes nothing itself */
+	/* Capture windows (pftrace__pause / __resume): the track descriptors
+	 * written so far, their packet bodies after the timestamp, for a new
+	 * file; keep: remember them at all. */
+	bool keep, paused;
+	uint32_t generation;
+	struct hmap descs;	/* uuid -> index in desc */
+	struct pf_desc { uint64_t uuid; uint8_t *body; size_t len; } *desc;
+	size_t ndesc, capdesc;
+	size_t desc_body;	/* offset of the descriptor being written, after its timestamp */
 };
 
 /* Runs stmt with pt as each of a router's files in turn, then returns. */
@@ -295,6 +304,10 @@ int pftrace__flush(struct pftrace *pt)
 	}
 	if (pt->err)
 		return pt->err;
+	if (pt->paused) {
+		pb__reset(&pt->out);
+		return 0;
+	}
 	if (pt->fd < 0)
 		return pt->out.err;	/* pending: no file yet, the buffer keeps it all */
 	if (pt->out.err) {
@@ -349,12 +362,18 @@ int pftrace__close(struct pftrace *pt)
 	if (pt->split) {
 		err = pfsplit__close(pt->split, false);
 	} else if (pt->fd < 0) {
-		err = 0;	/* pending: never given a file, so nothing to write */
+		/* Paused: the error of the last file, if any. Pending: never
+		 * given a file, so nothing to write. */
+		err = pt->paused ? pftrace__flush(pt) : 0;
 	} else {
 		err = pftrace__flush(pt);
 		if (close(pt->fd) < 0 && !err)
 			err = -errno;
 	}
+	for (size_t i = 0; i < pt->ndesc; i++)
+		free(pt->desc[i].body);
+	free(pt->desc);
+	hmap__free(&pt->descs);
 	for (size_t i = 0; i < pt->nseqs; i++) {
 		hmap__free(&pt->seqs[i]->iids);
 		free(pt->seqs[i]);
@@ -368,7 +387,10 @@ int pftrace__close(struct pftrace *pt)
 static void packet_end(struct pftrace *pt)
 {
 	pb__end(&pt->out);
-	if (pt->out.len >= FLUSH_BYTES && pt->fd >= 0)
+	/* Paused: nothing is buffered but this packet, which goes. */
+	if (pt->paused)
+		pb__reset(&pt->out);
+	else if (pt->out.len >= FLUSH_BYTES && pt->fd >= 0)
 		pftrace__flush(pt);
 }
 
@@ -508,6 +530,7 @@ static void desc_begin(struct pftrace *pt, uint64_t uuid, uint64_t parent)
 
 	pb__begin(pb, TRACE_PACKET);
 	pb__varint(pb, PKT_TIMESTAMP, clock_ns(CLOCK_BOOTTIME));
+	pt->desc_body = pb->len;
 	pb__varint(pb, PKT_SEQ_ID, META_SEQ);
 	pb__begin(pb, PKT_TRACK_DESC);
 	pb__varint(pb, TD_UUID, uuid);
@@ -515,10 +538,117 @@ static void desc_begin(struct pftrace *pt, uint64_t uuid, uint64_t parent)
 		pb__varint(pb, TD_PARENT, parent);
 }
 
-static void desc_end(struct pftrace *pt)
+/* Remembers the descriptor just closed (its latest version per uuid, in
+ * the order uuids first came: parents before children) for a new file. */
+static void keep_desc(struct pftrace *pt, uint64_t uuid)
+{
+	size_t len = pt->out.len - pt->desc_body;
+	uint64_t *v = hmap__get(&pt->descs, uuid);
+	uint8_t *body;
+
+	if (pt->out.err || !(body = malloc(len)))
+		return;
+	memcpy(body, pt->out.buf + pt->desc_body, len);
+	if (v) {
+		free(pt->desc[*v].body);
+		pt->desc[*v].body = body;
+		pt->desc[*v].len = len;
+		return;
+	}
+	if (pt->ndesc == pt->capdesc) {
+		size_t nc = pt->capdesc ? pt->capdesc * 2 : 64;
+		struct pf_desc *n = realloc(pt->desc, nc * sizeof(*n));
+
+		if (!n) {
+			free(body);
+			return;
+		}
+		pt->desc = n;
+		pt->capdesc = nc;
+	}
+	if (hmap__put(&pt->descs, uuid, pt->ndesc)) {
+		free(body);
+		return;
+	}
+	pt->desc[pt->ndesc++] = (struct pf_desc){ uuid, body, len };
+}
+
+static void desc_end(struct pftrace *pt, uint64_t uuid)
 {
 	pb__end(&pt->out);
+	if (pt->keep)
+		keep_desc(pt, uuid);
 	packet_end(pt);
+}
+
+void pftrace__keep_descriptors(struct pftrace *pt)
+{
+	pt->keep = true;
+}
+
+bool pftrace__paused(const struct pftrace *pt)
+{
+	return pt->paused;
+}
+
+uint32_t pftrace__generation(const struct pftrace *pt)
+{
+	return pt->generation;
+}
+
+int pftrace__pause(struct pftrace *pt, const char *discard_path)
+{
+	int err = 0;
+
+	if (pt->paused)
+		return 0;
+	if (discard_path) {
+		pb__reset(&pt->out);
+		outfile__discard(pt->fd, discard_path);
+		close(pt->fd);
+	} else {
+		pftrace__clock_snapshot(pt);
+		err = pftrace__flush(pt);
+		if (close(pt->fd) < 0 && !err)
+			err = -errno;
+	}
+	pt->fd = -1;
+	pt->paused = true;
+	return err;
+}
+
+int pftrace__resume(struct pftrace *pt, const char *path, bool replace)
+{
+	int fd;
+
+	if (!pt->paused)
+		return 0;
+	fd = replace ? outfile__create(AT_FDCWD, path, OUTFILE_MODE) :
+		       outfile__create_new(AT_FDCWD, path, OUTFILE_MODE);
+	if (fd == -EEXIST && !replace)
+		return fd;	/* the caller says so; the capture goes on paused */
+	if (fd < 0) {
+		pt->err = fd;
+		return fd;
+	}
+	pt->fd = fd;
+	pt->paused = false;
+	pt->written = 0;
+	pt->generation++;
+	pftrace__clock_snapshot(pt);
+	pftrace__system_info(pt);
+	for (size_t i = 0; i < pt->ndesc; i++) {
+		struct pb *pb = &pt->out;
+
+		pb__begin(pb, TRACE_PACKET);
+		pb__varint(pb, PKT_TIMESTAMP, clock_ns(CLOCK_BOOTTIME));
+		pb__raw(pb, pt->desc[i].body, pt->desc[i].len);
+		packet_end(pt);
+	}
+	/* Interned names and clocks of the last file mean nothing here. */
+	for (size_t i = 0; i < pt->nseqs; i++)
+		pt->seqs[i]->need_reset = true;
+	return pftrace__flush(pt);
 }
 
 void pftrace__process_labeled(struct pftrace *pt, uint64_t uuid, int pid, const char *name,
@@ -539,7 +669,7 @@ void pftrace__process_labeled(struct pftrace *pt, uint64_t uuid, int pid, const 
 	if (label && *label)
 		pb__string(pb, PD_LABELS, label);
 	pb__end(pb);
-	desc_end(pt);
+	desc_end(pt, uuid);
 }
 
 void pftrace__process(struct pftrace *pt, uint64_t uuid, int pid, const char *name,
@@ -563,7 +693,7 @@ void pftrace__thread(struct pftrace *pt, uint64_t uuid, uint64_t parent, int pid
 	if (name && *name)
 		pb__string(pb, THD_NAME, name);
 	pb__end(pb);
-	desc_end(pt);
+	desc_end(pt, uuid);
 }
 
 void pftrace__counter_track(struct pftrace *pt, uint64_t uuid, uint64_t parent,
@@ -582,7 +712,7 @@ void pftrace__counter_track(struct pftrace *pt, uint64_t uuid, uint64_t parent,
 	if (unit)
 		pb__varint(pb, CD_UNIT, unit);
 	pb__end(pb);
-	desc_end(pt);
+	desc_end(pt, uuid);
 }
 
 void pftrace__track_desc(struct pftrace *pt, uint64_t uuid, uint64_t parent, const char *name,
@@ -597,7 +727,7 @@ void pftrace__track_desc(struct pftrace *pt, uint64_t uuid, uint64_t parent, con
 	pb__string(&pt->out, TD_NAME, name);
 	if (description && *description)
 		pb__string(&pt->out, TD_DESCRIPTION, description);
-	desc_end(pt);
+	desc_end(pt, uuid);
 }
 
 void pftrace__track(struct pftrace *pt, uint64_t uuid, uint64_t parent, const char *name)

@@ -91,6 +91,23 @@ int pftrace__error(const struct pftrace *pt);
 /* Bytes written to the file so far plus bytes buffered. */
 uint64_t pftrace__bytes(const struct pftrace *pt);
 
+/*
+ * Capture windows: one writer, several files. keep_descriptors makes it
+ * remember every track descriptor; pause ends the file (a last clock
+ * snapshot, or, with discard_path, the file removed) and drops every
+ * packet until resume, which starts the file at path with a clock
+ * snapshot, the system info and every descriptor remembered, and makes
+ * every sequence start over; the generation counts resumes, for writers
+ * with interning of their own. pause and resume return 0 or -errno.
+ */
+void pftrace__keep_descriptors(struct pftrace *pt);
+int pftrace__pause(struct pftrace *pt, const char *discard_path);
+/* replace: an existing regular file at path may be replaced (--force);
+ * else -EEXIST, and the trace stays paused. */
+int pftrace__resume(struct pftrace *pt, const char *path, bool replace);
+bool pftrace__paused(const struct pftrace *pt);
+uint32_t pftrace__generation(const struct pftrace *pt);
+
 /* A ClockSnapshot of BOOTTIME, MONOTONIC and REALTIME taken now. */
 void pftrace__clock_snapshot(struct pftrace *pt);
 /* SystemInfo with the kernel's utsname. */

@@ -61,6 +61,7 @@ struct pfstacks {
 	uint64_t next_iid;
 	uint64_t bytes;
 	bool in_interned;
+	uint32_t gen;		/* the writer's file (pftrace__generation) */
 };
 
 struct pfstacks *pfstacks__new(struct pftrace *pt)
@@ -253,7 +254,10 @@ static void on_sample(void *ctx, struct thread *t, const struct stack *st)
 
 	if (!n)
 		return;
-	if (ps->next_iid + 4 * (uint64_t)n + 64 > INTERN_MAX) {
+	/* A new file (capture windows) knows none of the interned data. */
+	if (ps->next_iid + 4 * (uint64_t)n + 64 > INTERN_MAX ||
+	    ps->gen != pftrace__generation(ps->pt)) {
+		ps->gen = pftrace__generation(ps->pt);
 		hmap__free(&ps->iids);
 		ps->next_iid = 1;
 		ps->cleared = true;

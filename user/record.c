@@ -16,6 +16,7 @@
 #include <bpf/libbpf.h>
 #include "apilib.h"
 #include "attach.h"
+#include "capwin.h"
 #include "cgbpf.skel.h"
 #include "hmap.h"
 #include "ingest.h"
@@ -634,10 +635,13 @@ int session__handle(void *ctx, void *data, size_t size)
 			hmap__put(&r->seen, h->pid, 1);
 			proc_event(r, SRC_PROC_SEEN, h->pid, h->ts);
 		}
+		/* A capture range opens before its first call is taken. */
+		capture__call_enter(r->cap, data);
 		model__call_enter(&r->model, data);
 		break;
 	case REC_CALL_EXIT:
 		model__call_exit(&r->model, data);
+		capture__call_exit(r->cap, data);
 		break;
 	case REC_STRING:
 		model__string(&r->model, data);
@@ -682,6 +686,7 @@ int session__handle(void *ctx, void *data, size_t size)
 		const struct rec_proc *p = data;
 
 		model__proc_exit(&r->model, data);
+		capture__proc_exit(r->cap, h->pid, h->ts);
 		target_gone(r, h->pid);
 		hmap__del(&r->seen, h->pid, NULL);
 		proc_event(r, SRC_PROC_EXIT, h->pid, h->ts);
@@ -829,6 +834,16 @@ static int open_bpf(struct session *r)
 			memcpy((char *)skel->rodata->watch_names[i], names[i], ATTACH_WATCH_LEN);
 		skel->rodata->watch_count = n;
 	}
+	if (capture__gated(&o->cap)) {
+		const struct capture_opts *c = &o->cap;
+
+		skel->rodata->capture_gated = 1;
+		skel->rodata->capture_kind = c->range == CAPTURE_RANGE_NVTX ? CAPTURE_K_NVTX :
+					     c->range == CAPTURE_RANGE_PROFILER ? CAPTURE_K_PROFILER :
+					     CAPTURE_K_NONE;
+		skel->rodata->capture_name_len = strlen(c->nvtx_name);
+		memcpy((char *)skel->rodata->capture_name, c->nvtx_name, sizeof(c->nvtx_name));
+	}
 	multi = attach__prepare(skel);
 	err = bpf_map__set_max_entries(skel->maps.events, ring);
 	for (size_t k = 0; !err && k < r->nsrc; k++)
@@ -963,6 +978,13 @@ static void describe_cgbpf(struct session *r, uint64_t ts)
 	pftrace__counter(r->pt, r->meta, ts, UUID_CGBPF_DROPS, 0);
 }
 
+static void flush_sources(struct session *r);
+
+static void flush_for_capture(void *ctx)
+{
+	flush_sources(ctx);
+}
+
 static bool sources_settled(struct session *r)
 {
 	for (size_t i = 0; i < r->nsrc; i++)
@@ -1082,6 +1104,23 @@ int record__run(const struct record_opts *o)
 	}
 	if (resolve_cgroups(&r) || open_bpf(&r))
 		goto cleanup;
+	if (capture__gated(&o->cap)) {
+		struct capture_env env = {
+			.o = &o->cap, .m = &r.model, .pt = r.pt, .pattern = o->output,
+			.made = r.pt ? traceout__current(&out) : NULL,
+			.pid = o->npids ? o->pids[0] : 0, .force = o->force,
+			.gate_fd = bpf_map__fd(r.skel->maps.gate), .flush = flush_for_capture,
+			.flush_ctx = &r,
+		};
+
+		/* Before anything is described: the descriptors are kept for
+		 * every file. */
+		r.cap = capture__new(&env, session__now());
+		if (!r.cap) {
+			err("capture windows: %s", strerror(errno));
+			goto cleanup;
+		}
+	}
 	if (r.mon && monitor__start(r.mon, r.skel, &r.model, r.attach))
 		goto cleanup;
 
@@ -1108,8 +1147,11 @@ int record__run(const struct record_opts *o)
 			goto cleanup;
 		}
 		add_target(&r, r.child);
-		/* Before it runs: a name taken or unusable costs no capture. */
-		err = traceout__named(&out, r.child);
+		/* Before it runs: a name taken or unusable costs no capture.
+		 * Capture windows name their files when they open them. */
+		if (r.cap)
+			capture__set_pid(r.cap, r.child);
+		err = r.cap ? 0 : traceout__named(&out, r.child);
 		if (err) {
 			ret = err;
 			goto cleanup;
@@ -1187,8 +1229,9 @@ int record__run(const struct record_opts *o)
 		     " (no traced library loaded yet: waiting for one)");
 	/* --duration counts from here: attaching (slow under load) is not
 	 * taken out of the time traced. */
+	capture__start(r.cap, session__now());
 	if (o->duration_ns)
-		deadline = session__now() + o->duration_ns;
+		deadline = session__now() + o->cap.delay_ns + o->duration_ns;
 	last_flush = last_scan = last_system_scan = t0;
 
 	while (!stop_requested) {
@@ -1205,6 +1248,12 @@ int record__run(const struct record_opts *o)
 		for (size_t i = 0; i < r.nsrc; i++)
 			if (r.src[i]->tick)
 				r.src[i]->tick(&r, r.src_state[i], now);
+		capture__tick(r.cap, now);
+		if (capture__done(r.cap)) {
+			info("capture windows done: stopping");
+			timed_out = true;	/* a -- COMMAND keeps running, as with --duration */
+			break;
+		}
 		if (r.pt && now - last_flush >= FLUSH_NS) {
 			report_drops(&r, now, false);
 			flush_sources(&r);
@@ -1279,6 +1328,8 @@ cleanup:
 		uint64_t end = session__now();
 
 		ci.records = r.records;
+		/* First: it ends a window still open, before the sources end. */
+		capture__finish(r.cap, end, &ci);
 		ci.lib_section[LIB_NCCL] = ncclsum__print;
 		ci.lib_section_ctx[LIB_NCCL] = r.ncclsum;
 		for (size_t i = 0; i < r.nsrc; i++)
@@ -1327,10 +1378,15 @@ cleanup:
 			r.fatal = e;
 		traceout__abandon(&out);
 		ci.trace_path = out.split ? NULL : out.path;	/* split: pfsplit names them */
-		{
+		/* Capture windows list their files in their own section. */
+		if (r.cap && (capture__numbered(&o->cap) || !capture__files(r.cap)))
+			ci.trace_path = NULL;
+		else if (r.cap)
+			ci.trace_path = capture__file_path(r.cap, 0);
+		if (ci.trace_path) {
 			struct stat st;
 
-			if (!out.split && !stat(out.path, &st))
+			if (!stat(ci.trace_path, &st))
 				ci.trace_bytes = st.st_size;
 		}
 	}
@@ -1365,8 +1421,14 @@ cleanup:
 	}
 	if (r.summary_f)
 		fclose(r.summary_f);
-	if (ret == 0 && r.pt && !out.split)
-		info("wrote %s: open it at https://ui.perfetto.dev", out.path);
+	if (ret == 0 && r.pt && r.cap && !capture__files(r.cap))
+		info("no capture window opened: no trace written");
+	else if (ret == 0 && r.pt && r.cap && capture__numbered(&o->cap))
+		info("wrote %zu file(s): open them at https://ui.perfetto.dev",
+		     capture__files(r.cap));
+	else if (ret == 0 && r.pt && !out.split)
+		info("wrote %s: open it at https://ui.perfetto.dev",
+		     r.cap ? capture__file_path(r.cap, 0) : out.path);
 	if (ret == 0 && r.child > 0 && !r.child_reaped &&
 	    waitpid(r.child, &r.child_status, WNOHANG) > 0)
 		r.child_reaped = true;
@@ -1405,6 +1467,7 @@ cleanup:
 		free(r.cg_rel[i]);
 	}
 	cgbpf_bpf__destroy(r.skel);
+	capture__free(r.cap);
 	summary__free(r.summary);
 	ncclsum__free(r.ncclsum);
 	model__free(&r.model);

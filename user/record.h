@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "capwin.h"
 
 /* Which scheduler events are recorded (--sched). */
 enum sched_scope {
@@ -45,6 +46,7 @@ struct record_opts {
 	/* `cgbpf monitor`: aggregate in BPF, serve metrics, keep a flight
 	 * recorder; NULL for record. */
 	const struct monitor_opts *monitor;
+	struct capture_opts cap;	/* --delay, --capture-range, --schedule */
 };
 
 /* Runs a capture; returns the process exit code (0 success; with -- CMD,

@@ -146,6 +146,7 @@ struct schedtrace {
 	uint32_t ncpus;
 	struct hmap tids;		/* tid -> tgid + 1, announced in a ProcessTree */
 	struct hmap pids;		/* tgid -> 1, announced */
+	uint32_t gen;			/* the writer's file (pftrace__generation) */
 	struct pb tree_procs, tree_threads;	/* pending ProcessTree entries */
 	uint64_t tree_ts;		/* the latest of theirs */
 	uint32_t tree_seq;
@@ -563,6 +564,11 @@ static void see_task(struct schedtrace *s, uint64_t ts, uint32_t tid, uint32_t p
 
 	if (!tid)
 		return;		/* the idle tasks share tid 0 */
+	/* A new file (capture windows): announce the threads again. */
+	if (s->pt && s->gen != pftrace__generation(s->pt)) {
+		s->gen = pftrace__generation(s->pt);
+		hmap__free(&s->tids);
+	}
 	v = hmap__get(&s->tids, tid);
 	if (v && *v == (uint64_t)pid + 1)
 		return;

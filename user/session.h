@@ -47,6 +47,7 @@ struct session {
 	struct pfseq *meta;		/* cgbpf's own events (drops) */
 	struct stacks *stacks;		/* the symbolizer, CPU samples and backtraces */
 	struct monitor *mon;		/* `cgbpf monitor` */
+	struct capture *cap;		/* capture windows (user/capwin.h), or NULL */
 	struct hmap live;		/* tgid -> 1 for targets alive */
 	struct hmap traced;		/* tgid -> 1 for every target, alive or gone */
 	struct hmap seen;		/* targets whose first API call came */

@@ -164,7 +164,8 @@ void model__syscall(struct model *m, const struct rec_syscall *r)
 	struct thread *t = model__thread(m, r->hdr.pid, r->hdr.tid);
 	struct syscall_ev e;
 
-	if (!t)
+	/* Outside a capture window (a syscall that began inside one). */
+	if (!t || m->muted)
 		return;
 	decode(&e, r, r->hdr.size >= sizeof(*r));
 	for (int i = 0; i < m->nsinks; i++)

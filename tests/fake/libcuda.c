@@ -63,6 +63,12 @@
 #include <sys/syscall.h>
 
 #include "fake_activity.h"
+#if __has_include(<cudaProfiler.h>)
+#include <cudaProfiler.h>
+#else
+CUresult cuProfilerStart(void);
+CUresult cuProfilerStop(void);
+#endif
 
 #pragma GCC visibility push(hidden)
 
@@ -106,7 +112,8 @@
 	X(cuGraphInstantiate_v2) X(cuGraphInstantiateWithFlags) X(cuGraphExecDestroy) \
 	X(cuStreamBeginCapture) X(cuStreamBeginCapture_ptsz) X(cuStreamBeginCapture_v2) \
 	X(cuStreamBeginCapture_v2_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz) \
-	X(cuStreamIsCapturing) X(cuStreamIsCapturing_ptsz)
+	X(cuStreamIsCapturing) X(cuStreamIsCapturing_ptsz) \
+	X(cuProfilerStart) X(cuProfilerStop)
 
 #define API_ENUM(name) API_##name,
 enum api_id { FAKE_API(API_ENUM) API__COUNT };
@@ -1465,6 +1472,21 @@ EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
 	if (!pctx)
 		return CUDA_ERROR_INVALID_VALUE;
 	*pctx = (CUcontext)cur_ctx();
+	return CUDA_SUCCESS;
+}
+
+/* cudaProfiler.h: capture ranges of profilers (--capture-range
+ * cudaProfilerApi). The real driver starts and stops its own profiling;
+ * here they only count. */
+EXPORT CUresult cuProfilerStart(void)
+{
+	API_ENTER(cuProfilerStart);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuProfilerStop(void)
+{
+	API_ENTER(cuProfilerStop);
 	return CUDA_SUCCESS;
 }
 

@@ -20,6 +20,8 @@
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <cudaProfiler.h>
+#include <cuda_profiler_api.h>
 
 #include <pthread.h>
 #include <stdint.h>
@@ -359,6 +361,20 @@ EXPORT cudaError_t cudaSetDevice(int device)
 		return cudaErrorInvalidDevice;
 	READY();
 	return cudaSuccess;
+}
+
+/* cuda_profiler_api.h: the runtime's pair enters the driver's, as
+ * NVIDIA's does. */
+EXPORT cudaError_t cudaProfilerStart(void)
+{
+	READY();
+	return (cudaError_t)cuProfilerStart();
+}
+
+EXPORT cudaError_t cudaProfilerStop(void)
+{
+	READY();
+	return (cudaError_t)cuProfilerStop();
 }
 
 EXPORT cudaError_t cudaDeviceSynchronize(void)

@@ -15,7 +15,7 @@ def test_attach_before_first_call():
               env=env_with(CGBPF_WAIT_FILE=gate, CGBPF_MANIFEST=os.path.join(d, "manifest.json")))
     try:
         bg = Bg(["-p", str(w.pid)], tmp=d)
-        bg.wait_msg("probing 72 CUDA driver functions")
+        bg.wait_msg("probing 74 CUDA driver functions")
         bg.wait_msg("Ctrl-C stops")
         touch(gate)
         eq(w.wait(30), 0, "workload exit")
@@ -69,7 +69,7 @@ def test_attach_before_late_dlopen_misses_nothing():
               env=env_with(CGBPF_WAIT_FILE=gate, CGBPF_MANIFEST=os.path.join(d, "manifest.json")))
     try:
         bg = Bg(["-p", str(w.pid)], tmp=d)
-        bg.wait_msg("probing 72 CUDA driver functions")
+        bg.wait_msg("probing 74 CUDA driver functions")
         bg.wait_msg("Ctrl-C stops")
         touch(gate)
         eq(w.wait(30), 0, "workload exit")

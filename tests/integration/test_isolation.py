@@ -37,7 +37,7 @@ def test_library_in_private_mount_namespace():
         wait_for(mapped, 20, "the workload to map its private libcuda")
         check(not os.listdir(hidden), "the library is invisible from cgbpf's namespace")
         bg = Bg(["-p", str(w.pid)], tmp=d)
-        bg.wait_msg("probing 72 CUDA driver functions in %s/libcuda.so.1" % hidden)
+        bg.wait_msg("probing 74 CUDA driver functions in %s/libcuda.so.1" % hidden)
         touch(gate)
         eq(w.wait(30), 0, "workload exit")
         r = bg.finish()

@@ -901,6 +901,57 @@ static void cleanup_tmpdir(void)
 	rmdir(tmpdir);
 }
 
+/* ------------------------------------------------------------ (g) capture windows */
+
+/*
+ * One writer, a file removed at start and a new one at the same path
+ * (capture windows, user/capwin.c): descriptors written before and while
+ * paused are in the new file, slices written before or while paused are
+ * not, and a sequence used in both starts over (its interned names mean
+ * nothing in the new file).
+ */
+static void test_pause_resume(void)
+{
+	const uint64_t base = 5000000000ull;
+	struct xtrace x;
+	struct xseq *s, *s2;
+	int err;
+
+	if (!check(x_open(&x, "g_windows"), "g: create g_windows.perfetto-trace"))
+		return;
+	pftrace__keep_descriptors(x.pt);
+	x_process(&x, 700, 7000, "win", "win --steps 20");
+	x_thread(&x, 701, 700, 7000, 7001, "worker");
+	s = x_seq(&x, 701, base);
+	if (!check(s != NULL, "g: a sequence")) {
+		x_close(&x, NULL);
+		return;
+	}
+	pftrace__begin(x.pt, s->s, base + 10, "before", NULL, 0);
+	pftrace__end(x.pt, s->s, base + 20, NULL, 0);
+	err = pftrace__pause(x.pt, x.path);
+	check(err == 0 && access(x.path, F_OK) != 0 && pftrace__paused(x.pt),
+	      "g: pause with discard removes the file (%d)", err);
+	/* Paused: a thread described (kept), a slice (dropped). */
+	x_thread(&x, 702, 700, 7000, 7002, "late");
+	pftrace__begin(x.pt, s->s, base + 30, "paused", NULL, 0);
+	pftrace__end(x.pt, s->s, base + 40, NULL, 0);
+	check(pftrace__bytes(x.pt) == 0, "g: nothing buffered while paused (%" PRIu64 ")",
+	      pftrace__bytes(x.pt));
+	err = pftrace__resume(x.pt, x.path, false);
+	check(err == 0 && access(x.path, F_OK) == 0 && !pftrace__paused(x.pt) &&
+	      pftrace__generation(x.pt) == 1, "g: resume makes the file again (%d)", err);
+	x_begin(&x, s, base + 100, "before", NULL, 0);	/* the same name, interned anew */
+	x_end(&x, s, base + 200, NULL, 0);
+	s2 = x_seq(&x, 702, base + 300);
+	if (s2) {
+		x_begin(&x, s2, base + 300, "late-slice", NULL, 0);
+		x_end(&x, s2, base + 400, NULL, 0);
+	}
+	err = x_close(&x, NULL);
+	check(err == 0, "g: close returns 0 (%d)", err);
+}
+
 int main(int argc, char **argv)
 {
 	/* Keep the ok/not ok lines in order with sanitizer reports on stderr. */
@@ -925,6 +976,7 @@ int main(int argc, char **argv)
 	test_fsize("d_fsize0", 200000);
 	test_fsize("d_fsize1", 200001);
 	test_volume();
+	test_pause_resume();
 	if (argc <= 1)
 		cleanup_tmpdir();
 	printf("%d passed, %d failed\n", n_pass, n_fail);

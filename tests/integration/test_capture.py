@@ -1,0 +1,276 @@
+# SPDX-License-Identifier: MIT
+"""Capture windows (--delay, --capture-range cudaProfilerApi|nvtx,
+--nvtx-capture, --capture-range-end, --schedule): workloads that write
+what they did inside and outside their ranges (tests/workloads/
+cap_profiler.c, crt_capture.c, cap_steps.c); every file cgbpf writes is
+decoded and must hold exactly the launches of its windows, with kernel
+names and the GPU-memory counter learned before the window; trace
+processor loads each one where present."""
+import os
+import re
+
+import harness
+from harness import CGBPF, check, clean_trace, env_with, eq, record, tmpdir
+import ptrace
+
+CUDA_HOME = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+LIB = os.path.join(harness.OUT, "inject", "libcgbpf-inject.so")
+FLAGS = ["--sample-hz", "0", "--sched", "off", "--syscall-threshold", "off"]
+
+
+def need(name):
+    path = harness.wl(name)
+    if not os.path.exists(path):
+        raise harness.Skip("%s not built (it needs the CUDA toolkit's headers at %s)"
+                           % (path, CUDA_HOME))
+    return path
+
+
+def need_nvtx():
+    if not os.path.exists(LIB):
+        raise harness.Skip("%s not built (<sys/sdt.h> from systemtap-sdt-dev)" % LIB)
+    return need("cap_steps")
+
+
+def tp_clean(path, trace):
+    import tpcheck
+    if tpcheck.shell_path() is None:
+        print("# skipped trace processor check: %s" % tpcheck.skip_reason())
+        return
+    problems, _ = tpcheck.compare(path, trace, (), sched=False)
+    check(not problems, "%s: trace processor and the decoder disagree:\n    %s"
+          % (path, "\n    ".join(problems)))
+
+
+def launches(t):
+    """Kernel names of the outermost launches on the process's threads, in order."""
+    return [s.args.get("kernel") for s in t.slices
+            if s.tid is not None and s.name in ("cuLaunchKernel",)]
+
+
+def windows_table(out):
+    """Rows of the summary's "Capture windows" table: (steps, first, calls, launches, path)."""
+    check("** Capture windows:" in out, "summary has a Capture windows section")
+    rows = []
+    for line in out.split("** Capture windows:")[1].split("\n** ")[0].splitlines():
+        m = re.match(r"^\s+(\d+)\s+(\d+)\s+(\d+)\s+[\d.]+\s+(\d+)\s+(\d+)\s+(\S+)$", line)
+        if m:
+            rows.append((int(m.group(2)), int(m.group(3)), int(m.group(4)), int(m.group(5)),
+                         m.group(6)))
+    return rows
+
+
+def load_checked(path):
+    check(os.path.exists(path), "%s written" % path)
+    t = ptrace.load(path)
+    clean_trace(t)
+    tp_clean(path, t)
+    return t
+
+
+def memory(t):
+    return [v for _, v in t.counter_values("GPU memory (cuMemAlloc)")]
+
+
+def test_profiler_api_repeat_one_file_per_range():
+    wl = need("cap_profiler")
+    d = tmpdir()
+    out = os.path.join(d, "win.perfetto-trace")
+    r = record(FLAGS + ["--capture-range", "cudaProfilerApi", "--capture-range-end", "repeat",
+                        "-o", out], cmd=[wl, "3"], tmp=d)
+    eq(r.rc, 0, "exit (stderr %r)" % r.stderr[-600:])
+    m = r.manifest()
+    eq(m["windows"], [5, 6, 7], "the workload's windows")
+    eq(sorted(f for f in os.listdir(d) if f.endswith(".perfetto-trace")),
+       ["win-1.perfetto-trace", "win-2.perfetto-trace", "win-3.perfetto-trace"],
+       "one file per range, numbered; nothing at -o itself")
+    rows = windows_table(r.stdout)
+    eq([(st, first, ln) for st, first, _, ln, _ in rows], [(1, 1, 5), (1, 2, 6), (1, 3, 7)],
+       "summary rows (steps, first step, launches)")
+    for i, n in enumerate(m["windows"]):
+        path = os.path.join(d, "win-%d.perfetto-trace" % (i + 1))
+        eq(rows[i][4], path, "summary names the file")
+        t = load_checked(path)
+        eq(launches(t), ["k_in"] * n, "%s: exactly the window's launches, named by the "
+           "cuModuleGetFunction made before any window" % path)
+        names = [s.name for s in t.slices if s.tid is not None]
+        eq(names.count("cuProfilerStart"), 1, "%s: the start that opened it" % path)
+        eq(names.count("cuProfilerStop"), 1, "%s: the stop that closed it" % path)
+        eq(names.count("cuStreamSynchronize"), 1, "%s: the window's synchronize" % path)
+        for gone in ("cuModuleGetFunction", "cuMemAlloc_v2", "cuMemFree_v2", "cuInit"):
+            check(gone not in names, "%s: %s happened outside every window" % (path, gone))
+        eq(memory(t)[0], m["alloc_before"], "%s: GPU memory counter = the allocation made "
+           "before the window" % path)
+        eq(t.processes[m["pid"]].process_name, "cap_profiler",
+           "process described again in %s" % path)
+        eq(rows[i][2], len(names), "summary's API calls = the file's slices")
+
+
+def test_profiler_api_stop_ends_cgbpf_after_the_first_range():
+    wl = need("cap_profiler")
+    d = tmpdir()
+    out = os.path.join(d, "first.perfetto-trace")
+    r = record(FLAGS + ["--capture-range", "cudaProfilerApi", "-o", out], cmd=[wl, "3"], tmp=d)
+    eq(r.rc, 0, "exit (stderr %r)" % r.stderr[-600:])
+    check("capture windows done: stopping" in r.stderr, "cgbpf ended after the first range")
+    eq(sorted(f for f in os.listdir(d) if f.endswith(".perfetto-trace")),
+       ["first.perfetto-trace"], "one file, at -o as given")
+    t = load_checked(out)
+    eq(launches(t), ["k_in"] * 5, "the first window's launches only")
+    eq([(st, ln) for st, _, _, ln, _ in windows_table(r.stdout)], [(1, 5)], "summary row")
+
+
+def test_runtime_profiler_api_repeat_n():
+    wl = need("crt_capture")
+    d = tmpdir()
+    out = os.path.join(d, "rt-%n.perfetto-trace")
+    r = record(FLAGS + ["--capture-range", "cudaProfilerApi", "--capture-range-end",
+                        "repeat:2", "-o", out], cmd=[wl, "4"], tmp=d)
+    eq(r.rc, 0, "exit (stderr %r)" % r.stderr[-600:])
+    m = r.manifest()
+    eq(sorted(f for f in os.listdir(d) if f.endswith(".perfetto-trace")),
+       ["rt-1.perfetto-trace", "rt-2.perfetto-trace"], "repeat:2: two files (%n numbered)")
+    for i in (0, 1):
+        t = load_checked(os.path.join(d, "rt-%d.perfetto-trace" % (i + 1)))
+        eq(launches(t), ["k_in"] * m["windows"][i], "window %d's launches" % (i + 1))
+        sl = {s.name: s for s in t.slices if s.tid is not None}
+        for outer, inner in (("cudaProfilerStart", "cuProfilerStart"),
+                             ("cudaProfilerStop", "cuProfilerStop")):
+            check(outer in sl and inner in sl, "%s and the %s it enters" % (outer, inner))
+            check(sl[outer].ts <= sl[inner].ts and sl[inner].end <= sl[outer].end and
+                  sl[inner].depth == sl[outer].depth + 1, "%s nests in %s" % (inner, outer))
+
+
+def step_launches(m, steps):
+    return sum(m["steps"][s] for s in steps)
+
+
+def test_nvtx_schedule_writes_the_active_steps_of_each_cycle():
+    wl = need_nvtx()
+    d = tmpdir()
+    out = os.path.join(d, "steps.perfetto-trace")
+    r = record(FLAGS + ["--capture-range", "nvtx", "--nvtx-capture", "step", "--schedule",
+                        "wait=2,warmup=1,active=3,repeat=2", "-o", out], cmd=[wl, "20"], tmp=d)
+    eq(r.rc, 0, "exit (stderr %r)" % r.stderr[-600:])
+    m = r.manifest()
+    eq(len(m["steps"]), 20, "20 steps")
+    eq(sorted(f for f in os.listdir(d) if f.endswith(".perfetto-trace")),
+       ["steps-1.perfetto-trace", "steps-2.perfetto-trace"], "two cycles, two files")
+    # Cycle of 6: steps 0,1 wait, 2 warm-up, 3..5 active; then 6..11.
+    rows = windows_table(r.stdout)
+    eq([(st, first) for st, first, _, _, _ in rows], [(3, 4), (3, 10)],
+       "summary: 3 steps per file, from steps 4 and 10 (1-based)")
+    for i, active in enumerate(([3, 4, 5], [9, 10, 11])):
+        path = os.path.join(d, "steps-%d.perfetto-trace" % (i + 1))
+        t = load_checked(path)
+        eq(launches(t), ["k_step"] * step_launches(m, active),
+           "%s: exactly the launches of steps %s" % (path, active))
+        eq(rows[i][3], step_launches(m, active), "summary launches of file %d" % (i + 1))
+        steps = [s for s in t.slices if s.name == "step"]
+        fwd = [s for s in t.slices if s.name == "fwd"]
+        eq(len(steps), 3, "%s: three step ranges" % path)
+        eq(len(fwd), 3, "%s: three fwd ranges" % path)
+        for s, f in zip(steps, fwd):
+            check(s.ts <= f.ts and f.end <= s.end, "fwd nests in its step")
+            n = [x for x in t.slices if x.name == "cuLaunchKernel" and f.ts <= x.ts <= f.end]
+            check(len(n) in [m["steps"][a] for a in active], "a step's launches inside its fwd")
+        eq(memory(t)[0], m["alloc_before"], "GPU memory counter restated at the window")
+
+
+def test_nvtx_schedule_skip_first_and_one_cycle():
+    wl = need_nvtx()
+    d = tmpdir()
+    out = os.path.join(d, "skip.perfetto-trace")
+    r = record(FLAGS + ["--capture-range", "nvtx", "--nvtx-capture", "step", "--schedule",
+                        "wait=1,warmup=0,active=2,repeat=1,skip_first=5", "-o", out],
+               cmd=[wl, "12"], tmp=d)
+    eq(r.rc, 0, "exit (stderr %r)" % r.stderr[-600:])
+    m = r.manifest()
+    eq(sorted(f for f in os.listdir(d) if f.endswith(".perfetto-trace")),
+       ["skip-1.perfetto-trace"], "one cycle, one file")
+    check("capture windows done: stopping" in r.stderr, "cgbpf ended after the cycle")
+    t = load_checked(os.path.join(d, "skip-1.perfetto-trace"))
+    # Steps 0..4 skipped, 5 waits, 6 and 7 are active.
+    eq(launches(t), ["k_step"] * step_launches(m, [6, 7]), "the launches of steps 6 and 7")
+
+
+def test_schedule_with_every_source_on():
+    """The default sources (scheduler, syscalls, CPU samples, backtraces)
+    in files that start and stop: each still decodes cleanly and loads in
+    trace processor without error."""
+    wl = need_nvtx()
+    d = tmpdir()
+    out = os.path.join(d, "all.perfetto-trace")
+    r = record(["--capture-range", "nvtx", "--nvtx-capture", "step", "--schedule",
+                "wait=1,warmup=1,active=2,repeat=2", "-o", out], cmd=[wl, "10"], tmp=d)
+    eq(r.rc, 0, "exit (stderr %r)" % r.stderr[-600:])
+    m = r.manifest()
+    for i, active in enumerate(([2, 3], [6, 7])):
+        t = load_checked(os.path.join(d, "all-%d.perfetto-trace" % (i + 1)))
+        eq(launches(t), ["k_step"] * step_launches(m, active), "file %d's launches" % (i + 1))
+
+
+def test_nvtx_range_of_a_domain():
+    wl = need_nvtx()
+    d = tmpdir()
+    out = os.path.join(d, "dom.perfetto-trace")
+    r = record(FLAGS + ["--capture-range", "nvtx", "--nvtx-capture", "step@other",
+                        "--capture-range-end", "repeat", "-o", out], cmd=[wl, "4"], tmp=d)
+    eq(r.rc, 0, "exit (stderr %r)" % r.stderr[-600:])
+    eq(sorted(f for f in os.listdir(d) if f.endswith(".perfetto-trace")),
+       ["dom-1.perfetto-trace"], "only the range of domain 'other'")
+    t = load_checked(os.path.join(d, "dom-1.perfetto-trace"))
+    eq(launches(t), ["k_between"], "the one launch inside step@other")
+    eq([s.categories for s in t.slices if s.name == "step"], [["other"]], "its range")
+
+
+def test_delay():
+    wl = need("gpu_rate")
+    d = tmpdir()
+    out = os.path.join(d, "late.perfetto-trace")
+    n = 8000	# 2 s at 4000 launches/s; the delay counts from the command's start
+    r = record(FLAGS + ["--delay", "500ms", "-o", out], cmd=[wl, str(n), "4000"], tmp=d)
+    eq(r.rc, 0, "exit (stderr %r)" % r.stderr[-600:])
+    check("--delay passed" in r.stderr, "cgbpf said when it started recording")
+    t = load_checked(out)
+    got = launches(t)
+    check(0 < len(got) < n, "some launches but not the first ones: %d of %d" % (len(got), n))
+    check(all(k and not k.startswith("unnamed") for k in got),
+          "launches named by the lookup made before the delay: %r" % got[:3])
+    names = {s.name for s in t.slices}
+    check("cuModuleGetFunction" not in names, "calls before the delay are not in the trace")
+
+
+BAD = [
+    (["--capture-range", "frames"], "invalid --capture-range 'frames'"),
+    (["--capture-range", "nvtx"], "--capture-range nvtx needs --nvtx-capture"),
+    (["--nvtx-capture", "step"], "--nvtx-capture needs --capture-range nvtx"),
+    (["--capture-range", "nvtx", "--nvtx-capture", "@dom"], "invalid --nvtx-capture '@dom'"),
+    (["--capture-range", "cudaProfilerApi", "--capture-range-end", "repeat:0"],
+     "invalid --capture-range-end 'repeat:0'"),
+    (["--capture-range", "cudaProfilerApi", "--capture-range-end", "again"],
+     "invalid --capture-range-end 'again'"),
+    (["--capture-range-end", "stop"], "--capture-range-end needs --capture-range"),
+    (["--capture-range", "cudaProfilerApi", "--schedule", "wait=1,warmup=1,active=0"],
+     "active must be at least 1"),
+    (["--capture-range", "cudaProfilerApi", "--schedule", "wait=1,warmup=1"],
+     "wait, warmup and active are all needed"),
+    (["--capture-range", "cudaProfilerApi", "--schedule", "wait=1,warmup=x,active=2"],
+     "invalid --schedule 'wait=1,warmup=x,active=2'"),
+    (["--capture-range", "cudaProfilerApi", "--schedule", "wait=1,wait=2,warmup=0,active=2"],
+     "invalid --schedule"),
+    (["--schedule", "wait=1,warmup=1,active=1"], "--schedule counts steps of a capture range"),
+    (["--capture-range", "cudaProfilerApi", "--schedule", "wait=1,warmup=1,active=1",
+      "--capture-range-end", "repeat"], "--schedule ends by its own repeat=R"),
+    (["--delay", "-1s"], "invalid --delay '-1s'"),
+    (["--delay", "soon"], "invalid --delay 'soon'"),
+]
+
+
+def test_bad_values_exit_2():
+    for args, msg in BAD:
+        r = record(args + ["-o", os.path.join(tmpdir(), "x.perfetto-trace")],
+                   cmd=["/bin/true"], trace=False)
+        eq(r.rc, 2, "exit status for %s" % args)
+        check(msg in r.stderr, "%s: message %r in %r" % (args, msg, r.stderr))
+        check("--help" in r.stderr, "%s: points to --help" % args)

@@ -1,0 +1,689 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Capture windows: which records each file holds (docs/design.md,
+ * "Capture windows"). Records reach this module in ring order, which is
+ * each thread's program order and, across threads, the order the BPF
+ * programs reserved them in: a window opens at the record that begins
+ * its range (before the model takes it) and closes after the record that
+ * ends it, so what lies between, and nothing else, is written.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include "capwin.h"
+#include "cuda_funcs.h"
+#include "cudart_funcs.h"
+#include "log.h"
+#include "model.h"
+#include "nccl_funcs.h"
+#include "outname.h"
+#include "perfetto.h"
+#include "summary.h"
+
+/* ---------------------------------------------------------------- options */
+
+static int bad(char *msg, size_t len, const char *fmt, const char *arg)
+{
+	snprintf(msg, len, fmt, arg);
+	return -EINVAL;
+}
+
+int capture__parse_range(const char *s, struct capture_opts *c, char *msg, size_t len)
+{
+	if (!strcmp(s, "cudaProfilerApi"))
+		c->range = CAPTURE_RANGE_PROFILER;
+	else if (!strcmp(s, "nvtx"))
+		c->range = CAPTURE_RANGE_NVTX;
+	else
+		return bad(msg, len, "invalid --capture-range '%s': expected cudaProfilerApi or nvtx",
+			   s);
+	return 0;
+}
+
+int capture__parse_nvtx(const char *s, struct capture_opts *c, char *msg, size_t len)
+{
+	const char *at = strrchr(s, '@');
+	size_t n = at ? (size_t)(at - s) : strlen(s);
+
+	if (!n || n >= sizeof(c->nvtx_name) || (at && (!at[1] || strlen(at + 1) >=
+							sizeof(c->nvtx_domain))))
+		return bad(msg, len, "invalid --nvtx-capture '%s': expected RANGE or RANGE@DOMAIN "
+			   "(each 1 to 63 characters)", s);
+	memcpy(c->nvtx_name, s, n);
+	c->nvtx_name[n] = 0;
+	snprintf(c->nvtx_domain, sizeof(c->nvtx_domain), "%s", at ? at + 1 : "");
+	c->nvtx_given = true;
+	return 0;
+}
+
+/* A decimal number below 2^32 with nothing after it. */
+static int parse_u32(const char *s, const char *end, uint32_t *v)
+{
+	uint64_t x = 0;
+
+	if (s == end || end - s > 10)
+		return -EINVAL;
+	for (; s < end; s++) {
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		x = x * 10 + (*s - '0');
+	}
+	if (x > UINT32_MAX)
+		return -EINVAL;
+	*v = x;
+	return 0;
+}
+
+int capture__parse_end(const char *s, struct capture_opts *c, char *msg, size_t len)
+{
+	c->end_given = true;
+	if (!strcmp(s, "stop")) {
+		c->repeat = false;
+		return 0;
+	}
+	if (!strcmp(s, "repeat")) {
+		c->repeat = true;
+		c->repeat_max = 0;
+		return 0;
+	}
+	if (!strncmp(s, "repeat:", 7) && !parse_u32(s + 7, s + strlen(s), &c->repeat_max) &&
+	    c->repeat_max) {
+		c->repeat = true;
+		return 0;
+	}
+	return bad(msg, len, "invalid --capture-range-end '%s': expected stop, repeat or "
+		   "repeat:N (N >= 1)", s);
+}
+
+int capture__parse_schedule(const char *s, struct capture_opts *c, char *msg, size_t len)
+{
+	bool seen[5] = { false };
+	const char *p = s;
+
+	while (*p) {
+		static const char *const keys[] = { "wait=", "warmup=", "active=", "repeat=",
+						    "skip_first=" };
+		uint32_t *dst[] = { &c->wait, &c->warmup, &c->active, &c->cycles, &c->skip_first };
+		const char *end = strchr(p, ',');
+		size_t k;
+
+		if (!end)
+			end = p + strlen(p);
+		for (k = 0; k < 5 && strncmp(p, keys[k], strlen(keys[k])); k++)
+			;
+		if (k == 5 || seen[k] || parse_u32(p + strlen(keys[k]), end, dst[k]))
+			return bad(msg, len, "invalid --schedule '%s': expected "
+				   "wait=W,warmup=U,active=A[,repeat=R][,skip_first=S] (numbers of steps)", s);
+		seen[k] = true;
+		p = *end ? end + 1 : end;
+		if (*end && !*p)
+			return bad(msg, len, "invalid --schedule '%s': trailing comma", s);
+	}
+	if (!seen[0] || !seen[1] || !seen[2])
+		return bad(msg, len, "invalid --schedule '%s': wait, warmup and active are all "
+			   "needed (repeat is optional, 0: no limit)", s);
+	if (!c->active)
+		return bad(msg, len, "invalid --schedule '%s': active must be at least 1 (a "
+			   "schedule that writes no step)", s);
+	c->schedule = true;
+	return 0;
+}
+
+int capture__check(const struct capture_opts *c, char *msg, size_t len)
+{
+	if (c->nvtx_given && c->range != CAPTURE_RANGE_NVTX)
+		return bad(msg, len, "--nvtx-capture needs --capture-range nvtx%s", "");
+	if (c->range == CAPTURE_RANGE_NVTX && !c->nvtx_given)
+		return bad(msg, len, "--capture-range nvtx needs --nvtx-capture RANGE[@DOMAIN]%s", "");
+	if (c->end_given && !c->range)
+		return bad(msg, len, "--capture-range-end needs --capture-range%s", "");
+	if (c->schedule && !c->range)
+		return bad(msg, len, "--schedule counts steps of a capture range: add "
+			   "--capture-range nvtx or cudaProfilerApi%s", "");
+	if (c->schedule && c->end_given)
+		return bad(msg, len, "--schedule ends by its own repeat=R: drop "
+			   "--capture-range-end%s", "");
+	return 0;
+}
+
+bool capture__gated(const struct capture_opts *c)
+{
+	return c->range || c->delay_ns;
+}
+
+bool capture__numbered(const struct capture_opts *c)
+{
+	return c->range && (c->repeat || c->schedule);
+}
+
+int capture__file_name(const char *pattern, bool numbered, unsigned seq, int pid, char *buf,
+		       size_t len, char *msg, size_t msglen)
+{
+	static const char ext[] = ".perfetto-trace";
+	struct outname_ctx ctx = { .pid = pid, .seq = seq };
+	size_t pl = strlen(pattern), el = strlen(ext);
+	char with_n[4096];
+	int n;
+
+	if (numbered && !outname__uses(pattern, 'n')) {
+		if (pl > el && !strcmp(pattern + pl - el, ext))
+			n = snprintf(with_n, sizeof(with_n), "%.*s-%%n%s", (int)(pl - el), pattern,
+				     ext);
+		else
+			n = snprintf(with_n, sizeof(with_n), "%s-%%n", pattern);
+		if (n < 0 || (size_t)n >= sizeof(with_n)) {
+			snprintf(msg, msglen, "-o '%s': the name is too long", pattern);
+			return -ENAMETOOLONG;
+		}
+		pattern = with_n;
+	}
+	return outname__expand(pattern, &ctx, buf, len, msg, msglen) ? -EINVAL : 0;
+}
+
+/* ---------------------------------------------------------------- cookies */
+
+enum { CAP_NONE = 0, CAP_PASS = 1, CAP_ON = 2, CAP_OFF = 4 };
+
+static int cuda_class(uint16_t func)
+{
+#define C(sym, cls, flags) [CU_FN_##sym] = cls,
+	static const uint8_t cls[] = { CU_FUNCS(C) };
+#undef C
+#define S(sym, cls, flags) [CU_FN_##sym] = #sym,
+	static const char *const names[] = { CU_FUNCS(S) };
+#undef S
+
+	if (func >= CU_FN__COUNT)
+		return CAP_NONE;
+	if (func == CU_FN_cuProfilerStart)
+		return CAP_ON | CAP_PASS;
+	if (func == CU_FN_cuProfilerStop)
+		return CAP_OFF | CAP_PASS;
+	switch (cls[func]) {
+	case CU_C_INIT:
+	case CU_C_CTX_CREATE:
+	case CU_C_MODULE_LOAD:
+	case CU_C_LIBRARY_LOAD:
+	case CU_C_GET_FUNCTION:
+	case CU_C_KERNEL_GET_FUNCTION:
+	case CU_C_ALLOC:
+	case CU_C_FREE:
+	case CU_C_STREAM_CREATE:
+		return CAP_PASS;
+	case CU_C_STREAM:
+		/* cuStreamDestroy forgets a stream; synchronizations wait. */
+		return !strncmp(names[func], "cuStreamDestroy", 15) ? CAP_PASS : CAP_NONE;
+	}
+	return CAP_NONE;
+}
+
+static int cudart_class(uint16_t func)
+{
+#define C(sym, cls, flags) [CRT_FN_##sym] = cls,
+	static const uint8_t cls[] = { CRT_FUNCS(C) };
+#undef C
+
+	if (func >= CRT_FN__COUNT)
+		return CAP_NONE;
+	if (func == CRT_FN_cudaProfilerStart)
+		return CAP_ON | CAP_PASS;
+	if (func == CRT_FN_cudaProfilerStop)
+		return CAP_OFF | CAP_PASS;
+	if (func == CRT_FN_cudaStreamDestroy)
+		return CAP_PASS;
+	switch (cls[func]) {
+	case CRT_C_GET_KERNEL:
+	case CRT_C_ALLOC:
+	case CRT_C_FREE:
+	case CRT_C_STREAM_CREATE:
+	case CRT_C_SET_DEVICE:
+		return CAP_PASS;
+	}
+	return CAP_NONE;
+}
+
+static int nccl_class(uint16_t func)
+{
+#define C(sym, cls, ...) [NC_FN_##sym] = cls,
+	static const uint8_t cls[] = { NCCL_FUNCS(C) };
+#undef C
+
+	if (func >= NC_FN__COUNT)
+		return CAP_NONE;
+	switch (cls[func]) {
+	case NC_C_INIT_RANK:
+	case NC_C_INIT_ALL:
+	case NC_C_SPLIT:
+	case NC_C_FREE:
+	case NC_C_COUNT:
+	case NC_C_USER_RANK:
+		return CAP_PASS;
+	}
+	return CAP_NONE;
+}
+
+static int cap_class(uint8_t lib, uint16_t func)
+{
+	switch (lib) {
+	case LIB_CUDA:
+		return cuda_class(func);
+	case LIB_CUDART:
+		return cudart_class(func);
+	case LIB_NCCL:
+		return nccl_class(func);
+	}
+	return CAP_NONE;
+}
+
+uint64_t capture__cookie(uint8_t lib, uint16_t func)
+{
+	int c = cap_class(lib, func);
+
+	return (c & CAP_PASS ? CK_PASS : 0) | (c & CAP_ON ? CK_TRIG_ON : 0) |
+	       (c & CAP_OFF ? CK_TRIG_OFF : 0);
+}
+
+/* Whether a call's return reaches the model outside a window. */
+static bool keeps(uint8_t lib, uint16_t func)
+{
+	return cap_class(lib, func) & CAP_PASS;
+}
+
+/* ---------------------------------------------------------------- windows */
+
+struct cap_file {
+	char *path;		/* NULL with --summary-only */
+	uint64_t first_step, steps;
+	uint64_t t0, t1;
+	uint64_t calls, launches;
+};
+
+struct capture {
+	struct capture_env env;
+	const struct capture_opts *o;
+	uint64_t armed_at;	/* BOOTTIME from which ranges count (--delay) */
+	bool armed;
+	uint32_t open;		/* capture ranges open now */
+	uint64_t steps;		/* occurrences begun since armed */
+	bool active;		/* the current occurrence is written */
+	bool file_open;
+	bool done;
+	struct cap_file *files;
+	size_t nfiles;
+	struct hmap range_tids;	/* profiler: threads inside a stop call (nesting) */
+	struct hmap open_pids;	/* pid -> capture ranges it has open */
+};
+
+static struct cap_file *cur(struct capture *c)
+{
+	return c->nfiles ? &c->files[c->nfiles - 1] : NULL;
+}
+
+static void counting_end(void *ctx, struct thread *t, struct call *c)
+{
+	struct capture *cap = ctx;
+	struct cap_file *f = cur(cap);
+
+	if (!f || !cap->file_open)
+		return;
+	/* Outermost calls, as the summary counts them. */
+	if (model__inside_cuda_api(t, c) && (c->lib == LIB_CUDA || c->lib == LIB_CUDART))
+		return;
+	f->calls++;
+	if (c->is_launch)
+		f->launches++;
+}
+
+static int open_file(struct capture *c, uint64_t ts)
+{
+	struct cap_file *n = realloc(c->files, (c->nfiles + 1) * sizeof(*n));
+	char path[4096];
+	int err = 0;
+
+	if (!n)
+		return -ENOMEM;
+	c->files = n;
+	n = &c->files[c->nfiles];
+	memset(n, 0, sizeof(*n));
+	n->first_step = c->steps;
+	n->t0 = ts;
+	if (c->env.pt) {
+		char msg[4096 + 128];
+
+		err = capture__file_name(c->env.pattern, capture__numbered(c->o), c->nfiles + 1,
+					 c->env.pid, path, sizeof(path), msg, sizeof(msg));
+		if (err) {
+			err("%s", msg);
+			return err;
+		}
+		if (!(n->path = strdup(path)))
+			err = -ENOMEM;
+		if (!err)
+			err = pftrace__resume(c->env.pt, path, c->env.force);
+		if (err == -EEXIST) {
+			err("%s exists: cgbpf does not overwrite it without --force", path);
+			free(n->path);
+			n->path = NULL;
+			return err;
+		}
+		if (err) {
+			err("cannot write %s: %s", path, strerror(-err));
+			free(n->path);
+			return err;
+		}
+	}
+	c->nfiles++;
+	c->file_open = true;
+	dbg("capture: file %zu (%s) opened", c->nfiles, n->path ? n->path : "-");
+	return 0;
+}
+
+static void close_file(struct capture *c, uint64_t ts)
+{
+	struct cap_file *f = cur(c);
+
+	if (!c->file_open)
+		return;
+	c->file_open = false;
+	f->t1 = ts;
+	if (c->env.pt) {
+		int err;
+
+		if (c->env.flush)
+			c->env.flush(c->env.flush_ctx);
+		err = pftrace__pause(c->env.pt, NULL);
+		if (err)
+			err("writing %s failed: %s", f->path, strerror(-err));
+		else
+			info("wrote %s (%" PRIu64 " step(s), %" PRIu64 " API calls)", f->path,
+			     f->steps, f->calls);
+	}
+}
+
+/* The schedule's phase of step n: 0 wait, 1 warm-up, 2 active, -1 past the last cycle. */
+static int phase(const struct capture_opts *o, uint64_t n)
+{
+	uint64_t cyc = (uint64_t)o->wait + o->warmup + o->active, ph;
+
+	if (!o->schedule)
+		return 2;
+	if (n < o->skip_first)
+		return 0;
+	n -= o->skip_first;
+	if (o->cycles && n >= (uint64_t)o->cycles * cyc)
+		return -1;
+	ph = n % cyc;
+	return ph < o->wait ? 0 : ph < (uint64_t)o->wait + o->warmup ? 1 : 2;
+}
+
+static void occurrence_begin(struct capture *c, uint64_t ts)
+{
+	uint64_t n;
+
+	if (!c->armed || c->done)
+		return;
+	n = c->steps++;
+	if (phase(c->o, n) != 2)
+		return;
+	if (!c->file_open && open_file(c, ts)) {
+		c->done = true;
+		return;
+	}
+	cur(c)->steps++;
+	c->active = true;
+	model__mute(c->env.m, false, ts, keeps);
+}
+
+static void occurrence_end(struct capture *c, uint64_t ts)
+{
+	const struct capture_opts *o = c->o;
+	uint64_t n = c->steps - 1;
+
+	if (!c->active)
+		return;
+	c->active = false;
+	model__mute(c->env.m, true, ts, keeps);
+	if (o->schedule) {
+		uint64_t cyc = (uint64_t)o->wait + o->warmup + o->active;
+
+		n -= o->skip_first;	/* an active step is past them */
+		if (n % cyc != cyc - 1)
+			return;		/* more active steps in this cycle */
+		close_file(c, ts);
+		if (o->cycles && n + 1 >= (uint64_t)o->cycles * cyc)
+			c->done = true;
+		return;
+	}
+	if (!o->repeat) {
+		close_file(c, ts);
+		c->done = true;
+	} else {
+		close_file(c, ts);
+		if (o->repeat_max && c->nfiles >= o->repeat_max)
+			c->done = true;
+	}
+}
+
+static void on_range(void *ctx, bool begin, uint32_t pid, uint32_t tid, uint64_t ts,
+		     const char *domain, const char *name)
+{
+	struct capture *c = ctx;
+	const struct capture_opts *o = c->o;
+
+	if (strcmp(name, o->nvtx_name) || (o->nvtx_domain[0] && strcmp(domain, o->nvtx_domain)))
+		return;
+	if (begin) {
+		uint64_t *v = hmap__get(&c->open_pids, pid);
+
+		hmap__put(&c->open_pids, pid, (v ? *v : 0) + 1);
+		if (!c->open++)
+			occurrence_begin(c, ts);
+	} else if (c->open) {
+		uint64_t *v = hmap__get(&c->open_pids, pid);
+
+		if (v && *v > 1)
+			(*v)--;
+		else
+			hmap__del(&c->open_pids, pid, NULL);
+		if (!--c->open)
+			occurrence_end(c, ts);
+	}
+}
+
+void capture__proc_exit(struct capture *c, uint32_t pid, uint64_t ts)
+{
+	uint64_t n;
+
+	/* Its ranges end with it: a window it held open closes. */
+	if (!c || !hmap__del(&c->open_pids, pid, &n))
+		return;
+	c->open = n >= c->open ? 0 : c->open - n;
+	if (!c->open)
+		occurrence_end(c, ts);
+}
+
+void capture__call_enter(struct capture *c, const struct rec_call_enter *r)
+{
+	int cls;
+
+	if (!c || c->o->range != CAPTURE_RANGE_PROFILER)
+		return;
+	cls = cap_class(r->lib, r->func);
+	if ((cls & CAP_ON) && !c->open) {
+		c->open = 1;
+		hmap__put(&c->open_pids, r->hdr.pid, 1);
+		occurrence_begin(c, r->hdr.ts);
+	} else if (cls & CAP_OFF) {
+		/* cudaProfilerStop enters cuProfilerStop: the outer return ends it. */
+		uint64_t *v = hmap__get(&c->range_tids, r->hdr.tid);
+
+		hmap__put(&c->range_tids, r->hdr.tid, (v ? *v : 0) + 1);
+	}
+}
+
+void capture__call_exit(struct capture *c, const struct rec_call_exit *r)
+{
+	uint64_t *v;
+
+	if (!c || c->o->range != CAPTURE_RANGE_PROFILER || !(cap_class(r->lib, r->func) & CAP_OFF))
+		return;
+	v = hmap__get(&c->range_tids, r->hdr.tid);
+	if (v && *v > 1) {
+		(*v)--;
+		return;
+	}
+	hmap__del(&c->range_tids, r->hdr.tid, NULL);
+	if (c->open) {
+		c->open = 0;
+		hmap__free(&c->open_pids);
+		occurrence_end(c, r->hdr.ts);
+	}
+}
+
+static void set_gate(struct capture *c, int64_t v)
+{
+	struct capture_gate g = { .open = v };
+	uint32_t zero = 0;
+
+	if (c->env.gate_fd >= 0 && bpf_map_update_elem(c->env.gate_fd, &zero, &g, BPF_ANY))
+		warn("capture: setting the gate: %s", strerror(errno));
+}
+
+void capture__start(struct capture *c, uint64_t now)
+{
+	if (c)
+		c->armed_at = now + c->o->delay_ns;
+}
+
+void capture__tick(struct capture *c, uint64_t now)
+{
+	if (!c || c->armed || now < c->armed_at)
+		return;
+	c->armed = true;
+	if (c->o->range)
+		return;
+	/* --delay alone: one window from now to the end. */
+	set_gate(c, 1);
+	if (open_file(c, now)) {
+		c->done = true;
+		return;
+	}
+	c->active = true;
+	model__mute(c->env.m, false, now, keeps);
+	info("capture: --delay passed; recording");
+}
+
+struct capture *capture__new(const struct capture_env *env, uint64_t t0)
+{
+	struct capture *c = calloc(1, sizeof(*c));
+	struct sink sk = { .call_end = counting_end };
+
+	if (!c)
+		return NULL;
+	c->env = *env;
+	c->o = env->o;
+	c->armed_at = t0 + c->o->delay_ns;
+	c->armed = !c->o->delay_ns;
+	sk.ctx = c;
+	if (model__add_sink(env->m, &sk)) {
+		free(c);
+		errno = E2BIG;
+		return NULL;
+	}
+	env->m->range = c->o->range == CAPTURE_RANGE_NVTX ? on_range : NULL;
+	env->m->range_ctx = c;
+	model__mute(env->m, true, t0, NULL);
+	if (env->pt) {
+		pftrace__keep_descriptors(env->pt);
+		pftrace__pause(env->pt, env->made);
+	}
+	return c;
+}
+
+void capture__set_pid(struct capture *c, int pid)
+{
+	if (c)
+		c->env.pid = pid;
+}
+
+const char *capture__file_path(const struct capture *c, size_t i)
+{
+	return c && i < c->nfiles ? c->files[i].path : NULL;
+}
+
+bool capture__done(const struct capture *c)
+{
+	return c && c->done;
+}
+
+size_t capture__files(const struct capture *c)
+{
+	return c ? c->nfiles : 0;
+}
+
+const char *capture__file(const struct capture *c, size_t i)
+{
+	return i < c->nfiles ? c->files[i].path : NULL;
+}
+
+static void print_section(const void *ctx, const uint64_t *drops, FILE *f)
+{
+	const struct capture *c = ctx;
+	const struct capture_opts *o = c->o;
+
+	fprintf(f, "** Capture windows:\n\n");
+	if (o->range == CAPTURE_RANGE_NVTX)
+		fprintf(f, "   range: NVTX \"%s\"%s%s, %" PRIu64 " occurrence(s) counted\n",
+			o->nvtx_name, o->nvtx_domain[0] ? " in domain " : "", o->nvtx_domain,
+			c->steps);
+	else if (o->range == CAPTURE_RANGE_PROFILER)
+		fprintf(f, "   range: cuProfilerStart/cudaProfilerStart .. Stop, %" PRIu64
+			" occurrence(s) counted\n", c->steps);
+	if (o->delay_ns)
+		fprintf(f, "   delay: %.3f s\n", o->delay_ns / 1e9);
+	if (o->schedule)
+		fprintf(f, "   schedule: wait=%u warmup=%u active=%u repeat=%u skip_first=%u "
+			"(steps)\n", o->wait, o->warmup, o->active, o->cycles, o->skip_first);
+	if (!c->nfiles) {
+		fprintf(f, "   no window opened: nothing was written\n\n");
+		return;
+	}
+	fprintf(f, "\n   %4s  %9s  %6s  %10s  %10s  %10s  %s\n", "File", "Steps", "(from)",
+		"Length (s)", "API calls", "Launches", "Path");
+	for (size_t i = 0; i < c->nfiles; i++) {
+		const struct cap_file *w = &c->files[i];
+
+		fprintf(f, "   %4zu  %9" PRIu64 "  %6" PRIu64 "  %10.6f  %10" PRIu64 "  %10" PRIu64
+			"  %s\n", i + 1, w->steps, w->first_step, (w->t1 - w->t0) / 1e9, w->calls,
+			w->launches, w->path ? w->path : "(--summary-only)");
+	}
+	fprintf(f, "\n");
+}
+
+void capture__finish(struct capture *c, uint64_t ts, struct capture_info *ci)
+{
+	if (!c)
+		return;
+	if (c->file_open) {
+		/* The capture ended inside a window: it ends there; the core
+		 * writes the end of that file. */
+		cur(c)->t1 = ts;
+		model__mute(c->env.m, true, ts, NULL);
+	}
+	summary__add_section(ci, print_section, c);
+}
+
+void capture__free(struct capture *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nfiles; i++)
+		free(c->files[i].path);
+	free(c->files);
+	hmap__free(&c->range_tids);
+	hmap__free(&c->open_pids);
+	free(c);
+}

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Capture windows (docs/design.md, "Capture windows"): --delay,
+ * --capture-range cudaProfilerApi|nvtx, --capture-range-end and
+ * --schedule. Probes stay attached; BPF's gate (bpf/capture.bpf.h) drops
+ * records early between windows, and this module decides, from the
+ * records in ring order, exactly which calls each file holds: it mutes
+ * the model's sinks outside windows and opens and closes the trace file.
+ */
+#ifndef CGBPF_CAPWIN_H
+#define CGBPF_CAPWIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "capture_rec.h"
+
+enum capture_range {
+	CAPTURE_RANGE_NONE = 0,
+	CAPTURE_RANGE_PROFILER,	/* cudaProfilerApi */
+	CAPTURE_RANGE_NVTX,
+};
+
+struct capture_opts {
+	uint64_t delay_ns;		/* --delay */
+	enum capture_range range;	/* --capture-range */
+	char nvtx_name[CAPTURE_NAME_MAX];	/* --nvtx-capture RANGE */
+	char nvtx_domain[CAPTURE_NAME_MAX];	/* @DOMAIN; "" = any */
+	bool nvtx_given;
+	bool end_given;			/* --capture-range-end */
+	bool repeat;			/* repeat[:N]; else stop */
+	uint32_t repeat_max;		/* N; 0: no limit */
+	bool schedule;			/* --schedule */
+	uint32_t wait, warmup, active, cycles;	/* cycles 0: no limit */
+	uint32_t skip_first;		/* steps before the first cycle */
+};
+
+/* Option parsers: 0, or -EINVAL with a message for the user in msg. */
+int capture__parse_range(const char *s, struct capture_opts *c, char *msg, size_t len);
+int capture__parse_nvtx(const char *s, struct capture_opts *c, char *msg, size_t len);
+int capture__parse_end(const char *s, struct capture_opts *c, char *msg, size_t len);
+int capture__parse_schedule(const char *s, struct capture_opts *c, char *msg, size_t len);
+/* Conflicts between the capture options; 0 or -EINVAL with a message. */
+int capture__check(const struct capture_opts *c, char *msg, size_t len);
+/* Whether records wait for a window (a range or a delay). */
+bool capture__gated(const struct capture_opts *c);
+/* Whether each window (or schedule cycle) gets a file of its own. */
+bool capture__numbered(const struct capture_opts *c);
+/* The path of file seq (1, 2, ...): pattern expanded by outname__expand
+ * (user/outname.h) for pid and seq; a numbered capture whose pattern has
+ * no %n gets "-%n" before ".perfetto-trace" (or at the end). 0, or
+ * -EINVAL / -ENAMETOOLONG with why in msg. */
+int capture__file_name(const char *pattern, bool numbered, unsigned seq, int pid, char *buf,
+		       size_t len, char *msg, size_t msglen);
+
+/* Cookie bits of a probed function (bpf/events.h CK_PASS, CK_TRIG_*). */
+uint64_t capture__cookie(uint8_t lib, uint16_t func);
+
+struct capture;
+struct model;
+struct pftrace;
+struct capture_info;
+struct rec_call_enter;
+struct rec_call_exit;
+
+struct capture_env {
+	const struct capture_opts *o;
+	struct model *m;
+	struct pftrace *pt;		/* NULL with --summary-only */
+	const char *pattern;		/* -o */
+	const char *made;		/* the file record created for -o, removed until a window */
+	int pid;			/* the first target (%p); 0: cgbpf's own */
+	bool force;			/* --force: a window's file may replace one */
+	int gate_fd;			/* the BPF gate map */
+	void (*flush)(void *ctx);	/* writes what sources hold, before a file closes */
+	void *flush_ctx;
+};
+
+/* NULL on ENOMEM. The model is muted and the trace paused until the
+ * first window; the file -o names is removed until then. */
+struct capture *capture__new(const struct capture_env *env, uint64_t t0);
+void capture__free(struct capture *c);
+/* A call record of the core, before (entry) or after (return) the model took it. */
+void capture__call_enter(struct capture *c, const struct rec_call_enter *r);
+void capture__call_exit(struct capture *c, const struct rec_call_exit *r);
+/* Tracing starts (the probes are attached, a -- COMMAND released): --delay
+ * counts from now. */
+void capture__start(struct capture *c, uint64_t now);
+/* A target exited: the capture ranges it had open end at ts. */
+void capture__proc_exit(struct capture *c, uint32_t pid, uint64_t ts);
+/* Time passes (--delay). */
+void capture__tick(struct capture *c, uint64_t now);
+/* Whether the capture is over (--capture-range-end stop, repeat:N, the
+ * schedule's last cycle). */
+bool capture__done(const struct capture *c);
+/* The first target is known (-- COMMAND, once forked): %p in file names. */
+void capture__set_pid(struct capture *c, int pid);
+/* The path of the i-th file written (0 first), NULL past the last. */
+const char *capture__file_path(const struct capture *c, size_t i);
+/* Files written, for messages; the "Capture windows" summary section. */
+size_t capture__files(const struct capture *c);
+const char *capture__file(const struct capture *c, size_t i);
+void capture__finish(struct capture *c, uint64_t ts, struct capture_info *ci);
+
+#endif
