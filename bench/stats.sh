@@ -37,7 +37,7 @@ for n in "$N" "$((4 * N))"; do
 	for _ in $(seq "$RUNS"); do
 		/usr/bin/time -f '%e %M' -o "$tmp/time" "$out/cgbpf" stats --format json \
 			--report cuda_api_sum "$trace" >"$tmp/stats.json"
-		read -r w r <"$tmp/time"
+		read -r w r < <(tail -1 "$tmp/time")
 		walls+=("$w")
 		rss+=("$r")
 	done
@@ -46,7 +46,6 @@ for n in "$N" "$((4 * N))"; do
 	slices=$(/usr/bin/python3 -c 'import json,sys
 print(sum(r["Num Calls"] for r in json.load(open(sys.argv[1]))["cuda_api_sum"]))' "$tmp/stats.json")
 	wall=$(median "${walls[@]}")
-	[ "$(calc "$wall > 0" 0)" = 1 ] || wall=0.01
 	printf '%12s %12s %10s %10s %14s %12s\n' "$n" "$(calc "$(stat -c %s "$trace") / 1048576")" \
 		"$slices" "$wall" "$(calc "$slices / $wall" 0)" "$(calc "$(median "${rss[@]}") / 1024")"
 done

@@ -129,10 +129,15 @@ struct names {
 
 struct acc {
 	struct hmap tracks;		/* track key -> struct tk * */
+	struct tk *last_tk;		/* the latest looked up, and its key */
+	uint64_t last_tk_key;
+	char last_fn[64];		/* the latest name api_func answered */
+	int64_t last_lf;
 	struct hmap api_fn;		/* hash(name) -> lib << 16 | func, + 1 */
 	struct stats *api[LIB__COUNT], *inner[LIB__COUNT];
 	uint16_t nfuncs[LIB__COUNT];
 	struct names kernels;		/* launches */
+	struct named *last_kernel;	/* the row of the latest launch */
 	uint64_t launches, unnamed;
 	uint64_t copies[SUMTAB_DIRS], copy_bytes[SUMTAB_DIRS], memsets, memset_bytes;
 	struct names sys, nvtx, gpu_kern, gpu_mem;
@@ -318,27 +323,37 @@ static void acc_free(struct acc *a)
 }
 
 /* The API function a slice name is, as lib << 16 | func; -1 if none. */
-static int64_t api_func(const struct acc *a, const char *name)
+static int64_t api_func(struct acc *a, const char *name)
 {
-	uint64_t *v = hmap__get(&a->api_fn, hash__bytes(name, strlen(name)));
+	uint64_t *v;
+	int64_t lf = -1;
 
-	if (!v)
-		return -1;
+	/* A trace is mostly the same few calls: the last answer first. */
+	if (a->last_fn[0] && !strcmp(a->last_fn, name))
+		return a->last_lf;
+	v = hmap__get(&a->api_fn, hash__bytes(name, strlen(name)));
 	/* The hash stands for the name: check it. */
-	{
-		int l = (*v - 1) >> 16, f = (*v - 1) & 0xffff;
-
-		if (strcmp(apilib__get(l)->symbol(f), name))
-			return -1;
+	if (v && !strcmp(apilib__get((*v - 1) >> 16)->symbol((*v - 1) & 0xffff), name))
+		lf = *v - 1;
+	if (strlen(name) < sizeof(a->last_fn)) {
+		strcpy(a->last_fn, name);
+		a->last_lf = lf;
 	}
-	return *v - 1;
+	return lf;
 }
 
 static struct tk *track_of(struct acc *a, uint32_t machine, uint64_t uuid)
 {
-	uint64_t *v = hmap__get(&a->tracks, key_of(machine, uuid));
+	uint64_t key = key_of(machine, uuid), *v;
 
-	return v ? (struct tk *)(uintptr_t)*v : NULL;
+	if (a->last_tk && a->last_tk_key == key)
+		return a->last_tk;
+	v = hmap__get(&a->tracks, key);
+	if (!v)
+		return NULL;
+	a->last_tk = (struct tk *)(uintptr_t)*v;
+	a->last_tk_key = key;
+	return a->last_tk;
 }
 
 static bool starts(const char *s, const char *prefix)
@@ -500,7 +515,9 @@ static void api_call(struct acc *a, struct tk *k, const struct tread_slice *s, i
 			kn = x->s;
 		else
 			a->unnamed++;
-		r = named_get(&a->kernels, kn, NULL);
+		r = a->last_kernel && !strcmp(a->last_kernel->name, kn) ? a->last_kernel :
+			named_get(&a->kernels, kn, NULL);
+		a->last_kernel = r;
 		if (r) {
 			r->launches++;
 			stats__add(&r->st, dur);
