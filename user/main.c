@@ -33,8 +33,11 @@ static const char usage_main[] =
 "  dump       ask a running monitor to write its flight recorder to a trace\n"
 "  merge      combine traces of several hosts (or ranks) into one, aligned on\n"
 "             wall-clock time, one Perfetto machine per input\n"
+"  stats      print the summary tables (cuda_api_sum, osrt_sum, ...) of saved\n"
+"             traces, as a table, CSV or JSON\n"
 "\n"
-"Run 'cgbpf record --help' for its options; 'man cgbpf-record' for details.\n"
+"Run 'cgbpf record --help' for its options; 'man cgbpf-record' for details;\n"
+"'cgbpf stats --help' for stats'.\n"
 "  -h, --help      this help\n"
 "  -V, --version   print the version\n";
 

@@ -910,7 +910,7 @@ static const char usage[] =
 "Tables: cuda_api_sum, cuda_api_inner_sum, cuda_kern_launch_sum,\n"
 "cuda_api_mem_size_sum, cuda_mem_peak, nccl_sum, nvtx_sum, osrt_sum,\n"
 "cuda_gpu_kern_sum, "
-"cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum (docs/cgbpf-stats.1).\n"
+"cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum (man -l docs/cgbpf-stats.1).\n"
 "\n"
 "Examples:\n"
 "  cgbpf stats run.perfetto-trace\n"
