@@ -981,6 +981,25 @@ static bool shown(const struct acc *a, enum report r)
 	return true;
 }
 
+int tstats__mem(const void *buf, size_t len, int fmt, FILE *f)
+{
+	static const struct tread_ops ops = {
+		.track = on_track,
+		.event = on_event,
+		.slice = on_slice,
+		.attr = on_attr,
+	};
+	struct acc a;
+	int err = acc_init(&a);
+
+	if (!err)
+		err = tread__run_mem(buf, len, "trace", &ops, &a, NULL);
+	for (int r = 0; !err && r < R__COUNT; r++)
+		err = print_report(&a, r, fmt, r == R_API, f);
+	acc_free(&a);
+	return err;
+}
+
 int tstats__main(int argc, char **argv)
 {
 	static const struct option opts[] = {
