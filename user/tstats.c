@@ -154,7 +154,7 @@ struct acc {
 	bool nvtx_traced;
 	bool gpu;			/* a process used the GPU (GPU tables shown) */
 	bool gpu_known;			/* a trace said whether */
-	uint64_t threshold;		/* 0: no trace said */
+	uint64_t threshold;		/* SUMTAB_UNKNOWN: no trace said */
 	struct proc_row **procs;
 	size_t nprocs, capprocs;
 	uint32_t machines;		/* highest machine id + 1 seen */
@@ -247,6 +247,7 @@ static int acc_init(struct acc *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->nvtx_unmatched = -1;
+	a->threshold = SUMTAB_UNKNOWN;
 	for (int f = 0; f < NC_FN__COUNT; f++) {
 		const char *name = nccl_funcs[f].name;
 
@@ -705,14 +706,14 @@ static int on_attr(void *ctx, uint32_t machine, const char *key, const char *val
 		a->gpu_known = true;
 		if (!strcmp(value, "off")) {
 			/* Several traces: counted where any traced them. */
-			if (!a->threshold)
+			if (a->threshold == SUMTAB_UNKNOWN)
 				a->threshold = UINT64_MAX;
 			return 0;
 		}
 		errno = 0;
 		v = strtoull(value, &end, 10);
-		if (!errno && !*end && end != value && (a->threshold == 0 ||
-							a->threshold == UINT64_MAX || v < a->threshold))
+		if (!errno && !*end && end != value && v < SUMTAB_UNKNOWN &&
+		    (a->threshold >= SUMTAB_UNKNOWN || v < a->threshold))
 			a->threshold = v;
 	} else if (!strcmp(key, "cgbpf.nccl_comm")) {
 		struct sumtab_nccl_comm c;
