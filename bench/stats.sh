@@ -5,9 +5,10 @@
 # Records bench_launch with N and 4N cuLaunchKernel calls (API probes only:
 # no syscalls, scheduler or samples, so nearly every slice is a launch),
 # then reads each trace with `cgbpf stats --format json` STATS_RUNS times
-# and reports the median wall time, slices per second (the API calls the
-# tables count) and the maximum resident set size (GNU time). Memory
-# bounded means: 4x the slices, about the same RSS.
+# and reports the median wall time, the median CPU time (user + system:
+# on a shared machine wall time includes waiting for a CPU), slices per
+# second of each (the API calls the tables count) and the maximum resident
+# set size (GNU time). Memory bounded means: 4x the slices, the same RSS.
 #
 #   sudo bash bench/stats.sh            (after make; STATS_N=1000000 STATS_RUNS=3)
 set -euo pipefail
@@ -27,18 +28,20 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 echo "cgbpf stats on traces of bench_launch (cuLaunchKernel loop), median of $RUNS runs"
-printf '%12s %12s %10s %10s %14s %12s\n' launches "trace MiB" slices "wall s" "slices/s" "max RSS MiB"
+printf '%10s %10s %9s %8s %8s %14s %14s %12s\n' launches "trace MiB" slices "wall s" "CPU s" \
+	"slices/wall s" "slices/CPU s" "max RSS MiB"
 for n in "$N" "$((4 * N))"; do
 	trace=$tmp/launch-$n.perfetto-trace
 	LD_LIBRARY_PATH=$out/fake "$out/cgbpf" record --sample-hz 0 --syscall-threshold off \
 		--sched off --trace cuda --no-summary -o "$trace" -- "$out/workloads/bench_launch" "$n" \
 		>/dev/null 2>"$tmp/record.err" || { cat "$tmp/record.err" >&2; exit 1; }
-	walls=() rss=()
+	walls=() cpus=() rss=()
 	for _ in $(seq "$RUNS"); do
-		/usr/bin/time -f '%e %M' -o "$tmp/time" "$out/cgbpf" stats --format json \
+		/usr/bin/time -f '%e %U %S %M' -o "$tmp/time" "$out/cgbpf" stats --format json \
 			--report cuda_api_sum "$trace" >"$tmp/stats.json"
-		read -r w r <"$tmp/time"
+		read -r w u sy r < <(tail -1 "$tmp/time")
 		walls+=("$w")
+		cpus+=("$(calc "$u + $sy" 2)")
 		rss+=("$r")
 	done
 	# Slices the tables counted: every API call (the trace's other
@@ -46,7 +49,9 @@ for n in "$N" "$((4 * N))"; do
 	slices=$(/usr/bin/python3 -c 'import json,sys
 print(sum(r["Num Calls"] for r in json.load(open(sys.argv[1]))["cuda_api_sum"]))' "$tmp/stats.json")
 	wall=$(median "${walls[@]}")
-	[ "$(calc "$wall > 0" 0)" = 1 ] || wall=0.01
-	printf '%12s %12s %10s %10s %14s %12s\n' "$n" "$(calc "$(stat -c %s "$trace") / 1048576")" \
-		"$slices" "$wall" "$(calc "$slices / $wall" 0)" "$(calc "$(median "${rss[@]}") / 1024")"
+	cpu=$(printf '%s\n' "${cpus[@]}" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+	printf '%10s %10s %9s %8s %8s %14s %14s %12s\n' "$n" \
+		"$(calc "$(stat -c %s "$trace") / 1048576")" "$slices" "$wall" "$cpu" \
+		"$(calc "$slices / $wall" 0)" "$(calc "$slices / $cpu" 0)" \
+		"$(calc "$(median "${rss[@]}") / 1024")"
 done

@@ -3,12 +3,17 @@
  * The trace reader (user/tread.c) that `cgbpf stats` and `cgbpf export`
  * run on saved traces (files from other hosts, or anyone's): one input is
  * one trace, read from memory. The callbacks read every string and arg
- * they are given, so ASan sees any that points outside its copy.
+ * they are given, so ASan sees any that points outside its copy. Then
+ * `cgbpf stats`' own reading of it (user/tstats.c: args, labels,
+ * attributes) with every table printed, in the format the input's
+ * length picks.
  */
 #include "fuzz.h"
 #include "tread.h"
+#include "tstats.h"
 
 static volatile size_t sink;
+static FILE *devnull;
 
 static void touch_args(const struct tread_arg *a, int n)
 {
@@ -61,6 +66,9 @@ static int on_other(void *ctx, uint32_t machine, uint32_t seq, uint32_t field,
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	fuzz_quiet();
+	devnull = fopen("/dev/null", "we");
+	if (!devnull)
+		abort();
 	return 0;
 }
 
@@ -81,6 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	memcpy(copy, data, size);
 	tread__run_mem(copy, size, "fuzz.perfetto-trace", &ops, NULL, &st);
+	tstats__mem(copy, size, (int)(size % 3), devnull);
 	free(copy);
 	return 0;
 }

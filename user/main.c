@@ -39,8 +39,11 @@ static const char usage_main[] =
 "             wall-clock time, one Perfetto machine per input\n"
 "  export     write a saved trace for other tools: --format kineto-json (the\n"
 "             PyTorch profiler's JSON, for Holistic Trace Analysis)\n"
+"  stats      print the summary tables (cuda_api_sum, osrt_sum, ...) of saved\n"
+"             traces, as a table, CSV or JSON\n"
 "\n"
-"Run 'cgbpf record --help' for its options; 'man cgbpf-record' for details.\n"
+"Run 'cgbpf record --help' for its options; 'man cgbpf-record' for details;\n"
+"'cgbpf stats --help' for stats'.\n"
 "  -h, --help      this help\n"
 "  -V, --version   print the version\n";
 

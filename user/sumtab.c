@@ -456,7 +456,7 @@ void sumtab__osrt(FILE *f, enum sumtab_fmt fmt, struct sumtab_row *rows, int n,
 		fprintf(f, "   syscalls were not traced (--syscall-threshold off)\n");
 		return;
 	}
-	if (threshold_ns)
+	if (threshold_ns != SUMTAB_UNKNOWN)
 		fprintf(f, "   only syscalls lasting >= %" PRIu64 " ns are recorded and counted "
 			   "(--syscall-threshold); median exact up to %d calls per syscall, "
 			   "within 1.6%% beyond\n\n", threshold_ns, STATS_EXACT);

@@ -103,7 +103,8 @@ void sumtab__nvtx(FILE *f, enum sumtab_fmt fmt, struct sumtab_row *rows, int n, 
 		  int64_t unmatched);
 
 /* osrt_sum; threshold_ns: the recording threshold (UINT64_MAX: syscalls
- * were not traced; 0: not known). */
+ * were not traced; SUMTAB_UNKNOWN: not known). */
+#define SUMTAB_UNKNOWN (UINT64_MAX - 1)
 void sumtab__osrt(FILE *f, enum sumtab_fmt fmt, struct sumtab_row *rows, int n,
 		  uint64_t threshold_ns);
 

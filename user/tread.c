@@ -10,11 +10,13 @@
  * defaults, interned data, clock snapshot, timestamp, then the payload.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 #include "hmap.h"
 #include "log.h"
@@ -129,6 +131,7 @@ enum intern_kind { IK_CATEGORY, IK_EVENT, IK_ANNOT_NAME, IK_STRING };
 #define MAX_SEQ_CLOCKS 4		/* sequence-scoped clocks per sequence */
 #define MAX_GLOBAL_CLOCKS 8
 #define MAX_FRAMES 256
+#define DENSE_MAX (1u << 16)		/* iids below: an array per kind */
 #define PAGE 4096
 
 struct field {
@@ -152,6 +155,10 @@ struct seq {
 	uint32_t def_clock;	/* 0: none */
 	struct seq_clock clocks[MAX_SEQ_CLOCKS];
 	int nclocks;
+	/* Interned strings: iid -> offset in strs + 1 (0: undefined), in an
+	 * array per kind for the small iids writers use, a map beyond. */
+	uint32_t *dense[4];
+	uint32_t ndense[4];
 	struct hmap iids;	/* kind << 60 | iid -> offset in strs */
 	char *strs;
 	size_t len, cap;
@@ -193,6 +200,8 @@ struct reader {
 	uint64_t off;		/* offset of the packet being read, for messages */
 	int err;
 	struct hmap seqs;	/* machine << 32 | seq -> struct seq * */
+	struct seq *last_seq;	/* the latest looked up, and its key */
+	uint64_t last_seq_key;
 	struct hmap machines;	/* machine -> struct machine * */
 	struct hmap stacks;	/* track key -> struct stack * */
 	size_t interned;	/* bytes of interned strings held */
@@ -329,6 +338,9 @@ static void seq_clear(struct reader *r, struct seq *s)
 {
 	r->interned -= s->len;
 	hmap__free(&s->iids);
+	for (int k = 0; k < 4; k++)
+		if (s->dense[k])
+			memset(s->dense[k], 0, s->ndense[k] * sizeof(uint32_t));
 	s->len = 0;
 	s->def_track = 0;
 	s->def_clock = 0;
@@ -339,16 +351,23 @@ static void seq_clear(struct reader *r, struct seq *s)
 static struct seq *seq_get(struct reader *r, uint32_t machine, uint32_t id)
 {
 	uint64_t key = (uint64_t)machine << 32 | id;
-	uint64_t *v = hmap__get(&r->seqs, key);
+	uint64_t *v;
 	struct seq *s;
 
-	if (v)
-		return (struct seq *)(uintptr_t)*v;
-	s = calloc(1, sizeof(*s));
-	if (!s || hmap__put(&r->seqs, key, (uintptr_t)s)) {
-		free(s);
-		return NULL;
+	if (r->last_seq && r->last_seq_key == key)
+		return r->last_seq;
+	v = hmap__get(&r->seqs, key);
+	if (v) {
+		s = (struct seq *)(uintptr_t)*v;
+	} else {
+		s = calloc(1, sizeof(*s));
+		if (!s || hmap__put(&r->seqs, key, (uintptr_t)s)) {
+			free(s);
+			return NULL;
+		}
 	}
+	r->last_seq = s;
+	r->last_seq_key = key;
 	return s;
 }
 
@@ -390,8 +409,24 @@ static int intern_add(struct reader *r, struct seq *s, enum intern_kind k, const
 	memcpy(s->strs + s->len, text, len);
 	s->strs[s->len + len] = 0;
 	/* A later definition of the same iid replaces the earlier one. */
-	if (hmap__put(&s->iids, (uint64_t)k << 60 | (iid & ((1ull << 60) - 1)), s->len))
+	if (iid < DENSE_MAX) {
+		if (iid >= s->ndense[k]) {
+			uint32_t nn = s->ndense[k] ? s->ndense[k] : 1024;
+			uint32_t *d;
+
+			while (nn <= iid)
+				nn *= 2;
+			d = realloc(s->dense[k], nn * sizeof(*d));
+			if (!d)
+				return -ENOMEM;
+			memset(d + s->ndense[k], 0, (nn - s->ndense[k]) * sizeof(*d));
+			s->dense[k] = d;
+			s->ndense[k] = nn;
+		}
+		s->dense[k][iid] = s->len + 1;
+	} else if (hmap__put(&s->iids, (uint64_t)k << 60 | (iid & ((1ull << 60) - 1)), s->len)) {
 		return -ENOMEM;
+	}
 	s->len += len + 1;
 	r->interned += len + 1;
 	return 0;
@@ -434,8 +469,14 @@ static int lookup(struct reader *r, struct seq *s, enum intern_kind k, uint64_t 
 {
 	static const char *const what[] = { "category", "event name", "annotation name",
 					    "string value" };
-	uint64_t *v = hmap__get(&s->iids, (uint64_t)k << 60 | (iid & ((1ull << 60) - 1)));
+	uint64_t *v;
 
+	if (iid < s->ndense[k] && s->dense[k][iid]) {
+		*out = s->strs + s->dense[k][iid] - 1;
+		return 0;
+	}
+	v = iid >= DENSE_MAX ? hmap__get(&s->iids, (uint64_t)k << 60 | (iid & ((1ull << 60) - 1))) :
+			       NULL;
 	if (!v)
 		return fail(r, "interned %s %" PRIu64 " was never defined on its sequence",
 			    what[k], iid);
@@ -1420,25 +1461,77 @@ static int packets(struct reader *r, const uint8_t *data, size_t len, uint32_t m
 
 /* ------------------------------------------------------------ the file */
 
+/* The input: a window [lo, hi) on a file read in large blocks, or on a
+ * trace in memory (fd < 0). */
+#define READ_BLOCK (1u << 20)
+
 struct src {
-	FILE *f;		/* or */
-	const uint8_t *mem;
-	size_t memlen;
-	uint64_t pos;
+	int fd;
+	const uint8_t *data;
+	size_t lo, hi;
+	uint8_t *own;		/* the file's buffer */
+	size_t cap;
+	uint64_t base;		/* file offset of data[0] */
+	bool eof;
 };
 
-/* Reads a byte: the byte, -1 at the end, -2 on a read error. */
-static int src_byte(struct src *in)
+/* Makes n bytes available at data + lo if the input has them; returns
+ * the bytes available, or -errno after a read error. */
+static int64_t src_fill(struct src *in, size_t n)
 {
-	int c;
+	if (in->hi - in->lo >= n || in->fd < 0 || in->eof)
+		return in->hi - in->lo;
+	if (in->lo) {
+		memmove(in->own, in->own + in->lo, in->hi - in->lo);
+		in->base += in->lo;
+		in->hi -= in->lo;
+		in->lo = 0;
+	}
+	if (n > in->cap || !in->own) {
+		size_t nc = in->cap ? in->cap : READ_BLOCK;
+		uint8_t *b;
 
-	if (!in->f)
-		return in->pos < in->memlen ? in->mem[in->pos++] : -1;
-	c = getc_unlocked(in->f);
-	if (c == EOF)
-		return ferror(in->f) ? -2 : -1;
-	in->pos++;
-	return c;
+		while (nc < n)
+			nc *= 2;
+		b = realloc(in->own, nc);
+		if (!b)
+			return -ENOMEM;
+		in->own = b;
+		in->cap = nc;
+	}
+	in->data = in->own;
+	while (in->hi < n) {
+		ssize_t got = read(in->fd, in->own + in->hi, in->cap - in->hi);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return -errno;
+		if (!got) {
+			in->eof = true;
+			break;
+		}
+		in->hi += got;
+	}
+	return in->hi - in->lo;
+}
+
+/* A varint at p (avail bytes): its length, 0 if cut short, -1 if longer
+ * than 10 bytes. */
+static int peek_varint(const uint8_t *p, size_t avail, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	for (int i = 0; i < 10; i++) {
+		if ((size_t)i >= avail)
+			return 0;
+		x |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+		if (!(p[i] & 0x80)) {
+			*v = x;
+			return i + 1;
+		}
+	}
+	return -1;
 }
 
 static void free_all(struct reader *r)
@@ -1449,6 +1542,8 @@ static void free_all(struct reader *r)
 		struct seq *s = (struct seq *)(uintptr_t)v;
 
 		hmap__free(&s->iids);
+		for (int k = 0; k < 4; k++)
+			free(s->dense[k]);
 		free(s->strs);
 		free(s);
 	}
@@ -1492,89 +1587,48 @@ static int run(struct src *in, const char *name, const struct tread_ops *ops, vo
 	struct tread_stats dummy;
 	struct reader r = { .name = name, .ops = ops ? ops : &none, .ctx = ctx,
 			    .st = stats ? stats : &dummy };
-	uint8_t *buf = NULL;
-	size_t cap = 0;
 	int err = 0;
 
 	memset(r.st, 0, sizeof(*r.st));
 	for (;;) {
 		uint64_t tag = 0, n = 0;
-		int shift, c = 0;
+		int64_t avail = src_fill(in, 20);
+		int lt, ln;
 
-		r.off = in->pos;
-		for (shift = 0; shift < 64; shift += 7) {
-			c = src_byte(in);
-			if (c < 0)
-				break;
-			tag |= (uint64_t)(c & 0x7f) << shift;
-			if (!(c & 0x80))
-				break;
-		}
-		if (c == -2) {
-			err = -errno ? -errno : -EIO;
+		r.off = in->base + in->lo;
+		if (avail < 0) {
+			err = avail;
 			err("%s: %s", name, strerror(-err));
 			goto out;
 		}
-		if (c == -1 && in->pos == r.off)
+		if (!avail)
 			break;	/* a clean end */
-		if (c == -1)
+		lt = peek_varint(in->data + in->lo, avail, &tag);
+		if (lt == 0)
 			goto truncated;
-		if (shift >= 64 || tag != (TRACE_PACKET << 3 | WT_LEN)) {
+		if (lt < 0 || tag != (TRACE_PACKET << 3 | WT_LEN)) {
 			err = fail(&r, "not a Perfetto trace (%s)",
 				   r.off ? "a field other than TracePacket at the top level" :
 					   "it does not start with a TracePacket");
 			goto out;
 		}
-		for (shift = 0; shift < 64; shift += 7) {
-			c = src_byte(in);
-			if (c < 0)
-				break;
-			n |= (uint64_t)(c & 0x7f) << shift;
-			if (!(c & 0x80))
-				break;
-		}
-		if (c == -2) {
-			err = -errno ? -errno : -EIO;
-			err("%s: %s", name, strerror(-err));
-			goto out;
-		}
-		if (c == -1)
+		ln = peek_varint(in->data + in->lo + lt, avail - lt, &n);
+		if (ln == 0)
 			goto truncated;
-		if (shift >= 64 || n > MAX_PACKET) {
+		if (ln < 0 || n > MAX_PACKET) {
 			err = fail(&r, "not a cgbpf trace (a packet of %" PRIu64 " bytes)", n);
 			goto out;
 		}
-		if (in->f) {
-			if (n > cap) {
-				uint8_t *b = realloc(buf, n);
-
-				if (!b) {
-					err = -ENOMEM;
-					goto out;
-				}
-				buf = b;
-				cap = n;
-			}
-			size_t got = n ? fread(buf, 1, n, in->f) : 0;
-
-			in->pos += got;
-			if (got != n) {
-				if (ferror(in->f)) {
-					err = -EIO;
-					err("%s: %s", name, strerror(EIO));
-					goto out;
-				}
-				goto truncated;
-			}
-			err = packet(&r, buf, n, 0);
-		} else {
-			if (n > in->memlen - in->pos) {
-				in->pos = in->memlen;
-				goto truncated;
-			}
-			err = packet(&r, in->mem + in->pos, n, 0);
-			in->pos += n;
+		avail = src_fill(in, lt + ln + n);
+		if (avail < 0) {
+			err = avail;
+			err("%s: %s", name, strerror(-err));
+			goto out;
 		}
+		if ((uint64_t)avail < lt + ln + n)
+			goto truncated;
+		err = packet(&r, in->data + in->lo + lt + ln, n, 0);
+		in->lo += lt + ln + n;
 		if (err)
 			goto out;
 	}
@@ -1583,7 +1637,8 @@ static int run(struct src *in, const char *name, const struct tread_ops *ops, vo
 truncated:
 	/* A capture killed by SIGKILL inside write() ends at a page boundary
 	 * (docs/design.md); anything else is a damaged file. */
-	if (in->pos % PAGE == 0) {
+	in->lo = in->hi;
+	if ((in->base + in->hi) % PAGE == 0) {
 		warn("%s: the last packet (byte %" PRIu64 ") is cut short at a page boundary, as "
 		     "a killed capture leaves it: ignored", name, r.off);
 		r.st->truncated_tail = true;
@@ -1592,8 +1647,8 @@ truncated:
 		err = fail(&r, "truncated: the packet is cut short (a damaged file?)");
 	}
 out:
-	r.st->bytes = in->pos;
-	free(buf);
+	r.st->bytes = in->base + in->lo;
+	free(in->own);
 	free_all(&r);
 	return err;
 }
@@ -1601,7 +1656,7 @@ out:
 int tread__run_mem(const void *buf, size_t len, const char *name, const struct tread_ops *ops,
 		   void *ctx, struct tread_stats *stats)
 {
-	struct src in = { .mem = buf, .memlen = len };
+	struct src in = { .fd = -1, .data = buf, .hi = len };
 
 	return run(&in, name, ops, ctx, stats);
 }
@@ -1609,21 +1664,19 @@ int tread__run_mem(const void *buf, size_t len, const char *name, const struct t
 int tread__run(const char *path, const struct tread_ops *ops, void *ctx,
 	       struct tread_stats *stats)
 {
-	struct src in = { 0 };
+	struct src in = { .fd = 0 };
 	int err;
 
-	if (!strcmp(path, "-")) {
-		in.f = stdin;
-	} else {
-		in.f = fopen(path, "rbe");
-		if (!in.f) {
+	if (strcmp(path, "-")) {
+		in.fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (in.fd < 0) {
 			err = -errno;
 			err("%s: %s", path, strerror(-err));
 			return err;
 		}
 	}
 	err = run(&in, path, ops, ctx, stats);
-	if (in.f != stdin)
-		fclose(in.f);
+	if (in.fd > 0)
+		close(in.fd);
 	return err;
 }

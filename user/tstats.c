@@ -129,10 +129,15 @@ struct names {
 
 struct acc {
 	struct hmap tracks;		/* track key -> struct tk * */
+	struct tk *last_tk;		/* the latest looked up, and its key */
+	uint64_t last_tk_key;
+	char last_fn[64];		/* the latest name api_func answered */
+	int64_t last_lf;
 	struct hmap api_fn;		/* hash(name) -> lib << 16 | func, + 1 */
 	struct stats *api[LIB__COUNT], *inner[LIB__COUNT];
 	uint16_t nfuncs[LIB__COUNT];
 	struct names kernels;		/* launches */
+	struct named *last_kernel;	/* the row of the latest launch */
 	uint64_t launches, unnamed;
 	uint64_t copies[SUMTAB_DIRS], copy_bytes[SUMTAB_DIRS], memsets, memset_bytes;
 	struct names sys, nvtx, gpu_kern, gpu_mem;
@@ -149,7 +154,7 @@ struct acc {
 	bool nvtx_traced;
 	bool gpu;			/* a process used the GPU (GPU tables shown) */
 	bool gpu_known;			/* a trace said whether */
-	uint64_t threshold;		/* 0: no trace said */
+	uint64_t threshold;		/* SUMTAB_UNKNOWN: no trace said */
 	struct proc_row **procs;
 	size_t nprocs, capprocs;
 	uint32_t machines;		/* highest machine id + 1 seen */
@@ -242,6 +247,7 @@ static int acc_init(struct acc *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->nvtx_unmatched = -1;
+	a->threshold = SUMTAB_UNKNOWN;
 	for (int f = 0; f < NC_FN__COUNT; f++) {
 		const char *name = nccl_funcs[f].name;
 
@@ -318,27 +324,37 @@ static void acc_free(struct acc *a)
 }
 
 /* The API function a slice name is, as lib << 16 | func; -1 if none. */
-static int64_t api_func(const struct acc *a, const char *name)
+static int64_t api_func(struct acc *a, const char *name)
 {
-	uint64_t *v = hmap__get(&a->api_fn, hash__bytes(name, strlen(name)));
+	uint64_t *v;
+	int64_t lf = -1;
 
-	if (!v)
-		return -1;
+	/* A trace is mostly the same few calls: the last answer first. */
+	if (a->last_fn[0] && !strcmp(a->last_fn, name))
+		return a->last_lf;
+	v = hmap__get(&a->api_fn, hash__bytes(name, strlen(name)));
 	/* The hash stands for the name: check it. */
-	{
-		int l = (*v - 1) >> 16, f = (*v - 1) & 0xffff;
-
-		if (strcmp(apilib__get(l)->symbol(f), name))
-			return -1;
+	if (v && !strcmp(apilib__get((*v - 1) >> 16)->symbol((*v - 1) & 0xffff), name))
+		lf = *v - 1;
+	if (strlen(name) < sizeof(a->last_fn)) {
+		strcpy(a->last_fn, name);
+		a->last_lf = lf;
 	}
-	return *v - 1;
+	return lf;
 }
 
 static struct tk *track_of(struct acc *a, uint32_t machine, uint64_t uuid)
 {
-	uint64_t *v = hmap__get(&a->tracks, key_of(machine, uuid));
+	uint64_t key = key_of(machine, uuid), *v;
 
-	return v ? (struct tk *)(uintptr_t)*v : NULL;
+	if (a->last_tk && a->last_tk_key == key)
+		return a->last_tk;
+	v = hmap__get(&a->tracks, key);
+	if (!v)
+		return NULL;
+	a->last_tk = (struct tk *)(uintptr_t)*v;
+	a->last_tk_key = key;
+	return a->last_tk;
 }
 
 static bool starts(const char *s, const char *prefix)
@@ -500,7 +516,9 @@ static void api_call(struct acc *a, struct tk *k, const struct tread_slice *s, i
 			kn = x->s;
 		else
 			a->unnamed++;
-		r = named_get(&a->kernels, kn, NULL);
+		r = a->last_kernel && !strcmp(a->last_kernel->name, kn) ? a->last_kernel :
+			named_get(&a->kernels, kn, NULL);
+		a->last_kernel = r;
 		if (r) {
 			r->launches++;
 			stats__add(&r->st, dur);
@@ -688,14 +706,14 @@ static int on_attr(void *ctx, uint32_t machine, const char *key, const char *val
 		a->gpu_known = true;
 		if (!strcmp(value, "off")) {
 			/* Several traces: counted where any traced them. */
-			if (!a->threshold)
+			if (a->threshold == SUMTAB_UNKNOWN)
 				a->threshold = UINT64_MAX;
 			return 0;
 		}
 		errno = 0;
 		v = strtoull(value, &end, 10);
-		if (!errno && !*end && end != value && (a->threshold == 0 ||
-							a->threshold == UINT64_MAX || v < a->threshold))
+		if (!errno && !*end && end != value && v < SUMTAB_UNKNOWN &&
+		    (a->threshold >= SUMTAB_UNKNOWN || v < a->threshold))
 			a->threshold = v;
 	} else if (!strcmp(key, "cgbpf.nccl_comm")) {
 		struct sumtab_nccl_comm c;
@@ -893,7 +911,7 @@ static const char usage[] =
 "Tables: cuda_api_sum, cuda_api_inner_sum, cuda_kern_launch_sum,\n"
 "cuda_api_mem_size_sum, cuda_mem_peak, nccl_sum, nvtx_sum, osrt_sum,\n"
 "cuda_gpu_kern_sum, "
-"cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum (docs/cgbpf-stats.1).\n"
+"cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum (man -l docs/cgbpf-stats.1).\n"
 "\n"
 "Examples:\n"
 "  cgbpf stats run.perfetto-trace\n"
@@ -962,6 +980,25 @@ static bool shown(const struct acc *a, enum report r)
 	if (r == R_GPU_KERN || r == R_GPU_MEM_TIME || r == R_GPU_MEM_SIZE)
 		return a->gpu || !a->gpu_known || a->gpu_kern.n || a->gpu_mem.n;
 	return true;
+}
+
+int tstats__mem(const void *buf, size_t len, int fmt, FILE *f)
+{
+	static const struct tread_ops ops = {
+		.track = on_track,
+		.event = on_event,
+		.slice = on_slice,
+		.attr = on_attr,
+	};
+	struct acc a;
+	int err = acc_init(&a);
+
+	if (!err)
+		err = tread__run_mem(buf, len, "trace", &ops, &a, NULL);
+	for (int r = 0; !err && r < R__COUNT; r++)
+		err = print_report(&a, r, fmt, r == R_API, f);
+	acc_free(&a);
+	return err;
 }
 
 int tstats__main(int argc, char **argv)

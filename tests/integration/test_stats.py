@@ -283,6 +283,10 @@ def test_syscalls_sched():
                                  [wl("bench_syscall"), "getpid", "1000"]))
     check("not traced" in got["** OS Runtime Summary (osrt_sum): syscalls of traced threads"],
           "syscalls off, said from the trace")
+    got = compare(harness.record(FLAGS + ["--syscall-threshold", "0"],
+                                 [wl("bench_syscall"), "getpid", "200"]), ["osrt_sum"])
+    check(">= 0 ns" in got["** OS Runtime Summary (osrt_sum): syscalls of traced threads"],
+          "a threshold of 0 read from the trace")
     compare(harness.record(FLAGS + ["--sched", "all"], [wl("sched_mix")]))
 
 
