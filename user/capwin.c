@@ -156,14 +156,24 @@ bool capture__gated(const struct capture_opts *c)
 
 bool capture__numbered(const struct capture_opts *c)
 {
-	return c->range && (c->repeat || c->schedule);
+	/* A schedule of one cycle writes one file: named as -o says. */
+	return c->range && (c->repeat || (c->schedule && c->cycles != 1));
+}
+
+/* -- COMMAND's %q: the environment it inherited, cgbpf's own (the
+ * command may be gone when a window opens late). */
+static int own_env(void *ctx, pid_t pid, const char *name, char *buf, size_t n)
+{
+	(void)pid;
+	return outname__proc_env(ctx, 0, name, buf, n);
 }
 
 int capture__file_name(const char *pattern, bool numbered, unsigned seq, int pid, char *buf,
 		       size_t len, char *msg, size_t msglen)
 {
 	static const char ext[] = ".perfetto-trace";
-	struct outname_ctx ctx = { .pid = pid, .seq = seq };
+	struct outname_ctx ctx = { .pid = pid < 0 ? -pid : pid, .seq = seq,
+				   .env = pid < 0 ? own_env : NULL };
 	size_t pl = strlen(pattern), el = strlen(ext);
 	char with_n[4096];
 	int n;
@@ -315,6 +325,7 @@ struct capture {
 	size_t nfiles;
 	struct hmap range_tids;	/* profiler: threads inside a stop call (nesting) */
 	struct hmap open_pids;	/* pid -> capture ranges it has open */
+	bool failed;		/* a window's file could not be written */
 };
 
 static struct cap_file *cur(struct capture *c)
@@ -357,12 +368,15 @@ static int open_file(struct capture *c, uint64_t ts)
 					 c->env.pid, path, sizeof(path), msg, sizeof(msg));
 		if (err) {
 			err("%s", msg);
+			c->failed = true;
 			return err;
 		}
 		if (!(n->path = strdup(path)))
 			err = -ENOMEM;
 		if (!err)
 			err = pftrace__resume(c->env.pt, path, c->env.force);
+		if (err)
+			c->failed = true;
 		if (err == -EEXIST) {
 			err("%s exists: cgbpf does not overwrite it without --force", path);
 			free(n->path);
@@ -606,7 +620,12 @@ struct capture *capture__new(const struct capture_env *env, uint64_t t0)
 void capture__set_pid(struct capture *c, int pid)
 {
 	if (c)
-		c->env.pid = pid;
+		c->env.pid = -pid;	/* the command: %q from cgbpf's environment */
+}
+
+bool capture__failed(const struct capture *c)
+{
+	return c && c->failed;
 }
 
 const char *capture__file_path(const struct capture *c, size_t i)

@@ -50,6 +50,7 @@ bool capture__numbered(const struct capture_opts *c);
  * (user/outname.h) for pid and seq; a numbered capture whose pattern has
  * no %n gets "-%n" before ".perfetto-trace" (or at the end). 0, or
  * -EINVAL / -ENAMETOOLONG with why in msg. */
+/* pid < 0: the -- COMMAND -pid, whose %q variables are cgbpf's own. */
 int capture__file_name(const char *pattern, bool numbered, unsigned seq, int pid, char *buf,
 		       size_t len, char *msg, size_t msglen);
 
@@ -69,7 +70,7 @@ struct capture_env {
 	struct pftrace *pt;		/* NULL with --summary-only */
 	const char *pattern;		/* -o */
 	const char *made;		/* the file record created for -o, removed until a window */
-	int pid;			/* the first target (%p); 0: cgbpf's own */
+	int pid;			/* the first target (%p); 0: cgbpf's own; < 0: see capture__set_pid */
 	bool force;			/* --force: a window's file may replace one */
 	int gate_fd;			/* the BPF gate map */
 	void (*flush)(void *ctx);	/* writes what sources hold, before a file closes */
@@ -93,8 +94,11 @@ void capture__tick(struct capture *c, uint64_t now);
 /* Whether the capture is over (--capture-range-end stop, repeat:N, the
  * schedule's last cycle). */
 bool capture__done(const struct capture *c);
-/* The first target is known (-- COMMAND, once forked): %p in file names. */
+/* The -- COMMAND is forked as pid: %p in file names, and %q read from the
+ * environment it inherited (cgbpf's). */
 void capture__set_pid(struct capture *c, int pid);
+/* Whether a window's file could not be named or created (said already). */
+bool capture__failed(const struct capture *c);
 /* The path of the i-th file written (0 first), NULL past the last. */
 const char *capture__file_path(const struct capture *c, size_t i);
 /* Files written, for messages; the "Capture windows" summary section. */

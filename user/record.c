@@ -1390,7 +1390,10 @@ cleanup:
 				ci.trace_bytes = st.st_size;
 		}
 	}
-	if (r.fatal && out.split) {
+	if (capture__failed(r.cap) && !r.fatal) {
+		err("a capture window's trace could not be written (see above)");
+		ret = 1;
+	} else if (r.fatal && out.split) {
 		err("not every process's trace was written (see above)");
 		ret = 1;
 	} else if (r.fatal) {

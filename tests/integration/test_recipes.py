@@ -21,19 +21,6 @@ def need_rank_steps():
         raise Skip("rank_steps not built (no CUDA toolkit: it needs the NVTX v3 headers)")
 
 
-def record_help():
-    return subprocess.run([CGBPF, "record", "--help"], capture_output=True, text=True).stdout
-
-
-def need_options(*opts):
-    """Skips, naming them, until cgbpf record --help lists every option."""
-    h = record_help()
-    missing = [o for o in opts if o not in h]
-    if missing:
-        raise Skip("the recipe needs %s, which cgbpf record --help does not list yet "
-                   "(issue 13's capture windows)" % ", ".join(missing))
-
-
 def launches_by_step(t, pid):
     """{step: launches} of pid's cuLaunchKernel slices (grid x = step + 1)."""
     out = {}
@@ -103,24 +90,39 @@ def run_ranks(args, d, ranks, steps, launches, name_of, timeout=180):
 
 def test_torchrun_ranks():
     """Recipe 1: per-rank traces of a window of steps (here steps 5-7 of
-    12): --split-per-process with rank%q{RANK}.%h.%p names,
-    --capture-range nvtx --nvtx-capture step, --schedule. Each rank's file
-    holds its own process only and exactly the launches and NVTX step
-    ranges of the active steps."""
+    12), one cgbpf per worker as torchrun --no-python starts them: each
+    `cgbpf record -o ddp.rank%q{RANK}.%h.%p... --capture-range nvtx
+    --nvtx-capture step --schedule ... -- rank_steps` with RANK in its
+    environment (cgbpf's own, which the command inherits). Each rank's
+    file holds its own process only and exactly the launches and NVTX step
+    ranges of its active steps (steps counted per rank: one target each)."""
+    import json
     need_rank_steps()
-    need_options("--capture-range", "--nvtx-capture", "--schedule", "--split-per-process")
     d = tmpdir()
     host = socket.gethostname()
-    wait, active, launches = 5, 3, 3
+    wait, active, launches, steps = 5, 3, 3, 12
     pattern = os.path.join(d, "ddp.rank%q{RANK}.%h.%p.perfetto-trace")
-    r = run_ranks(["--split-per-process", "-o", pattern, "--capture-range", "nvtx",
-                   "--nvtx-capture", "step", "--schedule",
-                   "wait=%d,warmup=0,active=%d,repeat=1" % (wait, active)], d, 2, 12, launches,
-                  lambda rank, pid: os.path.join(d, "ddp.rank%d.%s.%d.perfetto-trace" %
-                                                 (rank, host, pid)))
-    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-600:])
+    procs = []
     for rank in (0, 1):
-        m = r.manifest("m%d.json" % rank)
+        env = env_with(RANK=str(rank), CGBPF_MANIFEST=os.path.join(d, "m%d.json" % rank))
+        argv = [CGBPF, "record", "-o", pattern, "--capture-range", "nvtx", "--nvtx-capture",
+                "step", "--schedule", "wait=%d,warmup=0,active=%d,repeat=1" % (wait, active),
+                "--", wl("rank_steps"), "--steps", str(steps), "--launches", str(launches)]
+        procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True, env=env))
+    outs = []
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=180)
+            outs.append((p.returncode, err))
+    finally:
+        for p in procs:
+            kill_quiet(p)
+    for rank in (0, 1):
+        rc, err = outs[rank]
+        eq(rc, 0, "rank %d's cgbpf exit (stderr %r)" % (rank, err[-600:]))
+        with open(os.path.join(d, "m%d.json" % rank)) as f:
+            m = json.load(f)
         eq(m["rank"], rank, "the workload saw RANK")
         f = os.path.join(d, "ddp.rank%d.%s.%d.perfetto-trace" % (rank, host, m["pid"]))
         check(os.path.exists(f), "rank %d's trace %s (have %r)" % (rank, f, os.listdir(d)))
@@ -130,6 +132,17 @@ def test_torchrun_ranks():
         eq(launches_by_step(t, m["pid"]), {s: launches for s in range(wait, wait + active)},
            "%s: the launches of steps %d-%d" % (f, wait, wait + active - 1))
         eq(len(t.slices_on(pid=m["pid"], name="step")), active, "%s: the NVTX step ranges" % f)
+
+
+def test_split_with_windows_is_refused():
+    """--split-per-process with capture windows is not built: a usage
+    error naming the combination, before any tracing (exit 2)."""
+    r = subprocess.run([CGBPF, "record", "--split-per-process", "--capture-range", "nvtx",
+                        "--nvtx-capture", "step", "--", "/bin/true"],
+                       capture_output=True, text=True, timeout=60)
+    eq(r.returncode, 2, "exit status (stderr %r)" % r.stderr)
+    check("--split-per-process with --delay or --capture-range is not supported yet" in r.stderr,
+          "the message says what is refused: %r" % r.stderr)
 
 
 def test_torchrun_ranks_whole_run():
