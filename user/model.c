@@ -236,6 +236,8 @@ const char *model__func_name(const struct model *m, uint8_t lib, uint16_t func)
 static void begin(struct model *m, struct thread *t, struct call *c)
 {
 	c->begun = true;
+	if (m->call_py)
+		m->call_py(m->call_py_ctx, t, c);
 	if (m->call_flow)
 		c->flow = m->call_flow(m->call_flow_ctx, t, c);
 	EMIT(m, call_begin, t, c);
