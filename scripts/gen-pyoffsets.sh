@@ -79,9 +79,9 @@ for minor in 8 9 10 11 12 13; do
 		read -r ma mi pa <<<"$hex"
 		note+=", same for $((16#$ma)).$((16#$mi)).$((16#$pa)) ($(where "$d"))"
 	done
-	u=$(grep '^unicode ' <<<"$main")
+	u=$(grep -E '^(unicode|typename) ' <<<"$main")
 	if [ -n "$uni" ] && [ "$u" != "$uni" ]; then
-		echo "gen-pyoffsets: PyASCIIObject.state bits differ in $v: $u vs $uni" >&2
+		echo "gen-pyoffsets: PyASCIIObject.state bits or tp_name differ in $v: $u vs $uni" >&2
 		exit 1
 	fi
 	uni=$u
@@ -90,7 +90,8 @@ for minor in 8 9 10 11 12 13; do
 	[ $minor = 13 ] && dbg=$(grep '^dbg ' <<<"$main")
 done
 
-read -r _ kshift kbits cbit abit <<<"$uni"
+read -r _ kshift kbits cbit abit <<<"$(grep '^unicode' <<<"$uni")"
+read -r _ tpname <<<"$(grep '^typename' <<<"$uni")"
 {
 	cat <<HDR
 /* SPDX-License-Identifier: MIT */
@@ -118,6 +119,8 @@ HDR
 #define PY_UNICODE_KIND_BITS $kbits
 #define PY_UNICODE_COMPACT_BIT $cbit
 #define PY_UNICODE_ASCII_BIT $abit
+/* offsetof(PyTypeObject, tp_name), the same in every row. */
+#define PY_TYPE_NAME_OFFSET $tpname
 
 static const struct py_offsets py_offsets_table[] = {
 HDR

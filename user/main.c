@@ -10,6 +10,7 @@
 #include "log.h"
 #include "apilib.h"
 #include "check.h"
+#include "pycheck.h"
 #include "config.h"
 #include "merge.h"
 #include "monitor.h"
@@ -471,30 +472,49 @@ out:
 
 static const char usage_check[] =
 "Usage: cgbpf check [--attach] LIBRARY [FUNCTION...]\n"
+"       cgbpf check --python --pid PID\n"
 "\n"
 "Resolves FUNCTIONs (default: every CUDA driver API function cgbpf traces)\n"
 "in LIBRARY's ELF symbols and prints their file offsets; with --attach\n"
 "(root) also attaches and detaches real entry and return uprobes.\n"
 "Exit status 1 when a named FUNCTION is missing or a probe fails.\n"
 "\n"
-"Example:\n"
-"  sudo cgbpf check --attach /usr/lib/x86_64-linux-gnu/libcuda.so.1\n";
+"With --python: the CPython interpreter cgbpf finds in process PID (or\n"
+"why it will read no Python frames there) and each Python thread's stack,\n"
+"read from user space as record reads them (root or the same user).\n"
+"Exit status 1 when there is no Python cgbpf can read.\n"
+"\n"
+"Examples:\n"
+"  sudo cgbpf check --attach /usr/lib/x86_64-linux-gnu/libcuda.so.1\n"
+"  sudo cgbpf check --python -p 1234\n";
 
 static int cmd_check(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "attach", no_argument, NULL, 'a' },
+		{ "python", no_argument, NULL, 'P' },
+		{ "pid", required_argument, NULL, 'p' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	bool attach = false;
+	bool attach = false, python = false;
+	uint64_t pid = 0;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "avh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "aPp:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'a':
 			attach = true;
+			break;
+		case 'P':
+			python = true;
+			break;
+		case 'p':
+			if (parse_u64(optarg, &pid) || pid == 0 || pid > 4194304) {
+				fprintf(stderr, "cgbpf: bad --pid value '%s' (a process id)\n", optarg);
+				return 2;
+			}
 			break;
 		case 'v':
 			log_verbosity = LOG_DEBUG;
@@ -506,6 +526,14 @@ static int cmd_check(int argc, char **argv)
 			fprintf(stderr, "Try 'cgbpf check --help'.\n");
 			return 2;
 		}
+	}
+	if (python || pid) {
+		if (!python || !pid || attach || optind < argc) {
+			fprintf(stderr, "cgbpf: check --python takes --pid PID and nothing else\n"
+				"Try 'cgbpf check --help'.\n");
+			return 2;
+		}
+		return pycheck__run((int)pid);
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "cgbpf: check needs a LIBRARY\nTry 'cgbpf check --help'.\n");

@@ -24,6 +24,8 @@
 #define PY_UNICODE_KIND_BITS 3
 #define PY_UNICODE_COMPACT_BIT 5
 #define PY_UNICODE_ASCII_BIT 6
+/* offsetof(PyTypeObject, tp_name), the same in every row. */
+#define PY_TYPE_NAME_OFFSET 24
 
 static const struct py_offsets py_offsets_table[] = {
 	{ /* 3.8 */
