@@ -108,6 +108,7 @@ enum { PYW_FAIL = 0, PYW_MORE, PYW_DONE };
  * record and moves v->next to the frame it returns to. PYW_MORE: go on;
  * PYW_DONE: the walk is over (no frame left, max frames, or with leaf a
  * frame user space marked as user code: v->stop); PYW_FAIL: unreadable.
+ * A code object py_codes does not have sets v->unknown.
  * The walk's state lives in the map value, not in the caller's registers:
  * the verifier then has no counter to follow through the unrolled loop.
  * A 3.12+ C-stack shim frame is skipped; the frame under it (frames[n -
@@ -151,10 +152,13 @@ __noinline int py_frame_one(__u32 slot, __u32 tgid, __u32 max, __u32 leaf)
 				   (code + pp->off.code_adaptive));
 	f->flags = ok == 0 || (ok == 1 && py_buf8(v->buf, pp->off.frame_owner)) ? PYF_ENTRY : 0;
 	v->n = n + 1;
-	if (leaf) {
-		struct py_user_key k = { .tgid = tgid, .code = code };
+	{
+		struct py_code_key k = { .tgid = tgid, .code = code };
+		__u8 *c = bpf_map_lookup_elem(&py_codes, &k);
 
-		if (bpf_map_lookup_elem(&py_user, &k)) {
+		if (!c) {
+			v->unknown = 1;
+		} else if (leaf && *c == PY_CODE_USER) {
 			v->stop = 1;
 			return PYW_DONE;
 		}
@@ -215,8 +219,10 @@ __noinline int py_send(__u32 slot, __u64 pid_tgid, __u64 spec)
 	if (size > sizeof(*r))
 		return -1;
 	fill_hdr(&r->hdr, REC_PY_FRAMES, size, pid_tgid);
-	if (slot ? bpf_ringbuf_output(&samples, r, size, BPF_RB_NO_WAKEUP) :
-		   bpf_ringbuf_output(&events, r, size, wake_flag())) {
+	if (slot ? bpf_ringbuf_output(&samples, r, size,
+				      v->unknown ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP) :
+		   bpf_ringbuf_output(&events, r, size,
+				      v->unknown ? BPF_RB_FORCE_WAKEUP : wake_flag())) {
 		count_drop(REC_PY_FRAMES);
 		py_count(PYS_RING_FULL);
 		return -1;
@@ -251,6 +257,7 @@ __noinline int py_emit(__u32 slot, __u64 pid_tgid, __u64 spec)
 		goto out;
 	v->n = 0;
 	v->stop = 0;
+	v->unknown = 0;
 #pragma unroll
 	for (int i = 0; i < PY_FRAMES_MAX + PY_SHIMS_MAX; i++) {
 		int w = py_frame_one(slot, tgid, max, leaf);

@@ -57,14 +57,18 @@ struct {
 #define PY_SHIMS_MAX	32	/* 3.12+ C-stack shim frames skipped per walk */
 
 /*
- * --python leaf: code objects user space found to be the user's own code
- * (user/pycode.c's rule), per process. The leaf walk stops at the first
- * such frame; until user space has seen a code object, walks go up to
- * PY_LEAF_MAX frames and user space picks the user frame itself. An entry
- * made stale by a freed code object whose address was reused only makes
- * a walk stop early; user space then deletes it.
+ * Code objects user space has resolved, per process: PY_CODE_USER for the
+ * user's own code (user/pycode.c's rule), PY_CODE_OTHER for the rest. The
+ * leaf walk stops at the first PY_CODE_USER frame; until user space has
+ * seen a code object, walks go up to PY_LEAF_MAX frames and user space
+ * picks the user frame itself. A record with a code object user space has
+ * not seen wakes it up at once, so that it reads the object while the
+ * process still lives (a program that exits within the consumer's 50 ms
+ * poll would otherwise take its code objects with it). An entry made
+ * stale by a freed code object whose address was reused only makes a walk
+ * stop early or late; user space corrects it when it resolves the frame.
  */
-struct py_user_key {
+struct py_code_key {
 	__u32 tgid;
 	__u32 pad;
 	__u64 code;
@@ -73,9 +77,9 @@ struct py_user_key {
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
-	__type(key, struct py_user_key);
+	__type(key, struct py_code_key);
 	__type(value, __u8);
-} py_user SEC(".maps") __weak;
+} py_codes SEC(".maps") __weak;
 
 /* Counts per enum py_stat, per CPU. */
 struct {
@@ -94,7 +98,8 @@ struct py_scratch_v {
 	__u64 busy;		/* scratch_take() */
 	__u64 next;		/* the frame py_frame_one() reads next */
 	__u32 n;		/* frames in r so far */
-	__u32 stop;		/* the walk stopped at a user frame (leaf) */
+	__u16 stop;		/* the walk stopped at a user frame (leaf) */
+	__u16 unknown;		/* a frame's code object is not in py_codes */
 	__u8 buf[PY_BUF + 16];
 	struct rec_py_frames r;
 };

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "cgbpf.skel.h"
@@ -54,8 +55,9 @@ struct pyp {
 	struct py_proc pp;
 	struct py_info info;
 	char why[256];			/* PYP_REFUSED: pyfind's reason */
-	struct hmap user;		/* code -> 1: marked user code in the py_user map */
+	struct hmap codes;		/* code -> its class in the py_codes map */
 	uint64_t records, unresolved;
+	uint64_t exe;			/* exe_id() when found */
 };
 
 /* One call site (interned text) and its calls. */
@@ -91,7 +93,7 @@ struct pysrc {
 	struct hmap procs;		/* pid -> struct pyp * */
 	struct hmap pend;		/* tid -> struct pend * */
 	struct hmap sites;		/* hash of text -> struct site * */
-	int fd_procs, fd_user, fd_stat;
+	int fd_procs, fd_codes, fd_stat;
 	uint64_t orphans, unresolved, records;
 	uint64_t stat[PYS__COUNT];
 	char stack_buf[STACK_TEXT];
@@ -151,24 +153,20 @@ static struct site *site_get(struct pysrc *ps, const char *text)
 	return st;
 }
 
-/* Tells the BPF leaf walk whether code is the user's (stop there). */
-static void mark_user(struct pysrc *ps, struct pyp *p, uint64_t code, bool user)
+/* Tells the BPF walks what code is (PY_CODE_USER: the leaf walk stops
+ * there), once per code object and class. */
+static void mark_code(struct pysrc *ps, struct pyp *p, uint64_t code, bool user)
 {
 	struct { uint32_t tgid, pad; uint64_t code; } k = { .tgid = p->pid, .code = code };
-	uint64_t *v = hmap__get(&p->user, code);
-	uint8_t one = 1;
+	uint64_t *v = hmap__get(&p->codes, code);
+	uint8_t cls = user ? PY_CODE_USER : PY_CODE_OTHER;
 
-	if (ps->mode != PY_MODE_LEAF)
+	/* A different class: the code object was freed and its address
+	 * reused. */
+	if (v && *v == cls)
 		return;
-	if (user && !v) {
-		if (!bpf_map_update_elem(ps->fd_user, &k, &one, BPF_ANY))
-			hmap__put(&p->user, code, 1);
-	} else if (!user && v) {
-		/* A stale entry: the code object was freed and its address
-		 * reused by library code. */
-		bpf_map_delete_elem(ps->fd_user, &k);
-		hmap__del(&p->user, code, NULL);
-	}
+	if (!bpf_map_update_elem(ps->fd_codes, &k, &cls, BPF_ANY))
+		hmap__put(&p->codes, code, cls);
 }
 
 /* The lasti that pycode__resolve() takes, from the record's. */
@@ -184,11 +182,14 @@ static int resolve(struct pysrc *ps, struct pyp *p, const struct py_frame *f, st
 	int err = pycode__resolve(ps->pc, p->pid, &p->pp, f->code, raw_lasti(&p->pp, f), sym);
 
 	if (err) {
+		if (!p->unresolved)
+			dbg("pid %u: code object 0x%" PRIx64 " not resolved: %s", p->pid,
+			    (uint64_t)f->code, strerror(-err));
 		p->unresolved++;
 		ps->unresolved++;
 		return err;
 	}
-	mark_user(ps, p, f->code, sym->user);
+	mark_code(ps, p, f->code, sym->user);
 	return 0;
 }
 
@@ -361,6 +362,18 @@ static void on_end(void *ctx, struct thread *t, struct call *c)
 	}
 }
 
+/* Which file pid runs (device and inode of /proc/PID/exe); 0: unknown. */
+static uint64_t exe_id(uint32_t pid)
+{
+	char path[32];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
+	if (stat(path, &st))
+		return 0;
+	return hash__u64(st.st_dev) ^ st.st_ino;
+}
+
 /* Whether pid's program is named python* (its main thread's comm). */
 static bool named_python(uint32_t pid)
 {
@@ -408,6 +421,7 @@ static void probe(struct pysrc *ps, struct pyp *p, uint64_t now, bool exec)
 		return;
 	}
 	p->state = PYP_OK;
+	p->exe = exe_id(p->pid);
 	dbg("pid %u: Python %s (%s): reading Python frames", p->pid, p->info.version,
 	    p->info.path);
 }
@@ -421,8 +435,8 @@ static void forget(struct pysrc *ps, uint32_t pid)
 	if (p->state == PYP_OK)
 		bpf_map_delete_elem(ps->fd_procs, &pid);
 	pycode__forget(ps->pc, pid);
-	hmap__free(&p->user);
-	p->user = (struct hmap){ 0 };
+	hmap__free(&p->codes);
+	p->codes = (struct hmap){ 0 };
 }
 
 static void py_proc(struct session *s, void *state, enum src_proc ev, uint32_t pid, uint64_t ts)
@@ -452,12 +466,18 @@ static void py_proc(struct session *s, void *state, enum src_proc ev, uint32_t p
 		 * mapping leaves it. */
 		struct py_proc cur;
 		struct py_info info;
-		char why[64];
+		char why[256];
 
 		int e = pyfind__probe(pid, &cur, &info, why, sizeof(why));
 
-		/* The same, or gone with the process: nothing to do. */
-		if ((!e && !memcmp(&cur, &p->pp, sizeof(cur))) || e == -ESRCH)
+		/* The same, or gone with the process: nothing to do. A failed
+		 * look while the program is the same is not believed (seen: a
+		 * process that exited before its mapping record was read):
+		 * only an exec replaces the interpreter. */
+		uint64_t exe = exe_id(pid);
+
+		if ((!e && !memcmp(&cur, &p->pp, sizeof(cur))) || e == -ESRCH ||
+		    (e && (!exe || exe == p->exe)))
 			return;
 		dbg("pid %u: its interpreter changed (%s)", pid, e ? why : "another one");
 		forget(ps, pid);
@@ -533,7 +553,7 @@ static int py_start(struct session *s, void *state)
 	struct pysrc *ps = state;
 
 	ps->fd_procs = bpf_map__fd(s->skel->maps.py_procs);
-	ps->fd_user = bpf_map__fd(s->skel->maps.py_user);
+	ps->fd_codes = bpf_map__fd(s->skel->maps.py_codes);
 	ps->fd_stat = bpf_map__fd(s->skel->maps.py_stat);
 	return 0;
 }
@@ -677,7 +697,7 @@ static void py_fini(struct session *s, void *state)
 	for (size_t it = 0; hmap__next(&ps->procs, &it, NULL, &v);) {
 		struct pyp *p = (void *)(uintptr_t)v;
 
-		hmap__free(&p->user);
+		hmap__free(&p->codes);
 		free(p);
 	}
 	for (size_t it = 0; hmap__next(&ps->pend, &it, NULL, &v);)
