@@ -409,8 +409,12 @@ static void probe(struct pysrc *ps, struct pyp *p, uint64_t now, bool exec)
 	}
 	if (err) {
 		p->state = PYP_REFUSED;
-		snprintf(p->why, sizeof(p->why), "%s", why[0] ? why : strerror(-err));
-		info("pid %u: %s", p->pid, p->why);
+		p->exe = exe_id(p->pid);
+		/* Said once per reason, not at every exec of the same. */
+		if (strcmp(p->why, why[0] ? why : strerror(-err))) {
+			snprintf(p->why, sizeof(p->why), "%s", why[0] ? why : strerror(-err));
+			info("pid %u: %s", p->pid, p->why);
+		}
 		return;
 	}
 	if (bpf_map_update_elem(ps->fd_procs, &p->pid, &p->pp, BPF_ANY)) {
@@ -483,7 +487,7 @@ static void py_proc(struct session *s, void *state, enum src_proc ev, uint32_t p
 		forget(ps, pid);
 		p->state = PYP_LOOKING;
 		p->first_ns = now;
-	} else if (ev == SRC_PROC_CHANGED && p->state == PYP_REFUSED) {
+	} else if (ev == SRC_PROC_CHANGED && p->state == PYP_REFUSED && exe_id(pid) != p->exe) {
 		p->state = PYP_LOOKING;	/* exec'ed another program */
 		p->first_ns = now;
 	}
