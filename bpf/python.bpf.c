@@ -36,8 +36,11 @@ static __always_inline int py_read64(__u64 *v, __u64 addr)
  * interpreters: the one whose thread_id is the thread's fs base, found
  * from the per-thread cache when still valid, else by walking the lists.
  * Returns it, or 0 with the reason counted (PYS_NO_TSTATE, PYS_READ_TSTATE).
+ * remember_miss: cache "none" (API calls); not the sampler's misses, whose
+ * samples of a thread being created (before the thread binds its new
+ * thread state) would hide the thread's first calls.
  */
-__noinline __u64 py_tstate_find(__u64 pid_tgid)
+__noinline __u64 py_tstate_find(__u64 pid_tgid, __u32 remember_miss)
 {
 	__u32 tgid = pid_tgid >> 32;
 	struct py_proc *pp = bpf_map_lookup_elem(&py_procs, &tgid);
@@ -87,8 +90,10 @@ __noinline __u64 py_tstate_find(__u64 pid_tgid)
 			goto fail;
 	}
 	/* Not a Python thread (yet): remembered for PY_MISS_NS. */
-	nc.miss_ts = bpf_ktime_get_boot_ns();
-	bpf_map_update_elem(&py_tstate, &pid_tgid, &nc, BPF_ANY);
+	if (remember_miss) {
+		nc.miss_ts = bpf_ktime_get_boot_ns();
+		bpf_map_update_elem(&py_tstate, &pid_tgid, &nc, BPF_ANY);
+	}
 	py_count(PYS_NO_TSTATE);
 	return 0;
 found:
@@ -249,7 +254,7 @@ __noinline int py_emit(__u32 slot, __u64 pid_tgid, __u64 spec)
 		py_count(PYS_BUSY);
 		return -1;
 	}
-	ts = py_tstate_find(pid_tgid);
+	ts = py_tstate_find(pid_tgid, slot == 0);
 	if (!ts)
 		goto out;
 	v->next = py_current_frame(pp, ts);

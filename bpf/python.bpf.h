@@ -51,7 +51,7 @@ struct {
 	__type(value, struct py_tcache);
 } py_tstate SEC(".maps") __weak;
 
-#define PY_MISS_NS	(100ull * 1000 * 1000)
+#define PY_MISS_NS	(20ull * 1000 * 1000)
 #define PY_INTERP_MAX	4	/* interpreters walked (subinterpreters) */
 #define PY_THREADS_MAX	256	/* thread states walked per interpreter */
 #define PY_SHIMS_MAX	32	/* 3.12+ C-stack shim frames skipped per walk */

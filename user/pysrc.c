@@ -402,8 +402,12 @@ static void probe(struct pysrc *ps, struct pyp *p, uint64_t now, bool exec)
 			err = pyfind__probe(p->pid, &p->pp, &p->info, why, sizeof(why));
 		}
 	}
-	if (err == -ENOENT || err == -ESRCH) {
-		/* No interpreter (yet): a launcher, or libpython not mapped. */
+	if (err && err != -ENOTSUP) {
+		/* No interpreter (yet): a launcher, libpython not mapped, or
+		 * one still initializing (its thread list half built). Said in
+		 * the summary if it stays so. */
+		if (err != -ENOENT && err != -ESRCH)
+			snprintf(p->why, sizeof(p->why), "%s", why);
 		p->next_ns = now + (now - p->first_ns < RETRY_FAST_NS ? 0 : RETRY_SLOW_NS);
 		return;
 	}
@@ -629,7 +633,7 @@ static void py_print(const void *ctx, const uint64_t *drops, FILE *f)
 	for (size_t it = 0; hmap__next(&ps->procs, &it, NULL, &v);) {
 		const struct pyp *p = (void *)(uintptr_t)v;
 
-		if (p->state == PYP_OK || (p->state == PYP_REFUSED && p->why[0])) {
+		if (p->state == PYP_OK || p->why[0]) {
 			any = true;
 			if (p->state == PYP_OK)
 				fprintf(f, "   pid %u: Python %s (%s%s): %" PRIu64 " frame records\n",

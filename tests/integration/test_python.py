@@ -24,19 +24,21 @@ LAUNCHES = os.path.join(PY, "launches.py")
 PYENV = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
 TP = os.path.join(REPO, "..", "shared", "perfetto", "trace_processor_shell")
 
-# launches.py runs under this wrapper, which keeps the process alive a
-# moment after the program ends: cgbpf reads each code object from the
-# process when it takes the record, at most a poll (50 ms) after the call,
-# and a program that exits sooner takes its code objects with it
-# (docs/python.md, "Limits"). The wrapper's own frames are outermost and
-# not user code ("<string>", "<frozen runpy>").
-WRAP = ("import runpy, sys, time\n"
+# launches.py runs under this wrapper, which keeps the process and the
+# program's code objects alive a moment after the program ends: cgbpf
+# reads each code object from the process when it takes the record, at
+# most a poll (50 ms) after the call, and a code object freed by then (a
+# program that has exited, a module body that has run) cannot be read
+# (docs/python.md, "Limits"). The wrapper's own frame is outermost and not
+# user code ("<string>").
+WRAP = ("import sys, time\n"
         "sys.path.insert(0, %r)\n"
         "sys.argv = [%r] + sys.argv[1:]\n"
+        "code = compile(open(sys.argv[0]).read(), sys.argv[0], 'exec')\n"
         "try:\n"
-        "    runpy.run_path(%r, run_name='__main__')\n"
+        "    exec(code, {'__name__': '__main__', '__file__': sys.argv[0]})\n"
         "finally:\n"
-        "    time.sleep(0.4)\n") % (PY, LAUNCHES, LAUNCHES)
+        "    time.sleep(1.5)\n") % (PY, LAUNCHES)
 
 
 def pyenv_python(minor):
@@ -71,41 +73,46 @@ def py_slices(trace, pid):
     return out
 
 
-def check_sites(trace, m, scenarios=None, skip_setup=False, attached=False):
-    """Every call of the manifest (per thread, in order) has its slice
-    with the manifest's leaf site and user site; attached (-p mid-run):
-    the trace has the last calls of each thread only. Returns the number
-    of launches checked."""
+def pairs(trace, m, attached=False):
+    """[(slice, manifest record)] of every traced call of the manifest, per
+    thread in order; attached (-p mid-run): the trace has the last calls
+    of each thread only."""
     pid = m["pid"]
     got = py_slices(trace, pid)
     want, traced = {}, traced_funcs()
     for rec in m["records"]:
         if rec["call"] in traced:
             want.setdefault(rec["tid"], []).append(rec)
-    launches = 0
+    out = []
     for tid, recs in want.items():
         sl = got.get(tid, [])
         if attached and len(sl) < len(recs):
             recs = recs[len(recs) - len(sl):]
         eq([s.name for s in sl], [r["call"] for r in recs], "calls of thread %d" % tid)
-        for s, rec in zip(sl, recs):
-            if scenarios and rec["scenario"] not in scenarios:
-                continue
-            if skip_setup and rec["scenario"] in ("setup", "teardown"):
-                continue
-            what = "%s #%d (%s, thread %d)" % (rec["call"], rec["seq"], rec["scenario"], tid)
-            eq(s.args.get("py"), site(rec["leaf"]), "py of " + what)
-            if rec["leaf"]["user"]:
-                check("py.user" not in s.args, "%s: no py.user when the leaf is user code "
-                      "(got %r)" % (what, s.args.get("py.user")))
-            else:
-                check(rec["user"] is not None, "%s has a user frame in the manifest" % what)
-                eq(s.args.get("py.user"), site(rec["user"]), "py.user of " + what)
-            launches += rec["call"] == "cuLaunchKernel"
+        out += list(zip(sl, recs))
+    return out
+
+
+def check_sites(trace, m, skip_setup=False, attached=False):
+    """Every traced call of the manifest has its slice with the manifest's
+    leaf site and user site. Returns the number of launches checked."""
+    launches = 0
+    for s, rec in pairs(trace, m, attached):
+        if skip_setup and rec["scenario"] in ("setup", "teardown"):
+            continue
+        what = "%s #%d (%s, thread %d)" % (rec["call"], rec["seq"], rec["scenario"], rec["tid"])
+        eq(s.args.get("py"), site(rec["leaf"]), "py of " + what)
+        if rec["leaf"]["user"]:
+            check("py.user" not in s.args, "%s: no py.user when the leaf is user code "
+                  "(got %r)" % (what, s.args.get("py.user")))
+        else:
+            check(rec["user"] is not None, "%s has a user frame in the manifest" % what)
+            eq(s.args.get("py.user"), site(rec["user"]), "py.user of " + what)
+        launches += rec["call"] == "cuLaunchKernel"
     return launches
 
 
-def record_py(args, cmd, tmp, env=None, timeout=300):
+def record_py(args, cmd, tmp, env=None, timeout=300, ready="reading Python frames"):
     """cgbpf record -v ARGS -- CMD, with the workload's start gate
     (CGBPF_WAIT_FILE) opened once cgbpf says it reads the workload's Python
     frames: the program's first calls can otherwise come before cgbpf has
@@ -121,7 +128,7 @@ def record_py(args, cmd, tmp, env=None, timeout=300):
     try:
         def found():
             with open(log) as f:
-                return "reading Python frames" in f.read() or p.poll() is not None
+                return ready in f.read() or p.poll() is not None
         wait_for(found, 60, "cgbpf to find the workload's interpreter")
         touch(gate)
         out, _ = p.communicate(timeout=timeout)
@@ -132,11 +139,12 @@ def record_py(args, cmd, tmp, env=None, timeout=300):
     return harness.Result(p.returncode, out, err, trace_path, tmp)
 
 
-def run_launches(python, extra=(), args=(), tmp=None):
+def run_launches(python, extra=(), args=(), tmp=None, ready="reading Python frames"):
     tmp = tmp or tmpdir()
     man = os.path.join(tmp, "manifest.json")
     r = record_py(["--summary-file", os.path.join(tmp, "summary.txt")] + list(extra),
-                  [python, "-c", WRAP] + list(args), tmp, env=env_with(CGBPF_MANIFEST=man))
+                  [python, "-c", WRAP] + list(args), tmp, env=env_with(CGBPF_MANIFEST=man),
+                  ready=ready)
     eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-600:])
     with open(os.path.join(tmp, "summary.txt")) as f:
         r.summary = f.read()
@@ -271,12 +279,9 @@ def test_backtraces_mix_python_frames():
     r, m = run_launches(exe, extra=["--backtrace-threshold", "0"],
                         args=["--only", "nested,library", "--threads", "1"])
     clean_trace(r.trace)
-    got = py_slices(r.trace, m["pid"])
     checked = 0
-    for tid, recs in ((t, [x for x in m["records"] if x["tid"] == t]) for t in got):
-        for s, rec in zip(got[tid], recs):
-            if rec["call"] != "cuLaunchKernel":
-                continue
+    for s, rec in pairs(r.trace, m):
+        if rec["call"] == "cuLaunchKernel":
             check(s.callstack, "%s #%d has a backtrace" % (rec["call"], rec["seq"]))
             want = ["%s (%s:%d)" % (f["func"], f["file"], f["line"])
                     for f in reversed(rec["stack"])]
@@ -296,14 +301,14 @@ def test_backtraces_mix_python_frames():
 
 def test_python_off_and_stack():
     exe = pyenv_python(13)
-    r, m = run_launches(exe, extra=["--python", "off"], args=["--only", "plain"])
+    r, m = run_launches(exe, extra=["--python", "off"], args=["--only", "plain"],
+                        ready="probes in place")
     check(all("py" not in s.args for s in r.trace.slices), "--python off: no py args")
     check("Python call sites" not in r.summary, "--python off: no Python section")
     r, m = run_launches(exe, extra=["--python", "stack"], args=["--only", "plain,library"])
     n = check_sites(r.trace, m)
     check(n >= 6, "launches: %d" % n)
-    for s, rec in zip(py_slices(r.trace, m["pid"])[m["pid"]],
-                      [x for x in m["records"] if x["tid"] == m["pid"]]):
+    for s, rec in pairs(r.trace, m):
         if rec["call"] == "cuLaunchKernel":
             eq(s.args.get("py.stack"),
                "\n".join(site(f) for f in rec["stack"]),
