@@ -386,7 +386,13 @@ $(OUT)/bench/gpubytes: bench/gpubytes.c $(filter-out $(OUT)/user/main.o,$(USER_O
 	$(Q)$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS_CGBPF) $(DEPFLAGS) -static $(DW_WRAP) \
 		$^ -o $@ -lbpf $(LIBS_DW) -lstdc++ -lm -lpthread
 
-bench-bins: $(BENCH_BINS) $(OUT)/bench/symbolize $(OUT)/bench/gpubytes stacks
+# bench/pycode.c: CPython discovery and code-object symbolization alone.
+$(OUT)/bench/pycode: bench/pycode.c $(filter-out $(OUT)/user/main.o,$(USER_OBJS)) | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS_CGBPF) $(DEPFLAGS) -static $(DW_WRAP) \
+		$^ -o $@ -lbpf $(LIBS_DW) -lstdc++ -lm -lpthread
+
+bench-bins: $(BENCH_BINS) $(OUT)/bench/symbolize $(OUT)/bench/gpubytes $(OUT)/bench/pycode stacks
 
 $(OUT)/bench:
 	$(Q)mkdir -p $@

@@ -13,6 +13,8 @@
 #   fuzz_config   dist/monitor.conf
 #   fuzz_http     hand-written requests (Prometheus's, cgbpf dump's)
 #   fuzz_gpu      hand-built GPU batches and calls (fuzz/tools/gpu_seeds.py)
+#   fuzz_pytable  CPython line tables of 3.8-3.13 (tests/unit/pycode_fixtures.h,
+#                 fuzz/tools/pytable_seeds.py)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -115,4 +117,5 @@ done
 	cp /usr/local/cuda/lib64/libnvtx3interop.so.1 "$seeds/fuzz_elf/seed-libnvtx3interop.so.1"
 cp dist/monitor.conf "$seeds/fuzz_config/seed-dist-monitor.conf"
 /usr/bin/python3 fuzz/tools/gpu_seeds.py "$seeds/fuzz_gpu"
+/usr/bin/python3 fuzz/tools/pytable_seeds.py "$seeds/fuzz_pytable"
 du -sh "$seeds"

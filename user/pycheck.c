@@ -15,8 +15,6 @@
 #define MAX_INTERPS 64
 #define MAX_THREADS 4096
 #define MAX_DEPTH 1024
-/* 3.12+ _PyInterpreterFrame.owner: a C entry shim, not Python code. */
-#define FRAME_OWNED_BY_CSTACK 3
 
 static uint64_t rd64(int pid, uint64_t addr, int *err)
 {
@@ -27,46 +25,25 @@ static uint64_t rd64(int pid, uint64_t addr, int *err)
 	return *err ? 0 : v;
 }
 
-static uint64_t first_frame(int pid, const struct py_offsets *o, uint64_t ts, int *err)
-{
-	uint64_t cf;
-
-	switch (o->frame_kind) {
-	case PY_FRAME_OBJECT:
-	case PY_FRAME_CURRENT:
-		return rd64(pid, ts + o->ts_frame, err);
-	case PY_FRAME_CFRAME:
-		cf = rd64(pid, ts + o->ts_cframe, err);
-		return cf ? rd64(pid, cf + o->cframe_current_frame, err) : 0;
-	}
-	*err = -EINVAL;
-	return 0;
-}
-
 static void print_stack(int pid, const struct py_proc *pp, struct pycode *pc, uint64_t f)
 {
-	const struct py_offsets *o = &pp->off;
-	uint8_t buf[256];
-	int depth = 0, n = 0, err = 0;
+	int depth = 0, n = 0, err;
 
 	for (; f && depth < MAX_DEPTH; depth++) {
-		uint64_t code, lasti, back;
+		struct py_frame fr;
 		struct py_sym sym;
 
-		if (o->frame_read > sizeof(buf) || (err = pyfind__read(pid, f, buf, o->frame_read))) {
+		if ((err = pyfind__frame(pid, &pp->off, f, &fr))) {
 			printf("    (frame at 0x%" PRIx64 " unreadable: %s)\n", f, strerror(-err));
 			return;
 		}
-		memcpy(&code, buf + o->frame_code, 8);
-		memcpy(&back, buf + o->frame_back, 8);
-		lasti = 0;
-		memcpy(&lasti, buf + o->frame_lasti, o->lasti_kind <= PY_LASTI_UNITS ? 4 : 8);
-		f = back;
-		if (o->owner_kind == 2 && buf[o->frame_owner] == FRAME_OWNED_BY_CSTACK)
+		f = fr.back;
+		if (fr.skip)
 			continue;
-		err = pycode__resolve(pc, pid, pp, code, lasti, &sym);
+		err = pycode__resolve(pc, pid, pp, fr.code, fr.lasti, &sym);
 		if (err) {
-			printf("    #%d (code object 0x%" PRIx64 ": %s)\n", n++, code, strerror(-err));
+			printf("    #%d (code object 0x%" PRIx64 ": %s)\n", n++, fr.code,
+			       strerror(-err));
 			continue;
 		}
 		printf("    #%d %s %s:%d%s\n", n++, sym.func, sym.file, sym.line,
@@ -132,8 +109,7 @@ int pycheck__run(int pid)
 			else
 				printf("  thread ? (pthread 0x%" PRIx64 ", interpreter %d):\n",
 				       pthread, ni);
-			f = first_frame(pid, &pp.off, ts, &err);
-			if (err)
+			if ((err = pyfind__first_frame(pid, &pp.off, ts, &f)))
 				break;
 			if (!f)
 				printf("    (no Python frame)\n");

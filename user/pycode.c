@@ -16,6 +16,7 @@
 #include "pyoffsets.h"
 
 struct code_entry {
+	uint64_t name_ptr;	/* co_name when read: tells a reused address */
 	char *file, *func;
 	bool user;
 	struct py_lines lines;
@@ -110,8 +111,11 @@ bool pycode__is_user(const char *file, int minor)
 
 /* ------------------------------------------------------------ line tables */
 
-static int push(struct py_lines *l, size_t *cap, uint32_t start, uint32_t end, int32_t line)
+static int push(struct py_lines *l, size_t *cap, uint32_t start, uint32_t end, int64_t line)
 {
+	/* A table can drive the line anywhere: beyond an int it is no line. */
+	if (line < INT32_MIN + 1 || line > INT32_MAX)
+		return -EINVAL;
 	if (start == end)
 		return 0;	/* an empty range never matches */
 	if (l->n == *cap) {
@@ -123,7 +127,7 @@ static int push(struct py_lines *l, size_t *cap, uint32_t start, uint32_t end, i
 		l->v = v;
 		*cap = nc;
 	}
-	l->v[l->n++] = (struct py_range){ start, end, line };
+	l->v[l->n++] = (struct py_range){ start, end, (int32_t)line };
 	return 0;
 }
 
@@ -131,7 +135,7 @@ static int push(struct py_lines *l, size_t *cap, uint32_t start, uint32_t end, i
 static int decode_lnotab(const uint8_t *t, size_t len, struct py_lines *l, size_t *cap)
 {
 	uint32_t addr = 0;
-	int32_t line = l->firstlineno;
+	int64_t line = l->firstlineno;
 	int err;
 
 	if (len & 1)
@@ -149,7 +153,7 @@ static int decode_lnotab(const uint8_t *t, size_t len, struct py_lines *l, size_
 static int decode_310(const uint8_t *t, size_t len, struct py_lines *l, size_t *cap)
 {
 	uint32_t addr = 0;
-	int32_t line = l->firstlineno;
+	int64_t line = l->firstlineno;
 	int err;
 
 	if (len & 1)
@@ -204,7 +208,8 @@ static int svarint(const uint8_t *t, size_t len, size_t *i, int32_t *out)
 static int decode_311(const uint8_t *t, size_t len, struct py_lines *l, size_t *cap)
 {
 	uint32_t addr = 0, skip;
-	int32_t line = l->firstlineno, delta;
+	int64_t line = l->firstlineno;
+	int32_t delta;
 	size_t i = 0;
 	int err;
 
@@ -471,6 +476,7 @@ static int load_code(int pid, const struct py_proc *pp, struct proc_entry *pe, u
 	if (!(c = calloc(1, sizeof(*c))))
 		return -ENOMEM;
 	memcpy(&first, head + o->code_firstlineno, 4);
+	c->name_ptr = u64_at(head, o->code_name);
 	if (first < 0) {
 		err = -EINVAL;
 		goto fail;
@@ -495,8 +501,8 @@ fail:
 	return err;
 }
 
-int pycode__resolve(struct pycode *pc, int pid, const struct py_proc *pp, uint64_t code,
-		    uint64_t lasti, struct py_sym *out)
+static int resolve(struct pycode *pc, int pid, const struct py_proc *pp, uint64_t code,
+		   const uint64_t *name_ptr, uint64_t lasti, struct py_sym *out)
 {
 	const struct py_offsets *o = &pp->off;
 	struct proc_entry *pe;
@@ -522,6 +528,13 @@ int pycode__resolve(struct pycode *pc, int pid, const struct py_proc *pp, uint64
 		}
 	}
 	v = hmap__get(&pe->codes, code);
+	if (v && name_ptr && ((struct code_entry *)(uintptr_t)*v)->name_ptr != *name_ptr) {
+		uint64_t old = *v;
+
+		hmap__del(&pe->codes, code, NULL);
+		code_free((struct code_entry *)(uintptr_t)old);
+		v = NULL;
+	}
 	if (v) {
 		c = (struct code_entry *)(uintptr_t)*v;
 	} else {
@@ -532,6 +545,9 @@ int pycode__resolve(struct pycode *pc, int pid, const struct py_proc *pp, uint64
 			return err;
 		}
 	}
+	/* Memory now holds another code object than the caller saw. */
+	if (name_ptr && c->name_ptr != *name_ptr)
+		return -ESTALE;
 
 	switch (o->lasti_kind) {
 	case PY_LASTI_BYTES:
@@ -555,4 +571,16 @@ int pycode__resolve(struct pycode *pc, int pid, const struct py_proc *pp, uint64
 	out->line = line < 0 ? 0 : line;
 	out->user = c->user;
 	return 0;
+}
+
+int pycode__resolve(struct pycode *pc, int pid, const struct py_proc *pp, uint64_t code,
+		    uint64_t lasti, struct py_sym *out)
+{
+	return resolve(pc, pid, pp, code, NULL, lasti, out);
+}
+
+int pycode__resolve_checked(struct pycode *pc, int pid, const struct py_proc *pp, uint64_t code,
+			    uint64_t name_ptr, uint64_t lasti, struct py_sym *out)
+{
+	return resolve(pc, pid, pp, code, &name_ptr, lasti, out);
 }

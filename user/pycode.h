@@ -50,6 +50,17 @@ void pycode__free(struct pycode *pc);
 int pycode__resolve(struct pycode *pc, int pid, const struct py_proc *pp, uint64_t code,
 		    uint64_t lasti, struct py_sym *out);
 
+/*
+ * As pycode__resolve, for a caller that also read the code object's co_name
+ * pointer (at pp->off.code_name) when it read the frame: a cached entry
+ * whose co_name pointer differs belongs to a code object that was freed
+ * and its address reused, and is read again (an error if the process is
+ * gone: never the old name); -ESTALE when what is read now has another
+ * co_name pointer still.
+ */
+int pycode__resolve_checked(struct pycode *pc, int pid, const struct py_proc *pp, uint64_t code,
+			    uint64_t name_ptr, uint64_t lasti, struct py_sym *out);
+
 /* Drops what is cached for pid (it exited or exec'ed). */
 void pycode__forget(struct pycode *pc, int pid);
 

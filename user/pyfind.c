@@ -126,6 +126,7 @@ static int scan_map(const struct map_entry *e, void *ctx)
 struct elfinfo {
 	uint64_t bias;		/* filled by elf_read from the mapping */
 	uint64_t runtime, code_type, py_version, negative_refcount, tid_desc;
+	uint64_t py_initialize;	/* Py_Initialize: the file is a Python at all */
 	int str_major, str_minor, str_patch;	/* the version literal, -1 if none */
 };
 
@@ -138,6 +139,7 @@ static void read_syms(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct elfinfo *ei)
 		{ "Py_Version", offsetof(struct elfinfo, py_version) },
 		{ "_Py_NegativeRefcount", offsetof(struct elfinfo, negative_refcount) },
 		{ "_thread_db_pthread_tid", offsetof(struct elfinfo, tid_desc) },
+		{ "Py_Initialize", offsetof(struct elfinfo, py_initialize) },
 	};
 	Elf_Data *data = elf_getdata(scn, NULL);
 	size_t n;
@@ -245,7 +247,14 @@ static int elf_read(int pid, const struct mapped *m, int minor, struct elfinfo *
 		err = -ENOEXEC;
 		goto cleanup;
 	}
+	/*
+	 * .dynsym, then .symtab only for a Python (it exports its C API) that
+	 * hides _PyRuntime or PyCode_Type there: every traced process's
+	 * executable is read, and most are not Pythons.
+	 */
 	for (int pass = 0; pass < 2; pass++) {
+		if (pass && !(ei->py_initialize && (!ei->runtime || !ei->code_type)))
+			break;
 		scn = NULL;
 		while ((scn = elf_nextscn(elf, scn))) {
 			GElf_Shdr sh;
@@ -254,8 +263,9 @@ static int elf_read(int pid, const struct mapped *m, int minor, struct elfinfo *
 				read_syms(elf, scn, &sh, ei);
 		}
 	}
+	/* The version literal: only where there is no Py_Version (3.8-3.10). */
 	scn = NULL;
-	while (minor != -2 && (scn = elf_nextscn(elf, scn))) {
+	while (minor != -2 && ei->runtime && !ei->py_version && (scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		const char *name;
 		Elf_Data *d;
@@ -363,6 +373,93 @@ static int check_debug_offsets(int pid, uint64_t runtime, const struct py_offset
 	return 0;
 }
 
+/* 3.12+ _PyInterpreterFrame.owner: a C entry shim, not Python code. */
+#define FRAME_OWNED_BY_CSTACK 3
+
+int pyfind__first_frame(int pid, const struct py_offsets *o, uint64_t ts, uint64_t *frame)
+{
+	uint64_t cf = 0;
+	int err;
+
+	*frame = 0;
+	switch (o->frame_kind) {
+	case PY_FRAME_OBJECT:
+	case PY_FRAME_CURRENT:
+		return pyfind__read(pid, ts + o->ts_frame, frame, 8);
+	case PY_FRAME_CFRAME:
+		if ((err = pyfind__read(pid, ts + o->ts_cframe, &cf, 8)) || !cf)
+			return err;
+		return pyfind__read(pid, cf + o->cframe_current_frame, frame, 8);
+	}
+	return -EINVAL;
+}
+
+int pyfind__frame(int pid, const struct py_offsets *o, uint64_t frame, struct py_frame *out)
+{
+	uint8_t buf[256];
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if (o->frame_read > sizeof(buf))
+		return -EINVAL;
+	if ((err = pyfind__read(pid, frame, buf, o->frame_read)))
+		return err;
+	memcpy(&out->code, buf + o->frame_code, 8);
+	memcpy(&out->back, buf + o->frame_back, 8);
+	memcpy(&out->lasti, buf + o->frame_lasti, o->lasti_kind <= PY_LASTI_UNITS ? 4 : 8);
+	out->skip = o->owner_kind == 2 && buf[o->frame_owner] == FRAME_OWNED_BY_CSTACK;
+	return 0;
+}
+
+/*
+ * The frames the thread states lead to must hold code objects: proof of
+ * the frame and code offsets. The process runs meanwhile, so a frame can
+ * be popped under the reader: it refuses only when three looks in a row
+ * find frames and not one code object among them.
+ */
+static int check_frames(int pid, const struct py_offsets *o, struct py_info *info,
+			uint64_t interp, char *why, size_t whylen)
+{
+	int good = 0, bad = 0;
+
+	for (int look = 0; look < 3; look++) {
+		uint64_t ts = 0;
+		int n = 0;
+
+		good = bad = 0;
+		if (pyfind__read(pid, interp + o->interp_threads_head, &ts, 8))
+			return 0;	/* check_threads just read it: the process is going */
+		for (; ts && n < 256; n++) {
+			uint64_t f = 0, type = 0;
+			struct py_frame fr;
+
+			if (pyfind__first_frame(pid, o, ts, &f) == 0) {
+				for (int depth = 0; f && depth < 16; depth++) {
+					if (pyfind__frame(pid, o, f, &fr)) {
+						bad++;
+						break;
+					}
+					f = fr.back;
+					if (fr.skip)
+						continue;
+					if (!pyfind__read(pid, fr.code + o->obj_type, &type, 8) &&
+					    type == info->code_type)
+						good++;
+					else
+						bad++;
+				}
+			}
+			if (pyfind__read(pid, ts + o->ts_next, &ts, 8))
+				break;
+		}
+		if (good || !bad)
+			return 0;
+	}
+	say(why, whylen, "Python %s: its frames do not hold code objects where cgbpf's table "
+	    "says (%d frames looked at); no Python frames", info->version, bad);
+	return -ENOTSUP;
+}
+
 /*
  * Every thread state on the first interpreter's list must point back at
  * it: a cheap proof that the list offsets are right. Not initialized yet
@@ -395,7 +492,7 @@ static int check_threads(int pid, const struct py_offsets *o, struct py_info *in
 		if ((err = pyfind__read(pid, ts + o->ts_next, &ts, 8)))
 			goto bad;
 	}
-	return 0;
+	return check_frames(pid, o, info, interp, why, whylen);
 bad:
 	say(why, whylen, "Python %s: its thread list does not match cgbpf's table (%s); "
 	    "no Python frames", info->version, err == -EINVAL ? "a thread state names another "

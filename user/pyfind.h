@@ -52,6 +52,21 @@ const struct py_offsets *pyfind__row(int minor);
  * of it is readable, -ESRCH: the process is gone). */
 int pyfind__read(int pid, uint64_t addr, void *buf, size_t len);
 
+/* One frame as read from the process (struct py_offsets' fields). */
+struct py_frame {
+	uint64_t code;		/* f_code / f_executable: a code object unless skip */
+	uint64_t lasti;		/* the raw lasti field, per lasti_kind (ints zero-extended) */
+	uint64_t back;		/* the next outer frame, 0 at the bottom */
+	bool skip;		/* 3.12+: owned by the C stack (an entry shim), not Python */
+};
+
+/* The innermost frame of thread state ts (0 when it runs no Python);
+ * 0 or -errno. */
+int pyfind__first_frame(int pid, const struct py_offsets *o, uint64_t ts, uint64_t *frame);
+
+/* Reads the frame at address frame; 0 or -errno. */
+int pyfind__frame(int pid, const struct py_offsets *o, uint64_t frame, struct py_frame *out);
+
 /*
  * Where glibc keeps a thread's kernel tid in its struct pthread (whose
  * address is pthread_self(), what PyThreadState.thread_id holds), from the

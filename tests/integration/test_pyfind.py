@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: MIT
 """`cgbpf check --python -p PID` (issue 12): the interpreter cgbpf finds
 in each installed CPython (pyenv's shared 3.8-3.13, Debian's static
-/usr/bin/python3.11) and every Python thread's stack, read from outside,
+/usr/bin/python3.11) and every Python thread's stack (plain calls, a
+generator's body, an asyncio coroutine), read from outside,
 against the stacks the parked program (tests/workloads/py/park.py) wrote
 for itself; and the versions and builds it must refuse, each with one line
 and no frames."""
 import glob
 import os
 import re
+import shlex
 import shutil
 import struct
 import subprocess
@@ -65,7 +67,7 @@ def park(python, tmp, env=None):
     man = os.path.join(tmp, "park.json")
     e = dict(env or os.environ)
     e["CGBPF_MANIFEST"] = man
-    p = subprocess.Popen([python, PARK], env=e, stdout=subprocess.PIPE,
+    p = subprocess.Popen([python, PARK, "--kinds"], env=e, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: os.path.exists(man + ".ready") or p.poll() is not None, 30,
@@ -101,7 +103,7 @@ def stacks_match(python, want_version, want_path, shared):
     main = [t for t in m["threads"] if t["main"]][0]
     eq(threads[main["tid"]][0][:1] + threads[main["tid"]][0][2:3],
        ("park_here", m["park_line"]), "main thread's innermost frame")
-    eq(len(threads), 3, "main and two parked workers")
+    eq(len(threads), 5, "main, two parked workers, one in a generator, one in a coroutine")
 
 
 def _pyenv_test(minor):
@@ -258,6 +260,51 @@ def test_refuses_version_that_does_not_match_its_library():
     pid, r = refused(argv, env)
     eq_refusal(r, "pid %d: %s: Py_Version 0x030e00f0 does not match the file name; "
                "no Python frames" % (pid, copy))
+
+
+def test_found_in_another_mount_namespace():
+    # The interpreter's library exists only in the process's own mount
+    # namespace (a tmpfs on /mnt there): cgbpf must read it as the process
+    # sees it (/proc/PID/root, or /proc/PID/map_files), not look for the
+    # path on the host.
+    exe = pyenv_python(12)
+    unshare = shutil.which("unshare")
+    if not unshare:
+        raise Skip("no unshare (util-linux)")
+    prefix = os.path.dirname(os.path.dirname(exe))
+    lib = os.path.join(prefix, "lib", "libpython3.12.so.1.0")
+    check(not os.path.exists("/mnt/cgbpf-pyfind"), "/mnt/cgbpf-pyfind absent on the host")
+    script = ("mount -t tmpfs cgbpf-pyfind /mnt && mkdir /mnt/cgbpf-pyfind && "
+              "cp %s /mnt/cgbpf-pyfind/ && LD_LIBRARY_PATH=/mnt/cgbpf-pyfind exec %s %s" %
+              (shlex.quote(lib), shlex.quote(exe), " ".join(shlex.quote(a) for a in SLEEPER)))
+    p = subprocess.Popen([unshare, "--mount", "--propagation", "private", "sh", "-c", script],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        check(line == "ready\n", "interpreter started in its namespace (said %r, stderr %r)" %
+              (line, p.stderr.read() if p.poll() is not None else ""))
+        r = check_python(p.pid)
+    finally:
+        kill_quiet(p)
+    eq(r.returncode, 0, "check --python exit (%r)" % r.stdout)
+    head, threads = parse(r.stdout)
+    eq(head, "pid %d: Python %s (/mnt/cgbpf-pyfind/libpython3.12.so.1.0, shared library)" %
+       (p.pid, os.path.basename(prefix)), "header line")
+    eq(list(threads.values()), [[("<module>", "<string>", 1, False)]],
+       "the one thread, sleeping in -c's code")
+    eq(list(threads), [p.pid], "its tid is the pid")
+
+
+def test_offsets_table_matches_headers():
+    # user/pyoffsets.h is what the installed versions' own headers say.
+    for minor in range(8, 14):
+        pyenv_python(minor)
+    if not shutil.which("cc"):
+        raise Skip("no C compiler")
+    p = subprocess.run([os.path.join(REPO, "scripts", "gen-pyoffsets.sh"), "--check"],
+                       capture_output=True, text=True, timeout=300)
+    eq(p.returncode, 0, "gen-pyoffsets.sh --check (%s%s)" % (p.stdout, p.stderr))
+    check("is up to date" in p.stdout, "it says so: %r" % p.stdout)
 
 
 def test_usage():

@@ -2,14 +2,18 @@
 """park: Python threads parked at known places, for reading stacks from
 outside (cgbpf check --python, issue 12).
 
-Usage: python park.py [--threads T]        (default 2)
+Usage: python park.py [--threads T] [--kinds]      (default 2 threads)
 
 Starts T threads named "py-park-0".. that go worker() -> middle() ->
 park_here(), and parks the main thread in park_here() too (called from
 main()); park_here() sleeps in a loop on one line, so every parked thread's
 innermost frame is park_here() at that line (time.sleep is C: no Python
-frame above it). Once every worker is seen parked (sys._current_frames()),
-writes the manifest and parks until killed (SIGTERM or SIGKILL).
+frame above it). With --kinds, two more threads park from other kinds of
+frames: "py-park-gen" in a generator's body (worker_gen() -> parked_gen()
+-> park_here()) and "py-park-async" in a coroutine run by asyncio
+(worker_async() -> asyncio.run -> ... -> parked_coro() -> park_here()).
+Once every worker is seen parked (sys._current_frames()), writes the
+manifest and parks until killed (SIGTERM or SIGKILL).
 
 Manifest (CGBPF_MANIFEST, written atomically, then "<it>.ready" is
 created): {"pid", "python", "hexversion", "executable",
@@ -19,6 +23,7 @@ created): {"pid", "python", "hexversion", "executable",
 FRAME is pywl's (file, line, name, qualname, func, firstlineno, user).
 """
 import argparse
+import asyncio
 import os
 import sys
 import threading
@@ -42,6 +47,26 @@ def middle(who):
 
 def worker(who):
     middle(who)
+
+
+def parked_gen(who):
+    yield 1
+    park_here(who)
+    yield 2
+
+
+def worker_gen(who):
+    for _ in parked_gen(who):
+        pass
+
+
+async def parked_coro(who):
+    await asyncio.sleep(0)
+    park_here(who)
+
+
+def worker_async(who):
+    asyncio.run(parked_coro(who))
 
 
 def parked(frame):
@@ -74,11 +99,17 @@ def report(main_outer, workers):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--kinds", action="store_true")
     a = ap.parse_args()
     if a.threads < 1:
         ap.error("--threads must be >= 1")
     workers = [threading.Thread(target=worker, args=(i,), name="py-park-%d" % i, daemon=True)
                for i in range(a.threads)]
+    if a.kinds:
+        workers.append(threading.Thread(target=worker_gen, args=("gen",), name="py-park-gen",
+                                        daemon=True))
+        workers.append(threading.Thread(target=worker_async, args=("async",),
+                                        name="py-park-async", daemon=True))
     for t in workers:
         t.start()
     report(pywl.stack_of(sys._getframe()), workers); park_here("main")  # noqa: E702

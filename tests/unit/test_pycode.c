@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of user/pycode.c: the line-table decoders of 3.8-3.13 against
+ * the line CPython itself gives every instruction of real code objects
+ * (tests/unit/pycode_fixtures.h, made by tests/unit/pycode/gen.py with
+ * each version), damaged tables, the user-code rule, and pycode__resolve
+ * on code, str and bytes objects laid out in this process's own memory
+ * with the 3.12 row (process_vm_readv of oneself needs no privilege):
+ * names, lines, caching, and every validation that must refuse.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "pycode.h"
+#include "pyfind.h"
+#include "pyoffsets.h"
+#include "pycode_fixtures.h"
+#include "tap.h"
+
+static void test_fixtures(void)
+{
+	size_t n = sizeof(pyfixes) / sizeof(pyfixes[0]);
+	uint32_t seen[16];
+	size_t nseen = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct pyfix *fx = &pyfixes[i];
+		struct py_lines l;
+		size_t bad = SIZE_MAX;
+		int err, got = 0;
+
+		err = pycode__decode_lines(fx->hexversion, fx->table, fx->tlen, fx->firstlineno, &l);
+		for (size_t k = 0; !err && k < fx->nlines && bad == SIZE_MAX; k++)
+			if ((got = pycode__addr2line(&l, (int64_t)k * 2)) != fx->lines[k])
+				bad = k;
+		if (!check(!err && bad == SIZE_MAX && pycode__addr2line(&l, -2) == fx->firstlineno,
+			   "%s: %zu instructions, line table of %zu bytes", fx->name, fx->nlines,
+			   fx->tlen))
+			printf("#   decode %d; offset %zu: got line %d, CPython says %d\n", err,
+			       bad * 2, got, bad == SIZE_MAX ? 0 : fx->lines[bad]);
+		pycode__lines_free(&l);
+		if (nseen < 16 && (!nseen || seen[nseen - 1] != fx->hexversion))
+			seen[nseen++] = fx->hexversion;
+	}
+	/* Every encoding is covered: 3.8/3.9, 3.10, 3.11+. */
+	for (uint32_t mm = 0x0308; mm <= 0x030d; mm++) {
+		bool have = false;
+
+		for (size_t k = 0; k < nseen; k++)
+			have |= seen[k] >> 16 == mm;
+		check(have, "fixtures include CPython 3.%u", mm & 0xff);
+	}
+}
+
+static void test_damaged(void)
+{
+	static const uint8_t odd[] = { 2, 1, 4 };
+	static const uint8_t no_start[] = { 0x10, 0x01 };		/* bit 7 clear */
+	static const uint8_t cut_varint[] = { 0x80 | 13 << 3, 0x41 };	/* continues, ends */
+	static const uint8_t cut_short[] = { 0x80 | 1 << 3 };		/* short form needs a byte */
+	static const uint8_t cut_long[] = { 0x80 | 14 << 3, 0x02, 0x00 };	/* 4 varints */
+	static const uint8_t huge[] = { 0x80 | 13 << 3, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x01 };
+	static const uint8_t none_line[] = { 0x80 | 15 << 3 | 1, 0x80 | 13 << 3, 0x04 };
+	struct py_lines l;
+
+	check(pycode__decode_lines(0x030812f0, odd, sizeof(odd), 1, &l) == -EINVAL,
+	      "3.8 lnotab of odd length: -EINVAL");
+	check(pycode__decode_lines(0x030a0df0, odd, sizeof(odd), 1, &l) == -EINVAL,
+	      "3.10 linetable of odd length: -EINVAL");
+	check(pycode__decode_lines(0x030b07f0, no_start, sizeof(no_start), 1, &l) == -EINVAL,
+	      "3.11 location table not starting an entry: -EINVAL");
+	check(pycode__decode_lines(0x030c01f0, cut_varint, sizeof(cut_varint), 1, &l) == -EINVAL,
+	      "3.12 location table ending inside a varint: -EINVAL");
+	check(pycode__decode_lines(0x030d00f0, cut_short, sizeof(cut_short), 1, &l) == -EINVAL,
+	      "3.13 short form without its column byte: -EINVAL");
+	check(pycode__decode_lines(0x030d00f0, cut_long, sizeof(cut_long), 1, &l) == -EINVAL,
+	      "3.13 long form missing varints: -EINVAL");
+	check(pycode__decode_lines(0x030d00f0, huge, sizeof(huge), 1, &l) == -EINVAL,
+	      "3.13 varint longer than 30 bits: -EINVAL");
+	check(pycode__decode_lines(0x030e00f0, none_line, sizeof(none_line), 1, &l) == -ENOTSUP,
+	      "3.14: -ENOTSUP");
+	check(pycode__decode_lines(0x030710f0, odd, 2, 1, &l) == -ENOTSUP, "3.7: -ENOTSUP");
+	{
+		static const uint8_t up[] = { 2, 100, 2, 100 };	/* +100 lines twice */
+
+		check(pycode__decode_lines(0x030a0df0, up, sizeof(up), INT32_MAX - 150, &l) == -EINVAL,
+		      "3.10 lines driven past INT32_MAX: -EINVAL (fuzz_pytable found the overflow)");
+	}
+	if (check(pycode__decode_lines(0x030b07f0, none_line, sizeof(none_line), 10, &l) == 0,
+		  "3.11 table: a no-line entry, then a no-column entry +2")) {
+		check(pycode__addr2line(&l, 0) == -1 && pycode__addr2line(&l, 2) == -1 &&
+		      pycode__addr2line(&l, 4) == 12 && pycode__addr2line(&l, 6) == -1 &&
+		      pycode__addr2line(&l, -2) == 10,
+		      "no line for units 0-1, line 12 for unit 2, none past the end, "
+		      "the first line before the start");
+		pycode__lines_free(&l);
+	}
+}
+
+static void test_user_rule(void)
+{
+	static const struct { const char *file; int minor; bool user; } cases[] = {
+		{ "/home/me/train.py", 11, true },
+		{ "train.py", 8, true },
+		{ "/usr/lib/python3.11/threading.py", 11, false },
+		{ "/root/.pyenv/versions/3.12.1/lib/python3.12/asyncio/events.py", 12, false },
+		{ "/opt/venv/lib64/python3.10/json/decoder.py", 10, false },
+		{ "/opt/venv/lib/python3.10/site-packages/torch/nn/module.py", 10, false },
+		{ "/usr/lib/python3/dist-packages/numpy/core.py", 11, false },
+		{ "/home/me/site-packages/x.py", 11, false },
+		{ "<frozen importlib._bootstrap>", 13, false },
+		{ "<string>", 13, false },
+		{ "", 13, false },
+		/* Another version's library, or a directory only named like one. */
+		{ "/usr/lib/python3.9/os.py", 11, true },
+		{ "/home/me/lib/python3.111/x.py", 11, true },
+		{ "/home/me/mylib/python3.11/x.py", 11, true },
+		{ "/home/me/site-packages-notes/x.py", 11, true },
+		{ "/home/me/lib/python3.11", 11, true },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		check(pycode__is_user(cases[i].file, cases[i].minor) == cases[i].user,
+		      "user code(\"%s\", 3.%d) is %s", cases[i].file, cases[i].minor,
+		      cases[i].user ? "true" : "false");
+}
+
+/* ------------------------------------------------ objects in our own memory */
+
+struct fake {
+	uint8_t type_type[64], code_type[64], str_type[64], bytes_type[64];
+	uint8_t code[256], other_code[256];
+	uint8_t file[128], name[128], qualname[128], wide[128], long_str[64], fake_str[128];
+	uint8_t table[64];
+};
+
+static const struct py_offsets *O;
+
+static void put64(uint8_t *at, uint64_t v)
+{
+	memcpy(at, &v, 8);
+}
+
+static void obj(uint8_t *o, const void *type)
+{
+	put64(o + O->obj_type, (uint64_t)(uintptr_t)type);
+}
+
+static void type(uint8_t *t, uint8_t *meta, const char *name)
+{
+	obj(t, meta);
+	put64(t + PY_TYPE_NAME_OFFSET, (uint64_t)(uintptr_t)name);
+}
+
+static void ascii_str(uint8_t *s, uint8_t *str_type, const char *text)
+{
+	uint32_t state = 1u << PY_UNICODE_KIND_SHIFT | 1u << PY_UNICODE_COMPACT_BIT |
+			 1u << PY_UNICODE_ASCII_BIT;
+
+	obj(s, str_type);
+	put64(s + O->unicode_length, strlen(text));
+	memcpy(s + O->unicode_state, &state, 4);
+	memcpy(s + O->unicode_ascii_data, text, strlen(text) + 1);
+}
+
+static void code(uint8_t *c, struct fake *f, uint8_t *file, uint8_t *qual, int first)
+{
+	obj(c, f->code_type);
+	put64(c + O->code_filename, (uint64_t)(uintptr_t)file);
+	put64(c + O->code_name, (uint64_t)(uintptr_t)f->name);
+	put64(c + O->code_qualname, (uint64_t)(uintptr_t)qual);
+	memcpy(c + O->code_firstlineno, &first, 4);
+	put64(c + O->code_linetable, (uint64_t)(uintptr_t)f->table);
+}
+
+static uint64_t at(uint8_t *c, int unit)
+{
+	return (uint64_t)(uintptr_t)c + O->code_adaptive + 2 * (uint64_t)unit;
+}
+
+static void test_resolve(void)
+{
+	static struct fake f;
+	/* 3.12: RESUME on line 8 (a short form), then 3 units on line 9 (one-line +1). */
+	static const uint8_t table[] = { 0x80 | 0 << 3 | 0, 0x00, 0x80 | 11 << 3 | 2, 0x04, 0x0a };
+	struct pycode *pc = pycode__new();
+	struct py_proc pp = { .runtime = 0x1000 };
+	uint16_t wide_text[] = { 'f', 0xe9, 'e', 0x263a };	/* "fée☺": UCS2 */
+	uint32_t wide_state = 2u << PY_UNICODE_KIND_SHIFT | 1u << PY_UNICODE_COMPACT_BIT;
+	struct py_sym s;
+	int pid = getpid(), err;
+
+	O = pyfind__row(12);
+	if (!check(O && pc, "3.12 row and a cache"))
+		return;
+	pp.off = *O;
+	pp.code_type = (uint64_t)(uintptr_t)f.code_type;
+	type(f.code_type, f.type_type, "code");
+	type(f.str_type, f.type_type, "str");
+	type(f.bytes_type, f.type_type, "bytes");
+	ascii_str(f.file, f.str_type, "/home/me/train.py");
+	ascii_str(f.name, f.str_type, "forward");
+	ascii_str(f.qualname, f.str_type, "Model.forward");
+	obj(f.wide, f.str_type);
+	put64(f.wide + O->unicode_length, 4);
+	memcpy(f.wide + O->unicode_state, &wide_state, 4);
+	memcpy(f.wide + O->unicode_compact_data, wide_text, sizeof(wide_text));
+	obj(f.table, f.bytes_type);
+	put64(f.table + O->bytes_size, sizeof(table));
+	memcpy(f.table + O->bytes_data, table, sizeof(table));
+	code(f.code, &f, f.file, f.qualname, 8);
+
+	err = pycode__resolve(pc, pid, &pp, (uint64_t)(uintptr_t)f.code, at(f.code, 2), &s);
+	check(err == 0 && !strcmp(s.file, "/home/me/train.py") && !strcmp(s.func, "Model.forward") &&
+	      s.line == 9 && s.user, "resolve: file, qualname, line 9, user code (err %d)", err);
+	err = pycode__resolve(pc, pid, &pp, (uint64_t)(uintptr_t)f.code, at(f.code, 0), &s);
+	check(err == 0 && s.line == 8, "RESUME's unit: line 8");
+	err = pycode__resolve(pc, pid, &pp, (uint64_t)(uintptr_t)f.code, at(f.code, -1), &s);
+	check(err == 0 && s.line == 8, "prev_instr one unit before the code: the first line");
+	err = pycode__resolve(pc, pid, &pp, (uint64_t)(uintptr_t)f.code, at(f.code, 9), &s);
+	check(err == 0 && s.line == 0, "past the table: line 0 (none)");
+	err = pycode__resolve(pc, pid, &pp, (uint64_t)(uintptr_t)f.code, at(f.code, 2) + 1, &s);
+	check(err == -ERANGE, "odd instruction pointer: -ERANGE (%d)", err);
+	err = pycode__resolve(pc, pid, &pp, (uint64_t)(uintptr_t)f.code, at(f.code, -2), &s);
+	check(err == -ERANGE, "pointer before the code: -ERANGE (%d)", err);
+
+	/* Cached: what the process changes later is not read again... */
+	ascii_str(f.qualname, f.str_type, "Changed.name");
+	err = pycode__resolve(pc, pid, &pp, (uint64_t)(uintptr_t)f.code, at(f.code, 2), &s);
+	check(err == 0 && !strcmp(s.func, "Model.forward"), "second resolve: from the cache");
+	/* ...until the pid is forgotten. */
+	pycode__forget(pc, pid);
+	err = pycode__resolve(pc, pid, &pp, (uint64_t)(uintptr_t)f.code, at(f.code, 2), &s);
+	check(err == 0 && !strcmp(s.func, "Changed.name"), "after forget: read again");
+
+	/* A co_name pointer that differs: the address was reused, read again. */
+	ascii_str(f.qualname, f.str_type, "Reused.code");
+	err = pycode__resolve_checked(pc, pid, &pp, (uint64_t)(uintptr_t)f.code,
+				      (uint64_t)(uintptr_t)f.name, at(f.code, 2), &s);
+	check(err == 0 && !strcmp(s.func, "Changed.name"), "checked, same co_name: the cache");
+	err = pycode__resolve_checked(pc, pid, &pp, (uint64_t)(uintptr_t)f.code,
+				      (uint64_t)(uintptr_t)f.name + 8, at(f.code, 2), &s);
+	check(err == -ESTALE, "checked, co_name the process no longer has: -ESTALE (%d)", err);
+	err = pycode__resolve_checked(pc, pid, &pp, (uint64_t)(uintptr_t)f.code,
+				      (uint64_t)(uintptr_t)f.name, at(f.code, 2), &s);
+	check(err == 0 && !strcmp(s.func, "Reused.code"), "checked again: read anew (%d)", err);
+
+	code(f.other_code, &f, f.wide, f.qualname, 8);
+	err = pycode__resolve(pc, pid, &pp, (uint64_t)(uintptr_t)f.other_code, at(f.other_code, 2),
+			      &s);
+	check(err == 0 && !strcmp(s.file, "f\xc3\xa9" "e\xe2\x98\xba"),
+	      "a UCS2 file name comes out as UTF-8 (err %d)", err);
+
+	/* Refusals: each on a code object not cached yet. */
+	pycode__forget(pc, pid);
+	code(f.other_code, &f, f.file, f.qualname, 8);
+	obj(f.other_code, f.str_type);
+	err = pycode__resolve(pc, pid, &pp, (uint64_t)(uintptr_t)f.other_code, at(f.other_code, 2),
+			      &s);
+	check(err == -EINVAL, "an object that is not a code object: -EINVAL (%d)", err);
+
+	code(f.other_code, &f, f.table, f.qualname, 8);
+	err = pycode__resolve(pc, pid, &pp, (uint64_t)(uintptr_t)f.other_code, at(f.other_code, 2),
+			      &s);
+	check(err == -EINVAL, "a file name that is a bytes object: -EINVAL (%d)", err);
+
+	/* A str whose type only claims the name "str" but is not PyType_Type's. */
+	pycode__forget(pc, pid);
+	{
+		static uint8_t liar[64], liar_meta[64];
+
+		type(liar, liar_meta, "str");
+		ascii_str(f.fake_str, liar, "/home/me/x.py");
+		code(f.other_code, &f, f.fake_str, f.qualname, 8);
+		err = pycode__resolve(pc, pid, &pp, (uint64_t)(uintptr_t)f.other_code,
+				      at(f.other_code, 2), &s);
+		check(err == -EINVAL, "a str whose type is not a type: -EINVAL (%d)", err);
+	}
+
+	ascii_str(f.long_str, f.str_type, "x");
+	put64(f.long_str + O->unicode_length, PYCODE_MAX_STR + 1);
+	code(f.other_code, &f, f.long_str, f.qualname, 8);
+	err = pycode__resolve(pc, pid, &pp, (uint64_t)(uintptr_t)f.other_code, at(f.other_code, 2),
+			      &s);
+	check(err == -EINVAL, "a file name longer than PYCODE_MAX_STR: -EINVAL (%d)", err);
+
+	{
+		uint32_t legacy = 1u << PY_UNICODE_KIND_SHIFT;	/* not compact */
+
+		ascii_str(f.long_str, f.str_type, "x");
+		memcpy(f.long_str + O->unicode_state, &legacy, 4);
+		err = pycode__resolve(pc, pid, &pp, (uint64_t)(uintptr_t)f.other_code,
+				      at(f.other_code, 2), &s);
+		check(err == -EINVAL, "a string that is not compact: -EINVAL (%d)", err);
+	}
+
+	code(f.other_code, &f, f.file, f.qualname, -1);
+	err = pycode__resolve(pc, pid, &pp, (uint64_t)(uintptr_t)f.other_code, at(f.other_code, 2),
+			      &s);
+	check(err == -EINVAL, "a negative co_firstlineno: -EINVAL (%d)", err);
+
+	code(f.other_code, &f, f.file, f.qualname, 8);
+	put64(f.table + O->bytes_size, PYCODE_MAX_TABLE + 1);
+	err = pycode__resolve(pc, pid, &pp, (uint64_t)(uintptr_t)f.other_code, at(f.other_code, 2),
+			      &s);
+	check(err == -EINVAL, "a line table larger than PYCODE_MAX_TABLE: -EINVAL (%d)", err);
+	put64(f.table + O->bytes_size, sizeof(table));
+
+	err = pycode__resolve(pc, pid, &pp, 4096, 4096, &s);
+	check(err == -EFAULT, "unmapped memory: -EFAULT (%d)", err);
+
+	pycode__free(pc);
+	pycode__free(NULL);
+}
+
+int main(void)
+{
+	test_fixtures();
+	test_damaged();
+	test_user_rule();
+	test_resolve();
+	printf("%d passed, %d failed\n", n_pass, n_fail);
+	return n_fail != 0;
+}
