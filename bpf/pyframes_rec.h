@@ -57,7 +57,7 @@ enum py_for {
  * pointer's byte offset from the code object's co_code_adaptive (code +
  * code_adaptive), which may be -2 for a frame that has not started.
  */
-struct py_frame {
+struct py_rec_frame {
 	__u64 code;
 	__s32 lasti;
 	__u32 flags;		/* PYF_* */
@@ -90,7 +90,7 @@ struct rec_py_frames {
 	__u16 func;
 	__u8 truncated;		/* the walk stopped before the outermost frame (stack walks) */
 	__u8 mode;		/* enum py_mode of the walk: PY_MODE_LEAF may stop at a user frame */
-	struct py_frame frames[PY_FRAMES_MAX];	/* only nframes are sent */
+	struct py_rec_frame frames[PY_FRAMES_MAX];	/* only nframes are sent */
 };
 
 #endif

@@ -123,7 +123,7 @@ __noinline int py_frame_one(__u32 slot, __u32 tgid, __u32 max, __u32 leaf)
 {
 	struct py_proc *pp = bpf_map_lookup_elem(&py_procs, &tgid);
 	struct py_scratch_v *v = bpf_map_lookup_elem(&py_scratch, &slot);
-	struct py_frame *f;
+	struct py_rec_frame *f;
 	__u64 code, frame;
 	__u32 fr, n;
 	__u8 ok, lk;
@@ -220,7 +220,7 @@ __noinline int py_send(__u32 slot, __u64 pid_tgid, __u64 spec)
 	r->lib = (spec >> 8) & 0xff;
 	r->func = (spec >> 16) & 0xffff;
 	r->mode = leaf ? PY_MODE_LEAF : PY_MODE_STACK;
-	size = offsetof(struct rec_py_frames, frames) + (__u64)n * sizeof(struct py_frame);
+	size = offsetof(struct rec_py_frames, frames) + (__u64)n * sizeof(struct py_rec_frame);
 	if (size > sizeof(*r))
 		return -1;
 	fill_hdr(&r->hdr, REC_PY_FRAMES, size, pid_tgid);

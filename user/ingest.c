@@ -40,7 +40,7 @@ static size_t min_size(unsigned type)
 	case REC_GPU_BATCH:
 		return sizeof(struct rec_gpu_batch) + 4;	/* one entry header */
 	case REC_PY_FRAMES:
-		return offsetof(struct rec_py_frames, frames) + sizeof(struct py_frame);
+		return offsetof(struct rec_py_frames, frames) + sizeof(struct py_rec_frame);
 	}
 	return 0;
 }
@@ -107,7 +107,7 @@ int ingest__check(const void *data, size_t size)
 		/* nframes frames, exactly; the call's ids as a call's. */
 		if (!py->nframes || py->nframes > PY_FRAMES_MAX ||
 		    size != offsetof(struct rec_py_frames, frames) +
-				    (size_t)py->nframes * sizeof(struct py_frame) ||
+				    (size_t)py->nframes * sizeof(struct py_rec_frame) ||
 		    py->what > PYR_SAMPLE || (py->what != PYR_SAMPLE && !known_call(py->lib, py->func)))
 			return -EINVAL;
 		break;

@@ -170,14 +170,14 @@ static void mark_code(struct pysrc *ps, struct pyp *p, uint64_t code, bool user)
 }
 
 /* The lasti that pycode__resolve() takes, from the record's. */
-static uint64_t raw_lasti(const struct py_proc *pp, const struct py_frame *f)
+static uint64_t raw_lasti(const struct py_proc *pp, const struct py_rec_frame *f)
 {
 	if (pp->off.lasti_kind == PY_LASTI_BYTES || pp->off.lasti_kind == PY_LASTI_UNITS)
 		return (uint64_t)(int64_t)f->lasti;
 	return f->code + pp->off.code_adaptive + (int64_t)f->lasti;
 }
 
-static int resolve(struct pysrc *ps, struct pyp *p, const struct py_frame *f, struct py_sym *sym)
+static int resolve(struct pysrc *ps, struct pyp *p, const struct py_rec_frame *f, struct py_sym *sym)
 {
 	int err = pycode__resolve(ps->pc, p->pid, &p->pp, f->code, raw_lasti(&p->pp, f), sym);
 
