@@ -3,7 +3,9 @@
 the fake driver from one line, DEPTH Python frames deep (a recursion of
 user functions), after a setup and a start delay (CGBPF_START_DELAY_MS,
 so that cgbpf has found the interpreter). Prints ns_per_call=..., the
-wall time of the loop per launch.
+wall time of the loop per launch, and cpu_ns_per_call=..., the thread's
+CPU time (user + system: the probes' BPF programs run in it) per launch,
+which the consumer's work on a busy machine does not inflate.
 
 Usage: python pyloop.py N DEPTH
 """
@@ -28,16 +30,16 @@ def main():
     launch = cu.cuLaunchKernel
 
     def loop():
-        t = time.perf_counter_ns()
+        t, c = time.perf_counter_ns(), time.thread_time_ns()
         for _ in range(n):
             launch(fn, 1, 1, 1, 32, 1, 1, 0, None, None, None)
-        return time.perf_counter_ns() - t
+        return time.perf_counter_ns() - t, time.thread_time_ns() - c
 
     def down(d):
         return down(d - 1) if d > 1 else loop()
 
-    ns = down(max(depth, 1))
-    print("ns_per_call=%.1f" % (ns / n))
+    ns, cpu = down(max(depth, 1))
+    print("ns_per_call=%.1f cpu_ns_per_call=%.1f" % (ns / n, cpu / n))
 
 
 if __name__ == "__main__":

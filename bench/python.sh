@@ -10,7 +10,10 @@
 #   stack-D    --python stack with the loop D frames deep (D = 8, 32, 64):
 #              every frame read per call.
 # Per call: the median of RUNS runs (interleaved round by round) of the
-# loop's wall time per launch; ratios against "off" of the same run; bytes
+# loop's wall time per launch and of the launching thread's CPU time per
+# launch (the probes run in it; the consumer's work competing for the CPU
+# on a busy machine does not count there); ratios against "off" of the
+# same run; bytes
 # of trace per call: (trace size - trace size of "off") / N, every launch
 # from the same line (its call site interned once per sequence).
 #
@@ -38,7 +41,8 @@ command -v taskset >/dev/null && [ "$(nproc)" -gt 1 ] && pin=(taskset -c 1)
 one() {
 	local mode depth=$DEPTH f=$tmp/$1.pftrace
 	case $1 in
-	none) "${pin[@]}" "$py" "$top/bench/pyloop.py" "$N" "$depth" | sed -n 's/^ns_per_call=//p'
+	none) "${pin[@]}" "$py" "$top/bench/pyloop.py" "$N" "$depth" |
+		sed -n 's/^ns_per_call=\([0-9.]*\) cpu_ns_per_call=\([0-9.]*\)/\1 \2/p'
 	      echo 0 > "$tmp/$1.size"; return ;;
 	off|leaf) mode=$1 ;;
 	stack-*) mode=stack depth=${1#stack-} ;;
@@ -46,30 +50,32 @@ one() {
 	"$out/cgbpf" record --python "$mode" --sched off --syscall-threshold off --sample-hz 0 \
 		--backtrace-threshold off --no-summary -o "$f" \
 		-- "${pin[@]}" "$py" "$top/bench/pyloop.py" "$N" "$depth" 2>"$tmp/$1.err" |
-		sed -n 's/^ns_per_call=//p'
+		sed -n 's/^ns_per_call=\([0-9.]*\) cpu_ns_per_call=\([0-9.]*\)/\1 \2/p'
 	stat -c %s "$f" > "$tmp/$1.size"
 }
 
-configs=(none off leaf stack-8 stack-32 stack-64)
-declare -A ns
+read -ra configs <<< "${PY_BENCH_CONFIGS:-none off leaf stack-8 stack-32 stack-64}"
+declare -A ns cpu
 for ((r = 0; r < RUNS; r++)); do
 	for c in "${configs[@]}"; do
 		v=$(one "$c")
 		[ -n "$v" ] || { echo "bench/python.sh: $c failed:" >&2; cat "$tmp/$c.err" >&2; exit 1; }
-		ns[$c]="${ns[$c]:-} $v"
+		ns[$c]="${ns[$c]:-} ${v% *}"
+		cpu[$c]="${cpu[$c]:-} ${v#* }"
 		cp "$tmp/$c.size" "$tmp/$c.size.last"
 	done
 done
 echo "python: $("$py" -c 'import platform; print(platform.python_version())') ($py), N=$N launches, leaf depth $DEPTH, $RUNS runs (median)"
 off=$(median ${ns[off]})
+offc=$(median ${cpu[off]})
 offsz=$(cat "$tmp/off.size.last")
-printf '%-10s %12s %10s %14s\n' config ns/call "x off" "trace B/call"
+printf '%-10s %12s %8s %14s %8s %14s\n' config "wall ns/call" "x off" "CPU ns/call" "x off" "trace B/call"
 for c in "${configs[@]}"; do
 	m=$(median ${ns[$c]})
+	mc=$(median ${cpu[$c]})
 	sz=$(cat "$tmp/$c.size.last")
-	if [ "$c" = none ]; then
-		printf '%-10s %12s %10s %14s\n' "$c" "$m" "$(calc "$m / $off" 3)" -
-	else
-		printf '%-10s %12s %10s %14s\n' "$c" "$m" "$(calc "$m / $off" 3)" "$(calc "($sz - $offsz) / $N" 2)"
-	fi
+	b=-
+	[ "$c" = none ] || b=$(calc "($sz - $offsz) / $N" 2)
+	printf '%-10s %12s %8s %14s %8s %14s\n' "$c" "$m" "$(calc "$m / $off" 3)" "$mc" \
+		"$(calc "$mc / $offc" 3)" "$b"
 done

@@ -63,6 +63,7 @@ struct pyp {
 /* One call site (interned text) and its calls. */
 struct site {
 	uint64_t calls, ns, launches, launch_ns;
+	bool user;			/* its file is user code */
 	char text[];
 };
 
@@ -93,6 +94,7 @@ struct pysrc {
 	struct hmap procs;		/* pid -> struct pyp * */
 	struct hmap pend;		/* tid -> struct pend * */
 	struct hmap sites;		/* hash of text -> struct site * */
+	struct hmap frames;		/* hash of (pid, code, lasti) -> struct site * */
 	int fd_procs, fd_codes, fd_stat;
 	uint64_t orphans, unresolved, records;
 	uint64_t stat[PYS__COUNT];
@@ -198,42 +200,69 @@ static void fmt_site(char *buf, size_t len, const struct py_sym *sym)
 	snprintf(buf, len, "%s:%d %s", sym->file, sym->line, sym->func);
 }
 
+#define FRAMES_MAX (1u << 20)	/* frame cache entries before it starts over */
+
+/*
+ * The site of a frame: from the frame cache, keyed by (pid, code object,
+ * position), so that a call from a known place costs a lookup, not a
+ * resolve, a format and a hash of the text (pycode's own cache is keyed by
+ * the code object alone and holds line tables). 0 or -errno.
+ */
+static int frame_site(struct pysrc *ps, struct pyp *p, const struct py_rec_frame *f,
+		      struct site **out)
+{
+	uint64_t k = hash__u64(f->code ^ hash__u64((uint64_t)(uint32_t)f->lasti << 32 | p->pid)),
+		 *v = hmap__get(&ps->frames, k);
+	char text[SITE_LEN];
+	struct py_sym sym;
+	int err;
+
+	if (v) {
+		*out = (void *)(uintptr_t)*v;
+		return 0;
+	}
+	if ((err = resolve(ps, p, f, &sym)))
+		return err;
+	fmt_site(text, sizeof(text), &sym);
+	if (!(*out = site_get(ps, text)))
+		return -ENOMEM;
+	(*out)->user = sym.user;
+	if (ps->frames.count >= FRAMES_MAX)
+		hmap__free(&ps->frames);
+	hmap__put(&ps->frames, k, (uintptr_t)*out);
+	return 0;
+}
+
 /* A call's frames: its site, user site and (--python stack) stack. */
 static void call_frames(struct pysrc *ps, struct pyp *p, const struct rec_py_frames *r,
 			struct pend *pd)
 {
-	char text[SITE_LEN];
-	struct py_sym sym;
 	struct site *st;
 	size_t off = 0;
 	bool want_stack = r->mode == PY_MODE_STACK;
 
 	pd->site = pd->user = pd->stack = NULL;
 	for (int i = 0; i < r->nframes; i++) {
-		if (resolve(ps, p, &r->frames[i], &sym)) {
+		if (frame_site(ps, p, &r->frames[i], &st)) {
 			/* The leaf is the point: without it, nothing. */
 			if (i == 0)
 				return;
-			if (want_stack)
-				off += snprintf(ps->stack_buf + off, off < STACK_TEXT ? STACK_TEXT - off : 0,
-						"%s?", off ? "\n" : "");
+			if (want_stack && off < STACK_TEXT)
+				off += snprintf(ps->stack_buf + off, STACK_TEXT - off, "%s?",
+						off ? "\n" : "");
 			continue;
 		}
-		fmt_site(text, sizeof(text), &sym);
-		if (i == 0 || (!pd->user && sym.user)) {
-			st = site_get(ps, text);
-			if (i == 0)
-				pd->site = st ? st->text : NULL;
-			if (sym.user && i > 0)
-				pd->user = st ? st->text : NULL;
-			if (i == 0 && sym.user)
-				pd->user = pd->site;
-		}
-		if (want_stack && off < STACK_TEXT)
-			off += snprintf(ps->stack_buf + off, STACK_TEXT - off, "%s%s", off ? "\n" : "",
-					text);
-		else if (pd->user)
+		if (i == 0)
+			pd->site = st->text;
+		if (!pd->user && st->user)
+			pd->user = st->text;
+		if (want_stack) {
+			if (off < STACK_TEXT)
+				off += snprintf(ps->stack_buf + off, STACK_TEXT - off, "%s%s",
+						off ? "\n" : "", st->text);
+		} else if (pd->user) {
 			break;
+		}
 	}
 	if (want_stack && off) {
 		st = site_get(ps, ps->stack_buf);
@@ -716,6 +745,7 @@ static void py_fini(struct session *s, void *state)
 	hmap__free(&ps->procs);
 	hmap__free(&ps->pend);
 	hmap__free(&ps->sites);
+	hmap__free(&ps->frames);
 	pycode__free(ps->pc);
 	free(ps);
 }
