@@ -121,15 +121,17 @@ enum { PYW_FAIL = 0, PYW_MORE, PYW_DONE };
  */
 __noinline int py_frame_one(__u32 slot, __u32 tgid, __u32 max, __u32 leaf)
 {
-	struct py_proc *pp = bpf_map_lookup_elem(&py_procs, &tgid);
 	struct py_scratch_v *v = bpf_map_lookup_elem(&py_scratch, &slot);
+	struct py_proc *pp;
 	struct py_rec_frame *f;
 	__u64 code, frame;
 	__u32 fr, n;
 	__u8 ok, lk;
 
-	if (!pp || !v)
+	if (!v)
 		return PYW_FAIL;
+	/* The offsets py_emit() copied: no py_procs lookup per frame. */
+	pp = (struct py_proc *)((char *)&v->off - offsetof(struct py_proc, off));
 	frame = v->next;
 	n = v->n;
 	if (!frame || n >= max || n >= PY_FRAMES_MAX)
@@ -224,10 +226,12 @@ __noinline int py_send(__u32 slot, __u64 pid_tgid, __u64 spec)
 	if (size > sizeof(*r))
 		return -1;
 	fill_hdr(&r->hdr, REC_PY_FRAMES, size, pid_tgid);
+	/* No wakeup but for a new code object: the record this one belongs
+	 * to comes next and asks for one when the ring needs it. */
 	if (slot ? bpf_ringbuf_output(&samples, r, size,
 				      v->unknown ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP) :
 		   bpf_ringbuf_output(&events, r, size,
-				      v->unknown ? BPF_RB_FORCE_WAKEUP : wake_flag())) {
+				      v->unknown ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP)) {
 		count_drop(REC_PY_FRAMES);
 		py_count(PYS_RING_FULL);
 		return -1;
@@ -263,6 +267,7 @@ __noinline int py_emit(__u32 slot, __u64 pid_tgid, __u64 spec)
 	v->n = 0;
 	v->stop = 0;
 	v->unknown = 0;
+	v->off = pp->off;
 #pragma unroll
 	for (int i = 0; i < PY_FRAMES_MAX + PY_SHIMS_MAX; i++) {
 		int w = py_frame_one(slot, tgid, max, leaf);

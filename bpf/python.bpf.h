@@ -100,6 +100,7 @@ struct py_scratch_v {
 	__u32 n;		/* frames in r so far */
 	__u16 stop;		/* the walk stopped at a user frame (leaf) */
 	__u16 unknown;		/* a frame's code object is not in py_codes */
+	struct py_offsets off;	/* the process's, copied once per walk */
 	__u8 buf[PY_BUF + 16];
 	struct rec_py_frames r;
 };
