@@ -168,7 +168,7 @@ static void read_syms(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct elfinfo *ei)
 /*
  * The PY_VERSION literal ("3.8.18") in .rodata: a NUL-terminated string,
  * or the tail of one after '/' or '-' (the linker merges "3.8.18" into
- * "/prefix/3.8.18" when that string exists too). minor < 0: any minor.
+ * "/prefix/3.8.18" when that string exists too). minor < 0: 3.8 to 3.10.
  */
 static void read_version_literal(Elf_Data *d, int minor, struct elfinfo *ei)
 {
@@ -194,6 +194,11 @@ static void read_version_literal(Elf_Data *d, int minor, struct elfinfo *ei)
 			}
 		}
 		if (j == n || b[j] || part != 2 || !digits || (minor >= 0 && v[1] != minor))
+			continue;
+		/* Without a soname to agree with, only a version that has no
+		 * Py_Version (3.8-3.10) is believed: other "3.x.y" strings
+		 * (OpenSSL's "3.0.11") live in big static executables too. */
+		if (minor < 0 && (v[1] < 8 || v[1] > 10))
 			continue;
 		ei->str_major = v[0];
 		ei->str_minor = v[1];
@@ -265,7 +270,8 @@ static int elf_read(int pid, const struct mapped *m, int minor, struct elfinfo *
 	}
 	/* The version literal: only where there is no Py_Version (3.8-3.10). */
 	scn = NULL;
-	while (minor != -2 && ei->runtime && !ei->py_version && (scn = elf_nextscn(elf, scn))) {
+	while (minor != -2 && (ei->runtime || ei->py_initialize) && !ei->py_version &&
+	       (scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		const char *name;
 		Elf_Data *d;

@@ -176,6 +176,32 @@ def test_no_python():
                "does not define _PyRuntime)" % pid)
 
 
+def test_mapped_but_not_started():
+    # libpython loaded (LD_PRELOAD into sleep) but never initialized: the
+    # interpreter is found and accepted (3.13's debug offsets are static
+    # data, checked all the same), and there are no threads yet.
+    for minor in (9, 13):
+        exe = pyenv_python(minor)
+        prefix = os.path.dirname(os.path.dirname(exe))
+        lib = os.path.join(prefix, "lib", "libpython3.%d.so.1.0" % minor)
+        p = subprocess.Popen(["sleep", "60"], env=dict(os.environ, LD_PRELOAD=lib))
+        try:
+            wait_for(lambda: lib in open("/proc/%d/maps" % p.pid).read(), 10, "libpython mapped")
+            r = check_python(p.pid)
+        finally:
+            kill_quiet(p)
+        lines = r.stdout.splitlines()
+        eq(r.returncode, 0, "check --python exit (%r)" % r.stdout)
+        eq(lines[0], "pid %d: Python %s (%s, shared library)" % (p.pid, os.path.basename(prefix),
+                                                                 lib), "header")
+        check(re.fullmatch(r"  _PyRuntime 0x[0-9a-f]+, PyCode_Type 0x[0-9a-f]+, offsets row "
+                           r"3\.%d \(from 3\.%d\.\d+\)%s" % (
+                               minor, minor, ", checked against _Py_DebugOffsets"
+                               if minor >= 13 else ""), lines[1]) is not None,
+              "addresses line %r" % lines[1])
+        eq(lines[2:], ["  not initialized yet: no interpreter, no threads"], "no threads")
+
+
 def elf_file_offset(path, symbol):
     """The file offset of symbol's value (nm -D and the PT_LOAD headers)."""
     nm = subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True, text=True,
@@ -305,6 +331,40 @@ def test_offsets_table_matches_headers():
                        capture_output=True, text=True, timeout=300)
     eq(p.returncode, 0, "gen-pyoffsets.sh --check (%s%s)" % (p.stdout, p.stderr))
     check("is up to date" in p.stdout, "it says so: %r" % p.stdout)
+
+
+def test_refuses_free_threaded_and_debug_builds():
+    # What names a build: the soname's ABI flags ('t' free-threaded, 'd'
+    # debug) or, for 3.13, the free_threaded word of its debug offsets.
+    # Copies of libpython3.13 so named or so patched, loaded into sleep.
+    exe = pyenv_python(13)
+    prefix = os.path.dirname(os.path.dirname(exe))
+    version = os.path.basename(prefix)
+    lib = os.path.join(prefix, "lib", "libpython3.13.so.1.0")
+    with open(lib, "rb") as f:
+        orig = f.read()
+    ft = bytearray(orig)
+    at = elf_file_offset(lib, "_PyRuntime") + pydbg313("RUNTIME_DEBUG_OFFSETS")
+    u64_patch(ft, at + pydbg313("FREE_THREADED"), 0, 1)
+    d = tmpdir()
+    cases = [("libpython3.13t.so.1.0", orig, "Python %s: a free-threaded build "
+              "(libpython3.13t.so.1.0): not supported; no Python frames" % version),
+             ("libpython3.13d.so.1.0", orig, "Python %s: a debug build (Py_DEBUG): not "
+              "supported; no Python frames" % version),
+             ("libpython3.13.so.1.0", bytes(ft), "Python %s: a free-threaded build: not "
+              "supported; no Python frames" % version)]
+    for name, data, line in cases:
+        path = os.path.join(d, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        p = subprocess.Popen(["sleep", "60"], env=dict(os.environ, LD_PRELOAD=path))
+        try:
+            wait_for(lambda: path in open("/proc/%d/maps" % p.pid).read(), 10, "the copy mapped")
+            r = check_python(p.pid)
+        finally:
+            kill_quiet(p)
+        eq_refusal(r, "pid %d: %s" % (p.pid, line))
+        os.unlink(path)
 
 
 def test_usage():
