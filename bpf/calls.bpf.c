@@ -8,6 +8,7 @@
 #include "common.bpf.h"
 #include "stacks.bpf.h"
 #include "agg.bpf.h"
+#include "python.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -130,6 +131,10 @@ static __always_inline __u64 bt_exit(struct pt_regs *ctx, __u64 pid_tgid, __u64 
 		count_drop(REC_STACK_BT);
 		return now;
 	}
+	/* The Python frames of the mixed stack go first. */
+	if (py_mode != PY_MODE_OFF)
+		py_emit(0, pid_tgid,
+			PY_SPEC(PYR_BT, CK_LIB(cookie), CK_FUNC(cookie), PY_FRAMES_MAX, false));
 	r = &v->r;
 	size = fill_stack(r, ctx, ctx, false);
 	r->lib = CK_LIB(cookie);
@@ -266,6 +271,13 @@ static __always_inline int enter(struct pt_regs *ctx)
 		}
 		return 0;
 	}
+	/* Before the entry record: the call's begin event carries its
+	 * Python call site (bpf/pyframes_rec.h). */
+	if (py_mode != PY_MODE_OFF)
+		py_emit(0, pid_tgid,
+			PY_SPEC(PYR_CALL, CK_LIB(cookie), CK_FUNC(cookie),
+				py_mode == PY_MODE_STACK ? PY_FRAMES_MAX : PY_LEAF_MAX,
+				py_mode == PY_MODE_LEAF));
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
 		/* Pushed even so, for the return to pop the right slot. */

@@ -32,6 +32,7 @@ enum rec_type {
 	REC_TRIGGER,		/* struct rec_trigger (bpf/agg.h): monitor dump trigger */
 	REC_NVTX,		/* struct rec_nvtx (bpf/nvtx_rec.h): an NVTX probe fired */
 	REC_GPU_BATCH,		/* struct rec_gpu_batch: GPU activity (bpf/gpu_rec.h) */
+	REC_PY_FRAMES,		/* struct rec_py_frames (bpf/pyframes_rec.h): Python frames */
 	REC__COUNT,
 };
 

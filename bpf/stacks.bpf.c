@@ -5,6 +5,7 @@
  * target threads only.
  */
 #include "stacks.bpf.h"
+#include "python.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -35,6 +36,9 @@ int sample(struct bpf_perf_event_data *ctx)
 	fill_hdr(&r->hdr, REC_STACK_SAMPLE, size, pid_tgid);
 	if (size > sizeof(*r))
 		return 0;
+	/* The Python frames of the mixed stack go first, in the same ring. */
+	if (py_mode != PY_MODE_OFF)
+		py_emit(1, pid_tgid, PY_SPEC(PYR_SAMPLE, 0, 0, PY_FRAMES_MAX, false));
 	flags = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >
 			bpf_ringbuf_query(&samples, BPF_RB_RING_SIZE) / 2 ?
 		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;

@@ -7,6 +7,7 @@
 #include "events.h"
 #include "ingest.h"
 #include "nvtx_rec.h"
+#include "pyframes_rec.h"
 #include "stacks.h"
 #include "syscalls_rec.h"
 
@@ -38,6 +39,8 @@ static size_t min_size(unsigned type)
 		return offsetof(struct rec_nvtx, str) + 1;
 	case REC_GPU_BATCH:
 		return sizeof(struct rec_gpu_batch) + 4;	/* one entry header */
+	case REC_PY_FRAMES:
+		return offsetof(struct rec_py_frames, frames) + sizeof(struct py_rec_frame);
 	}
 	return 0;
 }
@@ -95,6 +98,17 @@ int ingest__check(const void *data, size_t size)
 
 		/* len bytes inside the record, none of them a NUL. */
 		if (!known_call(s->lib, s->func) || s->len > size - offsetof(struct rec_string, str) || memchr(s->str, 0, s->len))
+			return -EINVAL;
+		break;
+	}
+	case REC_PY_FRAMES: {
+		const struct rec_py_frames *py = data;
+
+		/* nframes frames, exactly; the call's ids as a call's. */
+		if (!py->nframes || py->nframes > PY_FRAMES_MAX ||
+		    size != offsetof(struct rec_py_frames, frames) +
+				    (size_t)py->nframes * sizeof(struct py_rec_frame) ||
+		    py->what > PYR_SAMPLE || (py->what != PYR_SAMPLE && !known_call(py->lib, py->func)))
 			return -EINVAL;
 		break;
 	}

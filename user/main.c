@@ -17,6 +17,7 @@
 #include "merge.h"
 #include "monitor.h"
 #include "outname.h"
+#include "pyframes_rec.h"
 #include "record.h"
 #include "tstats.h"
 #include "version.h"
@@ -114,6 +115,12 @@ static const char usage_record[] =
 "      --stack-copy BYTES    user stack bytes copied per sample/backtrace for\n"
 "                            DWARF unwinding of code without frame pointers\n"
 "                            (default 8192, max 16384; 0: frame pointers only)\n"
+"      --python MODE         Python call sites of API calls (CPython 3.8-3.13):\n"
+"                            leaf (default: the innermost frame, and the\n"
+"                            innermost frame of the user's own code when it\n"
+"                            differs), stack (the whole Python stack) or off;\n"
+"                            slow-call backtraces and CPU samples get mixed\n"
+"                            Python and native stacks unless off\n"
 "  -v, --verbose             debug messages, including libbpf's\n"
 "  -h, --help                this help\n"
 "\n"
@@ -280,7 +287,7 @@ static int cmd_record(int argc, char **argv)
 	       OPT_NO_STOP, OPT_RING, OPT_SCHED, OPT_SYSCALL_THRESHOLD, OPT_SAMPLE_HZ,
 	       OPT_BACKTRACE_THRESHOLD, OPT_STACK_COPY, OPT_TRACE, OPT_COMM, OPT_CGROUP,
 	       OPT_FORCE, OPT_SPLIT, OPT_DELAY, OPT_CAPTURE_RANGE, OPT_NVTX_CAPTURE,
-	       OPT_CAPTURE_END, OPT_SCHEDULE };
+	       OPT_CAPTURE_END, OPT_SCHEDULE, OPT_PYTHON };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
@@ -307,6 +314,7 @@ static int cmd_record(int argc, char **argv)
 		{ "nvtx-capture", required_argument, NULL, OPT_NVTX_CAPTURE },
 		{ "capture-range-end", required_argument, NULL, OPT_CAPTURE_END },
 		{ "schedule", required_argument, NULL, OPT_SCHEDULE },
+		{ "python", required_argument, NULL, OPT_PYTHON },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -314,7 +322,7 @@ static int cmd_record(int argc, char **argv)
 	struct record_opts o = {
 		.follow = true, .ring_mib = 64, .sched = SCHED_ALL,
 		.syscall_threshold_ns = 1000, .sample_hz = 99, .backtrace_threshold_ns = 100000,
-		.stack_copy = 8192, .trace_mask = TRACE_ALL,
+		.stack_copy = 8192, .trace_mask = TRACE_ALL, .python = PY_MODE_LEAF,
 	};
 	char default_out[64], split_out[PATH_MAX], why[PATH_MAX + 256];
 	bool sched_given = false, hz_given = false;
@@ -424,6 +432,19 @@ static int cmd_record(int argc, char **argv)
 				goto out;
 			}
 			o.ring_mib = v;
+			break;
+		case OPT_PYTHON:
+			if (!strcmp(optarg, "leaf"))
+				o.python = PY_MODE_LEAF;
+			else if (!strcmp(optarg, "stack"))
+				o.python = PY_MODE_STACK;
+			else if (!strcmp(optarg, "off"))
+				o.python = PY_MODE_OFF;
+			else {
+				ret = usage_error("invalid --python '%s': expected leaf, stack or off",
+						  optarg);
+				goto out;
+			}
 			break;
 		case OPT_SCHED:
 			sched_given = true;

@@ -239,6 +239,8 @@ static void begin(struct model *m, struct thread *t, struct call *c)
 	if (m->muted)
 		return;
 	c->written = true;
+	if (m->call_py)
+		m->call_py(m->call_py_ctx, t, c);
 	if (m->call_flow)
 		c->flow = m->call_flow(m->call_flow_ctx, t, c);
 	EMIT(m, call_begin, t, c);

@@ -87,6 +87,10 @@ struct call {
 	int nbegin, nend;
 	struct pf_annot begin[CALL_ANNOTS];
 	struct pf_annot end[CALL_ANNOTS];
+	/* Python call site (user/pysrc.c): "file:line function" of the
+	 * innermost frame and of the innermost user frame when it is another;
+	 * strings live as long as the capture. NULL: none. */
+	const char *py_site, *py_user;
 	char scratch[3][160];	/* storage for formatted annotation strings */
 	const struct stack *bt;	/* at call_end: backtrace of a slow call, or NULL */
 };
@@ -179,6 +183,10 @@ struct model {
 	void (*range)(void *ctx, bool begin, uint32_t pid, uint32_t tid, uint64_t ts,
 		      const char *domain, const char *name);
 	void *range_ctx;
+	/* Sets a call's Python call site (c->py_site, its annotations) at its
+	 * begin (user/pysrc.c); NULL: none. */
+	void (*call_py)(void *ctx, const struct thread *t, struct call *c);
+	void *call_py_ctx;
 };
 
 /* Initializes an empty model with the built-in library decoders. */

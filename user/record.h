@@ -38,6 +38,7 @@ struct record_opts {
 	uint32_t stack_copy;	/* --stack-copy: bytes of user stack per stack record */
 	const char *summary_path; /* also write the summary here (tests) */
 	uint32_t trace_mask;	/* --trace: API libraries (TRACE_BIT of enum rec_lib) */
+	uint8_t python;		/* --python: enum py_mode (bpf/pyframes_rec.h) */
 	bool all;		/* -a: every process that loads a traced library */
 	char **comms;		/* -a --comm: process names (main thread's comm) */
 	size_t ncomm;

@@ -81,5 +81,6 @@ extern const struct source src_sched;		/* user/schedtrace.c */
 extern const struct source src_syscalls;	/* user/syscalls.c */
 extern const struct source src_nvtx;		/* user/nvtx.c */
 extern const struct source src_gpu;		/* user/gpusrc.c */
+extern const struct source src_python;		/* user/pysrc.c */
 
 #endif

@@ -18,10 +18,12 @@
 #include "session.h"
 #include "source.h"
 #include "stacks.h"
+#include "pysrc.h"
+#include "pyframes_rec.h"
 #include "summary.h"
 #include "symbolize.h"
 
-#define MAX_FRAMES (STACK_KERNEL_MAX + STACK_USER_MAX)
+#define MAX_FRAMES (STACK_KERNEL_MAX + STACK_USER_MAX + PY_FRAMES_MAX)
 
 struct stacks {
 	struct model *m;
@@ -36,6 +38,8 @@ struct stacks {
 	struct top { const char *name; uint64_t n; } *tops;
 	size_t ntops, captops;
 	struct sym_frame frames[MAX_FRAMES];	/* the sample being decoded */
+	struct pysrc *py;		/* Python frames for mixed stacks; NULL: none */
+	struct sym_frame mixed[MAX_FRAMES];
 };
 
 struct stacks *stacks__new(struct model *m)
@@ -186,6 +190,45 @@ static void count_self(struct stacks *s, const struct sym_frame *f)
 		s->ntops++;
 }
 
+static bool is_eval_loop(const struct sym_frame *f)
+{
+	return !f->kernel && f->function && !strcmp(f->function, "_PyEval_EvalFrameDefault");
+}
+
+/*
+ * Mixed stacks (issue 12): the Python frames sent right before this
+ * record (user/pysrc.c) go above the native frame of the eval loop that
+ * runs them: one Python frame per _PyEval_EvalFrameDefault before 3.11,
+ * from 3.11 every frame up to the entry frame that call began with. A
+ * Python frame is a frame of the module "[python]" named "function
+ * (file:line)". Frames left over (a native unwind that stopped short of
+ * the eval loop) go at the outer end. Returns the new frame count.
+ */
+static int mix_python(struct stacks *s, const struct rec_stack *r, int nkernel, int n)
+{
+	const struct pysrc_frame *py;
+	int np = pysrc__take_stack(s->py, r->hdr.tid, r->hdr.type == REC_STACK_SAMPLE, r->lib,
+				   r->func, &py), j = 0, k = 0;
+
+	if (np <= 0)
+		return n;
+	for (int i = 0; i < n && k < MAX_FRAMES; i++) {
+		if (i >= nkernel && j < np && is_eval_loop(&s->frames[i])) {
+			do {
+				s->mixed[k++] = (struct sym_frame){ .function = py[j].name,
+								    .module = "[python]" };
+			} while (!py[j++].entry && j < np && k < MAX_FRAMES);
+		}
+		if (k < MAX_FRAMES)
+			s->mixed[k++] = s->frames[i];
+	}
+	while (j < np && k < MAX_FRAMES)
+		s->mixed[k++] = (struct sym_frame){ .function = py[j++].name, .module = "[python]" };
+	memcpy(s->frames, s->mixed, k * sizeof(s->frames[0]));
+	s->st.python_frames += np;
+	return k;
+}
+
 int stacks__record(struct stacks *s, const struct rec_stack *r, size_t size)
 {
 	uint64_t ips[STACK_USER_MAX];
@@ -224,6 +267,7 @@ int stacks__record(struct stacks *s, const struct rec_stack *r, size_t size)
 		truncated = true;
 	for (int i = 0; i < nuser; i++)
 		symbolize(s, r->hdr.pid, user[i], false, i > 0, &s->frames[n++]);
+	n = mix_python(s, r, st.nkernel, n);
 	st.ts = r->hdr.ts;
 	st.cpu = r->hdr.cpu;
 	st.n = n;
@@ -364,6 +408,8 @@ void stacks__summary(struct stacks *s, uint64_t backtrace_ns, FILE *f)
 		fprintf(f, "   truncated stacks: %" PRIu64 " of %" PRIu64
 			"; unsymbolized frames: %" PRIu64 " of %" PRIu64 "\n",
 			st->truncated, st->samples + st->backtraces, st->unsymbolized, st->frames);
+	if (st->python_frames)
+		fprintf(f, "   Python frames mixed in: %" PRIu64 "\n", st->python_frames);
 	if (!s->ntops)
 		return;
 	qsort(s->tops, s->ntops, sizeof(*s->tops), cmp_tops);
@@ -437,6 +483,7 @@ static int stacks_start(struct session *s, void *state)
 	int err;
 
 	(void)state;
+	s->stacks->py = session__source(s, &src_python);
 	if (!s->o->sample_hz)
 		return 0;
 	if (ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.samples), session__handle, s)) {

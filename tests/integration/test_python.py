@@ -1,0 +1,394 @@
+# SPDX-License-Identifier: MIT
+"""Python call sites (issue 12): `record` of the Python workloads
+(tests/workloads/py/launches.py, which call the fake driver through ctypes
+from known places and write what each call's frames were) on every
+installed CPython 3.8-3.13 and Debian's static 3.11: every API call's
+slice names the exact file, line and function of its innermost Python
+frame ("py") and, when that is not the user's own code, of the innermost
+user frame ("py.user"); threads; attach with -p mid-run; mixed stacks on
+slow calls; --python off / stack; a version cgbpf has no offsets for;
+Debian's python3-torch on real torch frames."""
+import glob
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import ptrace
+from harness import (CGBPF, REPO, Skip, check, clean_trace, env_with, eq, kill_quiet, record,
+                     tmpdir, touch, traced_funcs, wait_for)
+
+PY = os.path.join(REPO, "tests", "workloads", "py")
+LAUNCHES = os.path.join(PY, "launches.py")
+PYENV = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+TP = os.path.join(REPO, "..", "shared", "perfetto", "trace_processor_shell")
+
+# launches.py runs under this wrapper, which keeps the process and the
+# program's code objects alive a moment after the program ends: cgbpf
+# reads each code object from the process when it takes the record, at
+# most a poll (50 ms) after the call, and a code object freed by then (a
+# program that has exited, a module body that has run) cannot be read
+# (docs/python.md, "Limits"). The wrapper's own frame is outermost and not
+# user code ("<string>").
+WRAP = ("import sys, time\n"
+        "sys.path.insert(0, %r)\n"
+        "sys.argv = [%r] + sys.argv[1:]\n"
+        "code = compile(open(sys.argv[0]).read(), sys.argv[0], 'exec')\n"
+        "try:\n"
+        "    exec(code, {'__name__': '__main__', '__file__': sys.argv[0]})\n"
+        "finally:\n"
+        "    time.sleep(1.5)\n") % (PY, LAUNCHES)
+
+
+def pyenv_python(minor):
+    found = sorted(glob.glob(os.path.join(PYENV, "versions", "3.%d.*" % minor)),
+                   key=lambda p: [int(x) for x in re.findall(r"\d+", os.path.basename(p))])
+    found = [d for d in found if re.fullmatch(r"3\.\d+\.\d+", os.path.basename(d))]
+    exe = found and os.path.join(found[-1], "bin", "python3.%d" % minor)
+    if not exe or not os.path.exists(exe):
+        raise Skip("no pyenv CPython 3.%d in %s/versions (pyenv install 3.%d)" %
+                   (minor, PYENV, minor))
+    return exe
+
+
+def debian_python():
+    exe = "/usr/bin/python3.11"
+    if not os.path.exists(exe):
+        raise Skip("no Debian /usr/bin/python3.11 (apt-get install python3.11)")
+    return exe
+
+
+def site(frame):
+    """The "py" text of a manifest frame."""
+    return "%s:%d %s" % (frame["file"], frame["line"], frame["func"])
+
+
+def py_slices(trace, pid):
+    """{tid: [slice, ...]} of the driver calls of pid, in order."""
+    out = {}
+    for s in sorted(trace.slices, key=lambda s: s.ts):
+        if s.pid == pid and s.name and s.name.startswith("cu"):
+            out.setdefault(s.tid, []).append(s)
+    return out
+
+
+def pairs(trace, m, attached=False):
+    """[(slice, manifest record)] of every traced call of the manifest, per
+    thread in order; attached (-p mid-run): the trace has the last calls
+    of each thread only."""
+    pid = m["pid"]
+    got = py_slices(trace, pid)
+    want, traced = {}, traced_funcs()
+    for rec in m["records"]:
+        if rec["call"] in traced:
+            want.setdefault(rec["tid"], []).append(rec)
+    out = []
+    for tid, recs in want.items():
+        sl = got.get(tid, [])
+        if attached and len(sl) < len(recs):
+            recs = recs[len(recs) - len(sl):]
+        eq([s.name for s in sl], [r["call"] for r in recs], "calls of thread %d" % tid)
+        out += list(zip(sl, recs))
+    return out
+
+
+def check_sites(trace, m, skip_setup=False, attached=False):
+    """Every traced call of the manifest has its slice with the manifest's
+    leaf site and user site. Returns the number of launches checked."""
+    launches = 0
+    for s, rec in pairs(trace, m, attached):
+        if skip_setup and rec["scenario"] in ("setup", "teardown"):
+            continue
+        what = "%s #%d (%s, thread %d)" % (rec["call"], rec["seq"], rec["scenario"], rec["tid"])
+        eq(s.args.get("py"), site(rec["leaf"]), "py of " + what)
+        if rec["leaf"]["user"]:
+            check("py.user" not in s.args, "%s: no py.user when the leaf is user code "
+                  "(got %r)" % (what, s.args.get("py.user")))
+        else:
+            check(rec["user"] is not None, "%s has a user frame in the manifest" % what)
+            eq(s.args.get("py.user"), site(rec["user"]), "py.user of " + what)
+        launches += rec["call"] == "cuLaunchKernel"
+    return launches
+
+
+def record_py(args, cmd, tmp, env=None, timeout=300, ready="reading Python frames"):
+    """cgbpf record -v ARGS -- CMD, with the workload's start gate
+    (CGBPF_WAIT_FILE) opened once cgbpf says it reads the workload's Python
+    frames: the program's first calls can otherwise come before cgbpf has
+    found its interpreter (docs/python.md, "Limits"). A Result."""
+    import harness
+    trace_path = os.path.join(tmp, "out.perfetto-trace")
+    gate = os.path.join(tmp, "gate")
+    env = dict(env or env_with(), CGBPF_WAIT_FILE=gate)
+    log = os.path.join(tmp, "cgbpf.stderr")
+    argv = [CGBPF, "record", "-v", "-o", trace_path] + list(args) + ["--"] + list(cmd)
+    with open(log, "w") as lf:
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=lf, text=True, env=env)
+    try:
+        def found():
+            with open(log) as f:
+                return ready in f.read() or p.poll() is not None
+        wait_for(found, 60, "cgbpf to find the workload's interpreter")
+        touch(gate)
+        out, _ = p.communicate(timeout=timeout)
+    finally:
+        kill_quiet(p)
+    with open(log) as f:
+        err = "".join(ln for ln in f if "libbpf:" not in ln)
+    return harness.Result(p.returncode, out, err, trace_path, tmp)
+
+
+def run_launches(python, extra=(), args=(), tmp=None, ready="reading Python frames"):
+    tmp = tmp or tmpdir()
+    man = os.path.join(tmp, "manifest.json")
+    r = record_py(["--summary-file", os.path.join(tmp, "summary.txt")] + list(extra),
+                  [python, "-c", WRAP] + list(args), tmp, env=env_with(CGBPF_MANIFEST=man),
+                  ready=ready)
+    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-600:])
+    with open(os.path.join(tmp, "summary.txt")) as f:
+        r.summary = f.read()
+    return r, r.manifest()
+
+
+def summary_section(text):
+    m = re.search(r"\*\* Python call sites.*?(?=\n\*\* |\Z)", text, re.S)
+    check(m, "a Python call sites section in the summary")
+    return m.group(0)
+
+
+def check_summary(r, m, python_version):
+    sec = summary_section(r.summary)
+    check(re.search(r"pid %d: Python %s \(" % (m["pid"], re.escape(python_version)), sec),
+          "the summary names the interpreter: %r" % sec[:400])
+    # The threads scenario: T threads x N launches from one line.
+    body = [rec for rec in m["records"]
+            if rec["scenario"] == "threads" and rec["call"] == "cuLaunchKernel"]
+    if body:
+        line = site(body[0]["leaf"])
+        row = [ln for ln in sec.splitlines() if ln.endswith("  " + line)]
+        check(row, "a row for %s in %r" % (line, sec))
+        cols = row[0].split()
+        eq(int(cols[3]), len(body), "launches of %s" % line)
+        eq(int(cols[2]), len(body), "calls of %s" % line)
+
+
+def trace_processor_args(path, pid):
+    """(name, py) of pid's launch slices as trace processor reads them, or
+    None without it."""
+    if not os.access(TP, os.X_OK):
+        return None
+    q = ("select s.name as name, extract_arg(s.arg_set_id, 'debug.py') as py "
+         "from slice s join thread_track tt on s.track_id = tt.id join thread using(utid) "
+         "where thread.upid = (select upid from process where pid = %d) "
+         "and s.name = 'cuLaunchKernel' order by s.ts" % pid)
+    p = subprocess.run([TP, "-q", "/dev/stdin", path], input=q, capture_output=True,
+                       text=True, timeout=120)
+    eq(p.returncode, 0, "trace_processor_shell (stderr %r)" % p.stderr[-400:])
+    rows = [ln.split(",", 1) for ln in p.stdout.splitlines()[1:] if ln.strip()]
+    return [(a.strip('"'), b.strip('"')) for a, b in rows]
+
+
+def versions_test(python, version):
+    r, m = run_launches(python)
+    clean_trace(r.trace)
+    eq(m["python"], version, "the workload's own version")
+    try:
+        n = check_sites(r.trace, m)
+    except AssertionError as e:
+        raise AssertionError("%s\n(cgbpf said: %r)" % (e, r.stderr[-1500:]))
+    eq(n, sum(1 for rec in m["records"] if rec["call"] == "cuLaunchKernel"),
+       "launches checked")
+    check(n >= 30, "launches in the manifest: %d" % n)
+    check_summary(r, m, version)
+    tp = trace_processor_args(r.trace_path, m["pid"])
+    if tp is not None:
+        want = [("cuLaunchKernel", site(rec["leaf"])) for rec in
+                sorted((x for x in m["records"] if x["call"] == "cuLaunchKernel"),
+                       key=lambda x: x["seq"])]
+        eq(sorted(tp), sorted(want), "launch call sites as trace processor reads them")
+
+
+def _pyenv_test(minor):
+    def test():
+        exe = pyenv_python(minor)
+        versions_test(exe, os.path.basename(os.path.dirname(os.path.dirname(exe))))
+    test.__name__ = "test_sites_pyenv_3_%d" % minor
+    return test
+
+
+for _minor in range(8, 14):
+    _t = _pyenv_test(_minor)
+    globals()[_t.__name__] = _t
+
+
+def test_sites_debian_static_311():
+    exe = debian_python()
+    out = subprocess.run([exe, "-c", "import platform; print(platform.python_version())"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    versions_test(exe, out)
+
+
+def test_attach_mid_run():
+    """-p PID while launches.py waits after its setup: the launches after
+    the attach carry their sites."""
+    exe = pyenv_python(12)
+    tmp = tmpdir()
+    man = os.path.join(tmp, "manifest.json")
+    pause = os.path.join(tmp, "pause")
+    env = env_with(CGBPF_MANIFEST=man, CGBPF_PAUSE_FILE=pause)
+    p = subprocess.Popen([exe, "-c", WRAP], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    cg = None
+    try:
+        wait_for(lambda: os.path.exists(pause + ".ready") or p.poll() is not None, 30,
+                 "launches.py to pause")
+        eq(p.poll(), None, "launches.py still running")
+        trace = os.path.join(tmp, "t.perfetto-trace")
+        log = os.path.join(tmp, "cgbpf.log")
+        with open(log, "w") as lf:
+            cg = subprocess.Popen([CGBPF, "record", "-v", "-p", str(p.pid), "-o", trace],
+                                  stdout=subprocess.DEVNULL, stderr=lf, text=True)
+
+        def attached():
+            with open(log) as f:
+                return "reading Python frames" in f.read() or cg.poll() is not None
+        wait_for(attached, 30, "cgbpf to find the interpreter")
+        eq(cg.poll(), None, "cgbpf running")
+        touch(pause)
+        eq(p.wait(60), 0, "launches.py exit")
+        eq(cg.wait(60), 0, "cgbpf exit")
+        t = ptrace.load(trace)
+        clean_trace(t)
+        import json
+        with open(man) as f:
+            m = json.load(f)
+        n = check_sites(t, m, skip_setup=True, attached=True)
+        check(n >= 30, "launches checked after the attach: %d" % n)
+    finally:
+        kill_quiet(p)
+        if cg:
+            kill_quiet(cg)
+
+
+def test_backtraces_mix_python_frames():
+    """--backtrace-threshold 0: every call's backtrace holds the Python
+    frames of its manifest stack, outermost first, each above an eval
+    loop frame."""
+    exe = pyenv_python(11)
+    r, m = run_launches(exe, extra=["--backtrace-threshold", "0"],
+                        args=["--only", "nested,library", "--threads", "1"])
+    clean_trace(r.trace)
+    checked = 0
+    for s, rec in pairs(r.trace, m):
+        if rec["call"] == "cuLaunchKernel":
+            check(s.callstack, "%s #%d has a backtrace" % (rec["call"], rec["seq"]))
+            want = ["%s (%s:%d)" % (f["func"], f["file"], f["line"])
+                    for f in reversed(rec["stack"])]
+            py = [f for f in s.callstack if f in set(want)]
+            eq(py, [w for w in want if w in py], "order of the Python frames")
+            user = [w for w in want if PY in w]
+            eq([w for w in py if PY in w], user,
+               "the workload's frames in the backtrace of #%d: %r" % (rec["seq"], s.callstack))
+            # Each run of Python frames sits on an eval loop frame.
+            for i, f in enumerate(s.callstack):
+                if f in want and i > 0 and s.callstack[i - 1] not in want:
+                    check(s.callstack[i - 1] == "_PyEval_EvalFrameDefault",
+                          "Python frame %r under %r" % (f, s.callstack[i - 1]))
+            checked += 1
+    check(checked >= 6, "backtraces checked: %d" % checked)
+
+
+def test_python_off_and_stack():
+    exe = pyenv_python(13)
+    r, m = run_launches(exe, extra=["--python", "off"], args=["--only", "plain"],
+                        ready="probes in place")
+    check(all("py" not in s.args for s in r.trace.slices), "--python off: no py args")
+    check("Python call sites" not in r.summary, "--python off: no Python section")
+    r, m = run_launches(exe, extra=["--python", "stack"], args=["--only", "plain,library"])
+    n = check_sites(r.trace, m)
+    check(n >= 6, "launches: %d" % n)
+    for s, rec in pairs(r.trace, m):
+        if rec["call"] == "cuLaunchKernel":
+            eq(s.args.get("py.stack"),
+               "\n".join(site(f) for f in rec["stack"]),
+               "py.stack of #%d" % rec["seq"])
+
+
+def test_unknown_version_says_why():
+    """A CPython cgbpf has no offsets for (3.7) gets no frames and one
+    line saying so."""
+    exe = glob.glob(os.path.join(PYENV, "versions", "3.7.*", "bin", "python3.7"))
+    if not exe:
+        raise Skip("no pyenv CPython 3.7 (a version cgbpf has no offsets for)")
+    version = os.path.basename(os.path.dirname(os.path.dirname(exe[0])))
+    tmp = tmpdir()
+    prog = ("import ctypes, time\n"
+            "cu = ctypes.CDLL('libcuda.so.1')\n"
+            "for _ in range(3):\n"
+            "    cu.cuInit(0)\n"
+            "time.sleep(0.2)\n")
+    r = record(["--summary-file", os.path.join(tmp, "summary.txt")],
+               cmd=[exe[0], "-c", prog], tmp=tmp)
+    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-400:])
+    with open(os.path.join(tmp, "summary.txt")) as f:
+        sec = summary_section(f.read())
+    pid = [s.pid for s in r.trace.slices if s.name == "cuInit"][0]
+    why = "Python %s: no offsets for this version; no Python frames" % version
+    eq([ln.strip() for ln in sec.splitlines() if "pid %d" % pid in ln],
+       ["pid %d: no Python frames: %s" % (pid, why)], "the summary's line")
+    eq([ln for ln in r.stderr.splitlines() if "no offsets" in ln],
+       ["cgbpf: pid %d: %s" % (pid, why)], "one message on stderr")
+    check(all("py" not in s.args for s in r.trace.slices), "no py args")
+
+
+TORCH_PROG = r'''
+import ctypes, sys
+import torch
+from torch.utils.data import DataLoader
+cu = ctypes.CDLL("libcuda.so.1")
+# batch_size=None: torch's fetcher calls collate_fn(sample) itself, and
+# collate_fn is the driver's cuInit: the innermost Python frame of the
+# call is torch's, the user's frame is the loop below.
+loader = DataLoader([0, 0, 0], batch_size=None, collate_fn=cu.cuInit)
+for rc in loader:  # USER LINE
+    assert rc == 0
+x = torch.ones(256, 256)
+import time
+t = time.time()
+while time.time() - t < 0.3:
+    x = x @ x
+    x = x / x.norm()
+time.sleep(0.3)
+'''
+
+
+def test_torch_user_frame():
+    """Debian's python3-torch (CPU): a driver call made by torch's own
+    DataLoader code has torch's frame as "py" and the user's loop as
+    "py.user"; CPU samples of the script show its Python frame in mixed
+    stacks."""
+    exe = "/usr/bin/python3"
+    if subprocess.run([exe, "-c", "import torch"], capture_output=True).returncode:
+        raise Skip("no torch for /usr/bin/python3 (apt-get install python3-torch)")
+    tmp = tmpdir()
+    prog = os.path.join(tmp, "torch_user.py")
+    with open(prog, "w") as f:
+        f.write(TORCH_PROG)
+    user_line = [i + 1 for i, ln in enumerate(TORCH_PROG.splitlines()) if "USER LINE" in ln][0]
+    r = record(["--sample-hz", "199"], cmd=[exe, prog], tmp=tmp, timeout=300)
+    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-600:])
+    clean_trace(r.trace)
+    inits = [s for s in r.trace.slices if s.name == "cuInit"]
+    eq(len(inits), 3, "cuInit calls")
+    for s in inits:
+        py = s.args.get("py", "")
+        check(re.match(r"/usr/lib/python3/dist-packages/torch/utils/data/_utils/fetch\.py:\d+ "
+                       r"_MapDatasetFetcher\.fetch$", py), "torch's frame as py: %r" % py)
+        eq(s.args.get("py.user"), "%s:%d <module>" % (prog, user_line), "py.user")
+    # Samples of the matmul loop: the script's frame, mixed in.
+    mine = [smp for smp in r.trace.perf_samples if smp.pid == inits[0].pid]
+    with_py = [smp for smp in mine
+               if any((f.function or "").startswith("<module> (%s:" % prog) for f in smp.frames)]
+    check(len(with_py) >= 0.5 * len(mine) > 0,
+          "samples with the script's Python frame: %d of %d" % (len(with_py), len(mine)))

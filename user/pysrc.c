@@ -1,0 +1,765 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Python call sites (issue 12), the `python` event source: finds each
+ * target's CPython (user/pyfind.c) and tells the BPF frame readers
+ * (bpf/python.bpf.h) where it is; turns their REC_PY_FRAMES records into
+ * "file:line function" call sites (user/pycode.c) that the call's slice
+ * carries as arguments, "py" and, when the innermost frame is not the
+ * user's own code, "py.user"; keeps the "Python call sites" summary
+ * table; hands the frames of slow-call backtraces and CPU samples to the
+ * stacks source for mixed stacks (user/stacks.c).
+ *
+ * A record comes right before the record it belongs to on its thread
+ * (bpf/pyframes_rec.h): a call's site waits in the thread's pending slot
+ * until the model begins that call (the model's call_py hook).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/stat.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "cgbpf.skel.h"
+#include "hmap.h"
+#include "log.h"
+#include "model.h"
+#include "procfs.h"
+#include "pycode.h"
+#include "pyfind.h"
+#include "pyframes_rec.h"
+#include "pysrc.h"
+#include "record.h"
+#include "session.h"
+#include "source.h"
+#include "stats.h"
+#include "summary.h"
+
+#define SITE_LEN 768		/* "file:line function" */
+#define STACK_TEXT 8192		/* --python stack: the whole stack as one string */
+#define RETRY_FAST_NS 2000000000ull	/* look for an interpreter at every tick this long */
+#define RETRY_SLOW_NS 1000000000ull	/* then once a second */
+#define PROBES_PER_TICK 8
+#define EXEC_WAIT_MS 50		/* the longest a python's loader is waited for at its exec */
+#define TOP_SITES 15
+
+enum pyp_state { PYP_LOOKING, PYP_OK, PYP_REFUSED };
+
+/* What cgbpf knows of one target's interpreter. */
+struct pyp {
+	uint32_t pid;
+	enum pyp_state state;
+	uint64_t first_ns, next_ns;	/* PYP_LOOKING: when to look again */
+	struct py_proc pp;
+	struct py_info info;
+	char why[256];			/* PYP_REFUSED: pyfind's reason */
+	struct hmap codes;		/* code -> its class in the py_codes map */
+	uint64_t records, unresolved;
+	uint64_t exe;			/* exe_id() when found */
+};
+
+/* One call site (interned text) and its calls. */
+struct site {
+	uint64_t calls, ns, launches, launch_ns;
+	bool user;			/* its file is user code */
+	char text[];
+};
+
+/* The site whose text t is (t came from site_get()). */
+static struct site *site_of(const char *t)
+{
+	return (struct site *)(t - offsetof(struct site, text));
+}
+
+/* The site of the call a thread enters next (PYR_CALL), or the frames of
+ * its next backtrace / sample (PYR_BT, PYR_SAMPLE). */
+struct pend {
+	bool call;
+	uint8_t lib;
+	uint16_t func;
+	const char *site, *user, *stack;
+	int nframes;			/* bt / sample */
+	uint8_t st_lib;			/* bt: the call's */
+	uint16_t st_func;
+	struct pysrc_frame frames[PY_FRAMES_MAX];
+	bool has_bt, has_sample;
+};
+
+struct pysrc {
+	struct session *s;
+	uint8_t mode;
+	struct pycode *pc;
+	struct hmap procs;		/* pid -> struct pyp * */
+	struct hmap pend;		/* tid -> struct pend * */
+	struct hmap sites;		/* hash of text -> struct site * */
+	struct hmap frames;		/* hash of (pid, code, lasti) -> struct site * */
+	int fd_procs, fd_codes, fd_stat;
+	uint64_t orphans, unresolved, records;
+	uint64_t stat[PYS__COUNT];
+	char stack_buf[STACK_TEXT];
+};
+
+static struct pyp *pyp_of(struct pysrc *ps, uint32_t pid)
+{
+	uint64_t *v = hmap__get(&ps->procs, pid);
+
+	return v ? (void *)(uintptr_t)*v : NULL;
+}
+
+static struct pend *pend_of(struct pysrc *ps, uint32_t tid, bool create)
+{
+	uint64_t *v = hmap__get(&ps->pend, tid);
+	struct pend *p;
+
+	if (v)
+		return (void *)(uintptr_t)*v;
+	if (!create)
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p || hmap__put(&ps->pend, tid, (uintptr_t)p)) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* The interned site of text: one copy per distinct text for the whole
+ * capture (the trace's annotations point at it). NULL on ENOMEM. */
+static struct site *site_get(struct pysrc *ps, const char *text)
+{
+	uint64_t h = hash__bytes(text, strlen(text)), *v;
+	struct site *st;
+
+	/* A 64-bit hash collision between two call sites is not expected;
+	 * should one happen, the later text probes on. */
+	for (int i = 0; i < 8; i++, h = hash__u64(h + 1)) {
+		v = hmap__get(&ps->sites, h);
+		if (!v)
+			break;
+		st = (void *)(uintptr_t)*v;
+		if (!strcmp(st->text, text))
+			return st;
+	}
+	if (v)
+		return NULL;
+	st = calloc(1, sizeof(*st) + strlen(text) + 1);
+	if (!st)
+		return NULL;
+	strcpy(st->text, text);
+	if (hmap__put(&ps->sites, h, (uintptr_t)st)) {
+		free(st);
+		return NULL;
+	}
+	return st;
+}
+
+/* Tells the BPF walks what code is (PY_CODE_USER: the leaf walk stops
+ * there), once per code object and class. */
+static void mark_code(struct pysrc *ps, struct pyp *p, uint64_t code, bool user)
+{
+	struct { uint32_t tgid, pad; uint64_t code; } k = { .tgid = p->pid, .code = code };
+	uint64_t *v = hmap__get(&p->codes, code);
+	uint8_t cls = user ? PY_CODE_USER : PY_CODE_OTHER;
+
+	/* A different class: the code object was freed and its address
+	 * reused. */
+	if (v && *v == cls)
+		return;
+	if (!bpf_map_update_elem(ps->fd_codes, &k, &cls, BPF_ANY))
+		hmap__put(&p->codes, code, cls);
+}
+
+/* The lasti that pycode__resolve() takes, from the record's. */
+static uint64_t raw_lasti(const struct py_proc *pp, const struct py_rec_frame *f)
+{
+	if (pp->off.lasti_kind == PY_LASTI_BYTES || pp->off.lasti_kind == PY_LASTI_UNITS)
+		return (uint64_t)(int64_t)f->lasti;
+	return f->code + pp->off.code_adaptive + (int64_t)f->lasti;
+}
+
+static int resolve(struct pysrc *ps, struct pyp *p, const struct py_rec_frame *f, struct py_sym *sym)
+{
+	int err = pycode__resolve(ps->pc, p->pid, &p->pp, f->code, raw_lasti(&p->pp, f), sym);
+
+	if (err) {
+		if (!p->unresolved)
+			dbg("pid %u: code object 0x%" PRIx64 " not resolved: %s", p->pid,
+			    (uint64_t)f->code, strerror(-err));
+		p->unresolved++;
+		ps->unresolved++;
+		return err;
+	}
+	mark_code(ps, p, f->code, sym->user);
+	return 0;
+}
+
+static void fmt_site(char *buf, size_t len, const struct py_sym *sym)
+{
+	snprintf(buf, len, "%s:%d %s", sym->file, sym->line, sym->func);
+}
+
+#define FRAMES_MAX (1u << 20)	/* frame cache entries before it starts over */
+
+/*
+ * The site of a frame: from the frame cache, keyed by (pid, code object,
+ * position), so that a call from a known place costs a lookup, not a
+ * resolve, a format and a hash of the text (pycode's own cache is keyed by
+ * the code object alone and holds line tables). 0 or -errno.
+ */
+static int frame_site(struct pysrc *ps, struct pyp *p, const struct py_rec_frame *f,
+		      struct site **out)
+{
+	uint64_t k = hash__u64(f->code ^ hash__u64((uint64_t)(uint32_t)f->lasti << 32 | p->pid)),
+		 *v = hmap__get(&ps->frames, k);
+	char text[SITE_LEN];
+	struct py_sym sym;
+	int err;
+
+	if (v) {
+		*out = (void *)(uintptr_t)*v;
+		return 0;
+	}
+	if ((err = resolve(ps, p, f, &sym)))
+		return err;
+	fmt_site(text, sizeof(text), &sym);
+	if (!(*out = site_get(ps, text)))
+		return -ENOMEM;
+	(*out)->user = sym.user;
+	if (ps->frames.count >= FRAMES_MAX)
+		hmap__free(&ps->frames);
+	hmap__put(&ps->frames, k, (uintptr_t)*out);
+	return 0;
+}
+
+/* A call's frames: its site, user site and (--python stack) stack. */
+static void call_frames(struct pysrc *ps, struct pyp *p, const struct rec_py_frames *r,
+			struct pend *pd)
+{
+	struct site *st;
+	size_t off = 0;
+	bool want_stack = r->mode == PY_MODE_STACK;
+
+	pd->site = pd->user = pd->stack = NULL;
+	for (int i = 0; i < r->nframes; i++) {
+		if (frame_site(ps, p, &r->frames[i], &st)) {
+			/* The leaf is the point: without it, nothing. */
+			if (i == 0)
+				return;
+			if (want_stack && off < STACK_TEXT)
+				off += snprintf(ps->stack_buf + off, STACK_TEXT - off, "%s?",
+						off ? "\n" : "");
+			continue;
+		}
+		if (i == 0)
+			pd->site = st->text;
+		if (!pd->user && st->user)
+			pd->user = st->text;
+		if (want_stack) {
+			if (off < STACK_TEXT)
+				off += snprintf(ps->stack_buf + off, STACK_TEXT - off, "%s%s",
+						off ? "\n" : "", st->text);
+		} else if (pd->user) {
+			break;
+		}
+	}
+	if (want_stack && off) {
+		st = site_get(ps, ps->stack_buf);
+		pd->stack = st ? st->text : NULL;
+	}
+}
+
+/* Frames of a backtrace or sample, resolved, for user/stacks.c. */
+static void stack_frames(struct pysrc *ps, struct pyp *p, const struct rec_py_frames *r,
+			 struct pend *pd)
+{
+	char text[SITE_LEN];
+	struct py_sym sym;
+	int n = 0;
+
+	for (int i = 0; i < r->nframes; i++) {
+		struct pysrc_frame *f = &pd->frames[n];
+		struct site *st;
+
+		if (resolve(ps, p, &r->frames[i], &sym)) {
+			snprintf(text, sizeof(text), "[python] ?");
+		} else {
+			snprintf(text, sizeof(text), "%s (%s:%d)", sym.func, sym.file, sym.line);
+		}
+		st = site_get(ps, text);
+		if (!st)
+			continue;
+		f->name = st->text;
+		f->entry = r->frames[i].flags & PYF_ENTRY;
+		n++;
+	}
+	pd->nframes = n;
+}
+
+static int py_rec(struct session *s, void *state, const void *data, size_t size)
+{
+	struct pysrc *ps = state;
+	const struct rec_py_frames *r = data;
+	struct pyp *p = pyp_of(ps, r->hdr.pid);
+	struct pend *pd;
+
+	(void)s;
+	(void)size;
+	ps->records++;
+	if (!p || p->state != PYP_OK) {
+		ps->orphans++;
+		return 0;
+	}
+	p->records++;
+	pd = pend_of(ps, r->hdr.tid, true);
+	if (!pd)
+		return 0;
+	if (r->what == PYR_CALL) {
+		pd->call = true;
+		pd->lib = r->lib;
+		pd->func = r->func;
+		call_frames(ps, p, r, pd);
+		return 0;
+	}
+	stack_frames(ps, p, r, pd);
+	pd->has_bt = r->what == PYR_BT;
+	pd->has_sample = r->what == PYR_SAMPLE;
+	pd->st_lib = r->lib;
+	pd->st_func = r->func;
+	return 0;
+}
+
+int pysrc__take_stack(struct pysrc *ps, uint32_t tid, bool sample, uint8_t lib, uint16_t func,
+		      const struct pysrc_frame **frames)
+{
+	struct pend *pd = ps ? pend_of(ps, tid, false) : NULL;
+	int n;
+
+	if (!pd || !(sample ? pd->has_sample : pd->has_bt))
+		return 0;
+	pd->has_sample = pd->has_bt = false;
+	if (!sample && (pd->st_lib != lib || pd->st_func != func))
+		return 0;
+	n = pd->nframes;
+	*frames = pd->frames;
+	return n;
+}
+
+/* The model's call_py hook: the site waiting for this call, if it is its. */
+static void call_py(void *ctx, const struct thread *t, struct call *c)
+{
+	struct pysrc *ps = ctx;
+	struct pend *pd = pend_of(ps, t->tid, false);
+
+	if (!pd || !pd->call)
+		return;
+	pd->call = false;
+	if (pd->lib != c->lib || pd->func != c->func || !pd->site) {
+		if (pd->lib != c->lib || pd->func != c->func)
+			ps->orphans++;
+		return;
+	}
+	c->py_site = pd->site;
+	c->py_user = pd->user != pd->site ? pd->user : NULL;
+	if (c->nbegin < CALL_ANNOTS)
+		c->begin[c->nbegin++] = (struct pf_annot){ .name = "py", .type = PA_STR,
+							   .s = c->py_site };
+	if (c->py_user && c->nbegin < CALL_ANNOTS)
+		c->begin[c->nbegin++] = (struct pf_annot){ .name = "py.user", .type = PA_STR,
+							   .s = c->py_user };
+	if (pd->stack && c->nbegin < CALL_ANNOTS)
+		c->begin[c->nbegin++] = (struct pf_annot){ .name = "py.stack", .type = PA_STR,
+							   .s = pd->stack };
+}
+
+/* The summary's sink: API time and launches per call site, outermost
+ * API calls only (a runtime call's driver calls are its own time). */
+static void on_end(void *ctx, struct thread *t, struct call *c)
+{
+	struct site *st;
+
+	(void)ctx;
+	if (!c->py_site || c - t->stack != 0)
+		return;
+	st = site_of(c->py_site);
+	st->calls++;
+	st->ns += c->end_ts > c->ts ? c->end_ts - c->ts : 0;
+	if (c->is_launch) {
+		st->launches++;
+		st->launch_ns += c->end_ts > c->ts ? c->end_ts - c->ts : 0;
+	}
+}
+
+/* Which file pid runs (device and inode of /proc/PID/exe); 0: unknown. */
+static uint64_t exe_id(uint32_t pid)
+{
+	char path[32];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
+	if (stat(path, &st))
+		return 0;
+	return hash__u64(st.st_dev) ^ st.st_ino;
+}
+
+/* Whether pid's program is named python* (its main thread's comm). */
+static bool named_python(uint32_t pid)
+{
+	char comm[16];
+
+	return !procfs__comm(pid, pid, comm, sizeof(comm)) && !strncmp(comm, "python", 6);
+}
+
+/* Finds the interpreter of pid and tells BPF; quiet while looking. exec:
+ * the process has just exec'ed. */
+static void probe(struct pysrc *ps, struct pyp *p, uint64_t now, bool exec)
+{
+	char why[sizeof(p->why)] = "";
+	int err;
+
+	err = pyfind__probe(p->pid, &p->pp, &p->info, why, sizeof(why));
+	/*
+	 * A python just exec'ed has not mapped its libpython yet (its loader
+	 * does that next, within a millisecond or so), and its first API
+	 * calls can come before the next tick: wait for the loader a little,
+	 * here, while the program is still starting.
+	 */
+	if (err == -ENOENT && exec && named_python(p->pid)) {
+		for (int i = 0; i < EXEC_WAIT_MS * 2 && err == -ENOENT; i++) {
+			nanosleep(&(struct timespec){ .tv_nsec = 500000 }, NULL);
+			err = pyfind__probe(p->pid, &p->pp, &p->info, why, sizeof(why));
+		}
+	}
+	if (err && err != -ENOTSUP) {
+		/* No interpreter (yet): a launcher, libpython not mapped, or
+		 * one still initializing (its thread list half built). Said in
+		 * the summary if it stays so. */
+		if (err != -ENOENT && err != -ESRCH)
+			snprintf(p->why, sizeof(p->why), "%s", why);
+		p->next_ns = now + (now - p->first_ns < RETRY_FAST_NS ? 0 : RETRY_SLOW_NS);
+		return;
+	}
+	if (err) {
+		p->state = PYP_REFUSED;
+		p->exe = exe_id(p->pid);
+		/* Said once per reason, not at every exec of the same. */
+		if (strcmp(p->why, why[0] ? why : strerror(-err))) {
+			snprintf(p->why, sizeof(p->why), "%s", why[0] ? why : strerror(-err));
+			info("pid %u: %s", p->pid, p->why);
+		}
+		return;
+	}
+	if (bpf_map_update_elem(ps->fd_procs, &p->pid, &p->pp, BPF_ANY)) {
+		err = -errno;
+		p->state = PYP_REFUSED;
+		snprintf(p->why, sizeof(p->why), "cannot tell the BPF programs: %s", strerror(-err));
+		warn("pid %u: Python frames: %s", p->pid, p->why);
+		return;
+	}
+	p->state = PYP_OK;
+	p->exe = exe_id(p->pid);
+	dbg("pid %u: Python %s (%s): reading Python frames", p->pid, p->info.version,
+	    p->info.path);
+}
+
+static void forget(struct pysrc *ps, uint32_t pid)
+{
+	struct pyp *p = pyp_of(ps, pid);
+
+	if (!p)
+		return;
+	if (p->state == PYP_OK)
+		bpf_map_delete_elem(ps->fd_procs, &pid);
+	pycode__forget(ps->pc, pid);
+	hmap__free(&p->codes);
+	p->codes = (struct hmap){ 0 };
+}
+
+static void py_proc(struct session *s, void *state, enum src_proc ev, uint32_t pid, uint64_t ts)
+{
+	struct pysrc *ps = state;
+	struct pyp *p = pyp_of(ps, pid);
+	uint64_t now = session__now();
+
+	(void)s;
+	(void)ts;
+	if (ev == SRC_PROC_EXIT) {
+		forget(ps, pid);
+		if (p && p->state == PYP_LOOKING)
+			p->state = PYP_REFUSED;	/* nothing to look for any more */
+		return;
+	}
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p || hmap__put(&ps->procs, pid, (uintptr_t)p)) {
+			free(p);
+			return;
+		}
+		p->pid = pid;
+		p->first_ns = now;
+	} else if (ev == SRC_PROC_CHANGED && p->state == PYP_OK) {
+		/* An exec replaces the interpreter (or removes it); another
+		 * mapping leaves it. */
+		struct py_proc cur;
+		struct py_info info;
+		char why[256];
+
+		int e = pyfind__probe(pid, &cur, &info, why, sizeof(why));
+
+		/* The same, or gone with the process: nothing to do. A failed
+		 * look while the program is the same is not believed (seen: a
+		 * process that exited before its mapping record was read):
+		 * only an exec replaces the interpreter. */
+		uint64_t exe = exe_id(pid);
+
+		if ((!e && !memcmp(&cur, &p->pp, sizeof(cur))) || e == -ESRCH ||
+		    (e && (!exe || exe == p->exe)))
+			return;
+		dbg("pid %u: its interpreter changed (%s)", pid, e ? why : "another one");
+		forget(ps, pid);
+		p->state = PYP_LOOKING;
+		p->first_ns = now;
+	} else if (ev == SRC_PROC_CHANGED && p->state == PYP_REFUSED && exe_id(pid) != p->exe) {
+		p->state = PYP_LOOKING;	/* exec'ed another program */
+		p->first_ns = now;
+	}
+	if (p->state == PYP_LOOKING)
+		probe(ps, p, now, ev == SRC_PROC_CHANGED);
+}
+
+/* Targets whose interpreter was not found yet are looked at again: the
+ * libpython of a program just exec'ed is mapped by its loader after the
+ * exec cgbpf saw. */
+static void py_tick(struct session *s, void *state, uint64_t now)
+{
+	struct pysrc *ps = state;
+	uint64_t v;
+	int n = 0;
+
+	(void)s;
+	for (size_t it = 0; n < PROBES_PER_TICK && hmap__next(&ps->procs, &it, NULL, &v);) {
+		struct pyp *p = (void *)(uintptr_t)v;
+
+		if (p->state != PYP_LOOKING || p->next_ns > now)
+			continue;
+		probe(ps, p, now, false);
+		n++;
+	}
+}
+
+static bool py_wanted(const struct record_opts *o)
+{
+	return o->python != PY_MODE_OFF;
+}
+
+static int py_init(struct session *s, void **state)
+{
+	struct pysrc *ps = calloc(1, sizeof(*ps));
+	struct sink sk = { .call_end = on_end };
+
+	if (!ps || !(ps->pc = pycode__new())) {
+		free(ps);
+		err("out of memory");
+		return -ENOMEM;
+	}
+	ps->s = s;
+	ps->mode = s->o->python;
+	sk.ctx = ps;
+	if (model__add_sink(&s->model, &sk)) {
+		err("too many model sinks for Python call sites");
+		pycode__free(ps->pc);
+		free(ps);
+		return -E2BIG;
+	}
+	s->model.call_py = call_py;
+	s->model.call_py_ctx = ps;
+	*state = ps;
+	return 0;
+}
+
+static int py_prepare(struct session *s, void *state)
+{
+	(void)state;
+	s->skel->rodata->py_mode = s->o->python;
+	return 0;
+}
+
+static int py_start(struct session *s, void *state)
+{
+	struct pysrc *ps = state;
+
+	ps->fd_procs = bpf_map__fd(s->skel->maps.py_procs);
+	ps->fd_codes = bpf_map__fd(s->skel->maps.py_codes);
+	ps->fd_stat = bpf_map__fd(s->skel->maps.py_stat);
+	return 0;
+}
+
+/* Sums the per-CPU counts of the BPF readers. */
+static void read_stats(struct pysrc *ps)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *vals;
+
+	if (ncpu <= 0 || !(vals = calloc(ncpu, sizeof(*vals))))
+		return;
+	for (uint32_t k = 0; k < PYS__COUNT; k++) {
+		if (bpf_map_lookup_elem(ps->fd_stat, &k, vals))
+			continue;
+		ps->stat[k] = 0;
+		for (int c = 0; c < ncpu; c++)
+			ps->stat[k] += vals[c];
+	}
+	free(vals);
+}
+
+static int cmp_time(const void *a, const void *b)
+{
+	const struct site *x = *(const struct site *const *)a, *y = *(const struct site *const *)b;
+
+	return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : strcmp(x->text, y->text);
+}
+
+static int cmp_launches(const void *a, const void *b)
+{
+	const struct site *x = *(const struct site *const *)a, *y = *(const struct site *const *)b;
+
+	return x->launches < y->launches ? 1 : x->launches > y->launches ? -1 :
+									  cmp_time(a, b);
+}
+
+static void print_rows(FILE *f, struct site **rows, size_t n, uint64_t total, bool launches)
+{
+	fprintf(f, " %8s %16s %10s %10s  %s\n", "Time (%)", "Total Time (ns)", "Calls",
+		"Launches", "Call site (file:line function)");
+	for (size_t i = 0; i < n && i < TOP_SITES; i++) {
+		if (launches && !rows[i]->launches)
+			break;
+		fprintf(f, " %8.1f %16" PRIu64 " %10" PRIu64 " %10" PRIu64 "  %s\n",
+			total ? 100.0 * rows[i]->ns / total : 0.0, rows[i]->ns, rows[i]->calls,
+			rows[i]->launches, rows[i]->text);
+	}
+}
+
+static const char *const stat_names[PYS__COUNT] = {
+	[PYS_READ_TSTATE] = "thread state unreadable",
+	[PYS_READ_FRAME] = "frame unreadable",
+	[PYS_BUSY] = "scratch busy (preempted probe)",
+	[PYS_RING_FULL] = "ring full",
+};
+
+static void py_print(const void *ctx, const uint64_t *drops, FILE *f)
+{
+	const struct pysrc *ps = ctx;
+	struct site **rows = NULL;
+	uint64_t v, total = 0;
+	size_t n = 0;
+	bool any = false;
+
+	(void)drops;
+	fprintf(f, "\n** Python call sites (--python %s):\n\n",
+		ps->mode == PY_MODE_STACK ? "stack" : "leaf");
+	for (size_t it = 0; hmap__next(&ps->procs, &it, NULL, &v);) {
+		const struct pyp *p = (void *)(uintptr_t)v;
+
+		if (p->state == PYP_OK || p->why[0]) {
+			any = true;
+			if (p->state == PYP_OK)
+				fprintf(f, "   pid %u: Python %s (%s%s): %" PRIu64 " frame records\n",
+					p->pid, p->info.version, p->info.path,
+					p->info.shared ? "" : ", static", p->records);
+			else
+				fprintf(f, "   pid %u: no Python frames: %s\n", p->pid, p->why);
+		}
+	}
+	if (!any)
+		fprintf(f, "   no target ran CPython\n");
+	if (ps->sites.count && (rows = malloc(ps->sites.count * sizeof(*rows)))) {
+		for (size_t it = 0; hmap__next(&ps->sites, &it, NULL, &v);) {
+			struct site *st = (void *)(uintptr_t)v;
+
+			if (st->calls) {
+				rows[n++] = st;
+				total += st->ns;
+			}
+		}
+	}
+	if (n) {
+		fprintf(f, "\n   Top call sites by API time (outermost API calls):\n");
+		qsort(rows, n, sizeof(*rows), cmp_time);
+		print_rows(f, rows, n, total, false);
+		qsort(rows, n, sizeof(*rows), cmp_launches);
+		if (rows[0]->launches) {
+			fprintf(f, "\n   Top call sites by launches:\n");
+			print_rows(f, rows, n, total, true);
+		}
+	}
+	free(rows);
+	if (ps->unresolved || ps->orphans)
+		fprintf(f, "   frames not resolved: %" PRIu64 "; frame records without their call: %"
+			   PRIu64 "\n", ps->unresolved, ps->orphans);
+	for (int k = 0; k < PYS__COUNT; k++)
+		if (stat_names[k] && ps->stat[k])
+			fprintf(f, "   frames not read: %" PRIu64 " (%s)\n", ps->stat[k], stat_names[k]);
+	if (ps->stat[PYS_TRUNCATED])
+		fprintf(f, "   stacks cut at %d frames: %" PRIu64 "\n", PY_FRAMES_MAX,
+			ps->stat[PYS_TRUNCATED]);
+}
+
+static void py_finish(struct session *s, void *state, struct capture_info *ci)
+{
+	struct pysrc *ps = state;
+
+	(void)s;
+	read_stats(ps);
+	dbg("python: %" PRIu64 " records, %" PRIu64 " sent, %" PRIu64 " thread-state walks, %" PRIu64
+	    " without thread state, %" PRIu64 " without frame, %" PRIu64 " unreadable thread "
+	    "states, %" PRIu64 " unreadable frames", ps->records, ps->stat[PYS_FRAMES],
+	    ps->stat[PYS_TSTATE_WALKS], ps->stat[PYS_NO_TSTATE], ps->stat[PYS_NO_FRAME],
+	    ps->stat[PYS_READ_TSTATE], ps->stat[PYS_READ_FRAME]);
+	summary__add_section(ci, py_print, ps);
+}
+
+static void py_fini(struct session *s, void *state)
+{
+	struct pysrc *ps = state;
+	uint64_t v;
+
+	if (!ps)
+		return;
+	if (s->model.call_py_ctx == ps) {
+		s->model.call_py = NULL;
+		s->model.call_py_ctx = NULL;
+	}
+	for (size_t it = 0; hmap__next(&ps->procs, &it, NULL, &v);) {
+		struct pyp *p = (void *)(uintptr_t)v;
+
+		hmap__free(&p->codes);
+		free(p);
+	}
+	for (size_t it = 0; hmap__next(&ps->pend, &it, NULL, &v);)
+		free((void *)(uintptr_t)v);
+	for (size_t it = 0; hmap__next(&ps->sites, &it, NULL, &v);) {
+		free((void *)(uintptr_t)v);
+	}
+	hmap__free(&ps->procs);
+	hmap__free(&ps->pend);
+	hmap__free(&ps->sites);
+	hmap__free(&ps->frames);
+	pycode__free(ps->pc);
+	free(ps);
+}
+
+const struct source src_python = {
+	.name = "python",
+	.types = { REC_PY_FRAMES },
+	.wanted = py_wanted,
+	.init = py_init,
+	.prepare = py_prepare,
+	.start = py_start,
+	.record = py_rec,
+	.proc = py_proc,
+	.tick = py_tick,
+	.finish = py_finish,
+	.fini = py_fini,
+};
