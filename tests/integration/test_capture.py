@@ -187,9 +187,9 @@ def test_nvtx_schedule_skip_first_and_one_cycle():
     eq(r.rc, 0, "exit (stderr %r)" % r.stderr[-600:])
     m = r.manifest()
     eq(sorted(f for f in os.listdir(d) if f.endswith(".perfetto-trace")),
-       ["skip-1.perfetto-trace"], "one cycle, one file")
+       ["skip.perfetto-trace"], "one cycle, one file, named as -o says")
     check("capture windows done: stopping" in r.stderr, "cgbpf ended after the cycle")
-    t = load_checked(os.path.join(d, "skip-1.perfetto-trace"))
+    t = load_checked(os.path.join(d, "skip.perfetto-trace"))
     # Steps 0..4 skipped, 5 waits, 6 and 7 are active.
     eq(launches(t), ["k_step"] * step_launches(m, [6, 7]), "the launches of steps 6 and 7")
 
