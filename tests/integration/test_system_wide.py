@@ -167,7 +167,9 @@ def test_filters_comm_and_container():
     os.makedirs(cg)
     mc, mo = os.path.join(d, "in.json"), os.path.join(d, "out.json")
     try:
-        bg = Bg(["-a", "--cgroup", cid[:12]] + FLAGS, tmp=d, gate=True)
+        # A folder of its own: the first capture's trace is there, and
+        # cgbpf does not overwrite a file without --force.
+        bg = Bg(["-a", "--cgroup", cid[:12]] + FLAGS, tmp=tmpdir(), gate=True)
         bg.wait_msg("system-wide capture running")
         inside = start(["sh", "-c", "echo $$ > %s/cgroup.procs && exec %s" % (cg, wl("mt"))],
                        env=env_with(CGBPF_MANIFEST=mc, CGBPF_CHILD_GATE=bg.gate))
