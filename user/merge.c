@@ -174,79 +174,6 @@ truncated:
 	return -EINVAL;
 }
 
-/* One field of a message in memory. */
-struct field {
-	uint32_t id;
-	int wt;
-	uint64_t v;		/* VARINT, FIXED64, FIXED32 value */
-	const uint8_t *data;	/* LEN payload */
-	size_t len;
-	const uint8_t *start;	/* the whole field, tag included */
-	size_t size;
-};
-
-static bool get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	uint64_t r = 0;
-
-	for (int shift = 0; shift < 64 && *p < end; shift += 7) {
-		uint8_t c = *(*p)++;
-
-		r |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80)) {
-			*v = r;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* 1 with f filled, 0 at the end, -EINVAL on malformed input. */
-static int next_field(const uint8_t **p, const uint8_t *end, struct field *f)
-{
-	uint64_t tag, n;
-
-	if (*p == end)
-		return 0;
-	f->start = *p;
-	f->data = NULL;
-	f->len = 0;
-	if (!get_varint(p, end, &tag) || !(tag >> 3) || tag >> 32)
-		return -EINVAL;
-	f->id = tag >> 3;
-	f->wt = tag & 7;
-	switch (f->wt) {
-	case PB_WIRE_VARINT:
-		if (!get_varint(p, end, &f->v))
-			return -EINVAL;
-		break;
-	case PB_WIRE_FIXED64:
-		if (end - *p < 8)
-			return -EINVAL;
-		memcpy(&f->v, *p, 8);
-		*p += 8;
-		break;
-	case PB_WIRE_FIXED32:
-		if (end - *p < 4)
-			return -EINVAL;
-		f->v = 0;
-		memcpy(&f->v, *p, 4);
-		*p += 4;
-		break;
-	case PB_WIRE_LEN:
-		if (!get_varint(p, end, &n) || n > (uint64_t)(end - *p))
-			return -EINVAL;
-		f->data = *p;
-		f->len = n;
-		*p += n;
-		break;
-	default:
-		return -EINVAL;
-	}
-	f->size = *p - f->start;
-	return 1;
-}
-
 /* Track uuids of machine m > 0: a bijective mix, so distinct uuids stay
  * distinct and one machine's never meet another's but by chance (2^-64). */
 static uint64_t remap_uuid(uint32_t m, uint64_t uuid)
@@ -298,7 +225,7 @@ static bool is_flow_field(enum kind k, uint32_t id)
 
 /* A flow id field, each id remapped, in the field's own encoding (packed
  * ones written unpacked, which every reader takes). */
-static int rewrite_flow(struct merge *mg, const struct field *f)
+static int rewrite_flow(struct merge *mg, const struct pb_field *f)
 {
 	/* A varint field has no data (NULL): no arithmetic on it. */
 	const uint8_t *q = f->data, *qe = f->data ? f->data + f->len : NULL;
@@ -322,7 +249,7 @@ static int rewrite_flow(struct merge *mg, const struct field *f)
 			return 0;
 		}
 		while (q < qe) {
-			if (!get_varint(&q, qe, &v))
+			if (!pb__get_varint(&q, qe, &v))
 				return -EINVAL;
 			pb__varint(&mg->out, f->id, remap_flow(mg->machine, v));
 		}
@@ -336,14 +263,14 @@ static int rewrite(struct merge *mg, const uint8_t *p, size_t n, enum kind k, bo
 
 /* compressed_packets of a remote machine: inflated, each inner packet
  * rewritten, deflated again. */
-static int rewrite_compressed(struct merge *mg, const struct field *f)
+static int rewrite_compressed(struct merge *mg, const struct pb_field *f)
 {
 	z_stream zs = { 0 };
 	struct pb inner;
 	size_t have = 0;
 	int zr, err = 0;
 	const uint8_t *p, *end;
-	struct field pf;
+	struct pb_field pf;
 	uLongf zlen;
 
 	/* 32 + MAX_WBITS: zlib or gzip framing, whichever the writer used. */
@@ -377,7 +304,7 @@ static int rewrite_compressed(struct merge *mg, const struct field *f)
 	pb__init(&mg->out);
 	p = mg->zbuf;
 	end = mg->zbuf + have;
-	while (!err && (err = next_field(&p, end, &pf)) == 1) {
+	while (!err && (err = pb__next_field(&p, end, &pf)) == 1) {
 		if (pf.id != TRACE_PACKET || pf.wt != PB_WIRE_LEN) {
 			err = -EINVAL;
 			break;
@@ -416,10 +343,10 @@ static int rewrite_compressed(struct merge *mg, const struct field *f)
 static int rewrite(struct merge *mg, const uint8_t *p, size_t n, enum kind k, bool inner)
 {
 	const uint8_t *end = p + n;
-	struct field f;
+	struct pb_field f;
 	int r, err;
 
-	while ((r = next_field(&p, end, &f)) == 1) {
+	while ((r = pb__next_field(&p, end, &f)) == 1) {
 		if (is_uuid_field(k, f.id)) {
 			if (f.wt == PB_WIRE_VARINT) {
 				pb__varint(&mg->out, f.id, remap_uuid(mg->machine, f.v));
@@ -430,7 +357,7 @@ static int rewrite(struct merge *mg, const uint8_t *p, size_t n, enum kind k, bo
 				uint64_t v;
 
 				while (q < qe) {
-					if (!get_varint(&q, qe, &v))
+					if (!pb__get_varint(&q, qe, &v))
 						return -EINVAL;
 					pb__varint(&mg->out, f.id, remap_uuid(mg->machine, v));
 				}
@@ -503,17 +430,17 @@ static bool snapshot_clocks(const uint8_t *p, size_t n, uint64_t *boot, uint64_t
 {
 	const uint8_t *end = p + n;
 	bool hb = false, hr = false;
-	struct field f;
+	struct pb_field f;
 
-	while (next_field(&p, end, &f) == 1) {
+	while (pb__next_field(&p, end, &f) == 1) {
 		const uint8_t *q = f.data, *qe;
-		struct field c;
+		struct pb_field c;
 		uint64_t id = 0, ts = 0;
 
 		if (f.id != CS_CLOCKS || f.wt != PB_WIRE_LEN)
 			continue;
 		qe = q + f.len;
-		while (next_field(&q, qe, &c) == 1) {
+		while (pb__next_field(&q, qe, &c) == 1) {
 			if (c.id == CLOCK_ID && c.wt == PB_WIRE_VARINT)
 				id = c.v;
 			else if (c.id == CLOCK_TS && c.wt == PB_WIRE_VARINT)
@@ -534,16 +461,16 @@ static bool snapshot_clocks(const uint8_t *p, size_t n, uint64_t *boot, uint64_t
 static bool attributes_are_cgbpf(const uint8_t *p, size_t n)
 {
 	const uint8_t *end = p + n;
-	struct field f, a;
+	struct pb_field f, a;
 
-	while (next_field(&p, end, &f) == 1) {
+	while (pb__next_field(&p, end, &f) == 1) {
 		const uint8_t *q, *qe;
 
 		if (f.id != ATTR || f.wt != PB_WIRE_LEN)
 			continue;
 		q = f.data;
 		qe = f.data + f.len;
-		while (next_field(&q, qe, &a) == 1)
+		while (pb__next_field(&q, qe, &a) == 1)
 			if (a.id == ATTR_KEY && a.wt == PB_WIRE_LEN && a.len > 6 &&
 			    !memcmp(a.data, "cgbpf.", 6))
 				return true;
@@ -563,10 +490,10 @@ static int probe_input(struct input *in, uint64_t *boot, uint64_t *real)
 
 	for (i = 0; (r = next_packet(in, &len)) == 1 && !(cgbpf && clocks); i++) {
 		const uint8_t *p = in->buf, *end = in->buf + len;
-		struct field f;
+		struct pb_field f;
 		int fr;
 
-		while ((fr = next_field(&p, end, &f)) == 1) {
+		while ((fr = pb__next_field(&p, end, &f)) == 1) {
 			if (f.wt != PB_WIRE_LEN)
 				continue;
 			if (f.id == PKT_TRACE_ATTRIBUTES && attributes_are_cgbpf(f.data, f.len))

@@ -266,4 +266,81 @@ static inline void pb__end(struct pb *pb)
 		pb__end_long(pb, slot, plen);
 }
 
+/* Reading. One field of a message in memory, as pb__next_field found it. */
+struct pb_field {
+	uint32_t id;
+	int wt;			/* enum pb_wire */
+	uint64_t v;		/* VARINT, FIXED64, FIXED32 value */
+	const uint8_t *data;	/* LEN payload */
+	size_t len;
+	const uint8_t *start;	/* the whole field, tag included */
+	size_t size;
+};
+
+/* Reads a varint at *p (before end) into *v and moves *p past it; false
+ * if it runs past end or over 10 bytes. */
+static inline bool pb__get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+		uint8_t c = *(*p)++;
+
+		x |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80)) {
+			*v = x;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The field at *p (before end), *p moved past it: 1 with f filled, 0 at
+ * the end, -EINVAL on malformed input (a zero or over-32-bit field
+ * number, an unknown wire type, a length past end). */
+static inline int pb__next_field(const uint8_t **p, const uint8_t *end, struct pb_field *f)
+{
+	uint64_t tag, n;
+
+	if (*p >= end)
+		return 0;
+	f->start = *p;
+	f->data = NULL;
+	f->len = 0;
+	if (!pb__get_varint(p, end, &tag) || !(tag >> 3) || tag >> 32)
+		return -EINVAL;
+	f->id = tag >> 3;
+	f->wt = tag & 7;
+	switch (f->wt) {
+	case PB_WIRE_VARINT:
+		if (!pb__get_varint(p, end, &f->v))
+			return -EINVAL;
+		break;
+	case PB_WIRE_FIXED64:
+		if (end - *p < 8)
+			return -EINVAL;
+		memcpy(&f->v, *p, 8);
+		*p += 8;
+		break;
+	case PB_WIRE_FIXED32:
+		if (end - *p < 4)
+			return -EINVAL;
+		f->v = 0;
+		memcpy(&f->v, *p, 4);
+		*p += 4;
+		break;
+	case PB_WIRE_LEN:
+		if (!pb__get_varint(p, end, &n) || n > (uint64_t)(end - *p))
+			return -EINVAL;
+		f->data = *p;
+		f->len = n;
+		*p += n;
+		break;
+	default:
+		return -EINVAL;
+	}
+	f->size = *p - f->start;
+	return 1;
+}
+
 #endif /* CGBPF_PB_H */

@@ -20,6 +20,7 @@
 #include <zlib.h>
 #include "hmap.h"
 #include "log.h"
+#include "pb.h"
 #include "tread.h"
 
 /* Field numbers from perfetto_trace.proto. */
@@ -118,7 +119,6 @@ enum {
 	UTS_MACHINE = 4,
 };
 
-enum { WT_VARINT = 0, WT_FIXED64 = 1, WT_LEN = 2, WT_FIXED32 = 5 };
 enum { SEQ_STATE_CLEARED = 1, SEQ_NEEDS_STATE = 2 };
 enum { CLOCK_BOOTTIME = 6, CLOCK_SEQ_FIRST = 64, CLOCK_SEQ_LAST = 127 };
 enum { FLOW_IN = 1, FLOW_OUT = 2, FLOW_INOUT = 3 };
@@ -133,14 +133,6 @@ enum intern_kind { IK_CATEGORY, IK_EVENT, IK_ANNOT_NAME, IK_STRING };
 #define MAX_FRAMES 256
 #define DENSE_MAX (1u << 16)		/* iids below: an array per kind */
 #define PAGE 4096
-
-struct field {
-	uint32_t id;
-	int wt;
-	uint64_t v;
-	const uint8_t *data;
-	size_t len;
-};
 
 struct seq_clock {
 	uint32_t id;
@@ -228,72 +220,12 @@ static int fail(struct reader *r, const char *fmt, ...)
 	return -EINVAL;
 }
 
-static bool get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	uint64_t x = 0;
-
-	for (int shift = 0; shift < 64 && *p < end; shift += 7) {
-		uint8_t c = *(*p)++;
-
-		x |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80)) {
-			*v = x;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* 1 with f filled, 0 at the end, -EINVAL on malformed input. */
-static int next_field(const uint8_t **p, const uint8_t *end, struct field *f)
-{
-	uint64_t tag, n;
-
-	if (*p >= end)
-		return 0;
-	if (!get_varint(p, end, &tag) || !(tag >> 3) || tag >> 32)
-		return -EINVAL;
-	f->id = tag >> 3;
-	f->wt = tag & 7;
-	f->data = NULL;
-	f->len = 0;
-	switch (f->wt) {
-	case WT_VARINT:
-		if (!get_varint(p, end, &f->v))
-			return -EINVAL;
-		break;
-	case WT_FIXED64:
-		if (end - *p < 8)
-			return -EINVAL;
-		memcpy(&f->v, *p, 8);
-		*p += 8;
-		break;
-	case WT_FIXED32:
-		if (end - *p < 4)
-			return -EINVAL;
-		f->v = 0;
-		memcpy(&f->v, *p, 4);
-		*p += 4;
-		break;
-	case WT_LEN:
-		if (!get_varint(p, end, &n) || n > (uint64_t)(end - *p))
-			return -EINVAL;
-		f->data = *p;
-		f->len = n;
-		*p += n;
-		break;
-	default:
-		return -EINVAL;
-	}
-	return 1;
-}
-
 /* Iterates the fields of a message; rc < 0 after a malformed one. */
 #define FOR_FIELDS(f, data, len, rc)                                                         \
 	for (const uint8_t *p_ = ((rc) = 0, (data)), *e_ = p_ ? p_ + (len) : NULL;           \
-	     p_ && ((rc) = next_field(&p_, e_, &(f))) > 0;)
+	     p_ && ((rc) = pb__next_field(&p_, e_, &(f))) > 0;)
 
-static int need_wt(struct reader *r, const struct field *f, int wt, const char *what)
+static int need_wt(struct reader *r, const struct pb_field *f, int wt, const char *what)
 {
 	if (f->wt == wt)
 		return 0;
@@ -302,7 +234,7 @@ static int need_wt(struct reader *r, const struct field *f, int wt, const char *
 
 /* A NUL-terminated copy of a LEN field's bytes in the packet's scratch
  * (sized at the packet's start so that it never moves while in use). */
-static const char *str(struct reader *r, const struct field *f)
+static const char *str(struct reader *r, const struct pb_field *f)
 {
 	char *s;
 
@@ -371,18 +303,18 @@ static struct seq *seq_get(struct reader *r, uint32_t machine, uint32_t id)
 	return s;
 }
 
-static int intern_add(struct reader *r, struct seq *s, enum intern_kind k, const struct field *f)
+static int intern_add(struct reader *r, struct seq *s, enum intern_kind k, const struct pb_field *f)
 {
 	const uint8_t *text = NULL;
 	size_t len = 0, need;
 	uint64_t iid = 0;
-	struct field g;
+	struct pb_field g;
 	int rc;
 
 	FOR_FIELDS(g, f->data, f->len, rc) {
-		if (g.id == INTERNED_IID && g.wt == WT_VARINT)
+		if (g.id == INTERNED_IID && g.wt == PB_WIRE_VARINT)
 			iid = g.v;
-		else if (g.id == INTERNED_STR && g.wt == WT_LEN)
+		else if (g.id == INTERNED_STR && g.wt == PB_WIRE_LEN)
 			text = g.data, len = g.len;
 	}
 	if (rc < 0)
@@ -432,9 +364,9 @@ static int intern_add(struct reader *r, struct seq *s, enum intern_kind k, const
 	return 0;
 }
 
-static int interned(struct reader *r, struct seq *s, const struct field *f)
+static int interned(struct reader *r, struct seq *s, const struct pb_field *f)
 {
-	struct field g;
+	struct pb_field g;
 	int rc, err;
 
 	FOR_FIELDS(g, f->data, f->len, rc) {
@@ -456,7 +388,7 @@ static int interned(struct reader *r, struct seq *s, const struct field *f)
 		default:
 			continue;	/* frames, mappings ...: not resolved here */
 		}
-		if ((err = need_wt(r, &g, WT_LEN, "InternedData")))
+		if ((err = need_wt(r, &g, PB_WIRE_LEN, "InternedData")))
 			return err;
 		if ((err = intern_add(r, s, k, &g)))
 			return err;
@@ -484,17 +416,17 @@ static int lookup(struct reader *r, struct seq *s, enum intern_kind k, uint64_t 
 	return 0;
 }
 
-static int defaults(struct reader *r, struct seq *s, const struct field *f)
+static int defaults(struct reader *r, struct seq *s, const struct pb_field *f)
 {
-	struct field g, h;
+	struct pb_field g, h;
 	int rc, rc2;
 
 	FOR_FIELDS(g, f->data, f->len, rc) {
-		if (g.id == DEFAULTS_TS_CLOCK_ID && g.wt == WT_VARINT) {
+		if (g.id == DEFAULTS_TS_CLOCK_ID && g.wt == PB_WIRE_VARINT) {
 			s->def_clock = g.v;
-		} else if (g.id == DEFAULTS_TRACK_EVENT && g.wt == WT_LEN) {
+		} else if (g.id == DEFAULTS_TRACK_EVENT && g.wt == PB_WIRE_LEN) {
 			FOR_FIELDS(h, g.data, g.len, rc2) {
-				if (h.id == TE_DEFAULTS_TRACK_UUID && h.wt == WT_VARINT)
+				if (h.id == TE_DEFAULTS_TRACK_UUID && h.wt == PB_WIRE_VARINT)
 					s->def_track = h.v;
 			}
 			if (rc2 < 0)
@@ -522,14 +454,14 @@ static struct machine *machine_get(struct reader *r, uint32_t id)
 }
 
 static int clock_snapshot(struct reader *r, uint32_t machine, struct seq *s,
-			  const struct field *f)
+			  const struct pb_field *f)
 {
 	struct tread_clock global[MAX_GLOBAL_CLOCKS];
 	struct seq_clock local[MAX_SEQ_CLOCKS];
 	int ng = 0, nl = 0, rc, rc2;
 	bool have_boot = false;
 	uint64_t boot = 0;
-	struct field g, h;
+	struct pb_field g, h;
 
 	FOR_FIELDS(g, f->data, f->len, rc) {
 		uint64_t id = 0, ts = 0;
@@ -537,14 +469,14 @@ static int clock_snapshot(struct reader *r, uint32_t machine, struct seq *s,
 
 		if (g.id != CS_CLOCKS)
 			continue;
-		if (g.wt != WT_LEN)
+		if (g.wt != PB_WIRE_LEN)
 			return fail(r, "ClockSnapshot.clocks is not a message");
 		FOR_FIELDS(h, g.data, g.len, rc2) {
-			if (h.id == CLOCK_ID && h.wt == WT_VARINT)
+			if (h.id == CLOCK_ID && h.wt == PB_WIRE_VARINT)
 				id = h.v;
-			else if (h.id == CLOCK_TS && h.wt == WT_VARINT)
+			else if (h.id == CLOCK_TS && h.wt == PB_WIRE_VARINT)
 				ts = h.v, has_ts = true;
-			else if (h.id == CLOCK_INCREMENTAL && h.wt == WT_VARINT)
+			else if (h.id == CLOCK_INCREMENTAL && h.wt == PB_WIRE_VARINT)
 				incr = h.v;
 		}
 		if (rc2 < 0)
@@ -638,13 +570,13 @@ static int resolve_ts(struct reader *r, uint32_t machine, struct seq *s, uint32_
 
 /* ------------------------------------------------------------ tracks */
 
-static int track_desc(struct reader *r, uint32_t machine, uint64_t ts, const struct field *f)
+static int track_desc(struct reader *r, uint32_t machine, uint64_t ts, const struct pb_field *f)
 {
 	struct tread_track t = { .machine = machine, .ts = ts, .name = "", .description = "",
 				 .cmdline = "", .labels = "" };
 	const char *pname = NULL, *tname = NULL, *name = NULL;
 	char *labels = NULL, *cmd = NULL;
-	struct field g, h;
+	struct pb_field g, h;
 	int rc, rc2, err;
 	size_t ll = 0, cl = 0;
 
@@ -653,48 +585,48 @@ static int track_desc(struct reader *r, uint32_t machine, uint64_t ts, const str
 	FOR_FIELDS(g, f->data, f->len, rc) {
 		switch (g.id) {
 		case TD_UUID:
-			if ((err = need_wt(r, &g, WT_VARINT, "TrackDescriptor")))
+			if ((err = need_wt(r, &g, PB_WIRE_VARINT, "TrackDescriptor")))
 				return err;
 			t.uuid = g.v;
 			break;
 		case TD_PARENT:
-			if ((err = need_wt(r, &g, WT_VARINT, "TrackDescriptor")))
+			if ((err = need_wt(r, &g, PB_WIRE_VARINT, "TrackDescriptor")))
 				return err;
 			t.parent = g.v;
 			break;
 		case TD_NAME:
 		case TD_STATIC_NAME:
-			if ((err = need_wt(r, &g, WT_LEN, "TrackDescriptor")))
+			if ((err = need_wt(r, &g, PB_WIRE_LEN, "TrackDescriptor")))
 				return err;
 			name = str(r, &g);
 			break;
 		case TD_DESCRIPTION:
-			if ((err = need_wt(r, &g, WT_LEN, "TrackDescriptor")))
+			if ((err = need_wt(r, &g, PB_WIRE_LEN, "TrackDescriptor")))
 				return err;
 			t.description = str(r, &g);
 			break;
 		case TD_COUNTER:
-			if ((err = need_wt(r, &g, WT_LEN, "TrackDescriptor")))
+			if ((err = need_wt(r, &g, PB_WIRE_LEN, "TrackDescriptor")))
 				return err;
 			t.kind = TREAD_TRACK_COUNTER;
 			FOR_FIELDS(h, g.data, g.len, rc2) {
-				if (h.id == CD_UNIT && h.wt == WT_VARINT)
+				if (h.id == CD_UNIT && h.wt == PB_WIRE_VARINT)
 					t.unit = h.v;
 			}
 			if (rc2 < 0)
 				return fail(r, "malformed CounterDescriptor");
 			break;
 		case TD_PROCESS:
-			if ((err = need_wt(r, &g, WT_LEN, "TrackDescriptor")))
+			if ((err = need_wt(r, &g, PB_WIRE_LEN, "TrackDescriptor")))
 				return err;
 			t.kind = TREAD_TRACK_PROCESS;
 			FOR_FIELDS(h, g.data, g.len, rc2) {
-				if (h.id == PD_PID && h.wt == WT_VARINT) {
+				if (h.id == PD_PID && h.wt == PB_WIRE_VARINT) {
 					t.pid = (int32_t)h.v;
-				} else if (h.id == PD_NAME && h.wt == WT_LEN) {
+				} else if (h.id == PD_NAME && h.wt == PB_WIRE_LEN) {
 					pname = str(r, &h);
 				} else if ((h.id == PD_CMDLINE || h.id == PD_LABELS) &&
-					   h.wt == WT_LEN) {
+					   h.wt == PB_WIRE_LEN) {
 					char **dst = h.id == PD_CMDLINE ? &cmd : &labels;
 					size_t *dl = h.id == PD_CMDLINE ? &cl : &ll;
 					const char *part = str(r, &h);
@@ -713,15 +645,15 @@ static int track_desc(struct reader *r, uint32_t machine, uint64_t ts, const str
 				return fail(r, "malformed ProcessDescriptor");
 			break;
 		case TD_THREAD:
-			if ((err = need_wt(r, &g, WT_LEN, "TrackDescriptor")))
+			if ((err = need_wt(r, &g, PB_WIRE_LEN, "TrackDescriptor")))
 				return err;
 			t.kind = TREAD_TRACK_THREAD;
 			FOR_FIELDS(h, g.data, g.len, rc2) {
-				if (h.id == THD_PID && h.wt == WT_VARINT)
+				if (h.id == THD_PID && h.wt == PB_WIRE_VARINT)
 					t.pid = (int32_t)h.v;
-				else if (h.id == THD_TID && h.wt == WT_VARINT)
+				else if (h.id == THD_TID && h.wt == PB_WIRE_VARINT)
 					t.tid = (int32_t)h.v;
-				else if (h.id == THD_NAME && h.wt == WT_LEN)
+				else if (h.id == THD_NAME && h.wt == PB_WIRE_LEN)
 					tname = str(r, &h);
 			}
 			if (rc2 < 0)
@@ -886,17 +818,17 @@ static int slice_end(struct reader *r, struct stack *st, const struct tread_even
 }
 
 /* Adds a flow id (varint, fixed64 or packed) to ids. */
-static int flows(struct reader *r, const struct field *f, bool fixed, uint64_t *ids, int *n)
+static int flows(struct reader *r, const struct pb_field *f, bool fixed, uint64_t *ids, int *n)
 {
 	const uint8_t *q = f->data, *qe = f->data ? f->data + f->len : NULL;
 	uint64_t v;
 
-	if (f->wt == WT_VARINT || f->wt == WT_FIXED64) {
+	if (f->wt == PB_WIRE_VARINT || f->wt == PB_WIRE_FIXED64) {
 		if (*n < TREAD_MAX_FLOWS)
 			ids[(*n)++] = f->v;
 		return 0;
 	}
-	if (f->wt != WT_LEN)
+	if (f->wt != PB_WIRE_LEN)
 		return fail(r, "flow id field %" PRIu32 " has wire type %d", f->id, f->wt);
 	while (q < qe) {
 		if (fixed) {
@@ -904,7 +836,7 @@ static int flows(struct reader *r, const struct field *f, bool fixed, uint64_t *
 				return fail(r, "packed fixed64 flow ids of %zu bytes", f->len);
 			memcpy(&v, q, 8);
 			q += 8;
-		} else if (!get_varint(&q, qe, &v)) {
+		} else if (!pb__get_varint(&q, qe, &v)) {
 			return fail(r, "malformed packed flow ids");
 		}
 		if (*n < TREAD_MAX_FLOWS)
@@ -913,9 +845,9 @@ static int flows(struct reader *r, const struct field *f, bool fixed, uint64_t *
 	return 0;
 }
 
-static int annotation(struct reader *r, struct seq *s, const struct field *f, struct tread_arg *a)
+static int annotation(struct reader *r, struct seq *s, const struct pb_field *f, struct tread_arg *a)
 {
-	struct field g;
+	struct pb_field g;
 	int rc, err;
 	bool named = false;
 
@@ -925,13 +857,13 @@ static int annotation(struct reader *r, struct seq *s, const struct field *f, st
 	FOR_FIELDS(g, f->data, f->len, rc) {
 		switch (g.id) {
 		case DA_NAME_IID:
-			if ((err = need_wt(r, &g, WT_VARINT, "DebugAnnotation")) ||
+			if ((err = need_wt(r, &g, PB_WIRE_VARINT, "DebugAnnotation")) ||
 			    (err = lookup(r, s, IK_ANNOT_NAME, g.v, &a->name)))
 				return err;
 			named = true;
 			break;
 		case DA_NAME:
-			if ((err = need_wt(r, &g, WT_LEN, "DebugAnnotation")))
+			if ((err = need_wt(r, &g, PB_WIRE_LEN, "DebugAnnotation")))
 				return err;
 			a->name = str(r, &g);
 			named = true;
@@ -953,19 +885,19 @@ static int annotation(struct reader *r, struct seq *s, const struct field *f, st
 			a->u = g.v;
 			break;
 		case DA_DOUBLE:
-			if ((err = need_wt(r, &g, WT_FIXED64, "DebugAnnotation")))
+			if ((err = need_wt(r, &g, PB_WIRE_FIXED64, "DebugAnnotation")))
 				return err;
 			a->type = TREAD_A_DOUBLE;
 			memcpy(&a->d, &g.v, sizeof(a->d));
 			break;
 		case DA_STRING:
-			if ((err = need_wt(r, &g, WT_LEN, "DebugAnnotation")))
+			if ((err = need_wt(r, &g, PB_WIRE_LEN, "DebugAnnotation")))
 				return err;
 			a->type = TREAD_A_STR;
 			a->s = str(r, &g);
 			break;
 		case DA_STRING_IID:
-			if ((err = need_wt(r, &g, WT_VARINT, "DebugAnnotation")) ||
+			if ((err = need_wt(r, &g, PB_WIRE_VARINT, "DebugAnnotation")) ||
 			    (err = lookup(r, s, IK_STRING, g.v, &a->s)))
 				return err;
 			a->type = TREAD_A_STR;
@@ -974,7 +906,7 @@ static int annotation(struct reader *r, struct seq *s, const struct field *f, st
 			break;	/* nested, JSON, proto values: TREAD_A_OTHER */
 		}
 		if (g.id >= DA_BOOL && g.id <= DA_POINTER && g.id != DA_STRING && g.id != DA_DOUBLE &&
-		    g.wt != WT_VARINT)
+		    g.wt != PB_WIRE_VARINT)
 			return fail(r, "DebugAnnotation: field %" PRIu32 " has wire type %d", g.id,
 				    g.wt);
 	}
@@ -986,53 +918,53 @@ static int annotation(struct reader *r, struct seq *s, const struct field *f, st
 }
 
 static int track_event(struct reader *r, uint32_t machine, uint32_t seq_id, struct seq *s,
-		       bool has_ts, uint64_t ts, const struct field *f)
+		       bool has_ts, uint64_t ts, const struct pb_field *f)
 {
 	struct tread_arg args[TREAD_MAX_ARGS];
 	const char *frames[MAX_FRAMES];
 	struct tread_event e = { .machine = machine, .seq = seq_id, .ts = ts, .name = "",
 				 .category = "", .args = args, .frames = frames };
 	bool has_track = false, has_cat = false;
-	struct field g, h, k;
+	struct pb_field g, h, k;
 	int rc, rc2, rc3, err;
 	uint64_t type = 0;
 
 	FOR_FIELDS(g, f->data, f->len, rc) {
 		switch (g.id) {
 		case TE_TYPE:
-			if ((err = need_wt(r, &g, WT_VARINT, "TrackEvent")))
+			if ((err = need_wt(r, &g, PB_WIRE_VARINT, "TrackEvent")))
 				return err;
 			type = g.v;
 			break;
 		case TE_TRACK_UUID:
-			if ((err = need_wt(r, &g, WT_VARINT, "TrackEvent")))
+			if ((err = need_wt(r, &g, PB_WIRE_VARINT, "TrackEvent")))
 				return err;
 			e.track = g.v;
 			has_track = true;
 			break;
 		case TE_NAME_IID:
-			if ((err = need_wt(r, &g, WT_VARINT, "TrackEvent")) ||
+			if ((err = need_wt(r, &g, PB_WIRE_VARINT, "TrackEvent")) ||
 			    (err = lookup(r, s, IK_EVENT, g.v, &e.name)))
 				return err;
 			break;
 		case TE_NAME:
-			if ((err = need_wt(r, &g, WT_LEN, "TrackEvent")))
+			if ((err = need_wt(r, &g, PB_WIRE_LEN, "TrackEvent")))
 				return err;
 			e.name = str(r, &g);
 			break;
 		case TE_CATEGORY_IIDS:
 			if (has_cat)
 				break;	/* the first category is the one kept */
-			if (g.wt == WT_LEN) {
+			if (g.wt == PB_WIRE_LEN) {
 				const uint8_t *q = g.data;
 				uint64_t iid;
 
 				if (!g.len)
 					break;
-				if (!get_varint(&q, g.data + g.len, &iid))
+				if (!pb__get_varint(&q, g.data + g.len, &iid))
 					return fail(r, "malformed packed category iids");
 				g.v = iid;
-			} else if ((err = need_wt(r, &g, WT_VARINT, "TrackEvent"))) {
+			} else if ((err = need_wt(r, &g, PB_WIRE_VARINT, "TrackEvent"))) {
 				return err;
 			}
 			if ((err = lookup(r, s, IK_CATEGORY, g.v, &e.category)))
@@ -1040,14 +972,14 @@ static int track_event(struct reader *r, uint32_t machine, uint32_t seq_id, stru
 			has_cat = true;
 			break;
 		case TE_CATEGORIES:
-			if ((err = need_wt(r, &g, WT_LEN, "TrackEvent")))
+			if ((err = need_wt(r, &g, PB_WIRE_LEN, "TrackEvent")))
 				return err;
 			if (!has_cat)
 				e.category = str(r, &g);
 			has_cat = true;
 			break;
 		case TE_ANNOT:
-			if ((err = need_wt(r, &g, WT_LEN, "TrackEvent")))
+			if ((err = need_wt(r, &g, PB_WIRE_LEN, "TrackEvent")))
 				return err;
 			if (e.nargs == TREAD_MAX_ARGS) {
 				r->st->dropped_args++;
@@ -1058,12 +990,12 @@ static int track_event(struct reader *r, uint32_t machine, uint32_t seq_id, stru
 			e.nargs++;
 			break;
 		case TE_COUNTER_VALUE:
-			if ((err = need_wt(r, &g, WT_VARINT, "TrackEvent")))
+			if ((err = need_wt(r, &g, PB_WIRE_VARINT, "TrackEvent")))
 				return err;
 			e.value = (int64_t)g.v;
 			break;
 		case TE_DOUBLE_COUNTER_VALUE:
-			if ((err = need_wt(r, &g, WT_FIXED64, "TrackEvent")))
+			if ((err = need_wt(r, &g, PB_WIRE_FIXED64, "TrackEvent")))
 				return err;
 			memcpy(&e.dvalue, &g.v, sizeof(e.dvalue));
 			e.is_double = true;
@@ -1082,12 +1014,12 @@ static int track_event(struct reader *r, uint32_t machine, uint32_t seq_id, stru
 		case TE_LEGACY_EVENT: {
 			uint64_t bind = 0, dir = 0;
 
-			if ((err = need_wt(r, &g, WT_LEN, "TrackEvent")))
+			if ((err = need_wt(r, &g, PB_WIRE_LEN, "TrackEvent")))
 				return err;
 			FOR_FIELDS(h, g.data, g.len, rc2) {
-				if (h.id == LE_BIND_ID && (h.wt == WT_VARINT || h.wt == WT_FIXED64))
+				if (h.id == LE_BIND_ID && (h.wt == PB_WIRE_VARINT || h.wt == PB_WIRE_FIXED64))
 					bind = h.v;
-				else if (h.id == LE_FLOW_DIRECTION && h.wt == WT_VARINT)
+				else if (h.id == LE_FLOW_DIRECTION && h.wt == PB_WIRE_VARINT)
 					dir = h.v;
 			}
 			if (rc2 < 0)
@@ -1100,13 +1032,13 @@ static int track_event(struct reader *r, uint32_t machine, uint32_t seq_id, stru
 			break;
 		}
 		case TE_CALLSTACK:
-			if ((err = need_wt(r, &g, WT_LEN, "TrackEvent")))
+			if ((err = need_wt(r, &g, PB_WIRE_LEN, "TrackEvent")))
 				return err;
 			FOR_FIELDS(h, g.data, g.len, rc2) {
-				if (h.id != ICS_FRAMES || h.wt != WT_LEN)
+				if (h.id != ICS_FRAMES || h.wt != PB_WIRE_LEN)
 					continue;
 				FOR_FIELDS(k, h.data, h.len, rc3) {
-					if (k.id == ICS_FUNCTION_NAME && k.wt == WT_LEN &&
+					if (k.id == ICS_FUNCTION_NAME && k.wt == PB_WIRE_LEN &&
 					    e.nframes < MAX_FRAMES)
 						frames[e.nframes++] = str(r, &k);
 				}
@@ -1152,27 +1084,27 @@ static int track_event(struct reader *r, uint32_t machine, uint32_t seq_id, stru
 
 /* ------------------------------------------------------------ metadata */
 
-static int attributes(struct reader *r, uint32_t machine, const struct field *f)
+static int attributes(struct reader *r, uint32_t machine, const struct pb_field *f)
 {
-	struct field g, h;
+	struct pb_field g, h;
 	int rc, rc2, err;
 
 	FOR_FIELDS(g, f->data, f->len, rc) {
 		const char *key = NULL, *val = NULL;
 		char num[40];
 
-		if (g.id != TA_ATTRIBUTE || g.wt != WT_LEN)
+		if (g.id != TA_ATTRIBUTE || g.wt != PB_WIRE_LEN)
 			continue;
 		FOR_FIELDS(h, g.data, g.len, rc2) {
-			if (h.id == TA_KEY && h.wt == WT_LEN) {
+			if (h.id == TA_KEY && h.wt == PB_WIRE_LEN) {
 				key = str(r, &h);
-			} else if (h.id == TA_STRING_VALUE && h.wt == WT_LEN) {
+			} else if (h.id == TA_STRING_VALUE && h.wt == PB_WIRE_LEN) {
 				val = str(r, &h);
 			} else if ((h.id == TA_INT_VALUE || h.id == TA_BOOL_VALUE) &&
-				   h.wt == WT_VARINT) {
+				   h.wt == PB_WIRE_VARINT) {
 				snprintf(num, sizeof(num), "%" PRId64, (int64_t)h.v);
 				val = num;
-			} else if (h.id == TA_DOUBLE_VALUE && h.wt == WT_FIXED64) {
+			} else if (h.id == TA_DOUBLE_VALUE && h.wt == PB_WIRE_FIXED64) {
 				double d;
 
 				memcpy(&d, &h.v, sizeof(d));
@@ -1188,25 +1120,25 @@ static int attributes(struct reader *r, uint32_t machine, const struct field *f)
 	return rc < 0 ? fail(r, "malformed TraceAttributes") : 0;
 }
 
-static int system_info(struct reader *r, uint32_t machine, const struct field *f)
+static int system_info(struct reader *r, uint32_t machine, const struct pb_field *f)
 {
 	static const char *const uts[] = { [UTS_SYSNAME] = "system_info.utsname.sysname",
 					   [UTS_VERSION] = "system_info.utsname.version",
 					   [UTS_RELEASE] = "system_info.utsname.release",
 					   [UTS_MACHINE] = "system_info.utsname.machine" };
-	struct field g, h;
+	struct pb_field g, h;
 	int rc, rc2, err;
 
 	if (!r->ops->attr)
 		return 0;
 	FOR_FIELDS(g, f->data, f->len, rc) {
-		if (g.id == SI_MACHINE_NAME && g.wt == WT_LEN) {
+		if (g.id == SI_MACHINE_NAME && g.wt == PB_WIRE_LEN) {
 			if ((err = r->ops->attr(r->ctx, machine, "system_info.machine_name",
 						str(r, &g))))
 				return err;
-		} else if (g.id == SI_UTSNAME && g.wt == WT_LEN) {
+		} else if (g.id == SI_UTSNAME && g.wt == PB_WIRE_LEN) {
 			FOR_FIELDS(h, g.data, g.len, rc2) {
-				if (h.id >= UTS_SYSNAME && h.id <= UTS_MACHINE && h.wt == WT_LEN &&
+				if (h.id >= UTS_SYSNAME && h.id <= UTS_MACHINE && h.wt == PB_WIRE_LEN &&
 				    (err = r->ops->attr(r->ctx, machine, uts[h.id], str(r, &h))))
 					return err;
 			}
@@ -1221,7 +1153,7 @@ static int system_info(struct reader *r, uint32_t machine, const struct field *f
 
 static int packets(struct reader *r, const uint8_t *data, size_t len, uint32_t machine);
 
-static int compressed(struct reader *r, const struct field *f, uint32_t machine)
+static int compressed(struct reader *r, const struct pb_field *f, uint32_t machine)
 {
 	z_stream z = { 0 };
 	int zr, err;
@@ -1276,16 +1208,16 @@ struct pkt {
 	bool has_ts, has_clock, has_seq, has_machine;
 	uint64_t ts;
 	uint32_t clock, seq, machine, flags;
-	const struct field *defaults, *snapshot;
-	struct field body[4];	/* payloads, in file order */
+	const struct pb_field *defaults, *snapshot;
+	struct pb_field body[4];	/* payloads, in file order */
 	int nbody;
-	struct field interned[4];
+	struct pb_field interned[4];
 	int ninterned;
 };
 
 static int packet(struct reader *r, const uint8_t *data, size_t len, uint32_t outer_machine)
 {
-	struct field f, defaults_f, snapshot_f;
+	struct pb_field f, defaults_f, snapshot_f;
 	struct pkt k = { 0 };
 	struct seq *s = NULL;
 	uint64_t ts = 0;
@@ -1297,54 +1229,54 @@ static int packet(struct reader *r, const uint8_t *data, size_t len, uint32_t ou
 	FOR_FIELDS(f, data, len, rc) {
 		switch (f.id) {
 		case PKT_TIMESTAMP:
-			if ((err = need_wt(r, &f, WT_VARINT, "TracePacket")))
+			if ((err = need_wt(r, &f, PB_WIRE_VARINT, "TracePacket")))
 				return err;
 			k.ts = f.v;
 			k.has_ts = true;
 			break;
 		case PKT_TS_CLOCK_ID:
-			if ((err = need_wt(r, &f, WT_VARINT, "TracePacket")))
+			if ((err = need_wt(r, &f, PB_WIRE_VARINT, "TracePacket")))
 				return err;
 			k.clock = f.v;
 			k.has_clock = true;
 			break;
 		case PKT_SEQ_ID:
-			if ((err = need_wt(r, &f, WT_VARINT, "TracePacket")))
+			if ((err = need_wt(r, &f, PB_WIRE_VARINT, "TracePacket")))
 				return err;
 			k.seq = f.v;
 			k.has_seq = true;
 			break;
 		case PKT_MACHINE_ID:
-			if ((err = need_wt(r, &f, WT_VARINT, "TracePacket")))
+			if ((err = need_wt(r, &f, PB_WIRE_VARINT, "TracePacket")))
 				return err;
 			k.machine = f.v;
 			k.has_machine = true;
 			break;
 		case PKT_SEQ_FLAGS:
-			if ((err = need_wt(r, &f, WT_VARINT, "TracePacket")))
+			if ((err = need_wt(r, &f, PB_WIRE_VARINT, "TracePacket")))
 				return err;
 			k.flags |= f.v;
 			break;
 		case PKT_STATE_CLEARED:
-			if ((err = need_wt(r, &f, WT_VARINT, "TracePacket")))
+			if ((err = need_wt(r, &f, PB_WIRE_VARINT, "TracePacket")))
 				return err;
 			if (f.v)
 				k.flags |= SEQ_STATE_CLEARED;
 			break;
 		case PKT_DEFAULTS:
-			if ((err = need_wt(r, &f, WT_LEN, "TracePacket")))
+			if ((err = need_wt(r, &f, PB_WIRE_LEN, "TracePacket")))
 				return err;
 			defaults_f = f;
 			k.defaults = &defaults_f;
 			break;
 		case PKT_CLOCK_SNAPSHOT:
-			if ((err = need_wt(r, &f, WT_LEN, "TracePacket")))
+			if ((err = need_wt(r, &f, PB_WIRE_LEN, "TracePacket")))
 				return err;
 			snapshot_f = f;
 			k.snapshot = &snapshot_f;
 			break;
 		case PKT_INTERNED:
-			if ((err = need_wt(r, &f, WT_LEN, "TracePacket")))
+			if ((err = need_wt(r, &f, PB_WIRE_LEN, "TracePacket")))
 				return err;
 			if (k.ninterned == 4)
 				return fail(r, "more than 4 InternedData in a packet");
@@ -1389,33 +1321,33 @@ static int packet(struct reader *r, const uint8_t *data, size_t len, uint32_t ou
 			return err;
 	}
 	for (int i = 0; i < k.nbody; i++) {
-		const struct field *b = &k.body[i];
+		const struct pb_field *b = &k.body[i];
 
 		switch (b->id) {
 		case PKT_TRACK_EVENT:
-			if ((err = need_wt(r, b, WT_LEN, "TracePacket")))
+			if ((err = need_wt(r, b, PB_WIRE_LEN, "TracePacket")))
 				return err;
 			if (!s)
 				return fail(r, "TrackEvent outside a packet sequence");
 			err = track_event(r, k.machine, k.seq, s, k.has_ts, ts, b);
 			break;
 		case PKT_TRACK_DESC:
-			if ((err = need_wt(r, b, WT_LEN, "TracePacket")))
+			if ((err = need_wt(r, b, PB_WIRE_LEN, "TracePacket")))
 				return err;
 			err = track_desc(r, k.machine, k.has_ts ? ts : 0, b);
 			break;
 		case PKT_TRACE_ATTRIBUTES:
-			if ((err = need_wt(r, b, WT_LEN, "TracePacket")))
+			if ((err = need_wt(r, b, PB_WIRE_LEN, "TracePacket")))
 				return err;
 			err = attributes(r, k.machine, b);
 			break;
 		case PKT_SYSTEM_INFO:
-			if ((err = need_wt(r, b, WT_LEN, "TracePacket")))
+			if ((err = need_wt(r, b, PB_WIRE_LEN, "TracePacket")))
 				return err;
 			err = system_info(r, k.machine, b);
 			break;
 		case PKT_COMPRESSED:
-			if ((err = need_wt(r, b, WT_LEN, "TracePacket")))
+			if ((err = need_wt(r, b, PB_WIRE_LEN, "TracePacket")))
 				return err;
 			err = compressed(r, b, k.machine);
 			r->slen = 0;	/* the inner packets' copies are done with */
@@ -1423,7 +1355,7 @@ static int packet(struct reader *r, const uint8_t *data, size_t len, uint32_t ou
 		default:
 			if (!r->ops->other) {
 				err = 0;
-			} else if (b->wt == WT_LEN) {
+			} else if (b->wt == PB_WIRE_LEN) {
 				err = r->ops->other(r->ctx, k.machine, k.seq, b->id, b->data, b->len);
 			} else {
 				uint8_t v[8];
@@ -1442,14 +1374,14 @@ static int packet(struct reader *r, const uint8_t *data, size_t len, uint32_t ou
 /* The packets of a Trace message in memory (compressed_packets' contents). */
 static int packets(struct reader *r, const uint8_t *data, size_t len, uint32_t machine)
 {
-	struct field f;
+	struct pb_field f;
 	int rc, err;
 
 	/* Scratch must hold copies of every inner packet's strings. */
 	if ((err = scratch_reserve(r, len)))
 		return err;
 	FOR_FIELDS(f, data, len, rc) {
-		if (f.id != TRACE_PACKET || f.wt != WT_LEN)
+		if (f.id != TRACE_PACKET || f.wt != PB_WIRE_LEN)
 			return fail(r, "compressed_packets: field %" PRIu32 " where a TracePacket "
 				    "should be", f.id);
 		r->slen = 0;
@@ -1606,7 +1538,7 @@ static int run(struct src *in, const char *name, const struct tread_ops *ops, vo
 		lt = peek_varint(in->data + in->lo, avail, &tag);
 		if (lt == 0)
 			goto truncated;
-		if (lt < 0 || tag != (TRACE_PACKET << 3 | WT_LEN)) {
+		if (lt < 0 || tag != (TRACE_PACKET << 3 | PB_WIRE_LEN)) {
 			err = fail(&r, "not a Perfetto trace (%s)",
 				   r.off ? "a field other than TracePacket at the top level" :
 					   "it does not start with a TracePacket");
