@@ -152,21 +152,7 @@ FILE *outfile__fopen_new(const char *path, mode_t mode, bool replace)
 
 FILE *outfile__fopen(const char *path, mode_t mode)
 {
-	int fd = outfile__create(AT_FDCWD, path, mode);
-	FILE *f;
-
-	if (fd < 0) {
-		errno = -fd;
-		return NULL;
-	}
-	f = fdopen(fd, "w");
-	if (!f) {
-		int e = errno;
-
-		close(fd);
-		errno = e;
-	}
-	return f;
+	return outfile__fopen_new(path, mode, true);
 }
 
 int outfile__discard(int fd, const char *path)

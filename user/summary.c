@@ -192,22 +192,6 @@ static int cmp_rows(const void *a, const void *b)
 	return x->st->total < y->st->total ? 1 : x->st->total > y->st->total ? -1 : 0;
 }
 
-static void human_bytes(uint64_t b, char *buf, size_t len)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double v = b;
-	int u = 0;
-
-	while (v >= 1024 && u < 4) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%" PRIu64 " B", b);
-	else
-		snprintf(buf, len, "%.1f %s", v, unit[u]);
-}
-
 /* The rows of the runtime and driver functions with calls in tab (funcs
  * or inner); their total time in *total. NULL on ENOMEM. */
 static struct row *api_rows(struct summary *s, struct stats *const tab[LIB__COUNT], int *nrows,
@@ -346,7 +330,7 @@ void summary__print(struct summary *s, const struct model *m, const struct captu
 	fprintf(f, "   duration %.3f s, %" PRIu64 " records, %zu library file(s), %zu probes\n",
 		ci->duration_ns / 1e9, ci->records, ci->lib_files, ci->probes);
 	if (ci->trace_path) {
-		human_bytes(ci->trace_bytes, b, sizeof(b));
+		sumtab__human_bytes(ci->trace_bytes, b, sizeof(b));
 		fprintf(f, "   trace %s (%s)\n", ci->trace_path, b);
 	}
 	for (int i = 0; i < REC__COUNT; i++)

@@ -319,7 +319,7 @@ void sumtab__kernels(FILE *f, enum sumtab_fmt fmt, struct sumtab_kernel *ks, siz
 		launches, n, unnamed);
 }
 
-static void human_bytes(uint64_t b, char *buf, size_t len)
+void sumtab__human_bytes(uint64_t b, char *buf, size_t len)
 {
 	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
 	double v = b;
@@ -369,12 +369,12 @@ void sumtab__api_mem(FILE *f, enum sumtab_fmt fmt, const uint64_t copies[SUMTAB_
 	for (int d = 1; d < SUMTAB_DIRS; d++) {
 		if (!copies[d])
 			continue;
-		human_bytes(bytes[d], b1, sizeof(b1));
+		sumtab__human_bytes(bytes[d], b1, sizeof(b1));
 		fprintf(f, " %10" PRIu64 " %16" PRIu64 " %12s  %s\n", copies[d], bytes[d], b1,
 			dirs[d]);
 	}
 	if (memsets) {
-		human_bytes(memset_bytes, b1, sizeof(b1));
+		sumtab__human_bytes(memset_bytes, b1, sizeof(b1));
 		fprintf(f, " %10" PRIu64 " %16" PRIu64 " %12s  %s\n", memsets, memset_bytes, b1,
 			"Memset");
 	}
@@ -412,8 +412,8 @@ void sumtab__peak(FILE *f, enum sumtab_fmt fmt, struct sumtab_peak *ps, size_t n
 	fprintf(f, "\n** Peak memory allocated per process (since attach):\n\n");
 	fprintf(f, " %8s %-16s %18s %18s\n", "PID", "Process", "GPU (cuMemAlloc*)", "Pinned host");
 	for (size_t i = 0; i < n; i++) {
-		human_bytes(ps[i].gpu, b1, sizeof(b1));
-		human_bytes(ps[i].pinned, b2, sizeof(b2));
+		sumtab__human_bytes(ps[i].gpu, b1, sizeof(b1));
+		sumtab__human_bytes(ps[i].pinned, b2, sizeof(b2));
 		fprintf(f, " %8u %-16s %18s %18s\n", ps[i].pid, ps[i].comm, b1, b2);
 	}
 }

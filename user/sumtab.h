@@ -82,6 +82,9 @@ struct sumtab_kernel {
 void sumtab__kernels(FILE *f, enum sumtab_fmt fmt, struct sumtab_kernel *ks, size_t n,
 		     uint64_t launches, uint64_t unnamed);
 
+/* b bytes in words: "512 B", "1.5 KiB", ... "2.0 TiB". */
+void sumtab__human_bytes(uint64_t b, char *buf, size_t len);
+
 /* cuda_api_mem_size_sum: copies per direction (index: enum copy_dir,
  * user/model.h; 0 unused) and memsets, by the API calls. */
 #define SUMTAB_DIRS 6
