@@ -525,12 +525,13 @@ static int64_t to_real(const struct xport *x, uint32_t machine, uint64_t ts)
 
 	if (!m || !m->snap)
 		return (int64_t)ts;
-	return (int64_t)(ts - m->boot) + (int64_t)m->real;
+	/* Unsigned: a file's clocks are not trusted, and wrapping is defined. */
+	return (int64_t)(ts - m->boot + m->real);
 }
 
 static void put_ts(const struct xport *x, FILE *f, uint32_t machine, uint64_t ts)
 {
-	jsonw__us(f, to_real(x, machine, ts) - x->base_real);
+	jsonw__us(f, (int64_t)((uint64_t)to_real(x, machine, ts) - (uint64_t)x->base_real));
 }
 
 static void ev_start(struct xproc *p)
@@ -935,7 +936,7 @@ static int64_t boot_at_zero(const struct xport *x, uint32_t machine)
 
 	if (!m || !m->snap)
 		return x->base_real;
-	return x->base_real - (int64_t)m->real + (int64_t)m->boot;
+	return (int64_t)((uint64_t)x->base_real - m->real + m->boot);
 }
 
 static bool mach_snap(const struct xport *x, uint32_t machine)
