@@ -365,6 +365,16 @@ void sumtab__api_mem(FILE *f, enum sumtab_fmt fmt, const uint64_t copies[SUMTAB_
 		return;
 	}
 	fprintf(f, "\n** Memory copies (cuda_gpu_mem_size_sum, API side):\n\n");
+	{
+		uint64_t any = memsets;
+
+		for (int d = 1; d < SUMTAB_DIRS; d++)
+			any |= copies[d];
+		if (!any) {
+			fprintf(f, "   no memory copies or memsets were traced\n");
+			return;
+		}
+	}
 	fprintf(f, " %10s %16s %12s  %s\n", "Count", "Total (bytes)", "", "Operation");
 	for (int d = 1; d < SUMTAB_DIRS; d++) {
 		if (!copies[d])
