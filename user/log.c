@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <bpf/libbpf.h>
 #include "log.h"
 
@@ -26,7 +27,22 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 		return 0;
 	if (level == LIBBPF_INFO && log_verbosity < LOG_DEBUG)
 		return 0;
-	fputs("libbpf: ", stderr);
+	if (log_verbosity < LOG_DEBUG) {
+		char buf[512];
+		va_list aq;
+		int n;
+
+		/* A probe on a process that exited meanwhile: cgbpf says
+		 * what that cost in its own words, libbpf's line is noise. */
+		va_copy(aq, ap);
+		n = vsnprintf(buf, sizeof(buf), fmt, aq);
+		va_end(aq);
+		if (n > 0 && (size_t)n < sizeof(buf) && strstr(buf, ": No such process\n"))
+			return 0;
+	}
+	/* libbpf's own messages mostly start with "libbpf: " already. */
+	if (strncmp(fmt, "libbpf: ", 8))
+		fputs("libbpf: ", stderr);
 	return vfprintf(stderr, fmt, ap);
 }
 
