@@ -12,9 +12,10 @@
  * Describes the code object at code of process tgid in a REC_PY_CODE
  * record: slot 0 (uprobes) to the events ring, then marks it PY_CODE_SENT
  * in py_codes (once per code object; two CPUs racing send it twice,
- * harmlessly); slot 1 (the sampler, NMI) to the samples ring, unmarked (a
- * call's record in the events ring must not count on a record in the
- * samples ring, which user space may take later). Nothing is sent for an
+ * harmlessly); slot 1 (the sampler, NMI) to the samples ring, unmarked,
+ * for a code object without an entry or only PY_CODE_SENT (the rings are
+ * drained one after the other: a record in one must not count on a record
+ * in the other, which user space may take later). Nothing is sent for an
  * object that is not a code object or cannot be read (counted:
  * PYS_CODE_FAIL). 0 or -1. A global BPF function, verified once.
  */

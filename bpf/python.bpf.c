@@ -170,6 +170,8 @@ __noinline int py_frame_one(__u32 slot, __u32 tgid, __u32 max, __u32 leaf)
 		} else if (leaf && *c == PY_CODE_USER) {
 			v->stop = 1;
 			return PYW_DONE;
+		} else if (slot && *c == PY_CODE_SENT) {
+			py_code_describe(slot, tgid, code);
 		}
 	}
 	return PYW_MORE;
