@@ -38,6 +38,8 @@ enum py_mode {
  * code object to be. */
 #define PY_CODE_USER	1	/* the user's own code: a leaf walk stops there */
 #define PY_CODE_OTHER	2	/* stdlib, site-packages, frozen */
+#define PY_CODE_SENT	3	/* BPF sent its REC_PY_CODE (bpf/pycode.bpf.c); user space has
+				 * not classified it yet: a leaf walk goes on as for no entry */
 
 /* rec_py_frames.what */
 enum py_for {
@@ -79,6 +81,9 @@ enum py_stat {
 	PYS_RING_FULL,		/* the ring had no room */
 	PYS_TRUNCATED,		/* more frames than the walk may read: the outer ones cut */
 	PYS_TSTATE_WALKS,	/* thread-state list walks (cache misses) */
+	PYS_CODES,		/* REC_PY_CODE records sent (bpf/pycode.bpf.c) */
+	PYS_CODE_FAIL,		/* a code object not described: unreadable, not a code
+				 * object, scratch busy or ring full (user space reads it) */
 	PYS__COUNT,
 };
 

@@ -7,6 +7,7 @@
  * bpf_loop), and what varies per iteration lives in the callee.
  */
 #include "python.bpf.h"
+#include "pycode.bpf.h"
 #include "stacks.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
@@ -165,9 +166,12 @@ __noinline int py_frame_one(__u32 slot, __u32 tgid, __u32 max, __u32 leaf)
 
 		if (!c) {
 			v->unknown = 1;
+			py_code_describe(slot, tgid, code);
 		} else if (leaf && *c == PY_CODE_USER) {
 			v->stop = 1;
 			return PYW_DONE;
+		} else if (slot && *c == PY_CODE_SENT) {
+			py_code_describe(slot, tgid, code);
 		}
 	}
 	return PYW_MORE;

@@ -20,6 +20,7 @@
 #   fuzz_gpu      hand-built GPU batches and calls (fuzz/tools/gpu_seeds.py)
 #   fuzz_pytable  CPython line tables of 3.8-3.13 (tests/unit/pycode_fixtures.h,
 #                 fuzz/tools/pytable_seeds.py)
+#   fuzz_pycoderec  REC_PY_CODE records as BPF makes them (fuzz/tools/pycoderec_seeds.py)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -129,4 +130,5 @@ done
 cp dist/monitor.conf "$seeds/fuzz_config/seed-dist-monitor.conf"
 /usr/bin/python3 fuzz/tools/gpu_seeds.py "$seeds/fuzz_gpu"
 /usr/bin/python3 fuzz/tools/pytable_seeds.py "$seeds/fuzz_pytable"
+/usr/bin/python3 fuzz/tools/pycoderec_seeds.py "$seeds/fuzz_pycoderec"
 du -sh "$seeds"

@@ -7,6 +7,7 @@
 #include "events.h"
 #include "ingest.h"
 #include "nvtx_rec.h"
+#include "pycode_rec.h"
 #include "pyframes_rec.h"
 #include "stacks.h"
 #include "syscalls_rec.h"
@@ -41,6 +42,8 @@ static size_t min_size(unsigned type)
 		return sizeof(struct rec_gpu_batch) + 4;	/* one entry header */
 	case REC_PY_FRAMES:
 		return offsetof(struct rec_py_frames, frames) + sizeof(struct py_rec_frame);
+	case REC_PY_CODE:
+		return offsetof(struct rec_py_code, data);
 	}
 	return 0;
 }
@@ -109,6 +112,17 @@ int ingest__check(const void *data, size_t size)
 		    size != offsetof(struct rec_py_frames, frames) +
 				    (size_t)py->nframes * sizeof(struct py_rec_frame) ||
 		    py->what > PYR_SAMPLE || (py->what != PYR_SAMPLE && !known_call(py->lib, py->func)))
+			return -EINVAL;
+		break;
+	}
+	case REC_PY_CODE: {
+		const struct rec_py_code *pc = data;
+
+		/* Each part within its bound, the parts exactly the data. */
+		if (pc->str[PYC_FILE].sent > PYC_FILE_MAX || pc->str[PYC_NAME].sent > PYC_NAME_MAX ||
+		    pc->str[PYC_QUAL].sent > PYC_NAME_MAX || pc->table_sent > PYC_TABLE_MAX ||
+		    size != offsetof(struct rec_py_code, data) + (size_t)pc->str[PYC_FILE].sent +
+				    pc->str[PYC_NAME].sent + pc->str[PYC_QUAL].sent + pc->table_sent)
 			return -EINVAL;
 		break;
 	}

@@ -12,8 +12,14 @@
 #include <string.h>
 #include "hmap.h"
 #include "pycode.h"
+#include "pycode_rec.h"
 #include "pyfind.h"
 #include "pyoffsets.h"
+
+/* BPF's copy of the str state bits and tp_name's offset (bpf/pycode_rec.h). */
+_Static_assert(PYC_KIND_SHIFT == PY_UNICODE_KIND_SHIFT && PYC_KIND_BITS == PY_UNICODE_KIND_BITS &&
+	       PYC_COMPACT_BIT == PY_UNICODE_COMPACT_BIT && PYC_ASCII_BIT == PY_UNICODE_ASCII_BIT &&
+	       PYC_TYPE_NAME == PY_TYPE_NAME_OFFSET, "bpf/pycode_rec.h disagrees with pyoffsets.h");
 
 struct code_entry {
 	uint64_t name_ptr;	/* co_name when read: tells a reused address */
@@ -131,8 +137,9 @@ static int push(struct py_lines *l, size_t *cap, uint32_t start, uint32_t end, i
 	return 0;
 }
 
-/* 3.8, 3.9 co_lnotab: (byte delta, signed line delta) pairs. */
-static int decode_lnotab(const uint8_t *t, size_t len, struct py_lines *l, size_t *cap)
+/* 3.8, 3.9 co_lnotab: (byte delta, signed line delta) pairs. A cut table
+ * (the start of a longer one) has no open range at its end. */
+static int decode_lnotab(const uint8_t *t, size_t len, struct py_lines *l, size_t *cap, bool cut)
 {
 	uint32_t addr = 0;
 	int64_t line = l->firstlineno;
@@ -146,7 +153,7 @@ static int decode_lnotab(const uint8_t *t, size_t len, struct py_lines *l, size_
 		addr += t[i];
 		line += (int8_t)t[i + 1];
 	}
-	return push(l, cap, addr, UINT32_MAX, line);
+	return cut ? 0 : push(l, cap, addr, UINT32_MAX, line);
 }
 
 /* 3.10 co_linetable: (byte delta, signed line delta, -128: no line) pairs. */
@@ -258,8 +265,12 @@ static int decode_311(const uint8_t *t, size_t len, struct py_lines *l, size_t *
 	return 0;
 }
 
-int pycode__decode_lines(uint32_t hexversion, const uint8_t *table, size_t len,
-			 int firstlineno, struct py_lines *out)
+/*
+ * pycode__decode_lines(); cut: table is the start of a longer table (BPF's
+ * bound), decoded up to its last whole entry, with no line past it.
+ */
+static int decode_lines(uint32_t hexversion, const uint8_t *table, size_t len, int firstlineno,
+			bool cut, struct py_lines *out)
 {
 	uint32_t mm = hexversion >> 16;
 	size_t cap = 0;
@@ -269,8 +280,17 @@ int pycode__decode_lines(uint32_t hexversion, const uint8_t *table, size_t len,
 	out->firstlineno = firstlineno;
 	if (len > PYCODE_MAX_TABLE)
 		return -EINVAL;
+	if (cut && mm <= 0x030a) {
+		len &= ~(size_t)1;	/* pairs */
+	} else if (cut) {
+		/* The entry that starts last may lack its varints: drop it. */
+		while (len && !(table[len - 1] & 128))
+			len--;
+		if (len)
+			len--;
+	}
 	if (mm == 0x0308 || mm == 0x0309)
-		err = decode_lnotab(table, len, out, &cap);
+		err = decode_lnotab(table, len, out, &cap, cut);
 	else if (mm == 0x030a)
 		err = decode_310(table, len, out, &cap);
 	else if (mm >= 0x030b && mm <= 0x030d)
@@ -281,6 +301,12 @@ int pycode__decode_lines(uint32_t hexversion, const uint8_t *table, size_t len,
 		pycode__lines_free(out);
 	out->firstlineno = firstlineno;
 	return err;
+}
+
+int pycode__decode_lines(uint32_t hexversion, const uint8_t *table, size_t len,
+			 int firstlineno, struct py_lines *out)
+{
+	return decode_lines(hexversion, table, len, firstlineno, false, out);
 }
 
 int pycode__addr2line(const struct py_lines *l, int64_t off)
@@ -317,6 +343,24 @@ static uint64_t u64_at(const uint8_t *b, unsigned int off)
 
 	memcpy(&v, b + off, 8);
 	return v;
+}
+
+/*
+ * Is type the type named name ("str", "bytes"), given what BPF read of it
+ * (its ob_type tt, the start of its tp_name)? Learnt into *known as
+ * check_type() learns it; pe->type_type must be known.
+ */
+static int learn_type(const struct proc_entry *pe, uint64_t type, uint64_t tt, const char *tname,
+		      size_t tlen, uint64_t *known, const char *name)
+{
+	size_t n = strlen(name) + 1;
+
+	if (*known)
+		return type == *known ? 0 : -EINVAL;
+	if (!type || !pe->type_type || n > tlen || tt != pe->type_type || memcmp(tname, name, n))
+		return -EINVAL;
+	*known = type;
+	return 0;
 }
 
 /*
@@ -370,6 +414,49 @@ static size_t utf8_put(char *o, uint32_t c)
 	return 4;
 }
 
+/*
+ * len characters of kind bytes each at data, as a malloc'ed UTF-8 string
+ * (with "..." after them when cut); NULL with *err set: -EINVAL for a NUL
+ * or a code point beyond Unicode, -ENOMEM.
+ */
+static char *decode_str(const uint8_t *data, size_t len, uint32_t kind, bool cut, int *err)
+{
+	char *s = malloc(len * 4 + 4);
+	size_t at = 0;
+
+	if (!s) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	for (size_t i = 0; i < len; i++) {
+		uint32_t c;
+
+		if (kind == 1) {
+			c = data[i];
+		} else if (kind == 2) {
+			uint16_t u;
+
+			memcpy(&u, data + 2 * i, 2);
+			c = u;
+		} else {
+			memcpy(&c, data + 4 * i, 4);
+		}
+		/* NUL or beyond Unicode: not a name CPython would make. */
+		if (!c || c > 0x10ffff) {
+			free(s);
+			*err = -EINVAL;
+			return NULL;
+		}
+		at += utf8_put(s + at, c);
+	}
+	if (cut) {
+		memcpy(s + at, "...", 3);
+		at += 3;
+	}
+	s[at] = 0;
+	return s;
+}
+
 /* A str object as a malloc'ed UTF-8 string; NULL with *err set. */
 static char *read_str(int pid, const struct py_proc *pp, struct proc_entry *pe, uint64_t addr,
 		      int *err)
@@ -379,7 +466,6 @@ static char *read_str(int pid, const struct py_proc *pp, struct proc_entry *pe, 
 	uint32_t state, kind;
 	int64_t len;
 	char *s = NULL;
-	size_t at = 0;
 
 	if (o->unicode_compact_data > sizeof(head) || !addr) {
 		*err = -EINVAL;
@@ -399,33 +485,18 @@ static char *read_str(int pid, const struct py_proc *pp, struct proc_entry *pe, 
 		return NULL;
 	}
 	data = malloc((size_t)len * kind + 1);
-	s = malloc((size_t)len * 4 + 1);
-	if (!data || !s) {
+	if (!data) {
 		*err = -ENOMEM;
-		goto fail;
+		return NULL;
 	}
 	if (len && (*err = pyfind__read(pid, addr + ((state >> PY_UNICODE_ASCII_BIT & 1) ?
 					o->unicode_ascii_data : o->unicode_compact_data),
 					data, (size_t)len * kind)))
 		goto fail;
-	for (int64_t i = 0; i < len; i++) {
-		uint32_t c = kind == 1 ? data[i] : kind == 2 ? ((uint16_t *)data)[i] :
-			     ((uint32_t *)data)[i];
-
-		/* NUL or beyond Unicode: not a name CPython would make. */
-		if (!c || c > 0x10ffff) {
-			*err = -EINVAL;
-			goto fail;
-		}
-		at += utf8_put(s + at, c);
-	}
-	s[at] = 0;
-	free(data);
-	return s;
+	s = decode_str(data, (size_t)len, kind, false, err);
 fail:
 	free(data);
-	free(s);
-	return NULL;
+	return s;
 }
 
 /* A bytes object's contents, malloc'ed, in *out and *len. */
@@ -501,18 +572,13 @@ fail:
 	return err;
 }
 
-static int resolve(struct pycode *pc, int pid, const struct py_proc *pp, uint64_t code,
-		   const uint64_t *name_ptr, uint64_t lasti, struct py_sym *out)
+/* What is known of pid for interpreter pp, made when new. 0 or -errno. */
+static int proc_get(struct pycode *pc, int pid, const struct py_proc *pp, struct proc_entry **out)
 {
-	const struct py_offsets *o = &pp->off;
-	struct proc_entry *pe;
-	struct code_entry *c;
-	uint64_t *v;
-	int64_t off;
-	int line, err;
+	uint64_t *v = hmap__get(&pc->procs, (uint64_t)pid);
+	struct proc_entry *pe = v ? (struct proc_entry *)(uintptr_t)*v : NULL;
+	int err;
 
-	v = hmap__get(&pc->procs, (uint64_t)pid);
-	pe = v ? (struct proc_entry *)(uintptr_t)*v : NULL;
 	if (pe && pe->runtime != pp->runtime) {
 		/* Another interpreter under this pid (exec): nothing carries over. */
 		pycode__forget(pc, pid);
@@ -527,6 +593,153 @@ static int resolve(struct pycode *pc, int pid, const struct py_proc *pp, uint64_
 			return err;
 		}
 	}
+	*out = pe;
+	return 0;
+}
+
+/*
+ * String i of a REC_PY_CODE record, whose data is the sent bytes at d, as
+ * a malloc'ed UTF-8 string: the whole string from the record, or from the
+ * process when BPF cut it, else the cut one with "...". NULL with *err.
+ */
+static char *seed_str(int pid, const struct py_proc *pp, struct proc_entry *pe,
+		      const struct pyc_str *st, const uint8_t *d, int *err)
+{
+	uint32_t kind = (st->state >> PY_UNICODE_KIND_SHIFT) & ((1u << PY_UNICODE_KIND_BITS) - 1);
+	char *s;
+
+	*err = -EINVAL;
+	if (learn_type(pe, st->type, 0, "", 0, &pe->str_type, "str"))
+		return NULL;
+	if (st->length < 0 || st->length > PYCODE_MAX_STR ||
+	    !(st->state >> PY_UNICODE_COMPACT_BIT & 1) || (kind != 1 && kind != 2 && kind != 4) ||
+	    ((st->state >> PY_UNICODE_ASCII_BIT & 1) && kind != 1) ||
+	    st->sent % kind || st->sent > (uint64_t)st->length * kind)
+		return NULL;
+	if (st->sent == (uint64_t)st->length * kind)
+		return decode_str(d, st->sent / kind, kind, false, err);
+	/* Cut by BPF (or unread there): the process may still have it. */
+	s = read_str(pid, pp, pe, st->addr, err);
+	if (s || !st->sent)
+		return s;
+	return decode_str(d, st->sent / kind, kind, true, err);
+}
+
+static bool same_code(const struct code_entry *a, const struct code_entry *b)
+{
+	return a->name_ptr == b->name_ptr && !strcmp(a->file, b->file) &&
+	       !strcmp(a->func, b->func) && a->lines.firstlineno == b->lines.firstlineno &&
+	       a->lines.n == b->lines.n &&
+	       (!a->lines.n || !memcmp(a->lines.v, b->lines.v, a->lines.n * sizeof(*a->lines.v)));
+}
+
+int pycode__seed(struct pycode *pc, int pid, const struct py_proc *pp,
+		 const struct rec_py_code *r, size_t size)
+{
+	const struct py_offsets *o = &pp->off;
+	size_t at = 0, avail, need = 0;
+	const uint8_t *d = r->data;
+	const struct pyc_str *fn, *nm, *qn;
+	struct proc_entry *pe;
+	struct code_entry *c;
+	uint8_t *whole = NULL;
+	uint64_t *v;
+	int err, ret = 0;
+	bool cut;
+
+	if (size < offsetof(struct rec_py_code, data) || size > sizeof(*r))
+		return -EINVAL;
+	avail = size - offsetof(struct rec_py_code, data);
+	for (int i = 0; i < PYC__STR; i++)
+		need += r->str[i].sent;
+	need += r->table_sent;
+	fn = &r->str[PYC_FILE];
+	nm = &r->str[PYC_NAME];
+	qn = &r->str[PYC_QUAL];
+	if (need != avail || !r->code || r->code_type != pp->code_type || r->firstlineno < 0 ||
+	    !r->type_type || !fn->addr || !nm->addr ||
+	    !qn->addr != (o->code_qualname == PY_OFF_NONE) ||
+	    (qn->addr && nm->sent))
+		return -EINVAL;
+	if ((err = proc_get(pc, pid, pp, &pe)))
+		return err;
+	/* PyType_Type, as BPF read it from PyCode_Type; then str and bytes
+	 * from the types of co_filename and the table. */
+	if (!pe->type_type)
+		pe->type_type = r->type_type;
+	if (pe->type_type != r->type_type ||
+	    learn_type(pe, fn->type, r->str_type_type, r->str_type_name,
+		       sizeof(r->str_type_name), &pe->str_type, "str") ||
+	    learn_type(pe, r->table_type, r->bytes_type_type, r->bytes_type_name,
+		       sizeof(r->bytes_type_name), &pe->bytes_type, "bytes") ||
+	    r->table_len < 0 || r->table_len > PYCODE_MAX_TABLE ||
+	    r->table_sent > r->table_len)
+		return -EINVAL;
+	if (!(c = calloc(1, sizeof(*c))))
+		return -ENOMEM;
+	c->name_ptr = nm->addr;
+	if (!(c->file = seed_str(pid, pp, pe, fn, d, &err)))
+		goto fail;
+	at = fn->sent;
+	if (qn->addr) {
+		/* co_name: its address only (checked as a str all the same). */
+		if (learn_type(pe, nm->type, 0, "", 0, &pe->str_type, "str")) {
+			err = -EINVAL;
+			goto fail;
+		}
+		c->func = seed_str(pid, pp, pe, qn, d + at + nm->sent, &err);
+	} else {
+		c->func = seed_str(pid, pp, pe, nm, d + at, &err);
+	}
+	if (!c->func)
+		goto fail;
+	at += nm->sent + qn->sent;
+	cut = r->table_sent < r->table_len;
+	if (cut) {
+		size_t len = 0;
+
+		/* The whole table from the process, if it still lives and
+		 * still holds what BPF saw. */
+		if (!read_bytes(pid, pp, pe, r->table_addr, &whole, &len) &&
+		    len == (size_t)r->table_len && !memcmp(whole, d + at, r->table_sent))
+			cut = false;
+	}
+	err = cut || !whole ? decode_lines(o->version, d + at, r->table_sent, r->firstlineno, cut,
+					   &c->lines) :
+			      decode_lines(o->version, whole, (size_t)r->table_len, r->firstlineno,
+					   false, &c->lines);
+	free(whole);
+	if (err)
+		goto fail;
+	c->user = pycode__is_user(c->file, (int)(o->version >> 16 & 0xff));
+	v = hmap__get(&pe->codes, r->code);
+	if (v) {
+		struct code_entry *old = (struct code_entry *)(uintptr_t)*v;
+
+		ret = !same_code(old, c);
+		*v = (uint64_t)(uintptr_t)c;
+		code_free(old);
+	} else if ((err = hmap__put(&pe->codes, r->code, (uint64_t)(uintptr_t)c))) {
+		goto fail;
+	}
+	return ret;
+fail:
+	code_free(c);
+	return err;
+}
+
+static int resolve(struct pycode *pc, int pid, const struct py_proc *pp, uint64_t code,
+		   const uint64_t *name_ptr, uint64_t lasti, struct py_sym *out)
+{
+	const struct py_offsets *o = &pp->off;
+	struct proc_entry *pe;
+	struct code_entry *c;
+	uint64_t *v;
+	int64_t off;
+	int line, err;
+
+	if ((err = proc_get(pc, pid, pp, &pe)))
+		return err;
 	v = hmap__get(&pe->codes, code);
 	if (v && name_ptr && ((struct code_entry *)(uintptr_t)*v)->name_ptr != *name_ptr) {
 		uint64_t old = *v;

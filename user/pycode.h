@@ -61,6 +61,24 @@ int pycode__resolve(struct pycode *pc, int pid, const struct py_proc *pp, uint64
 int pycode__resolve_checked(struct pycode *pc, int pid, const struct py_proc *pp, uint64_t code,
 			    uint64_t name_ptr, uint64_t lasti, struct py_sym *out);
 
+struct rec_py_code;
+
+/*
+ * Caches the code object BPF described in r (a REC_PY_CODE record of
+ * size bytes that passed ingest__check, bpf/pycode_rec.h) for pid, whose
+ * interpreter pp describes, so that pycode__resolve() names its frames
+ * without reading the process. Everything is checked as when read from
+ * the process (its type, the str and bytes types, string kinds and
+ * lengths, the table's format for the version). A string or table BPF
+ * cut at its bound is completed from the process while it lives; else a
+ * cut string ends in "..." and positions past a cut table have no line.
+ * 0: cached; 1: cached in place of another object cached at that address
+ * (freed, its address reused: the caller's own caches of it are stale);
+ * -errno (-EINVAL a failed check, -ENOMEM).
+ */
+int pycode__seed(struct pycode *pc, int pid, const struct py_proc *pp,
+		 const struct rec_py_code *r, size_t size);
+
 /* Drops what is cached for pid (it exited or exec'ed). */
 void pycode__forget(struct pycode *pc, int pid);
 

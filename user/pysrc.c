@@ -28,6 +28,7 @@
 #include "model.h"
 #include "procfs.h"
 #include "pycode.h"
+#include "pycode_rec.h"
 #include "pyfind.h"
 #include "pyframes_rec.h"
 #include "pysrc.h"
@@ -97,6 +98,7 @@ struct pysrc {
 	struct hmap frames;		/* hash of (pid, code, lasti) -> struct site * */
 	int fd_procs, fd_codes, fd_stat;
 	uint64_t orphans, unresolved, records;
+	uint64_t codes, codes_bad;	/* REC_PY_CODE records taken, refused */
 	uint64_t stat[PYS__COUNT];
 	char stack_buf[STACK_TEXT];
 };
@@ -297,6 +299,33 @@ static void stack_frames(struct pysrc *ps, struct pyp *p, const struct rec_py_fr
 	pd->nframes = n;
 }
 
+/*
+ * A code object BPF described (bpf/pycode_rec.h): into pycode's cache, so
+ * that the frames record that follows resolves without the process. One
+ * that replaced another at its address (freed, reused) makes the frame
+ * cache, keyed by address and position, start over.
+ */
+static int code_rec(struct pysrc *ps, const struct rec_py_code *r, size_t size)
+{
+	struct pyp *p = pyp_of(ps, r->hdr.pid);
+	int err;
+
+	if (!p || p->state != PYP_OK)
+		return 0;
+	err = pycode__seed(ps->pc, p->pid, &p->pp, r, size);
+	if (err < 0) {
+		if (!ps->codes_bad)
+			dbg("pid %u: code object 0x%" PRIx64 " described by BPF refused: %s", p->pid,
+			    (uint64_t)r->code, strerror(-err));
+		ps->codes_bad++;
+		return 0;
+	}
+	ps->codes++;
+	if (err > 0)
+		hmap__free(&ps->frames);
+	return 0;
+}
+
 static int py_rec(struct session *s, void *state, const void *data, size_t size)
 {
 	struct pysrc *ps = state;
@@ -305,7 +334,8 @@ static int py_rec(struct session *s, void *state, const void *data, size_t size)
 	struct pend *pd;
 
 	(void)s;
-	(void)size;
+	if (r->hdr.type == REC_PY_CODE)
+		return code_rec(ps, data, size);
 	ps->records++;
 	if (!p || p->state != PYP_OK) {
 		ps->orphans++;
@@ -437,6 +467,9 @@ static void probe(struct pysrc *ps, struct pyp *p, uint64_t now, bool exec)
 		 * the summary if it stays so. */
 		if (err != -ENOENT && err != -ESRCH)
 			snprintf(p->why, sizeof(p->why), "%s", why);
+		if (exec)
+			dbg("pid %u: no interpreter at its exec (%s, after %.1f ms): looked at again later",
+			    p->pid, why[0] ? why : strerror(-err), (session__now() - now) / 1e6);
 		p->next_ns = now + (now - p->first_ns < RETRY_FAST_NS ? 0 : RETRY_SLOW_NS);
 		return;
 	}
@@ -646,6 +679,7 @@ static const char *const stat_names[PYS__COUNT] = {
 	[PYS_READ_FRAME] = "frame unreadable",
 	[PYS_BUSY] = "scratch busy (preempted probe)",
 	[PYS_RING_FULL] = "ring full",
+	[PYS_CODE_FAIL] = "code object not described by BPF",
 };
 
 static void py_print(const void *ctx, const uint64_t *drops, FILE *f)
@@ -717,6 +751,9 @@ static void py_finish(struct session *s, void *state, struct capture_info *ci)
 	    "states, %" PRIu64 " unreadable frames", ps->records, ps->stat[PYS_FRAMES],
 	    ps->stat[PYS_TSTATE_WALKS], ps->stat[PYS_NO_TSTATE], ps->stat[PYS_NO_FRAME],
 	    ps->stat[PYS_READ_TSTATE], ps->stat[PYS_READ_FRAME]);
+	dbg("python: %" PRIu64 " code objects described by BPF, %" PRIu64 " taken, %" PRIu64
+	    " refused, %" PRIu64 " not described", ps->stat[PYS_CODES], ps->codes, ps->codes_bad,
+	    ps->stat[PYS_CODE_FAIL]);
 	summary__add_section(ci, py_print, ps);
 }
 
@@ -752,7 +789,7 @@ static void py_fini(struct session *s, void *state)
 
 const struct source src_python = {
 	.name = "python",
-	.types = { REC_PY_FRAMES },
+	.types = { REC_PY_FRAMES, REC_PY_CODE },
 	.wanted = py_wanted,
 	.init = py_init,
 	.prepare = py_prepare,

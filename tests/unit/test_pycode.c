@@ -6,14 +6,20 @@
  * each version), damaged tables, the user-code rule, and pycode__resolve
  * on code, str and bytes objects laid out in this process's own memory
  * with the 3.12 row (process_vm_readv of oneself needs no privilege):
- * names, lines, caching, and every validation that must refuse.
+ * names, lines, caching, and every validation that must refuse; and
+ * pycode__seed on REC_PY_CODE records as BPF makes them, for a process
+ * that has exited (cut tables and names, UCS2/UCS4, refusals).
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "ingest.h"
 #include "pycode.h"
+#include "pycode_rec.h"
 #include "pyfind.h"
 #include "pyoffsets.h"
 #include "pycode_fixtures.h"
@@ -315,12 +321,225 @@ static void test_resolve(void)
 	pycode__free(NULL);
 }
 
+/* ------------------------------------------------ REC_PY_CODE records */
+
+#define GONE_PID 0x3ffffff0	/* above any pid_max: "the process has exited" */
+
+/* Appends text (kind bytes per character, from UCS4 cps) as string i. */
+static void rec_str(struct rec_py_code *r, size_t *at, int i, uint64_t addr, uint64_t type,
+		    const uint32_t *cps, size_t n, uint32_t kind, bool ascii, size_t sent_chars)
+{
+	struct pyc_str *st = &r->str[i];
+
+	st->addr = addr;
+	st->type = type;
+	st->length = (int64_t)n;
+	st->state = kind << PY_UNICODE_KIND_SHIFT | 1u << PY_UNICODE_COMPACT_BIT |
+		    (ascii ? 1u << PY_UNICODE_ASCII_BIT : 0);
+	for (size_t k = 0; k < sent_chars; k++) {
+		uint16_t u = (uint16_t)cps[k];
+
+		if (kind == 1)
+			r->data[*at] = (uint8_t)cps[k];
+		else if (kind == 2)
+			memcpy(r->data + *at, &u, 2);
+		else
+			memcpy(r->data + *at, &cps[k], 4);
+		*at += kind;
+	}
+	st->sent = (uint16_t)(sent_chars * kind);
+}
+
+static void cps_of(const char *text, uint32_t *cps, size_t *n)
+{
+	for (*n = 0; text[*n]; (*n)++)
+		cps[*n] = (uint8_t)text[*n];
+}
+
+/*
+ * A record as bpf/pycode.bpf.c makes it of an ASCII file and qualname, the
+ * table tbl of which table_sent bytes are sent; returns its size.
+ */
+static size_t mkrec(struct rec_py_code *r, const struct py_proc *pp, struct fake *f, uint64_t code,
+		    const char *file, const char *qual, const uint8_t *tbl, size_t tlen,
+		    size_t table_sent, size_t file_sent)
+{
+	uint32_t cps[600];
+	size_t n, at = 0;
+
+	memset(r, 0, sizeof(*r));
+	r->hdr.type = REC_PY_CODE;
+	r->code = code;
+	r->code_type = pp->code_type;
+	r->type_type = (uint64_t)(uintptr_t)f->type_type;
+	r->str_type_type = r->type_type;
+	r->bytes_type_type = r->type_type;
+	memcpy(r->str_type_name, "str", 4);
+	memcpy(r->bytes_type_name, "bytes", 6);
+	r->firstlineno = 8;
+	cps_of(file, cps, &n);
+	rec_str(r, &at, PYC_FILE, (uint64_t)(uintptr_t)f->file, (uint64_t)(uintptr_t)f->str_type,
+		cps, n, 1, true, file_sent < n ? file_sent : n);
+	rec_str(r, &at, PYC_NAME, (uint64_t)(uintptr_t)f->name, (uint64_t)(uintptr_t)f->str_type,
+		cps, 7, 1, true, 0);
+	cps_of(qual, cps, &n);
+	rec_str(r, &at, PYC_QUAL, (uint64_t)(uintptr_t)f->qualname,
+		(uint64_t)(uintptr_t)f->str_type, cps, n, 1, true, n);
+	r->table_addr = (uint64_t)(uintptr_t)f->table;
+	r->table_type = (uint64_t)(uintptr_t)f->bytes_type;
+	r->table_len = (int64_t)tlen;
+	r->table_sent = (uint16_t)table_sent;
+	memcpy(r->data + at, tbl, table_sent);
+	at += table_sent;
+	r->hdr.size = (uint16_t)(offsetof(struct rec_py_code, data) + at);
+	return r->hdr.size;
+}
+
+static void test_seed(void)
+{
+	static struct fake f;
+	static struct rec_py_code r;
+	/* As test_resolve's: line 8 for unit 0, line 9 for units 1-3. */
+	static const uint8_t table[] = { 0x80 | 0 << 3 | 0, 0x00, 0x80 | 11 << 3 | 2, 0x04, 0x0a };
+	struct pycode *pc = pycode__new();
+	struct py_proc pp = { .runtime = 0x1000 };
+	uint64_t code = 0x7f0000001000;
+	struct py_sym s;
+	size_t size;
+	int err;
+
+	O = pyfind__row(12);
+	if (!check(O && pc, "3.12 row and a cache"))
+		return;
+	pp.off = *O;
+	pp.code_type = (uint64_t)(uintptr_t)f.code_type;
+	type(f.code_type, f.type_type, "code");
+	type(f.str_type, f.type_type, "str");
+	type(f.bytes_type, f.type_type, "bytes");
+	ascii_str(f.file, f.str_type, "/home/me/train.py");
+	ascii_str(f.name, f.str_type, "forward");
+	ascii_str(f.qualname, f.str_type, "Model.forward");
+	obj(f.table, f.bytes_type);
+	put64(f.table + O->bytes_size, sizeof(table));
+	memcpy(f.table + O->bytes_data, table, sizeof(table));
+
+	/* The process is gone: everything comes from the record. */
+	size = mkrec(&r, &pp, &f, code, "/home/me/train.py", "Model.forward", table,
+		     sizeof(table), sizeof(table), 999);
+	check(ingest__check(&r, size) == 0, "ingest takes the record");
+	err = pycode__seed(pc, GONE_PID, &pp, &r, size);
+	check(err == 0, "seed (%d)", err);
+	err = pycode__resolve(pc, GONE_PID, &pp, code, code + O->code_adaptive + 4, &s);
+	check(err == 0 && !strcmp(s.file, "/home/me/train.py") && !strcmp(s.func, "Model.forward") &&
+	      s.line == 9 && s.user, "seeded, process gone: file, qualname, line 9 (err %d)", err);
+	err = pycode__resolve(pc, GONE_PID, &pp, code, code + O->code_adaptive, &s);
+	check(err == 0 && s.line == 8, "seeded: unit 0 on line 8");
+	err = pycode__resolve(pc, GONE_PID, &pp, code + 64, code + 64 + O->code_adaptive, &s);
+	check(err == -ESRCH, "not seeded, process gone: -ESRCH (%d)", err);
+	check(pycode__seed(pc, GONE_PID, &pp, &r, size) == 0, "the same object again: 0");
+	size = mkrec(&r, &pp, &f, code, "/home/me/train.py", "Other.fn", table, sizeof(table),
+		     sizeof(table), 999);
+	check(pycode__seed(pc, GONE_PID, &pp, &r, size) == 1, "another object at the address: 1");
+	err = pycode__resolve(pc, GONE_PID, &pp, code, code + O->code_adaptive + 4, &s);
+	check(err == 0 && !strcmp(s.func, "Other.fn"), "the new object's name");
+
+	/* A table cut at 3 bytes: the entry it cuts is dropped, no line past. */
+	pycode__forget(pc, GONE_PID);
+	size = mkrec(&r, &pp, &f, code, "/home/me/train.py", "Model.forward", table,
+		     sizeof(table), 3, 999);
+	check(pycode__seed(pc, GONE_PID, &pp, &r, size) == 0, "seed with a cut table");
+	err = pycode__resolve(pc, GONE_PID, &pp, code, code + O->code_adaptive, &s);
+	check(err == 0 && s.line == 8, "cut table: unit 0 still line 8");
+	err = pycode__resolve(pc, GONE_PID, &pp, code, code + O->code_adaptive + 4, &s);
+	check(err == 0 && s.line == 0, "cut table: past the cut, no line (%d, %d)", err, s.line);
+	/* The process lives: the rest is read from it. */
+	err = pycode__seed(pc, getpid(), &pp, &r, size);
+	check(err == 0, "seed, live process");
+	err = pycode__resolve(pc, getpid(), &pp, code, code + O->code_adaptive + 4, &s);
+	check(err == 0 && s.line == 9, "cut table, live process: the whole table (%d)", s.line);
+	pycode__forget(pc, getpid());
+
+	/* A cut file name, process gone: the start of it and "...". */
+	pycode__forget(pc, GONE_PID);
+	size = mkrec(&r, &pp, &f, code, "/home/me/train.py", "Model.forward", table,
+		     sizeof(table), sizeof(table), 8);
+	check(pycode__seed(pc, GONE_PID, &pp, &r, size) == 0, "seed with a cut file name");
+	err = pycode__resolve(pc, GONE_PID, &pp, code, code + O->code_adaptive, &s);
+	check(err == 0 && !strcmp(s.file, "/home/me..."), "cut file name: %s", err ? "" : s.file);
+
+	/* UCS2 and UCS4 names. */
+	{
+		uint32_t wide[] = { 'f', 0xe9, 'e', 0x263a }, astral[] = { 'x', 0x1f600 };
+		size_t at;
+
+		pycode__forget(pc, GONE_PID);
+		mkrec(&r, &pp, &f, code, "/home/me/train.py", "q", table, sizeof(table), 0, 999);
+		/* Rebuilt in order: file (UCS4), qualname (UCS2), table. */
+		at = 0;
+		rec_str(&r, &at, PYC_FILE, r.str[PYC_FILE].addr, r.str[PYC_FILE].type, astral, 2, 4,
+			false, 2);
+		rec_str(&r, &at, PYC_QUAL, r.str[PYC_QUAL].addr, r.str[PYC_QUAL].type, wide, 4, 2,
+			false, 4);
+		memcpy(r.data + at, table, sizeof(table));
+		r.table_sent = sizeof(table);
+		size = offsetof(struct rec_py_code, data) + at + sizeof(table);
+		r.hdr.size = (uint16_t)size;
+		err = pycode__seed(pc, GONE_PID, &pp, &r, size);
+		check(err == 0, "seed UCS4 file, UCS2 qualname (%d)", err);
+		err = pycode__resolve(pc, GONE_PID, &pp, code, code + O->code_adaptive, &s);
+		check(err == 0 && !strcmp(s.file, "x\xf0\x9f\x98\x80") &&
+		      !strcmp(s.func, "f\xc3\xa9" "e\xe2\x98\xba"), "UTF-8 of UCS4 and UCS2 names");
+	}
+
+	/* Refusals, each on a fresh cache entry of a gone process. */
+	{
+		struct { const char *what; int field; } bad[] = {
+			{ "not a code object", 0 }, { "kind 3", 1 }, { "ASCII of kind 2", 2 },
+			{ "more data than the string", 3 }, { "a str of another type", 4 },
+			{ "a str type named bytes", 5 }, { "a str type not a type", 6 },
+			{ "a negative co_firstlineno", 7 }, { "a table over PYCODE_MAX_TABLE", 8 },
+			{ "more table sent than it has", 9 }, { "no co_qualname on 3.12", 10 },
+			{ "a NUL in a name", 11 }, { "a size that disagrees", 12 },
+			{ "a table of bytes not a bytes type", 13 },
+		};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			pycode__forget(pc, GONE_PID);
+			size = mkrec(&r, &pp, &f, code, "/home/me/train.py", "Model.forward", table,
+				     sizeof(table), sizeof(table), 999);
+			switch (bad[i].field) {
+			case 0: r.code_type = (uint64_t)(uintptr_t)f.str_type; break;
+			case 1: r.str[PYC_FILE].state = 3u << PY_UNICODE_KIND_SHIFT |
+						1u << PY_UNICODE_COMPACT_BIT; break;
+			case 2: r.str[PYC_FILE].state = 2u << PY_UNICODE_KIND_SHIFT |
+						1u << PY_UNICODE_COMPACT_BIT |
+						1u << PY_UNICODE_ASCII_BIT; break;
+			case 3: r.str[PYC_FILE].length = 2; break;
+			case 4: r.str[PYC_QUAL].type = (uint64_t)(uintptr_t)f.bytes_type; break;
+			case 5: memcpy(r.str_type_name, "byt", 4); break;
+			case 6: r.str_type_type = (uint64_t)(uintptr_t)f.str_type; break;
+			case 7: r.firstlineno = -1; break;
+			case 8: r.table_len = PYCODE_MAX_TABLE + 1; break;
+			case 9: r.table_len = 2; break;
+			case 10: r.str[PYC_QUAL].addr = 0; break;
+			case 11: r.data[3] = 0; break;
+			case 12: size--; break;
+			case 13: memcpy(r.bytes_type_name, "str\0\0", 6); break;
+			}
+			err = pycode__seed(pc, GONE_PID, &pp, &r, size);
+			check(err == -EINVAL, "refused: %s (%d)", bad[i].what, err);
+		}
+	}
+	pycode__free(pc);
+}
+
 int main(void)
 {
 	test_fixtures();
 	test_damaged();
 	test_user_rule();
 	test_resolve();
+	test_seed();
 	printf("%d passed, %d failed\n", n_pass, n_fail);
 	return n_fail != 0;
 }
