@@ -93,4 +93,18 @@ struct rec_py_frames {
 	struct py_rec_frame frames[PY_FRAMES_MAX];	/* only nframes are sent */
 };
 
+/*
+ * REC_CALL_ENTER with --python leaf when the call's innermost frame is a
+ * code object user space marked as user code (py_codes): the common case
+ * needs that one frame only, so it rides in the call record's tail (hdr.size
+ * says so) instead of a REC_PY_FRAMES of its own: one ring record per
+ * call, not two. User space (user/pysrc.c) turns it back into the
+ * REC_PY_FRAMES record (one frame, PYR_CALL, PY_MODE_LEAF, not truncated)
+ * that would have come before the call.
+ */
+struct rec_call_enter_py {
+	struct rec_call_enter call;
+	struct py_rec_frame py;
+};
+
 #endif

@@ -139,4 +139,14 @@ static __always_inline void py_count(__u32 what)
  */
 extern int py_emit(__u32 slot, __u64 pid_tgid, __u64 spec);
 
+/*
+ * --python leaf at a call's entry, the fast path: 1 with *out the call's
+ * innermost frame when it is known user code (the whole answer: the call
+ * record carries it, struct rec_call_enter_py); -1 when the caller must
+ * call py_emit() (the full walk, its own record); 0 for a process without
+ * Python (nothing to send). Reads no scratch, sends nothing, counts
+ * nothing: whatever it cannot vouch for goes to py_emit(), which counts.
+ */
+extern int py_leaf(__u64 pid_tgid, struct py_rec_frame *out);
+
 #endif

@@ -346,6 +346,28 @@ int pysrc__take_stack(struct pysrc *ps, uint32_t tid, bool sample, uint8_t lib, 
 	return n;
 }
 
+size_t pysrc__split_call(const void *data, size_t size, struct rec_py_frames *fr,
+			 struct rec_call_enter *call)
+{
+	const struct rec_call_enter_py *cp = data;
+
+	if (size != sizeof(*cp) || cp->call.hdr.type != REC_CALL_ENTER)
+		return 0;
+	*call = cp->call;
+	call->hdr.size = sizeof(*call);
+	memset(fr, 0, offsetof(struct rec_py_frames, frames));
+	fr->hdr = cp->call.hdr;
+	fr->hdr.type = REC_PY_FRAMES;
+	fr->hdr.size = offsetof(struct rec_py_frames, frames) + sizeof(fr->frames[0]);
+	fr->nframes = 1;
+	fr->what = PYR_CALL;
+	fr->lib = cp->call.lib;
+	fr->func = cp->call.func;
+	fr->mode = PY_MODE_LEAF;
+	fr->frames[0] = cp->py;
+	return fr->hdr.size;
+}
+
 /* The model's call_py hook: the site waiting for this call, if it is its. */
 static void call_py(void *ctx, const struct thread *t, struct call *c)
 {
