@@ -298,10 +298,12 @@ static __always_inline __u64 leaf64(const __u8 *buf, __u32 off)
 /*
  * --python leaf for a call's entry probe (bpf/python.bpf.h): the common
  * case in one pass, with no scratch, no lock word and no record of its
- * own. It takes the cached thread state (checked again: its thread_id
- * must be the fs base), reads the thread-state fields it needs in one
- * read, the innermost frame in a second (a third for 3.11/3.12's cframe),
- * and when that frame's code object is marked PY_CODE_USER in py_codes,
+ * own. It takes the thread's cached thread state (py_leafc, filled from
+ * py_tstate; checked again: its thread_id must be the fs base), reads
+ * the thread-state fields it needs in one read, the innermost frame in a
+ * second (a third for 3.11/3.12's cframe), and when that frame's code
+ * object is marked PY_CODE_USER in py_codes (or is the thread's last
+ * such one, py_codes_gen unchanged),
  * the frame is the whole answer: it goes into *out (the call record
  * carries it: struct rec_call_enter_py) and 1 comes back. Anything else
  * (no cached state, a shim frame, a code object that is not known user
@@ -313,19 +315,29 @@ __noinline int py_leaf(__u64 pid_tgid, struct py_rec_frame *out)
 {
 	__u32 tgid = pid_tgid >> 32;
 	struct py_proc *pp = bpf_map_lookup_elem(&py_procs, &tgid);
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct py_code_key k = { .tgid = tgid };
-	struct task_struct *task;
-	struct py_tcache *c;
-	__u64 frame, code, back;
-	__u32 o_id, o_fr, lo, len, fr;
-	__u8 buf[PY_LEAF_BUF];
+	__u64 frame, code, back, gen = 0, *g;
+	__u32 o_id, o_fr, lo, len, fr, zero = 0;
+	struct py_leaf_tc *c;
+	struct py_tcache *lc;
+	__u8 buf[PY_LEAF_BUF] __attribute__((aligned(8)));
 	__u8 *cls, ok, lk;
 
 	if (!out || !pp)
 		return 0;
-	c = bpf_map_lookup_elem(&py_tstate, &pid_tgid);
-	if (!c || !c->tstate)
-		return -1;
+	c = bpf_task_storage_get(&py_leafc, task, 0, 0);
+	if (!c || !c->tstate) {
+		/* What the last walk found, if it did. */
+		lc = bpf_map_lookup_elem(&py_tstate, &pid_tgid);
+		if (!lc || !lc->tstate)
+			return -1;
+		c = bpf_task_storage_get(&py_leafc, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!c)
+			return -1;
+		c->tstate = lc->tstate;
+		c->code = 0;
+	}
 	/* thread_id and the frame (or cframe) pointer: one window. */
 	o_id = pp->off.ts_thread_id;
 	o_fr = pp->off.frame_kind == PY_FRAME_CFRAME ? pp->off.ts_cframe : pp->off.ts_frame;
@@ -335,9 +347,10 @@ __noinline int py_leaf(__u64 pid_tgid, struct py_rec_frame *out)
 		return -1;
 	if (bpf_probe_read_user(buf, len, (const void *)(c->tstate + lo)))
 		return -1;
-	task = bpf_get_current_task_btf();
-	if (leaf64(buf, o_id - lo) != task->thread.fsbase)
+	if (leaf64(buf, o_id - lo) != task->thread.fsbase) {
+		c->tstate = 0;
 		return -1;
+	}
 	frame = leaf64(buf, o_fr - lo);
 	if (pp->off.frame_kind == PY_FRAME_CFRAME && frame &&
 	    py_read64(&frame, frame + pp->off.cframe_current_frame))
@@ -352,10 +365,17 @@ __noinline int py_leaf(__u64 pid_tgid, struct py_rec_frame *out)
 	if (ok == 2 && buf[pp->off.frame_owner & (PY_LEAF_BUF - 1)] == 3)
 		return -1;
 	code = leaf64(buf, pp->off.frame_code);
-	k.code = code;
-	cls = bpf_map_lookup_elem(&py_codes, &k);
-	if (!cls || *cls != PY_CODE_USER)
-		return -1;
+	g = bpf_map_lookup_elem(&py_codes_gen, &zero);
+	if (g)
+		gen = *(volatile __u64 *)g;
+	if (code != c->code || gen != c->gen) {
+		k.code = code;
+		cls = bpf_map_lookup_elem(&py_codes, &k);
+		if (!cls || *cls != PY_CODE_USER)
+			return -1;
+		c->code = code;
+		c->gen = gen;
+	}
 	back = leaf64(buf, pp->off.frame_back);
 	lk = pp->off.lasti_kind;
 	out->code = code;

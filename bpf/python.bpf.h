@@ -81,6 +81,35 @@ struct {
 	__type(value, __u8);
 } py_codes SEC(".maps") __weak;
 
+/*
+ * py_leaf()'s per-thread cache (task storage: cheaper than a hash lookup
+ * per call): the thread state py_tstate gave (checked again on every use,
+ * as py_tstate's), and the last leaf code object found PY_CODE_USER in
+ * py_codes while py_codes_gen was gen (a repeated call site skips the
+ * py_codes lookup). Emptied when the thread state fails its check.
+ */
+struct py_leaf_tc {
+	__u64 tstate;
+	__u64 code;
+	__u64 gen;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct py_leaf_tc);
+} py_leafc SEC(".maps") __weak;
+
+/* Bumped by user space whenever it changes the class of a code object in
+ * py_codes (an address freed and reused): py_leafc's code goes stale. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} py_codes_gen SEC(".maps") __weak;
+
 /* Counts per enum py_stat, per CPU. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -95,7 +95,7 @@ struct pysrc {
 	struct hmap pend;		/* tid -> struct pend * */
 	struct hmap sites;		/* hash of text -> struct site * */
 	struct hmap frames;		/* hash of (pid, code, lasti) -> struct site * */
-	int fd_procs, fd_codes, fd_stat;
+	int fd_procs, fd_codes, fd_codes_gen, fd_stat;
 	uint64_t orphans, unresolved, records;
 	uint64_t stat[PYS__COUNT];
 	char stack_buf[STACK_TEXT];
@@ -155,6 +155,18 @@ static struct site *site_get(struct pysrc *ps, const char *text)
 	return st;
 }
 
+/* py_codes_gen + 1: a class in py_codes changed (bpf/python.bpf.h). */
+static void bump_codes_gen(struct pysrc *ps)
+{
+	uint32_t zero = 0;
+	uint64_t gen = 0;
+
+	if (!bpf_map_lookup_elem(ps->fd_codes_gen, &zero, &gen)) {
+		gen++;
+		bpf_map_update_elem(ps->fd_codes_gen, &zero, &gen, BPF_ANY);
+	}
+}
+
 /* Tells the BPF walks what code is (PY_CODE_USER: the leaf walk stops
  * there), once per code object and class. */
 static void mark_code(struct pysrc *ps, struct pyp *p, uint64_t code, bool user)
@@ -169,6 +181,9 @@ static void mark_code(struct pysrc *ps, struct pyp *p, uint64_t code, bool user)
 		return;
 	if (!bpf_map_update_elem(ps->fd_codes, &k, &cls, BPF_ANY))
 		hmap__put(&p->codes, code, cls);
+	/* The threads' cached leaf code (py_leafc) may be this one. */
+	if (v)
+		bump_codes_gen(ps);
 }
 
 /* The lasti that pycode__resolve() takes, from the record's. */
@@ -613,6 +628,7 @@ static int py_start(struct session *s, void *state)
 
 	ps->fd_procs = bpf_map__fd(s->skel->maps.py_procs);
 	ps->fd_codes = bpf_map__fd(s->skel->maps.py_codes);
+	ps->fd_codes_gen = bpf_map__fd(s->skel->maps.py_codes_gen);
 	ps->fd_stat = bpf_map__fd(s->skel->maps.py_stat);
 	return 0;
 }
