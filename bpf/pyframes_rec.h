@@ -12,6 +12,10 @@
  * func say which; a record whose owner never came (the ring was full) is
  * dropped by user space when the next record of the thread is not it.
  *
+ * With --python leaf, a call whose innermost frame is known user code
+ * carries that frame in its REC_CALL_ENTER instead (struct
+ * rec_call_enter_py, below).
+ *
  * A frame is the code object's address and where the frame is in it; user
  * space (user/pycode.c) turns that into file, function and line and
  * checks that the address is a code object. Innermost frame first.
@@ -70,7 +74,8 @@ struct py_rec_frame {
  * others are failures: the record is not sent (fail closed).
  */
 enum py_stat {
-	PYS_FRAMES = 0,		/* records sent */
+	PYS_FRAMES = 0,		/* REC_PY_FRAMES records sent (leaves carried by their
+				 * call record, struct rec_call_enter_py, not counted) */
 	PYS_NO_TSTATE,		/* no thread state for this thread (not a Python thread) */
 	PYS_NO_FRAME,		/* a thread state without a current frame */
 	PYS_READ_TSTATE,	/* a read in the thread state list failed */

@@ -3,7 +3,9 @@
  * Python frames (issue 12): the current thread's CPython frames, read from
  * the interpreter's own structures with the per-version offsets user space
  * put in py_procs (bpf/py_rec.h), sent as a REC_PY_FRAMES record right
- * before the record they belong to (bpf/pyframes_rec.h). Included by
+ * before the record they belong to (bpf/pyframes_rec.h), or, for a
+ * --python leaf call from known user code, in the call's own record
+ * (py_leaf(), struct rec_call_enter_py). Included by
  * calls.bpf.c (API calls, slow-call backtraces) and stacks.bpf.c (CPU
  * samples); the maps are __weak, linked into one copy.
  *
