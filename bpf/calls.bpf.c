@@ -244,6 +244,8 @@ static __always_inline int enter(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u64 cookie;
+	struct py_rec_frame pyf = {};
+	struct rec_call_enter_py *rp = NULL;
 	struct rec_call_enter *r;
 	__u32 kind, str;
 
@@ -271,14 +273,21 @@ static __always_inline int enter(struct pt_regs *ctx)
 		}
 		return 0;
 	}
-	/* Before the entry record: the call's begin event carries its
-	 * Python call site (bpf/pyframes_rec.h). */
-	if (py_mode != PY_MODE_OFF)
+	/* The call's begin event carries its Python call site: a known
+	 * user leaf in the entry record's tail, else a REC_PY_FRAMES
+	 * record before it (bpf/pyframes_rec.h). */
+	if (py_mode == PY_MODE_LEAF && py_leaf(pid_tgid, &pyf) < 0)
 		py_emit(0, pid_tgid,
-			PY_SPEC(PYR_CALL, CK_LIB(cookie), CK_FUNC(cookie),
-				py_mode == PY_MODE_STACK ? PY_FRAMES_MAX : PY_LEAF_MAX,
-				py_mode == PY_MODE_LEAF));
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+			PY_SPEC(PYR_CALL, CK_LIB(cookie), CK_FUNC(cookie), PY_LEAF_MAX, true));
+	else if (py_mode == PY_MODE_STACK)
+		py_emit(0, pid_tgid,
+			PY_SPEC(PYR_CALL, CK_LIB(cookie), CK_FUNC(cookie), PY_FRAMES_MAX, false));
+	if (pyf.code) {
+		rp = bpf_ringbuf_reserve(&events, sizeof(*rp), 0);
+		r = rp ? &rp->call : NULL;
+	} else {
+		r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	}
 	if (!r) {
 		/* Pushed even so, for the return to pop the right slot. */
 		if (NEED_CALL_TS)
@@ -286,7 +295,9 @@ static __always_inline int enter(struct pt_regs *ctx)
 		count_drop(REC_CALL_ENTER);
 		return 0;
 	}
-	fill_hdr(&r->hdr, REC_CALL_ENTER, sizeof(*r), pid_tgid);
+	fill_hdr(&r->hdr, REC_CALL_ENTER, rp ? sizeof(*rp) : sizeof(*r), pid_tgid);
+	if (rp)
+		rp->py = pyf;
 	kind = CK_KIND(cookie);
 	r->func = CK_FUNC(cookie);
 	r->lib = CK_LIB(cookie);

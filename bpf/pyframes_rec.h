@@ -12,6 +12,10 @@
  * func say which; a record whose owner never came (the ring was full) is
  * dropped by user space when the next record of the thread is not it.
  *
+ * With --python leaf, a call whose innermost frame is known user code
+ * carries that frame in its REC_CALL_ENTER instead (struct
+ * rec_call_enter_py, below).
+ *
  * A frame is the code object's address and where the frame is in it; user
  * space (user/pycode.c) turns that into file, function and line and
  * checks that the address is a code object. Innermost frame first.
@@ -72,7 +76,8 @@ struct py_rec_frame {
  * others are failures: the record is not sent (fail closed).
  */
 enum py_stat {
-	PYS_FRAMES = 0,		/* records sent */
+	PYS_FRAMES = 0,		/* REC_PY_FRAMES records sent (leaves carried by their
+				 * call record, struct rec_call_enter_py, not counted) */
 	PYS_NO_TSTATE,		/* no thread state for this thread (not a Python thread) */
 	PYS_NO_FRAME,		/* a thread state without a current frame */
 	PYS_READ_TSTATE,	/* a read in the thread state list failed */
@@ -96,6 +101,20 @@ struct rec_py_frames {
 	__u8 truncated;		/* the walk stopped before the outermost frame (stack walks) */
 	__u8 mode;		/* enum py_mode of the walk: PY_MODE_LEAF may stop at a user frame */
 	struct py_rec_frame frames[PY_FRAMES_MAX];	/* only nframes are sent */
+};
+
+/*
+ * REC_CALL_ENTER with --python leaf when the call's innermost frame is a
+ * code object user space marked as user code (py_codes): the common case
+ * needs that one frame only, so it rides in the call record's tail (hdr.size
+ * says so) instead of a REC_PY_FRAMES of its own: one ring record per
+ * call, not two. User space (user/pysrc.c) turns it back into the
+ * REC_PY_FRAMES record (one frame, PYR_CALL, PY_MODE_LEAF, not truncated)
+ * that would have come before the call.
+ */
+struct rec_call_enter_py {
+	struct rec_call_enter call;
+	struct py_rec_frame py;
 };
 
 #endif

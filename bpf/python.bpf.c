@@ -289,3 +289,106 @@ out:
 		scratch_give(&v->busy);
 	return ret;
 }
+
+#define PY_LEAF_BUF 256	/* py_leaf()'s buffer: a thread-state window, then a frame */
+
+/* The u64 at off of a py_leaf() buffer; off is 8-aligned (pointer fields),
+ * which the mask tells the verifier (stack loads must be aligned). */
+static __always_inline __u64 leaf64(const __u8 *buf, __u32 off)
+{
+	return *(const __u64 *)(buf + (off & (PY_LEAF_BUF - 8)));
+}
+
+/*
+ * --python leaf for a call's entry probe (bpf/python.bpf.h): the common
+ * case in one pass, with no scratch, no lock word and no record of its
+ * own. It takes the thread's cached thread state (py_leafc, filled from
+ * py_tstate; checked again: its thread_id must be the fs base), reads
+ * the thread-state fields it needs in one read, the innermost frame in a
+ * second (a third for 3.11/3.12's cframe), and when that frame's code
+ * object is marked PY_CODE_USER in py_codes (or is the thread's last
+ * such one, py_codes_gen unchanged),
+ * the frame is the whole answer: it goes into *out (the call record
+ * carries it: struct rec_call_enter_py) and 1 comes back. Anything else
+ * (no cached state, a shim frame, a code object that is not known user
+ * code, a failed read) leaves the call to py_emit(), which
+ * does the full walk and counts whatever fails: -1 (walk). 0: a process
+ * without a py_procs entry, nothing to do.
+ */
+__noinline int py_leaf(__u64 pid_tgid, struct py_rec_frame *out)
+{
+	__u32 tgid = pid_tgid >> 32;
+	struct py_proc *pp = bpf_map_lookup_elem(&py_procs, &tgid);
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct py_code_key k = { .tgid = tgid };
+	__u64 frame, code, back, gen = 0, *g;
+	__u32 o_id, o_fr, lo, len, fr, zero = 0;
+	struct py_leaf_tc *c;
+	struct py_tcache *lc;
+	__u8 buf[PY_LEAF_BUF] __attribute__((aligned(8)));
+	__u8 *cls, ok, lk;
+
+	if (!out || !pp)
+		return 0;
+	c = bpf_task_storage_get(&py_leafc, task, 0, 0);
+	if (!c || !c->tstate) {
+		/* What the last walk found, if it did. */
+		lc = bpf_map_lookup_elem(&py_tstate, &pid_tgid);
+		if (!lc || !lc->tstate)
+			return -1;
+		c = bpf_task_storage_get(&py_leafc, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!c)
+			return -1;
+		c->tstate = lc->tstate;
+		c->code = 0;
+	}
+	/* thread_id and the frame (or cframe) pointer: one window. */
+	o_id = pp->off.ts_thread_id;
+	o_fr = pp->off.frame_kind == PY_FRAME_CFRAME ? pp->off.ts_cframe : pp->off.ts_frame;
+	lo = o_id < o_fr ? o_id : o_fr;
+	len = (o_id < o_fr ? o_fr : o_id) + 8 - lo;
+	if (len > PY_LEAF_BUF)
+		return -1;
+	if (bpf_probe_read_user(buf, len, (const void *)(c->tstate + lo)))
+		return -1;
+	if (leaf64(buf, o_id - lo) != task->thread.fsbase) {
+		c->tstate = 0;
+		return -1;
+	}
+	frame = leaf64(buf, o_fr - lo);
+	if (pp->off.frame_kind == PY_FRAME_CFRAME && frame &&
+	    py_read64(&frame, frame + pp->off.cframe_current_frame))
+		return -1;
+	fr = pp->off.frame_read;
+	if (!frame || !fr || fr > PY_LEAF_BUF - 8)
+		return -1;
+	if (bpf_probe_read_user(buf, fr, (const void *)frame))
+		return -1;
+	ok = pp->off.owner_kind;
+	/* A 3.12+ C-stack shim: the walk skips it. */
+	if (ok == 2 && buf[pp->off.frame_owner & (PY_LEAF_BUF - 1)] == 3)
+		return -1;
+	code = leaf64(buf, pp->off.frame_code);
+	g = bpf_map_lookup_elem(&py_codes_gen, &zero);
+	if (g)
+		gen = *(volatile __u64 *)g;
+	if (code != c->code || gen != c->gen) {
+		k.code = code;
+		cls = bpf_map_lookup_elem(&py_codes, &k);
+		if (!cls || *cls != PY_CODE_USER)
+			return -1;
+		c->code = code;
+		c->gen = gen;
+	}
+	back = leaf64(buf, pp->off.frame_back);
+	lk = pp->off.lasti_kind;
+	out->code = code;
+	if (lk == PY_LASTI_BYTES || lk == PY_LASTI_UNITS)
+		out->lasti = *(const __s32 *)(buf + (pp->off.frame_lasti & (PY_LEAF_BUF - 4)));
+	else
+		out->lasti = (__s32)(leaf64(buf, pp->off.frame_lasti) -
+				     (code + pp->off.code_adaptive));
+	out->flags = !back || ok == 0 ||
+		     (ok == 1 && buf[pp->off.frame_owner & (PY_LEAF_BUF - 1)]) ? PYF_ENTRY : 0;
+	return 1;
+}

@@ -3,7 +3,9 @@
  * Python frames (issue 12): the current thread's CPython frames, read from
  * the interpreter's own structures with the per-version offsets user space
  * put in py_procs (bpf/py_rec.h), sent as a REC_PY_FRAMES record right
- * before the record they belong to (bpf/pyframes_rec.h). Included by
+ * before the record they belong to (bpf/pyframes_rec.h), or, for a
+ * --python leaf call from known user code, in the call's own record
+ * (py_leaf(), struct rec_call_enter_py). Included by
  * calls.bpf.c (API calls, slow-call backtraces) and stacks.bpf.c (CPU
  * samples); the maps are __weak, linked into one copy.
  *
@@ -81,6 +83,35 @@ struct {
 	__type(value, __u8);
 } py_codes SEC(".maps") __weak;
 
+/*
+ * py_leaf()'s per-thread cache (task storage: cheaper than a hash lookup
+ * per call): the thread state py_tstate gave (checked again on every use,
+ * as py_tstate's), and the last leaf code object found PY_CODE_USER in
+ * py_codes while py_codes_gen was gen (a repeated call site skips the
+ * py_codes lookup). Emptied when the thread state fails its check.
+ */
+struct py_leaf_tc {
+	__u64 tstate;
+	__u64 code;
+	__u64 gen;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct py_leaf_tc);
+} py_leafc SEC(".maps") __weak;
+
+/* Bumped by user space whenever it changes the class of a code object in
+ * py_codes (an address freed and reused): py_leafc's code goes stale. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} py_codes_gen SEC(".maps") __weak;
+
 /* Counts per enum py_stat, per CPU. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -138,5 +169,15 @@ static __always_inline void py_count(__u32 what)
  * checks it once, on its own, not once per path of every caller.
  */
 extern int py_emit(__u32 slot, __u64 pid_tgid, __u64 spec);
+
+/*
+ * --python leaf at a call's entry, the fast path: 1 with *out the call's
+ * innermost frame when it is known user code (the whole answer: the call
+ * record carries it, struct rec_call_enter_py); -1 when the caller must
+ * call py_emit() (the full walk, its own record); 0 for a process without
+ * Python (nothing to send). Reads no scratch, sends nothing, counts
+ * nothing: whatever it cannot vouch for goes to py_emit(), which counts.
+ */
+extern int py_leaf(__u64 pid_tgid, struct py_rec_frame *out);
 
 #endif

@@ -69,7 +69,9 @@ int ingest__check(const void *data, size_t size)
 	case REC_CALL_ENTER: {
 		const struct rec_call_enter *c = data;
 
-		if (!known_call(c->lib, c->func))
+		/* Plain, or with its Python leaf frame (bpf/pyframes_rec.h). */
+		if ((size != sizeof(*c) && size != sizeof(struct rec_call_enter_py)) ||
+		    !known_call(c->lib, c->func))
 			return -EINVAL;
 		break;
 	}

@@ -96,7 +96,7 @@ struct pysrc {
 	struct hmap pend;		/* tid -> struct pend * */
 	struct hmap sites;		/* hash of text -> struct site * */
 	struct hmap frames;		/* hash of (pid, code, lasti) -> struct site * */
-	int fd_procs, fd_codes, fd_stat;
+	int fd_procs, fd_codes, fd_codes_gen, fd_stat;
 	uint64_t orphans, unresolved, records;
 	uint64_t codes, codes_bad;	/* REC_PY_CODE records taken, refused */
 	uint64_t stat[PYS__COUNT];
@@ -157,6 +157,18 @@ static struct site *site_get(struct pysrc *ps, const char *text)
 	return st;
 }
 
+/* py_codes_gen + 1: a class in py_codes changed (bpf/python.bpf.h). */
+static void bump_codes_gen(struct pysrc *ps)
+{
+	uint32_t zero = 0;
+	uint64_t gen = 0;
+
+	if (!bpf_map_lookup_elem(ps->fd_codes_gen, &zero, &gen)) {
+		gen++;
+		bpf_map_update_elem(ps->fd_codes_gen, &zero, &gen, BPF_ANY);
+	}
+}
+
 /* Tells the BPF walks what code is (PY_CODE_USER: the leaf walk stops
  * there), once per code object and class. */
 static void mark_code(struct pysrc *ps, struct pyp *p, uint64_t code, bool user)
@@ -171,6 +183,9 @@ static void mark_code(struct pysrc *ps, struct pyp *p, uint64_t code, bool user)
 		return;
 	if (!bpf_map_update_elem(ps->fd_codes, &k, &cls, BPF_ANY))
 		hmap__put(&p->codes, code, cls);
+	/* The threads' cached leaf code (py_leafc) may be this one. */
+	if (v)
+		bump_codes_gen(ps);
 }
 
 /* The lasti that pycode__resolve() takes, from the record's. */
@@ -374,6 +389,28 @@ int pysrc__take_stack(struct pysrc *ps, uint32_t tid, bool sample, uint8_t lib, 
 	n = pd->nframes;
 	*frames = pd->frames;
 	return n;
+}
+
+size_t pysrc__split_call(const void *data, size_t size, struct rec_py_frames *fr,
+			 struct rec_call_enter *call)
+{
+	const struct rec_call_enter_py *cp = data;
+
+	if (size != sizeof(*cp) || cp->call.hdr.type != REC_CALL_ENTER)
+		return 0;
+	*call = cp->call;
+	call->hdr.size = sizeof(*call);
+	memset(fr, 0, offsetof(struct rec_py_frames, frames));
+	fr->hdr = cp->call.hdr;
+	fr->hdr.type = REC_PY_FRAMES;
+	fr->hdr.size = offsetof(struct rec_py_frames, frames) + sizeof(fr->frames[0]);
+	fr->nframes = 1;
+	fr->what = PYR_CALL;
+	fr->lib = cp->call.lib;
+	fr->func = cp->call.func;
+	fr->mode = PY_MODE_LEAF;
+	fr->frames[0] = cp->py;
+	return fr->hdr.size;
 }
 
 /* The model's call_py hook: the site waiting for this call, if it is its. */
@@ -624,6 +661,7 @@ static int py_start(struct session *s, void *state)
 
 	ps->fd_procs = bpf_map__fd(s->skel->maps.py_procs);
 	ps->fd_codes = bpf_map__fd(s->skel->maps.py_codes);
+	ps->fd_codes_gen = bpf_map__fd(s->skel->maps.py_codes_gen);
 	ps->fd_stat = bpf_map__fd(s->skel->maps.py_stat);
 	return 0;
 }

@@ -31,6 +31,8 @@
 #include "outfile.h"
 #include "pfsink.h"
 #include "procfs.h"
+#include "pyframes_rec.h"
+#include "pysrc.h"
 #include "pfsplit.h"
 #include "pfstacks.h"
 #include "record.h"
@@ -591,6 +593,9 @@ int session__handle(void *ctx, void *data, size_t size)
 	struct session *r = ctx;
 	const struct rec_hdr *h = data;
 	struct rec_string sbuf;
+	struct rec_py_frames pyfr;
+	struct rec_call_enter call;
+	size_t pysz;
 
 	if (r->ctl_rb && ++r->since_ctl >= CTL_EVERY) {
 		r->since_ctl = 0;
@@ -601,6 +606,13 @@ int session__handle(void *ctx, void *data, size_t size)
 	if (ingest__check(data, size)) {
 		r->invalid++;
 		return 0;
+	}
+	/* --python leaf: a call record carrying its leaf frame is the frame
+	 * record, then the call (bpf/pyframes_rec.h). */
+	if ((pysz = pysrc__split_call(data, size, &pyfr, &call))) {
+		session__handle(ctx, &pyfr, pysz);
+		h = data = &call;
+		size = sizeof(call);
 	}
 	r->records++;
 	/* Before the flight recorder keeps it: the process may be gone by a dump. */

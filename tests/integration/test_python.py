@@ -222,6 +222,40 @@ for _minor in range(8, 14):
     globals()[_t.__name__] = _t
 
 
+def _leaf_in_call_test(minor):
+    def test():
+        """--python leaf's fast path (bpf/python.bpf.c py_leaf): a call
+        from user code whose code object cgbpf has seen carries its frame
+        in the call record; the rest take the walk. Each scenario runs
+        twice with a pause after it: the second round of plain and nested
+        takes the fast path, library (a library leaf) the walk. Every
+        call's sites equal the manifest's, and the debug counts show calls
+        whose frame came in the call record (records > sent)."""
+        exe = pyenv_python(minor)
+        r, m = run_launches(exe, args=["--iters", "20", "--settle", "0.3", "--only",
+                                       "plain,nested,library,plain,nested,library"])
+        clean_trace(r.trace)
+        try:
+            n = check_sites(r.trace, m)
+        except AssertionError as e:
+            raise AssertionError("%s\n(cgbpf said: %r)" % (e, r.stderr[-1500:]))
+        eq(n, 120, "launches checked")
+        c = re.search(r"python: (\d+) records, (\d+) sent", r.stderr)
+        check(c, "the debug counts line in %r" % r.stderr[-1500:])
+        records, sent = int(c.group(1)), int(c.group(2))
+        # The second rounds of plain and nested: 40 launches at least.
+        check(records - sent >= 40, "frames carried by call records: %d records, %d sent "
+              "as REC_PY_FRAMES" % (records, sent))
+        check(sent >= 40, "library leaves take the walk: %d sent" % sent)
+    test.__name__ = "test_leaf_in_call_record_3_%d" % minor
+    return test
+
+
+for _minor in range(8, 14):
+    _t = _leaf_in_call_test(_minor)
+    globals()[_t.__name__] = _t
+
+
 def test_sites_debian_static_311():
     exe = debian_python()
     out = subprocess.run([exe, "-c", "import platform; print(platform.python_version())"],

@@ -23,6 +23,8 @@
 #include "model.h"
 #include "nvtx.h"
 #include "nvtx_rec.h"
+#include "pyframes_rec.h"
+#include "pysrc.h"
 #include "tap.h"
 
 static int http(const char *s, struct http_req *r)
@@ -103,6 +105,44 @@ static void test_config(void)
 	      "(%s)", msg);
 }
 
+/* A call record with its Python leaf frame (bpf/pyframes_rec.h): checked
+ * by size, and split back into the frame record and the plain call. */
+static void test_call_py(const struct rec_call_enter *plain)
+{
+	struct rec_call_enter_py cp = { .call = *plain };
+	struct rec_call_enter call;
+	static struct rec_py_frames fr;
+	size_t n;
+
+	cp.call.hdr.size = sizeof(cp);
+	cp.call.hdr.pid = 7;
+	cp.call.hdr.tid = 8;
+	cp.call.hdr.ts = 99;
+	cp.call.func = 3;
+	cp.call.args[0] = 42;
+	cp.py.code = 0x1000;
+	cp.py.lasti = -2;
+	cp.py.flags = PYF_ENTRY;
+	check(!ingest__check(&cp, sizeof(cp)), "ingest: a call entry with its leaf frame passes");
+	cp.call.hdr.size = sizeof(cp) - 8;
+	check(ingest__check(&cp, sizeof(cp) - 8) == -EINVAL,
+	      "ingest: a call entry of neither size is refused");
+	cp.call.hdr.size = sizeof(cp);
+	check(pysrc__split_call(plain, sizeof(*plain), &fr, &call) == 0,
+	      "split: a plain call entry is left alone");
+	n = pysrc__split_call(&cp, sizeof(cp), &fr, &call);
+	check(n == offsetof(struct rec_py_frames, frames) + sizeof(struct py_rec_frame) &&
+	      !ingest__check(&fr, n), "split: the frame record (%zu bytes) passes ingest", n);
+	check(fr.hdr.type == REC_PY_FRAMES && fr.hdr.size == n && fr.hdr.pid == 7 &&
+	      fr.hdr.tid == 8 && fr.hdr.ts == 99 && fr.nframes == 1 && fr.what == PYR_CALL &&
+	      fr.lib == cp.call.lib && fr.func == 3 && !fr.truncated && fr.mode == PY_MODE_LEAF &&
+	      fr.frames[0].code == 0x1000 && fr.frames[0].lasti == -2 &&
+	      fr.frames[0].flags == PYF_ENTRY, "split: the frame record is the call's leaf");
+	check(call.hdr.type == REC_CALL_ENTER && call.hdr.size == sizeof(call) &&
+	      call.func == 3 && call.args[0] == 42 && !ingest__check(&call, sizeof(call)),
+	      "split: the call record is the plain one");
+}
+
 static void test_ingest(void)
 {
 	struct rec_call_enter e = { .hdr = { .type = REC_CALL_ENTER, .size = sizeof(e) } };
@@ -120,6 +160,7 @@ static void test_ingest(void)
 	check(ingest__check(&e, sizeof(e)) == -EINVAL, "ingest: an unknown library is refused");
 	e.lib = 0;
 	check(ingest__check(&e, sizeof(e) - 1) == -EINVAL, "ingest: a size other than the header's");
+	test_call_py(&e);
 	s.hdr.size = sl;
 	s.len = 4;
 	memcpy(s.str, "abcd", 4);

@@ -2,7 +2,7 @@
 """launches: cuLaunchKernel from known Python places (issue 12 tests).
 
 Usage: python launches.py [--iters N] [--threads T] [--depth D]
-                          [--only NAME[,NAME...]]
+                          [--only NAME[,NAME...]] [--settle S]
 Defaults: 3 iterations, 4 threads, library depth 4, every scenario.
 
 Through ctypes and the fake driver (LD_LIBRARY_PATH=build/fake), after
@@ -24,6 +24,8 @@ makes N launches (grid size says which scenario, for a reader of the trace):
              by a barrier, each binding the context and launching N times
              from thread_body()
 then teardown (cuCtxSynchronize, cuModuleUnload, cuCtxDestroy_v2).
+A name may come more than once (the same code again); --settle sleeps S
+seconds after each scenario (cgbpf has seen its code objects by then).
 
 Manifest (CGBPF_MANIFEST): pywl's fields (every call with leaf and user
 frame, stack, native tid) plus "scenarios": the names run, "iters",
@@ -34,6 +36,7 @@ import asyncio
 import os
 import sys
 import threading
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "site-packages"))
@@ -133,6 +136,7 @@ def main():
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--depth", type=int, default=4)
     ap.add_argument("--only", default=",".join(SCENARIOS))
+    ap.add_argument("--settle", type=float, default=0)
     a = ap.parse_args()
     only = a.only.split(",")
     for s in only:
@@ -163,6 +167,8 @@ def main():
             library_user(gpu, a.iters, a.depth)
         elif s == "threads":
             threads(gpu, a.iters, a.threads, info)
+        if a.settle > 0:
+            time.sleep(a.settle)
     pywl.set_scenario("teardown")
     gpu.close()
     pywl.write_manifest(scenarios=only, iters=a.iters, thread_count=a.threads,
