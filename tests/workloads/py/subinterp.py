@@ -12,8 +12,9 @@ with its subinterpreter alive), then, in order:
                _interpreters (3.13) or _xxsubinterpreters (3.8-3.12)
   main-after   (grid 1) N launches from main_launch() again
 The subinterpreter lives until the end, so that the process has two
-interpreters while it launches; with CGBPF_HOLD_FILE the program waits
-(<= 30 s) for that file before it destroys it and exits.
+interpreters while it launches; with CGBPF_HOLD_FILE the subinterpreter's
+code waits (<= 30 s) for that file after its launches, in body(), while
+the main interpreter's thread state of the same thread is in run_in().
 
 Manifest (CGBPF_MANIFEST): pywl's fields (the main interpreter's calls),
 plus "sub_records": the subinterpreter's launches as pywl records them
@@ -24,7 +25,6 @@ import argparse
 import json
 import os
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -81,12 +81,6 @@ def main():
     run_in(interp, code)
     pywl.set_scenario("main-after")
     main_launch(gpu, a.iters)
-    hold = os.environ.get("CGBPF_HOLD_FILE")
-    if hold:
-        for _ in range(30000):
-            if os.path.exists(hold):
-                break
-            time.sleep(0.001)
     with open(out) as f:
         sub = json.load(f)
     os.unlink(out)

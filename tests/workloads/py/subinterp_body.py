@@ -3,10 +3,14 @@
 
 argv: ITERS CTX OUT: launches ITERS times from sub_launch() with the
 context CTX (made by the main interpreter; the fake driver's handles are
-plain pointers), writes pywl's records of them as JSON to OUT."""
+plain pointers), waits in body() for CGBPF_HOLD_FILE (<= 30 s) if set
+(having created "<it>.ready"),
+writes pywl's records of its calls as JSON to OUT."""
 import ctypes
 import json
+import os
 import sys
+import time
 
 import pywl
 from pywl import check, here
@@ -28,6 +32,14 @@ def body():
                                         pywl.Gpu.KERNEL)))
     pywl.set_scenario("sub")
     sub_launch(cu, fn, n)
+    hold = os.environ.get("CGBPF_HOLD_FILE")
+    if hold:
+        with open(hold + ".ready", "w"):
+            pass
+    for _ in range(30000 if hold else 0):
+        if os.path.exists(hold):
+            break
+        time.sleep(0.001)
     check(cu.cuModuleUnload(*here("cuModuleUnload", mod)))
     with open(out, "w") as f:
         json.dump(pywl._records, f)
