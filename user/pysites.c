@@ -273,7 +273,7 @@ void pysites__render(const struct pysites *ps,
 {
 	struct pproc **procs = calloc(ps->procs.count + 1, sizeof(*procs));
 	struct psite **rows = calloc(ps->cap, sizeof(*rows));
-	uint64_t v, tracked = 0, evicted = ps->evicted;
+	uint64_t v, evicted = ps->evicted;
 	size_t np = 0;
 	char line[256];
 
@@ -281,7 +281,6 @@ void pysites__render(const struct pysites *ps,
 		goto out;
 	for (size_t it = 0; hmap__next(&ps->procs, &it, NULL, &v);) {
 		procs[np] = (void *)(uintptr_t)v;
-		tracked += procs[np]->n;
 		evicted += procs[np]->evicted;
 		np++;
 	}
@@ -298,9 +297,16 @@ void pysites__render(const struct pysites *ps,
 	for (size_t i = 0; i < np; i++)
 		render_proc(ps, procs[i], M_SECONDS, rows, out, comm, ctx);
 	snprintf(line, sizeof(line), "# HELP cgbpf_python_sites_tracked Python call sites held "
-		 "(at most %u per process).\n# TYPE cgbpf_python_sites_tracked gauge\n"
-		 "cgbpf_python_sites_tracked %" PRIu64 "\n", ps->cap, tracked);
+		 "for a process (at most %u).\n# TYPE cgbpf_python_sites_tracked gauge\n", ps->cap);
 	out(ctx, line);
+	for (size_t i = 0; i < np; i++) {
+		char c[64];
+
+		comm(ctx, procs[i]->pid, c, sizeof(c));
+		snprintf(line, sizeof(line), "cgbpf_python_sites_tracked{pid=\"%u\",comm=\"%s\"} %u\n",
+			 procs[i]->pid, c, procs[i]->n);
+		out(ctx, line);
+	}
 	snprintf(line, sizeof(line), "# HELP cgbpf_python_sites_evicted_total Python call sites "
 		 "dropped from a full table (their counts went to site=\"other\").\n"
 		 "# TYPE cgbpf_python_sites_evicted_total counter\n"
