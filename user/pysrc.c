@@ -49,6 +49,7 @@
 #define TOP_SITES 15
 #define INTERP_CHECK_NS 250000000ull	/* interpreters counted again this often */
 #define INTERP_COUNT_MAX 1024
+#define STACKS_MAX (64ull << 20)	/* bytes of distinct py.stack texts kept */
 #define SITE_PEND_MAX 4096	/* monitor: threads with a site waiting for its REC_PY_SITE */
 
 enum pyp_state { PYP_LOOKING, PYP_OK, PYP_REFUSED };
@@ -72,6 +73,7 @@ struct pyp {
 struct site {
 	uint64_t calls, ns, launches, launch_ns;
 	bool user;			/* its file is user code */
+	bool stack_counted;		/* a py.stack text, in pysrc.stack_bytes */
 	char text[];
 };
 
@@ -109,6 +111,9 @@ struct pysrc {
 	struct pysites *sites_out;	/* monitor --python-sites: where sampled sites go */
 	struct hmap site_pend;		/* monitor: tid -> char * site of its next REC_PY_SITE */
 	uint64_t site_samples, site_unresolved;
+	uint64_t stack_bytes;		/* py.stack texts interned */
+	uint64_t remarked;		/* user code marked again in py_codes */
+	uint64_t stacks_dropped;	/* calls whose new py.stack was past STACKS_MAX */
 	char stack_buf[STACK_TEXT];
 };
 
@@ -137,8 +142,9 @@ static struct pend *pend_of(struct pysrc *ps, uint32_t tid, bool create)
 }
 
 /* The interned site of text: one copy per distinct text for the whole
- * capture (the trace's annotations point at it). NULL on ENOMEM. */
-static struct site *site_get(struct pysrc *ps, const char *text)
+ * capture (the trace's annotations point at it); with create false, only
+ * one interned already. NULL on ENOMEM or when not there. */
+static struct site *site_find(struct pysrc *ps, const char *text, bool create)
 {
 	uint64_t h = hash__bytes(text, strlen(text)), *v;
 	struct site *st;
@@ -153,7 +159,7 @@ static struct site *site_get(struct pysrc *ps, const char *text)
 		if (!strcmp(st->text, text))
 			return st;
 	}
-	if (v)
+	if (v || !create)
 		return NULL;
 	st = calloc(1, sizeof(*st) + strlen(text) + 1);
 	if (!st)
@@ -164,6 +170,11 @@ static struct site *site_get(struct pysrc *ps, const char *text)
 		return NULL;
 	}
 	return st;
+}
+
+static struct site *site_get(struct pysrc *ps, const char *text)
+{
+	return site_find(ps, text, true);
 }
 
 /* Tells the BPF walks what code is (PY_CODE_USER: the leaf walk stops
@@ -180,6 +191,19 @@ static void mark_code(struct pysrc *ps, struct pyp *p, uint64_t code, bool user)
 		return;
 	if (!bpf_map_update_elem(ps->fd_codes, &k, &cls, BPF_ANY))
 		hmap__put(&p->codes, code, cls);
+}
+
+/* Marks code as user code in py_codes whatever user space remembers: the
+ * BPF map is an LRU hash and may have dropped it. */
+static void remark_user(struct pysrc *ps, struct pyp *p, uint64_t code)
+{
+	struct { uint32_t tgid, pad; uint64_t code; } k = { .tgid = p->pid, .code = code };
+	uint8_t cls = PY_CODE_USER;
+
+	if (!bpf_map_update_elem(ps->fd_codes, &k, &cls, BPF_ANY)) {
+		hmap__put(&p->codes, code, cls);
+		ps->remarked++;
+	}
 }
 
 /* The lasti that pycode__resolve() takes, from the record's. */
@@ -265,8 +289,14 @@ static void call_frames(struct pysrc *ps, struct pyp *p, const struct rec_py_fra
 		}
 		if (i == 0)
 			pd->site = st->text;
-		if (!pd->user && st->user)
+		if (!pd->user && st->user) {
 			pd->user = st->text;
+			/* A leaf walk goes past a user frame only when py_codes
+			 * does not have it (not marked yet, or evicted from the
+			 * LRU map since): marked again. */
+			if (r->mode == PY_MODE_LEAF && i + 1 < r->nframes)
+				remark_user(ps, p, r->frames[i].code);
+		}
 		if (want_stack) {
 			if (off < STACK_TEXT)
 				off += snprintf(ps->stack_buf + off, STACK_TEXT - off, "%s%s",
@@ -276,7 +306,16 @@ static void call_frames(struct pysrc *ps, struct pyp *p, const struct rec_py_fra
 		}
 	}
 	if (want_stack && off) {
-		st = site_get(ps, ps->stack_buf);
+		/* Interned stacks stay for the capture (the trace points at
+		 * them): past STACKS_MAX bytes of them, a call with a new stack
+		 * gets py and py.user but no py.stack (counted). */
+		st = site_find(ps, ps->stack_buf, ps->stack_bytes + off <= STACKS_MAX);
+		if (st && !st->stack_counted) {
+			st->stack_counted = true;
+			ps->stack_bytes += off;
+		}
+		if (!st)
+			ps->stacks_dropped++;
 		pd->stack = st ? st->text : NULL;
 	}
 }
@@ -829,6 +868,9 @@ static void py_print(const void *ctx, const uint64_t *drops, FILE *f)
 	for (int k = 0; k < PYS__COUNT; k++)
 		if (stat_names[k] && ps->stat[k])
 			fprintf(f, "   frames not read: %" PRIu64 " (%s)\n", ps->stat[k], stat_names[k]);
+	if (ps->stacks_dropped)
+		fprintf(f, "   py.stack left out of %" PRIu64 " calls: their stacks were new past %llu "
+			   "MiB of distinct stacks\n", ps->stacks_dropped, STACKS_MAX >> 20);
 	if (ps->stat[PYS_TRUNCATED])
 		fprintf(f, "   stacks cut at %d frames: %" PRIu64 "\n", PY_FRAMES_MAX,
 			ps->stat[PYS_TRUNCATED]);
@@ -840,6 +882,7 @@ static void py_finish(struct session *s, void *state, struct capture_info *ci)
 
 	(void)s;
 	read_stats(ps);
+	dbg("python: %" PRIu64 " user code objects marked again in py_codes", ps->remarked);
 	dbg("python: %" PRIu64 " records, %" PRIu64 " sent, %" PRIu64 " thread-state walks, %" PRIu64
 	    " without thread state, %" PRIu64 " without frame, %" PRIu64 " unreadable thread "
 	    "states, %" PRIu64 " unreadable frames", ps->records, ps->stat[PYS_FRAMES],
