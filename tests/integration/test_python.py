@@ -401,8 +401,10 @@ SUBWRAP = WRAP.replace(repr(LAUNCHES), repr(SUBINTERP))
 
 
 def subinterp_python(minor):
-    """The pyenv 3.minor if it can create subinterpreters, else Skip."""
-    exe = pyenv_python(minor)
+    """The pyenv 3.minor (None: Debian's static 3.11) if it can create
+    subinterpreters, else Skip."""
+    exe = pyenv_python(minor) if minor else debian_python()
+    minor = minor or 11
     mod = "_interpreters" if minor >= 13 else "_xxsubinterpreters"
     if subprocess.run([exe, "-c", "import " + mod], capture_output=True).returncode:
         raise Skip("CPython 3.%d here has no %s module (built without it)" % (minor, mod))
@@ -496,8 +498,20 @@ def test_subinterpreter_38():
     subinterp_test(8)
 
 
+def test_subinterpreter_39():
+    subinterp_test(9)
+
+
+def test_subinterpreter_310():
+    subinterp_test(10)
+
+
 def test_subinterpreter_311():
     subinterp_test(11)
+
+
+def test_subinterpreter_debian_static_311():
+    subinterp_test(None)
 
 
 def test_subinterpreter_312():
