@@ -9,6 +9,7 @@
 #include "stacks.bpf.h"
 #include "agg.bpf.h"
 #include "python.bpf.h"
+#include "pysites.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -117,6 +118,7 @@ static __always_inline __u64 bt_exit(struct pt_regs *ctx, __u64 pid_tgid, __u64 
 	if (aggregate && !(d > 0 && c->lib[(d - 1) & (BT_DEPTH - 1)] == CK_LIB(cookie))) {
 		if (agg_add(pid_tgid >> 32, cookie, c->nranks[d], dur, c->bytes[d], PT_REGS_RC(ctx)))
 			emit_trigger(pid_tgid, cookie, now, dur, PT_REGS_RC(ctx));
+		py_site(pid_tgid, cookie, dur);
 		if (PT_REGS_RC(ctx) == 0) {
 			agg_memory(pid_tgid >> 32, cookie, c->ptr[d], c->bytes[d]);
 			agg_comm_init(cookie, c->ptr[d], c->bytes[d]);

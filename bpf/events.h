@@ -34,6 +34,7 @@ enum rec_type {
 	REC_GPU_BATCH,		/* struct rec_gpu_batch: GPU activity (bpf/gpu_rec.h) */
 	REC_PY_FRAMES,		/* struct rec_py_frames (bpf/pyframes_rec.h): Python frames */
 	REC_PY_CODE,		/* struct rec_py_code (bpf/pycode_rec.h): a code object described */
+	REC_PY_SITE,		/* struct rec_py_site (bpf/pysites_rec.h): monitor call-site sample */
 	REC__COUNT,
 };
 

@@ -50,6 +50,7 @@ enum py_for {
 	PYR_CALL = 0,		/* the REC_CALL_ENTER that follows */
 	PYR_BT,			/* the REC_STACK_BT that follows */
 	PYR_SAMPLE,		/* the REC_STACK_SAMPLE that follows (samples ring) */
+	PYR_SITE,		/* the REC_PY_SITE that follows (monitor --python-sites) */
 };
 
 /* py_frame.flags */

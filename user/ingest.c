@@ -9,6 +9,7 @@
 #include "nvtx_rec.h"
 #include "pycode_rec.h"
 #include "pyframes_rec.h"
+#include "pysites_rec.h"
 #include "stacks.h"
 #include "syscalls_rec.h"
 
@@ -44,6 +45,8 @@ static size_t min_size(unsigned type)
 		return offsetof(struct rec_py_frames, frames) + sizeof(struct py_rec_frame);
 	case REC_PY_CODE:
 		return offsetof(struct rec_py_code, data);
+	case REC_PY_SITE:
+		return sizeof(struct rec_py_site);
 	}
 	return 0;
 }
@@ -113,7 +116,14 @@ int ingest__check(const void *data, size_t size)
 		if (!py->nframes || py->nframes > PY_FRAMES_MAX ||
 		    size != offsetof(struct rec_py_frames, frames) +
 				    (size_t)py->nframes * sizeof(struct py_rec_frame) ||
-		    py->what > PYR_SAMPLE || (py->what != PYR_SAMPLE && !known_call(py->lib, py->func)))
+		    py->what > PYR_SITE || (py->what != PYR_SAMPLE && !known_call(py->lib, py->func)))
+			return -EINVAL;
+		break;
+	}
+	case REC_PY_SITE: {
+		const struct rec_py_site *ps = data;
+
+		if (size != sizeof(*ps) || !ps->weight || !known_call(ps->lib, ps->func))
 			return -EINVAL;
 		break;
 	}

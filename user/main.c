@@ -18,9 +18,13 @@
 #include "monitor.h"
 #include "outname.h"
 #include "pyframes_rec.h"
+#include "pysites.h"
 #include "record.h"
 #include "tstats.h"
 #include "version.h"
+
+#define PS_STR_(x) #x
+#define PS_STR(x) PS_STR_(x)	/* a number macro as a string literal */
 
 
 static const char usage_main[] =
@@ -696,6 +700,14 @@ static const char usage_monitor[] =
 "                            also aggregate syscalls of traced processes lasting\n"
 "                            TIME or more (default off: while on, every syscall\n"
 "                            on the host takes the traced path, ~0.2 us)\n"
+"      --python-sites N      per process, the API calls and time of its N Python\n"
+"                            call sites (file:line function) of most API time as\n"
+"                            metric labels, the rest as site=\"other\"\n"
+"                            (1 to " PS_STR(PYSITES_TOP_MAX) "; default off)\n"
+"      --python-site-sample K\n"
+"                            with --python-sites: read the Python frames of one\n"
+"                            call in K, at random, and count it K times\n"
+"                            (default " PS_STR(PYSITES_SAMPLE_DEFAULT) "; 1: every call, exact)\n"
 "      --trace LIST          API sources, as for record (default all)\n"
 "      --comm NAME[,NAME...] only processes of these names\n"
 "      --cgroup CG[,CG...]   only processes in these cgroups / containers\n"
@@ -711,6 +723,7 @@ static const char usage_monitor[] =
 "  sudo cgbpf monitor\n"
 "  sudo cgbpf monitor --flight-recorder 30s --dump-dir /var/tmp --trigger-slow 5s\n"
 "  curl -s 127.0.0.1:9464/metrics | grep cgbpf_calls_total\n"
+"  sudo cgbpf monitor --python-sites 10   # + cgbpf_python_site_calls_total{site=...}\n"
 "  cgbpf dump\n";
 
 static const struct option monitor_options[] = {
@@ -727,6 +740,8 @@ static const struct option monitor_options[] = {
 	{ "cgroup", required_argument, NULL, 'G' },
 	{ "ring-size", required_argument, NULL, 'R' },
 	{ "syscall-threshold", required_argument, NULL, 'Y' },
+	{ "python-sites", required_argument, NULL, 'P' },
+	{ "python-site-sample", required_argument, NULL, 'K' },
 	{ "config", required_argument, NULL, 'c' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -816,6 +831,21 @@ static int monitor_args(int argc, char **argv, struct record_opts *o, struct mon
 						     "to 4096 (MiB)", optarg);
 			o->ring_mib = v;
 			break;
+		case 'P':
+			if (!strcmp(optarg, "off"))
+				v = 0;
+			else if (parse_u64(optarg, &v) || v < 1 || v > PYSITES_TOP_MAX)
+				return monitor_error("invalid --python-sites '%s': 1 to "
+						     PS_STR(PYSITES_TOP_MAX) " (call sites per process) "
+						     "or off", optarg);
+			mo->python_sites = v;
+			break;
+		case 'K':
+			if (parse_u64(optarg, &v) || v < 1 || v > PYSITES_SAMPLE_MAX)
+				return monitor_error("invalid --python-site-sample '%s': 1 to "
+						     PS_STR(PYSITES_SAMPLE_MAX) " (one call in K)", optarg);
+			mo->python_site_sample = v;
+			break;
 		case 'c':
 			if (from_file)
 				return monitor_error("--config '%s' inside a config file", optarg);
@@ -886,6 +916,12 @@ static int cmd_monitor(int argc, char **argv)
 		ret = ret == 1 ? 0 : 2;
 		goto out;
 	}
+	if (mo.python_site_sample && !mo.python_sites) {
+		ret = monitor_error("%s", "--python-site-sample needs --python-sites N");
+		goto out;
+	}
+	if (!mo.python_site_sample)
+		mo.python_site_sample = PYSITES_SAMPLE_DEFAULT;
 	/* Without a flight recorder the ring carries only process events and
 	 * triggers: a small one keeps the daemon's resident memory small. */
 	if (!o.ring_mib)

@@ -29,6 +29,7 @@
 #include "pfsink.h"
 #include "perfetto.h"
 #include "procfs.h"
+#include "pysites.h"
 #include "syscalls.h"
 #include "nccl.h"
 #include "ncclsum.h"
@@ -218,6 +219,7 @@ struct monitor {
 	uint64_t dumps, dump_failures, coalesced, scrapes;
 	uint64_t last_dump_ns;
 	char last_dump[4096];
+	struct pysites *pysites;	/* --python-sites */
 };
 
 static int parse_listen(const char *s, struct sockaddr_in *sa)
@@ -310,6 +312,10 @@ struct monitor *monitor__new(const struct monitor_opts *o)
 					  "pick another with --listen)" : "");
 		goto fail;
 	}
+	if (o->python_sites && !(mo->pysites = pysites__new(o->python_sites))) {
+		err("out of memory");
+		goto fail;
+	}
 	if (o->flight_ns) {
 		/* Half for the ring, half for one dump's snapshot of it. */
 		mo->flight.cap = (o->flight_bytes / 2) & ~(size_t)7;
@@ -388,6 +394,7 @@ void monitor__free(struct monitor *mo)
 	}
 	free(mo->vals);
 	free(mo->flight.buf);
+	pysites__free(mo->pysites);
 	hmap__free(&mo->gone);
 	{
 		uint64_t v;
@@ -665,6 +672,22 @@ static void comm_of(struct monitor *mo, uint32_t pid, char *out, size_t len)
 	label_value(out, len, comm);
 }
 
+struct pysites *monitor__pysites(struct monitor *mo)
+{
+	return mo ? mo->pysites : NULL;
+}
+
+/* pysites__render()'s callbacks; ctx: { struct buf *, struct monitor * }. */
+static void site_line(void *ctx, const char *line)
+{
+	bprintf(((void **)ctx)[0], "%s", line);
+}
+
+static void site_comm(void *ctx, uint32_t pid, char *out, size_t len)
+{
+	comm_of(((void **)ctx)[1], pid, out, len);
+}
+
 static bool read_agg(struct monitor *mo, const struct agg_key *k, struct agg_val *sum)
 {
 	memset(sum, 0, sizeof(*sum));
@@ -899,6 +922,11 @@ static void render(struct monitor *mo, struct buf *b)
 		   "no whole request in time, too many at once, or the answer not taken.\n"
 		   "# TYPE cgbpf_http_dropped_total counter\ncgbpf_http_dropped_total %" PRIu64
 		   "\n", mo->http_dropped);
+	if (mo->pysites) {
+		void *ctx[2] = { b, mo };
+
+		pysites__render(mo->pysites, site_line, site_comm, ctx);
+	}
 }
 
 /* ------------------------------------------------------------ http */
@@ -1199,6 +1227,11 @@ static void housekeeping(struct monitor *mo)
 	mo->gone = seen_gone;
 }
 
+static bool pid_alive(uint32_t pid)
+{
+	return procfs__alive((pid_t)pid);
+}
+
 void monitor__tick(struct monitor *mo, uint64_t now)
 {
 	http_tick(mo, now);
@@ -1213,6 +1246,8 @@ void monitor__tick(struct monitor *mo, uint64_t now)
 	if (now - mo->last_house >= mo->o.interval_ns) {
 		housekeeping(mo);
 		forget_memory(mo);
+		if (mo->pysites)
+			pysites__sweep(mo->pysites, pid_alive);
 		mo->last_house = now;
 	}
 }

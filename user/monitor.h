@@ -25,12 +25,15 @@ struct monitor_opts {
 	uint64_t trigger_slow_ns;	/* NCCL/sync calls at least this long dump; 0: off */
 	bool trigger_errors;		/* a call returning an error dumps */
 	bool trigger_exit;		/* a traced process dying abnormally dumps */
+	unsigned python_sites;		/* --python-sites N: top N call sites per process; 0: off */
+	unsigned python_site_sample;	/* --python-site-sample K: one call in K is sampled */
 };
 
 struct monitor;
 struct cgbpf_bpf;
 struct model;
 struct attach;
+struct pysites;
 
 /* Checks the options that can fail before any BPF work: the listen
  * address parses and is free (the socket is kept), the dump directory is
@@ -41,6 +44,9 @@ struct monitor *monitor__new(const struct monitor_opts *o);
 int monitor__start(struct monitor *mo, struct cgbpf_bpf *skel, struct model *m,
 		   struct attach *a);
 void monitor__free(struct monitor *mo);
+
+/* The Python call-site table (--python-sites), NULL when off. */
+struct pysites *monitor__pysites(struct monitor *mo);
 
 /* A record read from the ring (validated): kept by the flight recorder. */
 void monitor__record(struct monitor *mo, const void *data, size_t size);

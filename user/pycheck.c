@@ -78,6 +78,13 @@ int pycheck__run(int pid)
 		printf("  not initialized yet: no interpreter, no threads\n");
 		return 0;
 	}
+	{
+		unsigned n = 0;
+
+		if (!pyfind__interpreters(pid, &pp, MAX_INTERPS, &n) && n > 1)
+			printf("  %u interpreters (%u subinterpreter%s): %s\n", n, n - 1,
+			       n > 2 ? "s" : "", PYFIND_SUBINTERP_NOTE);
+	}
 	have_tid_off = pp.off.ts_native_thread_id == PY_OFF_NONE &&
 		       pyfind__pthread_tid_offset(pid, &tid_off) == 0;
 	if (!(pc = pycode__new())) {

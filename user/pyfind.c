@@ -647,3 +647,19 @@ int pyfind__pthread_tid_offset(int pid, uint32_t *off)
 	*off = desc[2];
 	return 0;
 }
+
+int pyfind__interpreters(int pid, const struct py_proc *pp, unsigned max, unsigned *n)
+{
+	uint64_t interp = 0;
+	unsigned k = 0;
+	int err;
+
+	*n = 0;
+	if ((err = pyfind__read(pid, pp->runtime + pp->off.runtime_interp_head, &interp, 8)))
+		return err;
+	for (; interp && k < max; k++)
+		if ((err = pyfind__read(pid, interp + pp->off.interp_next, &interp, 8)))
+			return err;
+	*n = k;
+	return 0;
+}

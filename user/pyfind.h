@@ -52,6 +52,21 @@ const struct py_offsets *pyfind__row(int minor);
  * of it is readable, -ESRCH: the process is gone). */
 int pyfind__read(int pid, uint64_t addr, void *buf, size_t len);
 
+/*
+ * Counts the interpreters on pp's runtime list now (the main one and its
+ * subinterpreters; 0 before initialization), at most max (a list that
+ * goes on gives max): 0 and *n, or -errno.
+ */
+int pyfind__interpreters(int pid, const struct py_proc *pp, unsigned max, unsigned *n);
+
+/* What the BPF frame readers (bpf/python.bpf.c) do in a process with
+ * subinterpreters, as the summary and `check --python` say it. */
+#define PYFIND_SUBINTERP_NOTE \
+	"frames are read from the thread state found first for each thread (newest " \
+	"interpreter first, at most 4 interpreters) and kept for the thread: its calls " \
+	"made while it runs in another interpreter carry that thread state's frames (the " \
+	"line that entered the subinterpreter) or none"
+
 /* One frame as read from the process (struct py_offsets' fields). */
 struct py_frame {
 	uint64_t code;		/* f_code / f_executable: a code object unless skip */

@@ -26,11 +26,14 @@
 #include "hmap.h"
 #include "log.h"
 #include "model.h"
+#include "monitor.h"
 #include "procfs.h"
 #include "pycode.h"
 #include "pycode_rec.h"
 #include "pyfind.h"
 #include "pyframes_rec.h"
+#include "pysites.h"
+#include "pysites_rec.h"
 #include "pysrc.h"
 #include "record.h"
 #include "session.h"
@@ -45,6 +48,10 @@
 #define PROBES_PER_TICK 8
 #define EXEC_WAIT_MS 50		/* the longest a python's loader is waited for at its exec */
 #define TOP_SITES 15
+#define INTERP_CHECK_NS 250000000ull	/* interpreters counted again this often */
+#define INTERP_COUNT_MAX 1024
+#define STACKS_MAX (64ull << 20)	/* bytes of distinct py.stack texts kept */
+#define SITE_PEND_MAX 4096	/* monitor: threads with a site waiting for its REC_PY_SITE */
 
 enum pyp_state { PYP_LOOKING, PYP_OK, PYP_REFUSED };
 
@@ -59,12 +66,15 @@ struct pyp {
 	struct hmap codes;		/* code -> its class in the py_codes map */
 	uint64_t records, unresolved;
 	uint64_t exe;			/* exe_id() when found */
+	unsigned interps, interps_max;	/* interpreters on its runtime's list: now, most seen */
+	uint64_t interps_ns;		/* when counted */
 };
 
 /* One call site (interned text) and its calls. */
 struct site {
 	uint64_t calls, ns, launches, launch_ns;
 	bool user;			/* its file is user code */
+	bool stack_counted;		/* a py.stack text, in pysrc.stack_bytes */
 	char text[];
 };
 
@@ -100,6 +110,12 @@ struct pysrc {
 	uint64_t orphans, unresolved, records;
 	uint64_t codes, codes_bad;	/* REC_PY_CODE records taken, refused */
 	uint64_t stat[PYS__COUNT];
+	struct pysites *sites_out;	/* monitor --python-sites: where sampled sites go */
+	struct hmap site_pend;		/* monitor: tid -> char * site of its next REC_PY_SITE */
+	uint64_t site_samples, site_unresolved;
+	uint64_t stack_bytes;		/* py.stack texts interned */
+	uint64_t remarked;		/* user code marked again in py_codes */
+	uint64_t stacks_dropped;	/* calls whose new py.stack was past STACKS_MAX */
 	char stack_buf[STACK_TEXT];
 };
 
@@ -128,8 +144,9 @@ static struct pend *pend_of(struct pysrc *ps, uint32_t tid, bool create)
 }
 
 /* The interned site of text: one copy per distinct text for the whole
- * capture (the trace's annotations point at it). NULL on ENOMEM. */
-static struct site *site_get(struct pysrc *ps, const char *text)
+ * capture (the trace's annotations point at it); with create false, only
+ * one interned already. NULL on ENOMEM or when not there. */
+static struct site *site_find(struct pysrc *ps, const char *text, bool create)
 {
 	uint64_t h = hash__bytes(text, strlen(text)), *v;
 	struct site *st;
@@ -144,7 +161,7 @@ static struct site *site_get(struct pysrc *ps, const char *text)
 		if (!strcmp(st->text, text))
 			return st;
 	}
-	if (v)
+	if (v || !create)
 		return NULL;
 	st = calloc(1, sizeof(*st) + strlen(text) + 1);
 	if (!st)
@@ -169,6 +186,11 @@ static void bump_codes_gen(struct pysrc *ps)
 	}
 }
 
+static struct site *site_get(struct pysrc *ps, const char *text)
+{
+	return site_find(ps, text, true);
+}
+
 /* Tells the BPF walks what code is (PY_CODE_USER: the leaf walk stops
  * there), once per code object and class. */
 static void mark_code(struct pysrc *ps, struct pyp *p, uint64_t code, bool user)
@@ -186,6 +208,19 @@ static void mark_code(struct pysrc *ps, struct pyp *p, uint64_t code, bool user)
 	/* The threads' cached leaf code (py_leafc) may be this one. */
 	if (v)
 		bump_codes_gen(ps);
+}
+
+/* Marks code as user code in py_codes whatever user space remembers: the
+ * BPF map is an LRU hash and may have dropped it. */
+static void remark_user(struct pysrc *ps, struct pyp *p, uint64_t code)
+{
+	struct { uint32_t tgid, pad; uint64_t code; } k = { .tgid = p->pid, .code = code };
+	uint8_t cls = PY_CODE_USER;
+
+	if (!bpf_map_update_elem(ps->fd_codes, &k, &cls, BPF_ANY)) {
+		hmap__put(&p->codes, code, cls);
+		ps->remarked++;
+	}
 }
 
 /* The lasti that pycode__resolve() takes, from the record's. */
@@ -271,8 +306,14 @@ static void call_frames(struct pysrc *ps, struct pyp *p, const struct rec_py_fra
 		}
 		if (i == 0)
 			pd->site = st->text;
-		if (!pd->user && st->user)
+		if (!pd->user && st->user) {
 			pd->user = st->text;
+			/* A leaf walk goes past a user frame only when py_codes
+			 * does not have it (not marked yet, or evicted from the
+			 * LRU map since): marked again. */
+			if (r->mode == PY_MODE_LEAF && i + 1 < r->nframes)
+				remark_user(ps, p, r->frames[i].code);
+		}
 		if (want_stack) {
 			if (off < STACK_TEXT)
 				off += snprintf(ps->stack_buf + off, STACK_TEXT - off, "%s%s",
@@ -282,7 +323,16 @@ static void call_frames(struct pysrc *ps, struct pyp *p, const struct rec_py_fra
 		}
 	}
 	if (want_stack && off) {
-		st = site_get(ps, ps->stack_buf);
+		/* Interned stacks stay for the capture (the trace points at
+		 * them): past STACKS_MAX bytes of them, a call with a new stack
+		 * gets py and py.user but no py.stack (counted). */
+		st = site_find(ps, ps->stack_buf, ps->stack_bytes + off <= STACKS_MAX);
+		if (st && !st->stack_counted) {
+			st->stack_counted = true;
+			ps->stack_bytes += off;
+		}
+		if (!st)
+			ps->stacks_dropped++;
 		pd->stack = st ? st->text : NULL;
 	}
 }
@@ -341,22 +391,102 @@ static int code_rec(struct pysrc *ps, const struct rec_py_code *r, size_t size)
 	return 0;
 }
 
+/* A sampled call's site waiting for its REC_PY_SITE (monitor). */
+struct site_pend {
+	uint8_t lib;
+	uint16_t func;
+	bool named;			/* text holds a site; else counted as "other" */
+	char text[SITE_LEN];
+};
+
+/*
+ * monitor --python-sites: the site of a sampled call (PYR_SITE), the
+ * innermost user frame of the leaf walk, else its innermost frame, kept
+ * per thread until the call's REC_PY_SITE. Resolved through pycode's cache
+ * but not interned: a monitor runs for days, and pysites bounds what it
+ * keeps.
+ */
+static void site_frames(struct pysrc *ps, struct pyp *p, const struct rec_py_frames *r)
+{
+	struct site_pend *sp;
+	struct py_sym sym;
+	uint64_t *v = hmap__get(&ps->site_pend, r->hdr.tid);
+
+	if (v) {
+		sp = (void *)(uintptr_t)*v;
+	} else {
+		/* Threads whose REC_PY_SITE never came (a full ring) are few;
+		 * past the bound the waiting sites start over. */
+		if (ps->site_pend.count >= SITE_PEND_MAX) {
+			uint64_t old;
+
+			for (size_t it = 0; hmap__next(&ps->site_pend, &it, NULL, &old);)
+				free((void *)(uintptr_t)old);
+			hmap__free(&ps->site_pend);
+		}
+		if (!(sp = malloc(sizeof(*sp))) || hmap__put(&ps->site_pend, r->hdr.tid, (uintptr_t)sp)) {
+			free(sp);
+			return;
+		}
+	}
+	sp->lib = r->lib;
+	sp->func = r->func;
+	sp->named = false;
+	for (int i = 0; i < r->nframes; i++) {
+		if (resolve(ps, p, &r->frames[i], &sym))
+			continue;
+		if (sym.user || i == 0) {
+			fmt_site(sp->text, sizeof(sp->text), &sym);
+			sp->named = true;
+		}
+		if (sym.user)
+			break;
+	}
+	if (!sp->named)
+		ps->site_unresolved++;
+}
+
+/* The sampled call itself: its site counts weight calls of its duration. */
+static int site_rec(struct pysrc *ps, const struct rec_py_site *r)
+{
+	uint64_t v;
+	struct site_pend *sp;
+
+	if (!hmap__del(&ps->site_pend, r->hdr.tid, &v))
+		return 0;	/* its frames were not read (no interpreter known) */
+	sp = (void *)(uintptr_t)v;
+	if (sp->lib == r->lib && sp->func == r->func && ps->sites_out) {
+		ps->site_samples++;
+		pysites__add(ps->sites_out, r->hdr.pid, sp->named ? sp->text : NULL, r->weight,
+			     r->dur_ns * r->weight);
+	}
+	free(sp);
+	return 0;
+}
+
 static int py_rec(struct session *s, void *state, const void *data, size_t size)
 {
 	struct pysrc *ps = state;
 	const struct rec_py_frames *r = data;
-	struct pyp *p = pyp_of(ps, r->hdr.pid);
+	struct pyp *p;
 	struct pend *pd;
 
 	(void)s;
 	if (r->hdr.type == REC_PY_CODE)
 		return code_rec(ps, data, size);
+	if (r->hdr.type == REC_PY_SITE)
+		return site_rec(ps, data);
+	p = pyp_of(ps, r->hdr.pid);
 	ps->records++;
 	if (!p || p->state != PYP_OK) {
 		ps->orphans++;
 		return 0;
 	}
 	p->records++;
+	if (r->what == PYR_SITE) {
+		site_frames(ps, p, r);
+		return 0;
+	}
 	pd = pend_of(ps, r->hdr.tid, true);
 	if (!pd)
 		return 0;
@@ -478,6 +608,24 @@ static bool named_python(uint32_t pid)
 	return !procfs__comm(pid, pid, comm, sizeof(comm)) && !strncmp(comm, "python", 6);
 }
 
+/* Counts the interpreters of p's runtime (subinterpreters), said once
+ * per new highest count. */
+static void count_interps(struct pyp *p, uint64_t now)
+{
+	unsigned n;
+
+	p->interps_ns = now;
+	if (pyfind__interpreters(p->pid, &p->pp, INTERP_COUNT_MAX, &n))
+		return;
+	p->interps = n;
+	if (n <= p->interps_max)
+		return;
+	p->interps_max = n;
+	if (n > 1)
+		info("pid %u: Python %s has %u interpreters (%u subinterpreter%s): %s", p->pid,
+		     p->info.version, n, n - 1, n > 2 ? "s" : "", PYFIND_SUBINTERP_NOTE);
+}
+
 /* Finds the interpreter of pid and tells BPF; quiet while looking. exec:
  * the process has just exec'ed. */
 static void probe(struct pysrc *ps, struct pyp *p, uint64_t now, bool exec)
@@ -529,8 +677,10 @@ static void probe(struct pysrc *ps, struct pyp *p, uint64_t now, bool exec)
 	}
 	p->state = PYP_OK;
 	p->exe = exe_id(p->pid);
+	p->interps = p->interps_max = 0;
 	dbg("pid %u: Python %s (%s): reading Python frames", p->pid, p->info.version,
 	    p->info.path);
+	count_interps(p, now);
 }
 
 static void forget(struct pysrc *ps, uint32_t pid)
@@ -552,12 +702,14 @@ static void py_proc(struct session *s, void *state, enum src_proc ev, uint32_t p
 	struct pyp *p = pyp_of(ps, pid);
 	uint64_t now = session__now();
 
-	(void)s;
 	(void)ts;
 	if (ev == SRC_PROC_EXIT) {
 		forget(ps, pid);
 		if (p && p->state == PYP_LOOKING)
 			p->state = PYP_REFUSED;	/* nothing to look for any more */
+		/* A monitor prints no summary and runs for days: the dead go. */
+		if (p && s->mon && hmap__del(&ps->procs, pid, NULL))
+			free(p);
 		return;
 	}
 	if (!p) {
@@ -584,8 +736,11 @@ static void py_proc(struct session *s, void *state, enum src_proc ev, uint32_t p
 		uint64_t exe = exe_id(pid);
 
 		if ((!e && !memcmp(&cur, &p->pp, sizeof(cur))) || e == -ESRCH ||
-		    (e && (!exe || exe == p->exe)))
+		    (e && (!exe || exe == p->exe))) {
+			if (!e)
+				count_interps(p, now);
 			return;
+		}
 		dbg("pid %u: its interpreter changed (%s)", pid, e ? why : "another one");
 		forget(ps, pid);
 		p->state = PYP_LOOKING;
@@ -611,6 +766,10 @@ static void py_tick(struct session *s, void *state, uint64_t now)
 	for (size_t it = 0; n < PROBES_PER_TICK && hmap__next(&ps->procs, &it, NULL, &v);) {
 		struct pyp *p = (void *)(uintptr_t)v;
 
+		if (p->state == PYP_OK && now - p->interps_ns >= INTERP_CHECK_NS) {
+			count_interps(p, now);
+			n++;
+		}
 		if (p->state != PYP_LOOKING || p->next_ns > now)
 			continue;
 		probe(ps, p, now, false);
@@ -620,7 +779,7 @@ static void py_tick(struct session *s, void *state, uint64_t now)
 
 static bool py_wanted(const struct record_opts *o)
 {
-	return o->python != PY_MODE_OFF;
+	return o->python != PY_MODE_OFF || (o->monitor && o->monitor->python_sites);
 }
 
 static int py_init(struct session *s, void **state)
@@ -652,6 +811,9 @@ static int py_prepare(struct session *s, void *state)
 {
 	(void)state;
 	s->skel->rodata->py_mode = s->o->python;
+	/* The monitor reads frames of sampled calls only (bpf/pysites.bpf.h). */
+	if (s->o->monitor && s->o->monitor->python_sites)
+		s->skel->rodata->py_site_every = s->o->monitor->python_site_sample;
 	return 0;
 }
 
@@ -663,6 +825,7 @@ static int py_start(struct session *s, void *state)
 	ps->fd_codes = bpf_map__fd(s->skel->maps.py_codes);
 	ps->fd_codes_gen = bpf_map__fd(s->skel->maps.py_codes_gen);
 	ps->fd_stat = bpf_map__fd(s->skel->maps.py_stat);
+	ps->sites_out = monitor__pysites(s->mon);
 	return 0;
 }
 
@@ -740,7 +903,11 @@ static void py_print(const void *ctx, const uint64_t *drops, FILE *f)
 				fprintf(f, "   pid %u: Python %s (%s%s): %" PRIu64 " frame records\n",
 					p->pid, p->info.version, p->info.path,
 					p->info.shared ? "" : ", static", p->records);
-			else
+			if (p->state == PYP_OK && p->interps_max > 1)
+				fprintf(f, "     %u interpreters (%u subinterpreter%s): %s\n",
+					p->interps_max, p->interps_max - 1,
+					p->interps_max > 2 ? "s" : "", PYFIND_SUBINTERP_NOTE);
+			else if (p->state != PYP_OK)
 				fprintf(f, "   pid %u: no Python frames: %s\n", p->pid, p->why);
 		}
 	}
@@ -773,6 +940,9 @@ static void py_print(const void *ctx, const uint64_t *drops, FILE *f)
 	for (int k = 0; k < PYS__COUNT; k++)
 		if (stat_names[k] && ps->stat[k])
 			fprintf(f, "   frames not read: %" PRIu64 " (%s)\n", ps->stat[k], stat_names[k]);
+	if (ps->stacks_dropped)
+		fprintf(f, "   py.stack left out of %" PRIu64 " calls: their stacks were new past %llu "
+			   "MiB of distinct stacks\n", ps->stacks_dropped, STACKS_MAX >> 20);
 	if (ps->stat[PYS_TRUNCATED])
 		fprintf(f, "   stacks cut at %d frames: %" PRIu64 "\n", PY_FRAMES_MAX,
 			ps->stat[PYS_TRUNCATED]);
@@ -784,6 +954,7 @@ static void py_finish(struct session *s, void *state, struct capture_info *ci)
 
 	(void)s;
 	read_stats(ps);
+	dbg("python: %" PRIu64 " user code objects marked again in py_codes", ps->remarked);
 	dbg("python: %" PRIu64 " records, %" PRIu64 " sent, %" PRIu64 " thread-state walks, %" PRIu64
 	    " without thread state, %" PRIu64 " without frame, %" PRIu64 " unreadable thread "
 	    "states, %" PRIu64 " unreadable frames", ps->records, ps->stat[PYS_FRAMES],
@@ -814,6 +985,9 @@ static void py_fini(struct session *s, void *state)
 	}
 	for (size_t it = 0; hmap__next(&ps->pend, &it, NULL, &v);)
 		free((void *)(uintptr_t)v);
+	for (size_t it = 0; hmap__next(&ps->site_pend, &it, NULL, &v);)
+		free((void *)(uintptr_t)v);
+	hmap__free(&ps->site_pend);
 	for (size_t it = 0; hmap__next(&ps->sites, &it, NULL, &v);) {
 		free((void *)(uintptr_t)v);
 	}
@@ -827,7 +1001,7 @@ static void py_fini(struct session *s, void *state)
 
 const struct source src_python = {
 	.name = "python",
-	.types = { REC_PY_FRAMES, REC_PY_CODE },
+	.types = { REC_PY_FRAMES, REC_PY_CODE, REC_PY_SITE },
 	.wanted = py_wanted,
 	.init = py_init,
 	.prepare = py_prepare,

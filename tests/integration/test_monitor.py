@@ -13,7 +13,7 @@ import tempfile
 import time
 
 from harness import (CGBPF, open_gate, check, clean_trace, env_with, eq, expected_calls, kill_quiet,
-                     start, tmpdir, touch, wait_for, wl)
+                     start, tmpdir, touch, traced_funcs, wait_for, wl)
 
 import ptrace
 
@@ -554,3 +554,126 @@ def test_monitor_gpu_memory_held():
         eq(mon.scrape().get(key), 0.0, "all freed")
     finally:
         eq(mon.stop(), 0, "monitor exit")
+
+
+# --python-sites: a program with more call sites than the monitor tracks
+# per process (PYSITES_CAP_MIN, 64, for --python-sites 3), each made from
+# its own line N times; it waits for GATE before its calls and lives a
+# moment after them (its code objects are read while it lives).
+MANY_SITES = 100
+MANY = """import ctypes, os, sys, time
+cu = ctypes.CDLL("libcuda.so.1")
+gate, n = sys.argv[1], int(sys.argv[2])
+while not os.path.exists(gate):
+    time.sleep(0.005)
+%s
+for _ in range(n):
+    for f in FS:
+        f()
+time.sleep(1.0)
+"""
+
+
+def write_many(path):
+    """MANY with MANY_SITES functions; {site text: line}."""
+    body, sites = [], {}
+    first = MANY.split("\n").index("%s") + 1
+    for i in range(MANY_SITES):
+        body.append("def f%d(): cu.cuInit(0)" % i)
+        sites["%s:%d f%d" % (path, first + i, i)] = first + i
+    body.append("FS = [%s]" % ", ".join("f%d" % i for i in range(MANY_SITES)))
+    with open(path, "w") as f:
+        f.write(MANY % "\n".join(body))
+    return sites
+
+
+def test_monitor_python_sites():
+    """--python-sites 3 --python-site-sample 1 (every call, so the counts
+    are exact): launches.py's sites by API time, named as record names
+    them (the innermost user frame), the rest under site="other", the
+    calls of every site adding up to the process's calls; a program with
+    100 sites: at most 64 tracked, the others evicted into "other", the
+    total still exact."""
+    import json
+    from test_python import WRAP, pyenv_python
+    exe = pyenv_python(12)
+    d = tmpdir()
+    mon = Monitor(["--python-sites", "3", "--python-site-sample", "1"], d)
+    try:
+        man, pause = os.path.join(d, "manifest.json"), os.path.join(d, "pause")
+        w = start([exe, "-c", WRAP, "--iters", "20", "--threads", "2",
+                   "--only", "plain,nested,method,library,threads"],
+                  env=mon.wl_env(CGBPF_MANIFEST=man, CGBPF_PAUSE_FILE=pause))
+        wait_for(lambda: os.path.exists(pause + ".ready") or w.poll() is not None, 60,
+                 "launches.py to pause after its setup")
+        wait_for(lambda: "pid %d: Python" % w.pid in mon.stderr() and
+                 "reading Python frames" in mon.stderr(), 30,
+                 "the monitor to find the interpreter (stderr %r)" % mon.stderr()[-500:])
+        touch(pause)
+        eq(w.wait(120), 0, "launches.py exit")
+        with open(man) as f:
+            m = json.load(f)
+        want, traced = {}, traced_funcs()
+        for rec in m["records"]:
+            if rec["scenario"] != "setup" and rec["call"] in traced:
+                fr = rec["user"] or rec["leaf"]
+                key = "%s:%d %s" % (fr["file"], fr["line"], fr["func"])
+                want[key] = want.get(key, 0) + 1
+        got = mon.scrape()
+        calls = {dict(k[1])["site"]: v for k, v in
+                 series(got, "cgbpf_python_site_calls_total", pid=w.pid).items()}
+        secs = {dict(k[1])["site"]: v for k, v in
+                series(got, "cgbpf_python_site_seconds_total", pid=w.pid).items()}
+        named = [s for s in calls if s != "other"]
+        eq(len(named), 3, "named sites of launches.py (%r)" % calls)
+        check("other" in calls, "site=\"other\" holds the rest: %r" % calls)
+        eq(sorted(secs), sorted(calls), "the same sites in both metrics")
+        for s in named:
+            check(s in want or "pywl.py" in s, "%r is a site of the manifest (%r)" % (s, want))
+            if s in want:
+                eq(calls[s], want[s], "calls from %s" % s)
+            check(secs[s] > 0, "time of %s" % s)
+        # Every call after the pause was sampled: the process's sites add
+        # up to at least them (setup calls count where their frames were
+        # read) and to at most every call it made.
+        total = sum(per_func(got, "cgbpf_calls_total", w.pid).values())
+        check(sum(want.values()) <= sum(calls.values()) <= total,
+              "site calls %d between the calls after the pause %d and all %d" %
+              (sum(calls.values()), sum(want.values()), total))
+        # The bound: a process with 100 sites.
+        prog = os.path.join(d, "many.py")
+        sites = write_many(prog)
+        gate = os.path.join(d, "gate")
+        p = start([exe, prog, gate, "3"], env=mon.wl_env())
+        wait_for(lambda: "pid %d: Python" % p.pid in mon.stderr(), 30,
+                 "the monitor to find the interpreter of many.py")
+        touch(gate)
+        eq(p.wait(60), 0, "many.py exit")
+        got = mon.scrape()
+        calls = {dict(k[1])["site"]: v for k, v in
+                 series(got, "cgbpf_python_site_calls_total", pid=p.pid).items()}
+        named = [s for s in calls if s != "other"]
+        eq(len(named), 3, "named sites of many.py (%r)" % calls)
+        for s in named:
+            check(s in sites, "%r is one of many.py's sites" % s)
+            eq(calls[s], 3.0, "calls from %s" % s)
+        eq(sum(calls.values()), 3.0 * MANY_SITES, "calls of many.py, evicted sites included")
+        eq([v for v in series(got, "cgbpf_python_sites_tracked", pid=p.pid).values()], [64.0],
+           "sites tracked for many.py: the bound")
+        check(got[("cgbpf_python_sites_evicted_total", frozenset())] >= MANY_SITES - 64,
+              "evicted sites: %r" % got[("cgbpf_python_sites_evicted_total", frozenset())])
+    finally:
+        rc = mon.stop()
+    eq(rc, 0, "monitor exit")
+
+
+def test_monitor_python_sites_bad_input():
+    for args, why in [(["--python-sites", "0"], "--python-sites"),
+                      (["--python-sites", "101"], "--python-sites"),
+                      (["--python-sites", "3x"], "--python-sites"),
+                      (["--python-sites", "3", "--python-site-sample", "0"],
+                       "--python-site-sample"),
+                      (["--python-site-sample", "4"], "needs --python-sites")]:
+        r = subprocess.run([CGBPF, "monitor"] + args, capture_output=True, text=True, timeout=30)
+        eq(r.returncode, 2, "exit for %s (stderr %r)" % (args, r.stderr))
+        check(why in r.stderr, "message %r for %s: %r" % (why, args, r.stderr))

@@ -547,3 +547,129 @@ def test_short_lived_debian_static_311():
     out = subprocess.run([exe, "-c", "import platform; print(platform.python_version())"],
                          capture_output=True, text=True, check=True).stdout.strip()
     short_lived_test(exe, out)
+SUBINTERP = os.path.join(PY, "subinterp.py")
+BODY = os.path.join(PY, "subinterp_body.py")
+# As WRAP: the program's code objects stay alive a moment after it ends.
+SUBWRAP = WRAP.replace(repr(LAUNCHES), repr(SUBINTERP))
+
+
+def subinterp_python(minor):
+    """The pyenv 3.minor (None: Debian's static 3.11) if it can create
+    subinterpreters, else Skip."""
+    exe = pyenv_python(minor) if minor else debian_python()
+    minor = minor or 11
+    mod = "_interpreters" if minor >= 13 else "_xxsubinterpreters"
+    if subprocess.run([exe, "-c", "import " + mod], capture_output=True).returncode:
+        raise Skip("CPython 3.%d here has no %s module (built without it)" % (minor, mod))
+    return exe
+
+
+def run_subinterp(exe, tmp):
+    """record -v of subinterp.py, its subinterpreter held alive until cgbpf
+    reported 2 interpreters, and check --python on it meanwhile. Returns
+    (trace, manifest, cgbpf's stderr, check's output, summary)."""
+    import json
+    man, gate, hold = (os.path.join(tmp, n) for n in ("manifest.json", "gate", "hold"))
+    trace, log, summ = (os.path.join(tmp, n) for n in ("t.perfetto-trace", "cgbpf.log",
+                                                       "summary.txt"))
+    env = env_with(CGBPF_MANIFEST=man, CGBPF_WAIT_FILE=gate, CGBPF_HOLD_FILE=hold)
+    with open(log, "w") as lf:
+        cg = subprocess.Popen([CGBPF, "record", "-v", "-o", trace, "--summary-file", summ, "--",
+                               exe, "-c", SUBWRAP], env=env, stdout=subprocess.DEVNULL, stderr=lf,
+                              text=True)
+    try:
+        def said(what):
+            with open(log) as f:
+                return what in f.read() or cg.poll() is not None
+        wait_for(lambda: said("reading Python frames"), 60, "cgbpf to find the interpreter")
+        touch(gate)
+        wait_for(lambda: os.path.exists(hold + ".ready") or cg.poll() is not None, 30,
+                 "the subinterpreter to make its launches")
+        wait_for(lambda: said("interpreters (1 subinterpreter)"), 30,
+                 "cgbpf to count the subinterpreter")
+        eq(cg.poll(), None, "cgbpf running")
+        pid = int(re.search(r"pid (\d+): Python [\d.]+ has 2 interpreters",
+                            open(log).read()).group(1))
+        chk = subprocess.run([CGBPF, "check", "--python", "-p", str(pid)], capture_output=True,
+                             text=True, timeout=60)
+        eq(chk.returncode, 0, "check --python exit (%r)" % chk.stdout[-400:])
+        touch(hold)
+        eq(cg.wait(120), 0, "cgbpf exit")
+    finally:
+        kill_quiet(cg)
+    with open(man) as f:
+        m = json.load(f)
+    with open(log) as f:
+        err = f.read()
+    with open(summ) as f:
+        summary = f.read()
+    return ptrace.load(trace), m, err, chk.stdout, summary
+
+
+def subinterp_test(minor):
+    """What cgbpf says and does with a subinterpreter (docs/python.md):
+    reported as 2 interpreters in its stderr, the summary and check
+    --python (which shows the thread in both); the main interpreter's
+    launches before and after carry their sites; the subinterpreter's
+    launches, made by the main thread whose thread state the frame reader
+    found first and keeps, carry the main interpreter's frame that entered
+    the subinterpreter: run_in() at its run_string line."""
+    exe = subinterp_python(minor)
+    tmp = tmpdir()
+    t, m, err, chk, summary = run_subinterp(exe, tmp)
+    clean_trace(t)
+    note = "2 interpreters (1 subinterpreter): frames are read from the thread state found first"
+    check(note in err, "stderr says: %r" % err[-800:])
+    check(note in summary, "the summary says: %r" % summary[-1500:])
+    check(note in chk, "check --python says: %r" % chk[:800])
+    # The main thread, held in the subinterpreter's body(): its thread
+    # state there (interpreter 0, the newest) and in the main interpreter.
+    check(re.search(r"interpreter 0\):\n    #0 body %s:" % re.escape(BODY), chk),
+          "check --python: the subinterpreter's thread in body(): %r" % chk)
+    check(re.search(r"interpreter 1\):\n    #0 run_in %s:" % re.escape(SUBINTERP), chk),
+          "check --python: the main interpreter's thread state in run_in(): %r" % chk)
+    with open(SUBINTERP) as f:
+        entry = next(i + 1 for i, ln in enumerate(f) if "interpreters.run_string(" in ln)
+    launches = [s for s in sorted(t.slices, key=lambda s: s.ts)
+                if s.pid == m["pid"] and s.name == "cuLaunchKernel"]
+    main_recs = [r for r in m["records"] if r["call"] == "cuLaunchKernel"]
+    sub_recs = [r for r in m["sub_records"] if r["call"] == "cuLaunchKernel"]
+    n = m["iters"]
+    eq(len(main_recs), 2 * n, "main-interpreter launches in the manifest")
+    eq(len(sub_recs), n, "subinterpreter launches in the manifest")
+    eq(len(launches), 3 * n, "launches in the trace")
+    for s, rec in zip(launches[:n] + launches[2 * n:], main_recs):
+        eq(s.args.get("py"), site(rec["leaf"]), "py of main-interpreter launch #%d (%s)" %
+           (rec["seq"], rec["scenario"]))
+    for s, rec in zip(launches[n:2 * n], sub_recs):
+        eq(rec["leaf"]["func"], "sub_launch", "the subinterpreter's own frame")
+        eq(s.args.get("py"), "%s:%d run_in" % (SUBINTERP, entry),
+           "py of subinterpreter launch #%d: the frame that entered it" % rec["seq"])
+
+
+def test_subinterpreter_38():
+    subinterp_test(8)
+
+
+def test_subinterpreter_39():
+    subinterp_test(9)
+
+
+def test_subinterpreter_310():
+    subinterp_test(10)
+
+
+def test_subinterpreter_311():
+    subinterp_test(11)
+
+
+def test_subinterpreter_debian_static_311():
+    subinterp_test(None)
+
+
+def test_subinterpreter_312():
+    subinterp_test(12)
+
+
+def test_subinterpreter_313():
+    subinterp_test(13)
