@@ -652,7 +652,7 @@ static void probe(struct pysrc *ps, struct pyp *p, uint64_t now, bool exec)
 		 * the summary if it stays so. */
 		if (err != -ENOENT && err != -ESRCH)
 			snprintf(p->why, sizeof(p->why), "%s", why);
-		if (exec)
+		if (exec && err == -ENOENT && named_python(p->pid))
 			dbg("pid %u: no interpreter at its exec (%s, after %.1f ms): looked at again later",
 			    p->pid, why[0] ? why : strerror(-err), (session__now() - now) / 1e6);
 		p->next_ns = now + (now - p->first_ns < RETRY_FAST_NS ? 0 : RETRY_SLOW_NS);

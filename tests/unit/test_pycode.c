@@ -427,6 +427,18 @@ static void test_seed(void)
 	size = mkrec(&r, &pp, &f, code, "/home/me/train.py", "Model.forward", table,
 		     sizeof(table), sizeof(table), 999);
 	check(ingest__check(&r, size) == 0, "ingest takes the record");
+	r.hdr.size = (uint16_t)(size - 1);
+	check(ingest__check(&r, size - 1) == -EINVAL, "ingest: data shorter than the parts sent");
+	r.hdr.size = (uint16_t)size;
+	r.table_sent = PYC_TABLE_MAX + 1;
+	check(ingest__check(&r, size) == -EINVAL, "ingest: a table over its bound");
+	r.table_sent = sizeof(table);
+	r.str[PYC_QUAL].sent = PYC_NAME_MAX + 1;
+	check(ingest__check(&r, size) == -EINVAL, "ingest: a name over its bound");
+	r.str[PYC_QUAL].sent = (uint16_t)strlen("Model.forward");
+	r.hdr.size = (uint16_t)(offsetof(struct rec_py_code, data) - 8);
+	check(ingest__check(&r, r.hdr.size) == -EINVAL, "ingest: a record shorter than its fixed part");
+	r.hdr.size = (uint16_t)size;
 	err = pycode__seed(pc, GONE_PID, &pp, &r, size);
 	check(err == 0, "seed (%d)", err);
 	err = pycode__resolve(pc, GONE_PID, &pp, code, code + O->code_adaptive + 4, &s);
