@@ -581,7 +581,7 @@ static void release_one(struct gpu *g, struct gpu_proc *p, const struct gpu_op *
 	if (op->end > g->last_ts)
 		g->last_ts = op->end;
 	gpupf__op(g, p, op, c);
-	gpusum__op(g, p, op, c, late);
+	gpusum__op(g, p, op, c, late, NULL);
 	if (c)
 		c->ops++;
 }
@@ -1177,6 +1177,54 @@ void gpu__finish(struct gpu *g, uint64_t ts)
 	 * cgbpf stats reads whether one did here. */
 	if (g->pt && g->procs.count)
 		pftrace__attribute(g->pt, "cgbpf.gpu_processes", "1");
+}
+
+void gpu__replay_device(struct gpu *g, uint32_t pid, uint8_t index, const char *name)
+{
+	struct gpu_proc *p = gpu__proc(g, pid);
+	struct gpu_dev *d = p ? gpu__dev(p, index) : NULL;
+
+	if (!d)
+		return;
+	d->known = *name != 0;
+	snprintf(d->name, sizeof(d->name), "%s", name);
+}
+
+void gpu__replay_op(struct gpu *g, const struct gpu_replay_op *r)
+{
+	static const uint8_t kinds[] = { GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_SYNC };
+	struct gpu_proc *p = gpu__proc(g, r->pid);
+	struct gpu_op op = { .start = r->start, .end = r->end, .device = r->device };
+	struct gpu_corr c = { .call_ts = r->call_ts, .tid = r->tid, .ops = !r->first };
+	struct gpu_dev *d = NULL;
+	bool late = false;
+
+	if (!p || r->kind >= sizeof(kinds))
+		return;
+	op.kind = kinds[r->kind];
+	/* As release_one counts it. */
+	if (op.kind != GPU_SYNC && !(d = gpu__dev(p, op.device)))
+		return;
+	if (d)
+		late = d->ops && op.start < d->last_start;
+	if (!g->first_ts || op.start < g->first_ts)
+		g->first_ts = op.start;
+	if (op.end > g->last_ts)
+		g->last_ts = op.end;
+	gpusum__op(g, p, &op, r->call_ts ? &c : NULL, late, r->kernel ? r->kernel : "");
+}
+
+void gpu__replay_end(struct gpu *g)
+{
+	uint64_t v;
+
+	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);) {
+		struct gpu_proc *p = (void *)(uintptr_t)v;
+
+		for (int i = 0; i < GPU_DEVS; i++)
+			if (p->devs[i])
+				gpusum__dev_end(g, p, p->devs[i]);
+	}
 }
 
 uint64_t gpu__lost(const struct gpu *g)

@@ -252,7 +252,7 @@ void gpupf__device(struct gpu *g, struct gpu_proc *p, struct gpu_dev *d);
 void *gpusum__new(void);
 void gpusum__free(void *sum);
 void gpusum__op(struct gpu *g, struct gpu_proc *p, const struct gpu_op *op,
-		const struct gpu_corr *c, bool late);
+		const struct gpu_corr *c, bool late, const char *kernel);
 /* The end of a device's timeline (capture end, process exit). */
 void gpusum__dev_end(struct gpu *g, struct gpu_proc *p, struct gpu_dev *d);
 void gpusum__print(const struct gpu *g, FILE *f);

@@ -39,6 +39,7 @@
 #include "apilib.h"
 #include "cuda.h"
 #include "cudart.h"
+#include "gpu.h"
 #include "hmap.h"
 #include "log.h"
 #include "model.h"
@@ -54,6 +55,9 @@
 
 #define NSYSCALLS (sizeof(syscall_names) / sizeof(syscall_names[0]))
 #define KERNEL_ROWS 4096	/* as user/gpusum.c */
+/* Launch calls whose GPU operations have not all come (their flow ids),
+ * at most: past it the timeline goes on without their launch times. */
+#define FLOWS_MAX (1u << 22)
 
 /* The reports, in the order record prints them. */
 enum report {
@@ -68,6 +72,7 @@ enum report {
 	R_GPU_KERN,
 	R_GPU_MEM_TIME,
 	R_GPU_MEM_SIZE,
+	R_GPU_UTIL,
 	R__COUNT
 };
 
@@ -86,6 +91,7 @@ static const struct {
 	[R_GPU_KERN] = { "cuda_gpu_kern_sum", "CUDA GPU Kernel Summary" },
 	[R_GPU_MEM_TIME] = { "cuda_gpu_mem_time_sum", "CUDA GPU MemOps Summary (by Time)" },
 	[R_GPU_MEM_SIZE] = { "cuda_gpu_mem_size_sum", "CUDA GPU MemOps Summary (by Size)" },
+	[R_GPU_UTIL] = { "cuda_gpu_util", "GPU utilization and idle time" },
 };
 
 enum tk_kind {
@@ -96,6 +102,8 @@ enum tk_kind {
 	TK_CTR_PINNED,
 	TK_GPU_LANE,
 	TK_NVTX_RANGES,
+	TK_GPU_DEV,		/* "GPU N: name" under a process */
+	TK_GPU_SYNC,		/* "CUDA synchronization" under a process */
 };
 
 struct proc_row {
@@ -108,6 +116,8 @@ struct tk {
 	enum tk_kind kind;
 	uint64_t parent;	/* key of the parent track */
 	struct proc_row *proc;	/* process tracks */
+	uint32_t pid, tid;	/* thread tracks; pid: of GPU device and sync tracks too */
+	uint32_t device;	/* GPU device tracks */
 	/* Thread tracks: which open slices are CUDA API calls. */
 	uint8_t *api;
 	int depth, cap, api_open;
@@ -158,6 +168,12 @@ struct acc {
 	struct proc_row **procs;
 	size_t nprocs, capprocs;
 	uint32_t machines;		/* highest machine id + 1 seen */
+	/* The GPU timeline, replayed through user/gpu.c (cuda_gpu_util). */
+	struct model model;
+	struct gpu *g;
+	struct hmap flow_ts;		/* flow id -> its launch call's begin */
+	struct hmap flow_tid;		/* flow id -> the call's tid | 1 << 32 once used */
+	uint64_t gpu_ops;
 };
 
 static uint64_t key_of(uint32_t machine, uint64_t uuid)
@@ -248,6 +264,10 @@ static int acc_init(struct acc *a)
 	memset(a, 0, sizeof(*a));
 	a->nvtx_unmatched = -1;
 	a->threshold = SUMTAB_UNKNOWN;
+	model__init(&a->model);
+	a->g = gpu__new(&a->model, NULL);
+	if (!a->g)
+		return -ENOMEM;
 	for (int f = 0; f < NC_FN__COUNT; f++) {
 		const char *name = nccl_funcs[f].name;
 
@@ -297,6 +317,10 @@ static void acc_free(struct acc *a)
 	}
 	hmap__free(&a->tracks);
 	hmap__free(&a->api_fn);
+	hmap__free(&a->flow_ts);
+	hmap__free(&a->flow_tid);
+	gpu__free(a->g);
+	model__free(&a->model);
 	for (int l = 0; l < LIB__COUNT; l++) {
 		for (int f = 0; f < a->nfuncs[l]; f++) {
 			stats__free(&a->api[l][f]);
@@ -362,6 +386,21 @@ static bool starts(const char *s, const char *prefix)
 	return !strncmp(s, prefix, strlen(prefix));
 }
 
+/* "GPU 3" or "GPU 3: NAME" (user/gpupf.c; GPUs 0 to 255): the name after
+ * ": " ("" if none), the index in *dev; NULL if name is no GPU track's. */
+static const char *gpu_device(const char *name, uint32_t *dev)
+{
+	unsigned v;
+	int n = 0;
+
+	if (sscanf(name, "GPU %u%n", &v, &n) != 1 || !n || v > 255 ||
+	    (name[n] && strncmp(name + n, ": ", 2)))
+		return NULL;
+	if (dev)
+		*dev = v;
+	return name[n] ? name + n + 2 : "";
+}
+
 static int on_track(void *ctx, const struct tread_track *t)
 {
 	struct acc *a = ctx;
@@ -388,6 +427,10 @@ static int on_track(void *ctx, const struct tread_track *t)
 			kind = TK_GPU_LANE;
 		else if (starts(t->name, "NVTX ranges "))
 			kind = TK_NVTX_RANGES;
+		else if (gpu_device(t->name, NULL))
+			kind = TK_GPU_DEV;
+		else if (starts(t->name, "CUDA synchronization"))
+			kind = TK_GPU_SYNC;
 		break;
 	}
 	if (!k) {
@@ -399,6 +442,20 @@ static int on_track(void *ctx, const struct tread_track *t)
 	}
 	k->kind = kind;
 	k->parent = t->parent ? key_of(t->machine, t->parent) : 0;
+	k->tid = t->tid;
+	k->pid = t->pid;
+	if (kind == TK_GPU_DEV || kind == TK_GPU_SYNC) {
+		/* user/gpupf.c: under the process track. */
+		uint64_t *pv = k->parent ? hmap__get(&a->tracks, k->parent) : NULL;
+		const struct tk *pt = pv ? (const struct tk *)(uintptr_t)*pv : NULL;
+
+		k->pid = pt && pt->proc ? pt->proc->pid : 0;
+	}
+	if (kind == TK_GPU_DEV) {
+		const char *name = gpu_device(t->name, &k->device);
+
+		gpu__replay_device(a->g, k->pid, (uint8_t)k->device, name);
+	}
 	if (kind == TK_PROCESS) {
 		/* Re-described when renamed: the latest name, as record's. */
 		const char *comm = t->name;
@@ -485,6 +542,11 @@ static int on_event(void *ctx, const struct tread_event *e)
 		}
 		k->api[k->depth++] = api;
 		k->api_open += api;
+		/* A launch: its GPU operations end its flow (user/gpu.c). */
+		if (api && e->nflow_out && a->flow_ts.count < FLOWS_MAX &&
+		    (hmap__put(&a->flow_ts, e->flow_out[0], e->ts) ||
+		     hmap__put(&a->flow_tid, e->flow_out[0], k->tid)))
+			return -ENOMEM;
 	} else if (e->type == TREAD_SLICE_END && k->depth) {
 		k->api_open -= k->api[--k->depth];
 		k->last_inside = k->api_open > 0;
@@ -593,6 +655,52 @@ static void gpu_op(struct acc *a, const struct tread_slice *s)
 	}
 }
 
+/* A GPU operation (k: its lane or synchronization track) into the
+ * timeline, in file order: the order record wrote them, start order per
+ * process. Its launch call is the slice its flow started from. */
+static void gpu_replay(struct acc *a, const struct tk *k, const struct tread_slice *s)
+{
+	struct gpu_replay_op r = { .kind = GPU_RE_SYNC, .start = s->ts, .end = s->end_ts,
+				   .kernel = s->name };
+	uint64_t flow = 0, *ts, *tid;
+
+	if (k->kind == TK_GPU_LANE) {
+		uint64_t *v = k->parent ? hmap__get(&a->tracks, k->parent) : NULL;
+		const struct tk *d = v ? (const struct tk *)(uintptr_t)*v : NULL;
+
+		if (!d || d->kind != TK_GPU_DEV)
+			return;
+		r.pid = d->pid;
+		r.device = (uint8_t)d->device;
+		if (arg(s->args, s->nargs, "config"))
+			r.kind = GPU_RE_KERNEL;
+		else if (arg(s->args, s->nargs, "memory"))
+			r.kind = GPU_RE_MEMSET;
+		else if (arg(s->args, s->nargs, "kind"))
+			r.kind = GPU_RE_COPY;
+		else
+			return;
+		r.start = s->ts - arg_u(s->args, s->nargs, "clamped_by_ns");
+		flow = s->nflow_end ? s->flow_end[0] : s->flow_in ? s->flow_in :
+		       s->nflow_out ? s->flow_out[0] : 0;
+	} else {
+		r.pid = k->pid;
+	}
+	if (flow && (ts = hmap__get(&a->flow_ts, flow)) && (tid = hmap__get(&a->flow_tid, flow))) {
+		r.call_ts = *ts;
+		r.tid = (uint32_t)*tid;
+		r.first = !(*tid >> 32);
+		*tid |= 1ull << 32;
+		/* A kernel launch's one kernel closes its flow: forget it. */
+		if (s->nflow_end) {
+			hmap__del(&a->flow_ts, flow, NULL);
+			hmap__del(&a->flow_tid, flow, NULL);
+		}
+	}
+	a->gpu_ops++;
+	gpu__replay_op(a->g, &r);
+}
+
 static int nccl_func(const struct acc *a, const char *name)
 {
 	uint64_t *v = hmap__get(&a->nccl_fn, hash__bytes(name, strlen(name)));
@@ -686,6 +794,10 @@ static int on_slice(void *ctx, const struct tread_slice *s)
 		break;
 	case TK_GPU_LANE:
 		gpu_op(a, s);
+		gpu_replay(a, k, s);
+		break;
+	case TK_GPU_SYNC:
+		gpu_replay(a, k, s);
 		break;
 	default:
 		break;
@@ -885,6 +997,9 @@ static int print_report(struct acc *a, enum report r, enum sumtab_fmt fmt, bool 
 		else
 			sumtab__gpu_mem_size(f, fmt, rows, n);
 		break;
+	case R_GPU_UTIL:
+		gpu__print_timeline(a->g, fmt, f);
+		break;
 	default:
 		break;
 	}
@@ -910,8 +1025,8 @@ static const char usage[] =
 "\n"
 "Tables: cuda_api_sum, cuda_api_inner_sum, cuda_kern_launch_sum,\n"
 "cuda_api_mem_size_sum, cuda_mem_peak, nccl_sum, nvtx_sum, osrt_sum,\n"
-"cuda_gpu_kern_sum, "
-"cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum (man -l docs/cgbpf-stats.1).\n"
+"cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum,\n"
+"cuda_gpu_util (man -l docs/cgbpf-stats.1).\n"
 "\n"
 "Examples:\n"
 "  cgbpf stats run.perfetto-trace\n"
@@ -979,6 +1094,8 @@ static bool shown(const struct acc *a, enum report r)
 		return a->nvtx_traced || a->nvtx.n || a->marks;
 	if (r == R_GPU_KERN || r == R_GPU_MEM_TIME || r == R_GPU_MEM_SIZE)
 		return a->gpu || !a->gpu_known || a->gpu_kern.n || a->gpu_mem.n;
+	if (r == R_GPU_UTIL)
+		return a->gpu_ops > 0;
 	return true;
 }
 
@@ -995,6 +1112,8 @@ int tstats__mem(const void *buf, size_t len, int fmt, FILE *f)
 
 	if (!err)
 		err = tread__run_mem(buf, len, "trace", &ops, &a, NULL);
+	if (!err)
+		gpu__replay_end(a.g);
 	for (int r = 0; !err && r < R__COUNT; r++)
 		err = print_report(&a, r, fmt, r == R_API, f);
 	acc_free(&a);
@@ -1088,6 +1207,7 @@ int tstats__main(int argc, char **argv)
 		if (st.unmatched_ends)
 			dbg("%s: %" PRIu64 " slice ends without a begin", argv[i], st.unmatched_ends);
 	}
+	gpu__replay_end(a.g);
 
 	if (fmt == SUMTAB_JSON && !prefix)
 		printf("{");

@@ -37,10 +37,11 @@ SECTIONS = {
     "** CUDA GPU Kernel Summary (cuda_gpu_kern_sum):": "cuda_gpu_kern_sum",
     "** CUDA GPU MemOps Summary (by Time) (cuda_gpu_mem_time_sum):": "cuda_gpu_mem_time_sum",
     "** CUDA GPU MemOps Summary (by Size) (cuda_gpu_mem_size_sum):": "cuda_gpu_mem_size_sum",
+    "** GPU utilization and idle time:": "cuda_gpu_util",
 }
 ALL = ["cuda_api_sum", "cuda_api_inner_sum", "cuda_kern_launch_sum", "cuda_api_mem_size_sum",
        "cuda_mem_peak", "nccl_sum", "nvtx_sum", "osrt_sum", "cuda_gpu_kern_sum",
-       "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum"]
+       "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "cuda_gpu_util"]
 TIME_COLS = ["Time (%)", "Total Time (ns)", None, "Avg (ns)", "Med (ns)", "Min (ns)",
              "Max (ns)", "StdDev (ns)"]
 TIME_TABLES = {"cuda_api_sum": ("Num Calls", "Name"), "cuda_api_inner_sum": ("Num Calls", "Name"),
@@ -187,6 +188,17 @@ def check_formats(trace, text_secs, has_inner):
             re.escape(r["Name"]), r["Calls"], r["Grouped"], r["Bytes"], r["Timed"],
             r["Total (ns)"], re.escape(f1(r["Avg (ns)"])), r["Med (ns)"], r["Max (ns)"]),
             nccl, re.M), "NCCL row %r in the text" % r)
+    util = text_secs.get(by_name["cuda_gpu_util"], "")
+    eq(len(j.get("cuda_gpu_util", [])), len(re.findall(r"^   pid \d+ GPU \d+", util, re.M)),
+       "a cuda_gpu_util row per GPU line of the text")
+    for r in j.get("cuda_gpu_util", []):
+        check(re.search(r"^   pid %d GPU %d%s: busy %s%% of %.6f s \(its first to its last "
+                        r"operation\), %d operations\n      idle %.6f s: waiting for the host "
+                        r"%.6f s" % (r["PID"], r["GPU"], re.escape(" (%s)" % r["Name"]) if r["Name"]
+                                     else "", re.escape(f1(r["Busy (%)"])), r["Span (ns)"] / 1e9,
+                                     r["Operations"], r["Idle (ns)"] / 1e9,
+                                     r["Waiting for host (ns)"] / 1e9), util, re.M),
+              "GPU utilization row %r in the text" % r)
     size = text_secs.get(by_name["cuda_gpu_mem_size_sum"], "")
     for r in j.get("cuda_gpu_mem_size_sum", []):
         check(re.search(r"^ +%.3f +%d .*  %s$" % (r["Total (MB)"], r["Count"],
@@ -319,9 +331,13 @@ def test_gpu_activity():
     th.join(10)
     res = harness.Result(p.returncode, out, "".join(l for l in err if "libbpf" not in l), trace,
                          tmp)
-    got = compare(res, ["cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum"])
+    got = compare(res, ["cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum",
+                        "cuda_gpu_util"])
     check("relu_kernel" in got["** CUDA GPU Kernel Summary (cuda_gpu_kern_sum):"],
           "kernels by name")
+    util = got["** GPU utilization and idle time:"]
+    check(re.search(r"^   pid \d+ GPU 0 \(Fake GPU \(cgbpf tests\)\): busy ", util, re.M) and
+          "kernel launch delay" in util, "the GPU timeline, its launch delays (%r)" % util)
 
 
 def record_two():
