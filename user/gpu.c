@@ -53,7 +53,9 @@ struct gpu_proc *gpu__proc_find(const struct gpu *g, uint32_t pid)
 	return v ? (void *)(uintptr_t)*v : NULL;
 }
 
-struct gpu_proc *gpu__proc(struct gpu *g, uint32_t pid)
+/* pid's, added if new; announce: make it known to the model (a capture;
+ * not cgbpf stats, whose pids are not this machine's). */
+static struct gpu_proc *proc_get(struct gpu *g, uint32_t pid, bool announce)
 {
 	struct gpu_proc *p = gpu__proc_find(g, pid);
 
@@ -67,8 +69,14 @@ struct gpu_proc *gpu__proc(struct gpu *g, uint32_t pid)
 	p->pid = pid;
 	p->corr_seed = hash__u64(pid ^ (uint64_t)(uintptr_t)g);
 	/* Its tracks hang under its process track: make it known. */
-	model__proc(g->m, pid);
+	if (announce)
+		model__proc(g->m, pid);
 	return p;
+}
+
+struct gpu_proc *gpu__proc(struct gpu *g, uint32_t pid)
+{
+	return proc_get(g, pid, true);
 }
 
 struct gpu_dev *gpu__dev(struct gpu_proc *p, uint8_t index)
@@ -1181,7 +1189,7 @@ void gpu__finish(struct gpu *g, uint64_t ts)
 
 void gpu__replay_device(struct gpu *g, uint32_t pid, uint8_t index, const char *name)
 {
-	struct gpu_proc *p = gpu__proc(g, pid);
+	struct gpu_proc *p = proc_get(g, pid, false);
 	struct gpu_dev *d = p ? gpu__dev(p, index) : NULL;
 
 	if (!d)
@@ -1193,7 +1201,7 @@ void gpu__replay_device(struct gpu *g, uint32_t pid, uint8_t index, const char *
 void gpu__replay_op(struct gpu *g, const struct gpu_replay_op *r)
 {
 	static const uint8_t kinds[] = { GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_SYNC };
-	struct gpu_proc *p = gpu__proc(g, r->pid);
+	struct gpu_proc *p = proc_get(g, r->pid, false);
 	struct gpu_op op = { .start = r->start, .end = r->end, .device = r->device };
 	struct gpu_corr c = { .call_ts = r->call_ts, .tid = r->tid, .ops = !r->first };
 	struct gpu_dev *d = NULL;
