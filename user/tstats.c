@@ -1206,6 +1206,9 @@ int tstats__main(int argc, char **argv)
 		}
 		if (st.unmatched_ends)
 			dbg("%s: %" PRIu64 " slice ends without a begin", argv[i], st.unmatched_ends);
+		/* Flow ids are per capture: another file's are other calls. */
+		hmap__free(&a.flow_ts);
+		hmap__free(&a.flow_tid);
 	}
 	gpu__replay_end(a.g);
 
