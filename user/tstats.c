@@ -55,9 +55,87 @@
 
 #define NSYSCALLS (sizeof(syscall_names) / sizeof(syscall_names[0]))
 #define KERNEL_ROWS 4096	/* as user/gpusum.c */
-/* Launch calls whose GPU operations have not all come (their flow ids),
- * at most: past it the timeline goes on without their launch times. */
-#define FLOWS_MAX (1u << 22)
+/* Launch calls waiting for their GPU operations, at most (the table's
+ * slots): past it the oldest are forgotten, and their operations count
+ * without their launch times. */
+#define FLOWS_MAX (1u << 20)
+
+/*
+ * Launch calls by flow id, for their GPU operations. A capture numbers
+ * its flows 1, 2, ... in call order, and an operation comes some
+ * thousand calls after its launch: a table indexed by the id's low bits
+ * finds each in one step, and doubles when a waiting call would be
+ * overwritten (a hash map with deletions spent its time in probe chains
+ * of deleted entries).
+ */
+struct flow_slot {
+	uint64_t flow, ts;	/* the call's begin */
+	uint32_t tid;
+	uint8_t state;		/* 0 free, 1 waiting, 2 its first operation came */
+};
+
+struct flows {
+	struct flow_slot *s;
+	size_t cap;		/* a power of two, or 0 */
+};
+
+static void flows_free(struct flows *fl)
+{
+	free(fl->s);
+	fl->s = NULL;
+	fl->cap = 0;
+}
+
+/* Doubles the table (up to FLOWS_MAX); -ENOMEM, or -E2BIG at the bound. */
+static int flows_grow(struct flows *fl)
+{
+	size_t nc = fl->cap ? fl->cap * 2 : 4096;
+	struct flow_slot *n;
+
+	if (nc > FLOWS_MAX)
+		return -E2BIG;
+	n = calloc(nc, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	for (size_t i = 0; i < fl->cap; i++) {
+		struct flow_slot *d = &n[fl->s[i].flow & (nc - 1)];
+
+		/* Two can only meet if one was a reused slot's: the waiting wins. */
+		if (fl->s[i].state && (!d->state || (d->state == 2 && fl->s[i].state == 1)))
+			*d = fl->s[i];
+	}
+	free(fl->s);
+	fl->s = n;
+	fl->cap = nc;
+	return 0;
+}
+
+static int flows_put(struct flows *fl, uint64_t flow, uint64_t ts, uint32_t tid)
+{
+	struct flow_slot *x;
+	int err;
+
+	if (!fl->cap && (err = flows_grow(fl)))
+		return err;
+	x = &fl->s[flow & (fl->cap - 1)];
+	while (x->state == 1 && x->flow != flow) {
+		err = flows_grow(fl);
+		if (err == -E2BIG)
+			break;		/* the oldest goes */
+		if (err)
+			return err;
+		x = &fl->s[flow & (fl->cap - 1)];
+	}
+	*x = (struct flow_slot){ .flow = flow, .ts = ts, .tid = tid, .state = 1 };
+	return 0;
+}
+
+static struct flow_slot *flows_get(const struct flows *fl, uint64_t flow)
+{
+	struct flow_slot *x = fl->cap ? &fl->s[flow & (fl->cap - 1)] : NULL;
+
+	return x && x->state && x->flow == flow ? x : NULL;
+}
 
 /* The reports, in the order record prints them. */
 enum report {
@@ -171,8 +249,7 @@ struct acc {
 	/* The GPU timeline, replayed through user/gpu.c (cuda_gpu_util). */
 	struct model model;
 	struct gpu *g;
-	struct hmap flow_ts;		/* flow id -> its launch call's begin */
-	struct hmap flow_tid;		/* flow id -> the call's tid | 1 << 32 once used */
+	struct flows flows;		/* launch calls by flow id */
 	uint64_t gpu_ops;
 };
 
@@ -317,8 +394,7 @@ static void acc_free(struct acc *a)
 	}
 	hmap__free(&a->tracks);
 	hmap__free(&a->api_fn);
-	hmap__free(&a->flow_ts);
-	hmap__free(&a->flow_tid);
+	flows_free(&a->flows);
 	gpu__free(a->g);
 	model__free(&a->model);
 	for (int l = 0; l < LIB__COUNT; l++) {
@@ -543,9 +619,7 @@ static int on_event(void *ctx, const struct tread_event *e)
 		k->api[k->depth++] = api;
 		k->api_open += api;
 		/* A launch: its GPU operations end its flow (user/gpu.c). */
-		if (api && e->nflow_out && a->flow_ts.count < FLOWS_MAX &&
-		    (hmap__put(&a->flow_ts, e->flow_out[0], e->ts) ||
-		     hmap__put(&a->flow_tid, e->flow_out[0], k->tid)))
+		if (api && e->nflow_out && flows_put(&a->flows, e->flow_out[0], e->ts, k->tid))
 			return -ENOMEM;
 	} else if (e->type == TREAD_SLICE_END && k->depth) {
 		k->api_open -= k->api[--k->depth];
@@ -662,7 +736,8 @@ static void gpu_replay(struct acc *a, const struct tk *k, const struct tread_sli
 {
 	struct gpu_replay_op r = { .kind = GPU_RE_SYNC, .start = s->ts, .end = s->end_ts,
 				   .kernel = s->name };
-	uint64_t flow = 0, *ts, *tid;
+	struct flow_slot *x;
+	uint64_t flow = 0;
 
 	if (k->kind == TK_GPU_LANE) {
 		uint64_t *v = k->parent ? hmap__get(&a->tracks, k->parent) : NULL;
@@ -686,16 +761,12 @@ static void gpu_replay(struct acc *a, const struct tk *k, const struct tread_sli
 	} else {
 		r.pid = k->pid;
 	}
-	if (flow && (ts = hmap__get(&a->flow_ts, flow)) && (tid = hmap__get(&a->flow_tid, flow))) {
-		r.call_ts = *ts;
-		r.tid = (uint32_t)*tid;
-		r.first = !(*tid >> 32);
-		*tid |= 1ull << 32;
-		/* A kernel launch's one kernel closes its flow: forget it. */
-		if (s->nflow_end) {
-			hmap__del(&a->flow_ts, flow, NULL);
-			hmap__del(&a->flow_tid, flow, NULL);
-		}
+	if (flow && (x = flows_get(&a->flows, flow))) {
+		r.call_ts = x->ts;
+		r.tid = x->tid;
+		r.first = x->state == 1;
+		/* A kernel launch's one kernel closes its flow: its slot is free. */
+		x->state = s->nflow_end ? 0 : 2;
 	}
 	a->gpu_ops++;
 	gpu__replay_op(a->g, &r);
@@ -1207,8 +1278,7 @@ int tstats__main(int argc, char **argv)
 		if (st.unmatched_ends)
 			dbg("%s: %" PRIu64 " slice ends without a begin", argv[i], st.unmatched_ends);
 		/* Flow ids are per capture: another file's are other calls. */
-		hmap__free(&a.flow_ts);
-		hmap__free(&a.flow_tid);
+		flows_free(&a.flows);
 	}
 	gpu__replay_end(a.g);
 
