@@ -64,9 +64,13 @@
  * Launch calls by flow id, for their GPU operations. A capture numbers
  * its flows 1, 2, ... in call order, and an operation comes some
  * thousand calls after its launch: a table indexed by the id's low bits
- * finds each in one step, and doubles when a waiting call would be
- * overwritten (a hash map with deletions spent its time in probe chains
- * of deleted entries).
+ * finds each in one step (a hash map with deletions spent its time in
+ * probe chains of deleted entries). A call that would overwrite one still
+ * waiting doubles the table while at least half of it waits (that many
+ * launches are in flight), else takes the slot: the call there waited a
+ * whole table of launches for GPU work that did not come. cgbpf merge
+ * moves each machine's ids by a multiple of 2^48: their high bits move
+ * the index too, so machines do not share slots.
  */
 struct flow_slot {
 	uint64_t flow, ts;	/* the call's begin */
@@ -77,13 +81,19 @@ struct flow_slot {
 struct flows {
 	struct flow_slot *s;
 	size_t cap;		/* a power of two, or 0 */
+	size_t waiting;		/* slots in state 1 */
 };
+
+static size_t flow_index(uint64_t flow, size_t cap)
+{
+	return (flow + (flow >> 32) * 0x9e3779b97f4a7c15ull) & (cap - 1);
+}
 
 static void flows_free(struct flows *fl)
 {
 	free(fl->s);
 	fl->s = NULL;
-	fl->cap = 0;
+	fl->cap = fl->waiting = 0;
 }
 
 /* Doubles the table (up to FLOWS_MAX); -ENOMEM, or -E2BIG at the bound. */
@@ -98,11 +108,9 @@ static int flows_grow(struct flows *fl)
 	if (!n)
 		return -ENOMEM;
 	for (size_t i = 0; i < fl->cap; i++) {
-		struct flow_slot *d = &n[fl->s[i].flow & (nc - 1)];
-
-		/* Two can only meet if one was a reused slot's: the waiting wins. */
-		if (fl->s[i].state && (!d->state || (d->state == 2 && fl->s[i].state == 1)))
-			*d = fl->s[i];
+		/* Each slot splits in two: no two entries meet. */
+		if (fl->s[i].state)
+			n[flow_index(fl->s[i].flow, nc)] = fl->s[i];
 	}
 	free(fl->s);
 	fl->s = n;
@@ -117,22 +125,24 @@ static int flows_put(struct flows *fl, uint64_t flow, uint64_t ts, uint32_t tid)
 
 	if (!fl->cap && (err = flows_grow(fl)))
 		return err;
-	x = &fl->s[flow & (fl->cap - 1)];
-	while (x->state == 1 && x->flow != flow) {
+	x = &fl->s[flow_index(flow, fl->cap)];
+	while (x->state == 1 && x->flow != flow && fl->waiting * 2 > fl->cap) {
 		err = flows_grow(fl);
 		if (err == -E2BIG)
 			break;		/* the oldest goes */
 		if (err)
 			return err;
-		x = &fl->s[flow & (fl->cap - 1)];
+		x = &fl->s[flow_index(flow, fl->cap)];
 	}
+	if (x->state != 1)
+		fl->waiting++;
 	*x = (struct flow_slot){ .flow = flow, .ts = ts, .tid = tid, .state = 1 };
 	return 0;
 }
 
-static struct flow_slot *flows_get(const struct flows *fl, uint64_t flow)
+static struct flow_slot *flows_get(struct flows *fl, uint64_t flow)
 {
-	struct flow_slot *x = fl->cap ? &fl->s[flow & (fl->cap - 1)] : NULL;
+	struct flow_slot *x = fl->cap ? &fl->s[flow_index(flow, fl->cap)] : NULL;
 
 	return x && x->state && x->flow == flow ? x : NULL;
 }
@@ -765,6 +775,7 @@ static void gpu_replay(struct acc *a, const struct tk *k, const struct tread_sli
 		r.call_ts = x->ts;
 		r.tid = x->tid;
 		r.first = x->state == 1;
+		a->flows.waiting -= x->state == 1;
 		/* A kernel launch's one kernel closes its flow: its slot is free. */
 		x->state = s->nflow_end ? 0 : 2;
 	}

@@ -371,6 +371,48 @@ def test_several_and_merged():
        "both traces' processes")
 
 
+def gpu_device_lines(text):
+    """The per-GPU lines of a "GPU utilization and idle time" section:
+    {"pid N GPU D": (busy line, idle line, overlap line or None)}."""
+    body = sections(text).get("** GPU utilization and idle time:", "").splitlines()
+    out = {}
+    for i, line in enumerate(body):
+        m = re.match(r"^   (pid \d+ GPU \d+)", line)
+        if m:
+            nxt = body[i + 2] if i + 2 < len(body) and body[i + 2].startswith("      ") else None
+            out[m.group(1)] = (line, body[i + 1], nxt)
+    return out
+
+
+def test_gpu_several_and_merged():
+    """Two GPU captures as two inputs and merged (the second machine's
+    flow ids moved by merge): each GPU's utilization lines are its own
+    capture's, as record printed them (they depend on its operations and
+    launch calls only)."""
+    import test_gpu
+    test_gpu.need_gpu_part()
+    cupti = os.path.join(harness.OUT, "fake", "libcupti.so.13")
+    if not os.path.exists(cupti):
+        raise Skip("fake CUPTI not built (no CUPTI headers)")
+    ins, want = [], {}
+    for _ in range(2):
+        rc, _, err, path, tmp = test_gpu.record_until_status(
+            {"CGBPF_CUPTI_PATH": cupti, "FAKECUDA_KERNEL_NS": "20000"}, iters=20)
+        eq(rc, 0, "record (stderr %r)" % "".join(err)[-500:])
+        ins.append(path)
+        with open(os.path.join(tmp, "stdout")) as f:
+            lines = gpu_device_lines(f.read())
+        eq(len(lines), 1, "record printed one GPU line (%r)" % lines)
+        want.update(lines)
+    d = tmpdir()
+    merged = os.path.join(d, "job.perfetto-trace")
+    p = subprocess.run([CGBPF, "merge"] + ins + ["-o", merged], capture_output=True, text=True,
+                       timeout=120)
+    eq(p.returncode, 0, "merge exit (stderr %r)" % p.stderr[-300:])
+    eq(gpu_device_lines(stats(ins).stdout), want, "two inputs: each GPU's lines as recorded")
+    eq(gpu_device_lines(stats([merged]).stdout), want, "merged: each GPU's lines as recorded")
+
+
 def test_report_filter_and_files():
     res = harness.record(FLAGS + ["--syscall-threshold", "1us"], [wl("crt_app"), "--iters", "2"])
     eq(res.rc, 0, "record")
