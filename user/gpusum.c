@@ -518,20 +518,54 @@ static void why_not(const struct gpu_proc *p, FILE *f)
 	fprintf(f, "no injection library (GPU activity not measured)");
 }
 
-static void print_procs(const struct gpu *g, FILE *f)
+void gpusum__procs_rows(const struct gpu *g, int fmt, FILE *f)
 {
-	uint64_t v;
+	static const char *const cols[] = {
+		"PID", "Process", "Measured", "CUPTI", "Kernels", "Copies", "Memsets",
+		"Synchronizations", "Lost", "Without launch", "Estimated spans",
+	};
+	int nc = sizeof(cols) / sizeof(cols[0]);
+	size_t np;
+	const struct gpu_proc **ps = procs_by_pid(g, &np);
+
+	sumtab__begin(f, fmt, cols, nc);
+	for (size_t j = 0; ps && j < np; j++) {
+		const struct gpu_proc *p = ps[j];
+		uint64_t *pv = hmap__get(&g->m->procs, p->pid), lost = 0;
+		const struct proc *mp = pv ? (const void *)(uintptr_t)*pv : NULL;
+		const char *cupti = p->status_text[GPU_ST_COLLECTING];
+
+		for (int i = 0; i < GPU_DROP__COUNT; i++)
+			lost += p->dropped[i];
+		const struct sumtab_cell c[] = {
+			{ SC_U64, .u = p->pid }, { SC_STR, .s = mp ? mp->comm : p->comm },
+			{ SC_U64, .u = p->measured }, { SC_STR, .s = cupti ? cupti : "" },
+			{ SC_U64, .u = p->kernels }, { SC_U64, .u = p->copies },
+			{ SC_U64, .u = p->memsets }, { SC_U64, .u = p->syncs }, { SC_U64, .u = lost },
+			{ SC_U64, .u = p->no_launch }, { SC_U64, .u = p->est_spans },
+		};
+
+		sumtab__row(f, fmt, cols, c, nc, j == 0);
+	}
+	sumtab__end(f, fmt);
+	free(ps);
+}
+
+void gpusum__print_procs(const struct gpu *g, FILE *f)
+{
+	size_t np;
+	const struct gpu_proc **ps = procs_by_pid(g, &np);
 
 	fprintf(f, "\n** GPU activity per process:\n\n");
-	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);) {
-		const struct gpu_proc *p = (void *)(uintptr_t)v;
+	for (size_t j = 0; ps && j < np; j++) {
+		const struct gpu_proc *p = ps[j];
 		struct proc *mp = NULL;
 		uint64_t *pv = hmap__get(&g->m->procs, p->pid);
 		uint64_t lost = 0;
 
 		if (pv)
 			mp = (void *)(uintptr_t)*pv;
-		fprintf(f, "   pid %u (%s): ", p->pid, mp ? mp->comm : "?");
+		fprintf(f, "   pid %u (%s): ", p->pid, mp ? mp->comm : p->comm[0] ? p->comm : "?");
 		if (p->measured) {
 			fprintf(f, "measured (CUPTI %s): %" PRIu64 " kernels, %" PRIu64 " copies, %" PRIu64
 				   " memsets, %" PRIu64 " synchronizations\n",
@@ -574,6 +608,7 @@ static void print_procs(const struct gpu *g, FILE *f)
 			fprintf(f, "      %" PRIu64 " kernels came before their name\n",
 				p->unknown_names);
 	}
+	free(ps);
 	gpuest__print(g, f);
 	if (g->bad_batches || g->bad_entries || g->unknown_kinds || g->names_dropped)
 		fprintf(f, "   GPU batches: %" PRIu64 " rejected as malformed, %" PRIu64
@@ -600,5 +635,5 @@ void gpusum__print(const struct gpu *g, FILE *f)
 	print_mem(s, f);
 	if (g->first_ts)
 		print_timeline(g, s, f);
-	print_procs(g, f);
+	gpusum__print_procs(g, f);
 }

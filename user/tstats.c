@@ -161,6 +161,7 @@ enum report {
 	R_GPU_MEM_TIME,
 	R_GPU_MEM_SIZE,
 	R_GPU_UTIL,
+	R_GPU_PROCS,
 	R__COUNT
 };
 
@@ -180,6 +181,7 @@ static const struct {
 	[R_GPU_MEM_TIME] = { "cuda_gpu_mem_time_sum", "CUDA GPU MemOps Summary (by Time)" },
 	[R_GPU_MEM_SIZE] = { "cuda_gpu_mem_size_sum", "CUDA GPU MemOps Summary (by Size)" },
 	[R_GPU_UTIL] = { "cuda_gpu_util", "GPU utilization and idle time" },
+	[R_GPU_PROCS] = { "cuda_gpu_procs", "GPU activity per process" },
 };
 
 enum tk_kind {
@@ -192,6 +194,9 @@ enum tk_kind {
 	TK_NVTX_RANGES,
 	TK_GPU_DEV,		/* "GPU N: name" under a process */
 	TK_GPU_SYNC,		/* "CUDA synchronization" under a process */
+	TK_GPU_INFO,		/* "GPU activity (CUPTI)" under a process */
+	TK_EST_GROUP,		/* "GPU (estimate from API calls)" under a process */
+	TK_EST_STREAM,		/* "... (estimate)" under that */
 };
 
 struct proc_row {
@@ -517,6 +522,12 @@ static int on_track(void *ctx, const struct tread_track *t)
 			kind = TK_GPU_DEV;
 		else if (starts(t->name, "CUDA synchronization"))
 			kind = TK_GPU_SYNC;
+		else if (!strcmp(t->name, "GPU activity (CUPTI)"))
+			kind = TK_GPU_INFO;
+		else if (!strcmp(t->name, "GPU (estimate from API calls)"))
+			kind = TK_EST_GROUP;
+		else if (t->parent)
+			kind = TK_EST_STREAM;	/* checked below: its parent's kind */
 		break;
 	}
 	if (!k) {
@@ -530,12 +541,15 @@ static int on_track(void *ctx, const struct tread_track *t)
 	k->parent = t->parent ? key_of(t->machine, t->parent) : 0;
 	k->tid = t->tid;
 	k->pid = t->pid;
-	if (kind == TK_GPU_DEV || kind == TK_GPU_SYNC) {
-		/* user/gpupf.c: under the process track. */
+	if (kind >= TK_GPU_DEV) {
+		/* user/gpupf.c, user/gpuest.c: under the process track, or
+		 * under the estimate group. */
 		uint64_t *pv = k->parent ? hmap__get(&a->tracks, k->parent) : NULL;
 		const struct tk *pt = pv ? (const struct tk *)(uintptr_t)*pv : NULL;
 
-		k->pid = pt && pt->proc ? pt->proc->pid : 0;
+		k->pid = pt && pt->proc ? pt->proc->pid : pt ? pt->pid : 0;
+		if (kind == TK_EST_STREAM && (!pt || pt->kind != TK_EST_GROUP))
+			k->kind = TK_OTHER;
 	}
 	if (kind == TK_GPU_DEV) {
 		const char *name = gpu_device(t->name, &k->device);
@@ -605,6 +619,12 @@ static int on_event(void *ctx, const struct tread_event *e)
 		if (p && p->proc && e->value > 0 &&
 		    (uint64_t)e->value > p->proc->peak[k->kind == TK_CTR_PINNED])
 			p->proc->peak[k->kind == TK_CTR_PINNED] = e->value;
+		return 0;
+	}
+	if (k->kind == TK_GPU_INFO && e->type == TREAD_INSTANT) {
+		const struct tread_arg *d = arg(e->args, e->nargs, "detail");
+
+		gpu__replay_status(a->g, k->pid, e->name, d && d->type == TREAD_A_STR ? d->s : "");
 		return 0;
 	}
 	if (k->kind != TK_THREAD)
@@ -766,6 +786,7 @@ static void gpu_replay(struct acc *a, const struct tk *k, const struct tread_sli
 		else
 			return;
 		r.start = s->ts - arg_u(s->args, s->nargs, "clamped_by_ns");
+		r.clamped = arg(s->args, s->nargs, "clamped_by_ns") != NULL;
 		flow = s->nflow_end ? s->flow_end[0] : s->flow_in ? s->flow_in :
 		       s->nflow_out ? s->flow_out[0] : 0;
 	} else {
@@ -881,6 +902,10 @@ static int on_slice(void *ctx, const struct tread_slice *s)
 	case TK_GPU_SYNC:
 		gpu_replay(a, k, s);
 		break;
+	case TK_EST_STREAM:
+		gpu__replay_est(a->g, k->pid, key_of(s->machine, s->track), s->end_ts - s->ts,
+				arg_u(s->args, s->nargs, "launches"));
+		break;
 	default:
 		break;
 	}
@@ -927,6 +952,8 @@ static int on_attr(void *ctx, uint32_t machine, const char *key, const char *val
 		a->comms[a->ncomms++] = c;
 	} else if (!strcmp(key, "cgbpf.gpu_processes")) {
 		a->gpu = true;
+	} else if (!strcmp(key, "cgbpf.gpu_process") || !strcmp(key, "cgbpf.gpu_batches")) {
+		gpu__replay_attr(a->g, key, value);
 	} else if (!strcmp(key, "cgbpf.nvtx_unmatched")) {
 		errno = 0;
 		v = strtoull(value, &end, 10);
@@ -1082,6 +1109,12 @@ static int print_report(struct acc *a, enum report r, enum sumtab_fmt fmt, bool 
 	case R_GPU_UTIL:
 		gpu__print_timeline(a->g, fmt, f);
 		break;
+	case R_GPU_PROCS:
+		for (size_t i = 0; i < a->nprocs; i++)
+			gpu__replay_comm(a->g, a->procs[i]->pid,
+					 a->procs[i]->comm ? a->procs[i]->comm : "");
+		gpu__print_procs(a->g, fmt, f);
+		break;
 	default:
 		break;
 	}
@@ -1108,7 +1141,7 @@ static const char usage[] =
 "Tables: cuda_api_sum, cuda_api_inner_sum, cuda_kern_launch_sum,\n"
 "cuda_api_mem_size_sum, cuda_mem_peak, nccl_sum, nvtx_sum, osrt_sum,\n"
 "cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum,\n"
-"cuda_gpu_util (man -l docs/cgbpf-stats.1).\n"
+"cuda_gpu_util, cuda_gpu_procs (man -l docs/cgbpf-stats.1).\n"
 "\n"
 "Examples:\n"
 "  cgbpf stats run.perfetto-trace\n"
@@ -1178,6 +1211,8 @@ static bool shown(const struct acc *a, enum report r)
 		return a->gpu || !a->gpu_known || a->gpu_kern.n || a->gpu_mem.n;
 	if (r == R_GPU_UTIL)
 		return a->gpu_ops > 0;
+	if (r == R_GPU_PROCS)
+		return gpu__procs(a->g) > 0;
 	return true;
 }
 

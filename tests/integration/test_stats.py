@@ -38,10 +38,12 @@ SECTIONS = {
     "** CUDA GPU MemOps Summary (by Time) (cuda_gpu_mem_time_sum):": "cuda_gpu_mem_time_sum",
     "** CUDA GPU MemOps Summary (by Size) (cuda_gpu_mem_size_sum):": "cuda_gpu_mem_size_sum",
     "** GPU utilization and idle time:": "cuda_gpu_util",
+    "** GPU activity per process:": "cuda_gpu_procs",
 }
 ALL = ["cuda_api_sum", "cuda_api_inner_sum", "cuda_kern_launch_sum", "cuda_api_mem_size_sum",
        "cuda_mem_peak", "nccl_sum", "nvtx_sum", "osrt_sum", "cuda_gpu_kern_sum",
-       "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "cuda_gpu_util"]
+       "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "cuda_gpu_util",
+       "cuda_gpu_procs"]
 TIME_COLS = ["Time (%)", "Total Time (ns)", None, "Avg (ns)", "Med (ns)", "Min (ns)",
              "Max (ns)", "StdDev (ns)"]
 TIME_TABLES = {"cuda_api_sum": ("Num Calls", "Name"), "cuda_api_inner_sum": ("Num Calls", "Name"),
@@ -199,6 +201,19 @@ def check_formats(trace, text_secs, has_inner):
                                      r["Operations"], r["Idle (ns)"] / 1e9,
                                      r["Waiting for host (ns)"] / 1e9), util, re.M),
               "GPU utilization row %r in the text" % r)
+    procs = text_secs.get(by_name["cuda_gpu_procs"], "")
+    eq(len(j.get("cuda_gpu_procs", [])), len(re.findall(r"^   pid \d+ \(", procs, re.M)),
+       "a cuda_gpu_procs row per process of the text")
+    for r in j.get("cuda_gpu_procs", []):
+        line = re.search(r"^   pid %d \(%s\): (.*)$" % (r["PID"], re.escape(r["Process"])), procs,
+                         re.M)
+        check(line, "GPU process row %r in the text" % r)
+        if r["Measured"]:
+            eq(line.group(1), "measured (CUPTI %s): %d kernels, %d copies, %d memsets, %d "
+               "synchronizations" % (r["CUPTI"], r["Kernels"], r["Copies"], r["Memsets"],
+                                     r["Synchronizations"]), "GPU process row %r" % r)
+        est = re.search(r"^   pid %d: estimated from API calls: (\d+) spans" % r["PID"], procs, re.M)
+        eq(int(est.group(1)) if est else 0, r["Estimated spans"], "estimated spans of %r" % r)
     size = text_secs.get(by_name["cuda_gpu_mem_size_sum"], "")
     for r in j.get("cuda_gpu_mem_size_sum", []):
         check(re.search(r"^ +%.3f +%d .*  %s$" % (r["Total (MB)"], r["Count"],
