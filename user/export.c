@@ -45,6 +45,10 @@
 #define MAX_COMMS 64		/* (communicator, rank) pairs kept per process */
 #define MAX_OUTPUTS 1024	/* files open at once */
 #define MAX_DEPTH 4		/* track ancestry that means anything here */
+/* The row of a stream's synchronizations: the stream's id plus this, as
+ * Kineto places "Stream Sync" events (output_json.h kSyncStreamTidOffset),
+ * so they do not overlap the stream's kernels. */
+#define SYNC_TID_OFFSET 1000000
 
 enum xkind {
 	XK_SKIP,	/* nothing of it is exported */
@@ -53,6 +57,7 @@ enum xkind {
 	XK_DEVICE,	/* "GPU N: name": its streams are under it */
 	XK_LANE,	/* "stream S": kernels, copies, memsets */
 	XK_NVTX,	/* "NVTX ranges N": NVTX start/end ranges */
+	XK_SYNC,	/* "CUDA synchronization": CUPTI's synchronization records */
 };
 
 /* What a slice becomes. */
@@ -65,13 +70,14 @@ enum xclass {
 	XC_KERNEL,	/* kernel */
 	XC_MEMCPY,	/* gpu_memcpy */
 	XC_MEMSET,	/* gpu_memset */
+	XC_SYNC,	/* cuda_sync */
 	XC__COUNT,
 };
 
 static const char *const class_cat[XC__COUNT] = {
 	[XC_RUNTIME] = "cuda_runtime", [XC_DRIVER] = "cuda_driver", [XC_NCCL] = "cpu_op",
 	[XC_NVTX] = "user_annotation", [XC_KERNEL] = "kernel", [XC_MEMCPY] = "gpu_memcpy",
-	[XC_MEMSET] = "gpu_memset",
+	[XC_MEMSET] = "gpu_memset", [XC_SYNC] = "cuda_sync",
 };
 
 struct xproc;
@@ -115,6 +121,8 @@ struct xproc {
 	bool any;		/* an event written (commas) */
 	uint64_t counts[XC__COUNT];
 	uint64_t unended;
+	struct hmap ctx_dev;	/* CUDA context -> its GPU + 1 (from its streams) */
+	struct hmap sync_rows;	/* context << 32 | tid of each synchronization row */
 };
 
 struct xmach {
@@ -336,6 +344,10 @@ static void classify(struct xport *x, struct xtrack *t, int depth)
 		t->proc = par->proc;
 		if (parse_device(t->name, &t->device)) {
 			t->kind = XK_DEVICE;
+		} else if (prefix(t->name, "CUDA synchronization")) {
+			/* user/gpupf.c: "CUDA synchronization" and its
+			 * "(overlapping)" lanes, under the process. */
+			t->kind = XK_SYNC;
 		} else if (sscanf(t->name, "NVTX ranges %u%n", &a, &n) == 1 && !t->name[n]) {
 			t->kind = XK_NVTX;
 			t->nvtx = a;
@@ -348,6 +360,8 @@ static void classify(struct xport *x, struct xtrack *t, int depth)
 			t->kind = XK_LANE;
 			t->stream = a;
 			t->context = b;
+			if (t->proc && !hmap__get(&t->proc->ctx_dev, b))
+				hmap__put(&t->proc->ctx_dev, b, (uint64_t)t->device + 1);
 		} else if (sscanf(t->name, "stream %u", &a) == 1) {
 			t->kind = XK_LANE;
 			t->stream = a;
@@ -393,6 +407,8 @@ static enum xclass slice_class(const struct xtrack *t, const struct tread_slice 
 		return XC_NONE;
 	case XK_NVTX:
 		return XC_NVTX;
+	case XK_SYNC:
+		return XC_SYNC;
 	case XK_LANE:
 		/* By the args user/gpupf.c gives each kind, not by the name: a
 		 * kernel's name is the program's to choose. */
@@ -406,6 +422,59 @@ static enum xclass slice_class(const struct xtrack *t, const struct tread_slice 
 	default:
 		return XC_NONE;
 	}
+}
+
+/* Kineto's name of a synchronization (cupti_strings.cpp syncTypeString)
+ * from cgbpf's (user/gpupf.c). */
+static const char *sync_kind(const char *name)
+{
+	static const char *const map[][2] = {
+		{ "Event synchronize", "Event Sync" },
+		{ "Stream wait event", "Stream Wait Event" },
+		{ "Stream synchronize", "Stream Sync" },
+		{ "Context synchronize", "Context Sync" },
+	};
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strcmp(name, map[i][0]))
+			return map[i][1];
+	return "Unknown Sync";
+}
+
+/* A synchronization's CUPTI stream (UINT32_MAX: none, CUPTI's invalid
+ * value) and CUDA context (0 in traces older than its arg) from its args. */
+static uint32_t sync_stream(const struct tread_slice *s)
+{
+	const struct tread_arg *a = arg_of(s->args, s->nargs, "stream");
+
+	return a && a->type == TREAD_A_UINT && a->u < UINT32_MAX ? (uint32_t)a->u : UINT32_MAX;
+}
+
+static uint32_t sync_context(const struct tread_slice *s)
+{
+	const struct tread_arg *a = arg_of(s->args, s->nargs, "context");
+
+	return a && a->type == TREAD_A_UINT && a->u <= UINT32_MAX ? (uint32_t)a->u : 0;
+}
+
+/* Its row: the sync row of its stream (-1 without one: CuptiActivity.h
+ * streamIdForTrace), where Kineto (output_json.cpp handleActivity) puts
+ * "Stream Sync" only and the others on the stream's own row, or on row
+ * |-1| = 1 without a stream: a row that kernels of CUPTI stream 1 share,
+ * where a synchronization overlaps them without nesting (viewers then
+ * move one elsewhere, trace processor counts it as an error). */
+static int64_t sync_tid(uint32_t stream)
+{
+	return (stream == UINT32_MAX ? -1 : (int64_t)stream) + SYNC_TID_OFFSET;
+}
+
+/* The GPU of a context, from the streams of the process that ran on it;
+ * 0 when none did (Kineto's contextIdtoDeviceId default). */
+static uint32_t ctx_device(const struct xproc *p, uint32_t context)
+{
+	const uint64_t *v = hmap__get(&p->ctx_dev, context);
+
+	return v ? (uint32_t)(*v - 1) : 0;
 }
 
 static void add_comm(struct xproc *p, const char *id, int64_t rank, int64_t nranks)
@@ -482,6 +551,13 @@ static int pass1_slice(void *ctx, const struct tread_slice *s)
 		return 0;
 	if (c == XC_NCCL)
 		learn_comms(t->proc, s);
+	if (c == XC_SYNC) {
+		/* Its row, for the metadata. */
+		uint64_t key = (uint64_t)sync_context(s) << 32 | sync_stream(s);
+
+		if (!hmap__get(&t->proc->sync_rows, key) && hmap__put(&t->proc->sync_rows, key, 1))
+			return -ENOMEM;
+	}
 	t->nslices++;
 	t->proc->nslices++;
 	if (s->ts < t->min_ts)
@@ -853,6 +929,37 @@ static void write_gpu(struct xport *x, struct xtrack *t, enum xclass c,
 	p->counts[c]++;
 }
 
+/* A CUPTI synchronization record as Kineto writes one (CuptiActivity.h
+ * CudaSyncActivity): on its GPU's row, named by kind. Its correlation is
+ * 0: the trace links no API call to it (cgbpf's correlation is its flow
+ * ids, and a synchronization has none), and HTA then takes it for GPU
+ * work, as Kineto's are (H3). */
+static void write_sync(struct xport *x, struct xtrack *t, const struct tread_slice *s)
+{
+	struct xproc *p = t->proc;
+	const char *kind = sync_kind(s->name);
+	uint32_t stream = sync_stream(s), context = sync_context(s);
+	uint32_t dev = ctx_device(p, context);
+	const struct tread_arg *corr = arg_of(s->args, s->nargs, "correlation");
+	bool first = true;
+	FILE *f = p->f;
+
+	put_x_head(x, p, XC_SYNC, kind, dev, sync_tid(stream), s);
+	put_key(f, &first, "cuda_sync_kind");
+	jsonw__str(f, kind);
+	put_key(f, &first, "stream");
+	fprintf(f, "%" PRId64, stream == UINT32_MAX ? (int64_t)-1 : (int64_t)stream);
+	put_key(f, &first, "correlation");
+	fputs("0", f);
+	put_key(f, &first, "device");
+	fprintf(f, "%" PRIu32, dev);
+	put_key(f, &first, "context");
+	fprintf(f, "%" PRIu32, context);
+	put_u_arg(f, &first, "cupti correlation", corr);
+	fputs("}}", f);
+	p->counts[XC_SYNC]++;
+}
+
 static int pass2_slice(void *ctx, const struct tread_slice *s)
 {
 	struct xport *x = ctx;
@@ -864,7 +971,9 @@ static int pass2_slice(void *ctx, const struct tread_slice *s)
 	c = slice_class(t, s);
 	if (c == XC_NONE)
 		return 0;
-	if (c >= XC_KERNEL)
+	if (c == XC_SYNC)
+		write_sync(x, t, s);
+	else if (c >= XC_KERNEL)
 		write_gpu(x, t, c, s);
 	else
 		write_host(x, t, c, s);
@@ -905,11 +1014,14 @@ static void put_meta(struct xproc *p, const char *what, int64_t pid, int64_t tid
 	fputs("}}", f);
 }
 
-/* "GPU-…, 132 SMs, compute capability 9.0, 80.0 GiB" (user/gpupf.c). */
+/* "GPU-…, 132 SMs, compute capability 9.0, 80.0 GiB (85899345920 bytes)"
+ * (user/gpupf.c). */
 static void put_device_props(FILE *f, const struct xtrack *d, bool *first)
 {
-	const char *name = strchr(d->name, ':'), *p;
+	const char *name = strchr(d->name, ':'), *p, *q;
 	unsigned sms, maj, min;
+	uint64_t mem;
+	char close;
 
 	fputs(*first ? "\n    {" : ",\n    {", f);
 	*first = false;
@@ -917,6 +1029,11 @@ static void put_device_props(FILE *f, const struct xtrack *d, bool *first)
 	if (name)
 		name += name[1] == ' ' ? 2 : 1;
 	jsonw__str(f, name ? name : "");
+	/* The exact size since the description has it; older traces hold it
+	 * rounded to 0.1 GiB only, and have none here. */
+	q = strstr(d->desc, " GiB (");
+	if (q && sscanf(q, " GiB (%" SCNu64 " bytes%c", &mem, &close) == 2 && close == ')')
+		fprintf(f, ", \"totalGlobalMem\": %" PRIu64, mem);
 	p = strstr(d->desc, ", ");
 	if (p && sscanf(p, ", %u SMs, compute capability %u.%u", &sms, &maj, &min) == 3) {
 		fprintf(f, ", \"computeMajor\": %u, \"computeMinor\": %u, \"numSms\": %u", maj, min,
@@ -946,12 +1063,83 @@ static bool mach_snap(const struct xport *x, uint32_t machine)
 	return v && ((const struct xmach *)(uintptr_t)*v)->snap;
 }
 
+/* Whether a synchronization of p is on GPU dev. */
+static bool sync_on(const struct xproc *p, uint32_t dev)
+{
+	uint64_t k;
+
+	for (size_t it = 0; hmap__next(&p->sync_rows, &it, &k, NULL);)
+		if (ctx_device(p, (uint32_t)(k >> 32)) == dev)
+			return true;
+	return false;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t row_key(uint32_t dev, int64_t tid)
+{
+	return hash__u64((uint64_t)dev << 32 ^ hash__u64((uint64_t)tid));
+}
+
+static void put_gpu_rows(struct xproc *p, uint32_t dev)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "GPU %" PRIu32, dev);
+	put_meta(p, "process_name", dev, 0, "name", p->name ? p->name : "", 0);
+	put_meta(p, "process_labels", dev, 0, "labels", buf, 0);
+	put_meta(p, "process_sort_index", dev, 0, "sort_index", NULL, GPU_SORT_BASE + (int64_t)dev);
+}
+
+/* The rows of p's synchronizations: a stream's "stream S (sync)", as
+ * Kineto names it, and "synchronization (no stream)"; the rows of their
+ * GPU if its streams did not name it. devs and rows: the GPUs and (GPU,
+ * tid) rows named already. */
+static void sync_meta(struct xproc *p, struct hmap *devs, struct hmap *rows)
+{
+	uint64_t *keys = malloc((p->sync_rows.count + 1) * sizeof(*keys)), k;
+	size_t nk = 0;
+
+	if (!keys)
+		return;
+	for (size_t it = 0; hmap__next(&p->sync_rows, &it, &k, NULL);)
+		keys[nk++] = k;
+	qsort(keys, nk, sizeof(*keys), cmp_u64);
+	for (size_t i = 0; i < nk; i++) {
+		uint32_t stream = (uint32_t)keys[i], dev = ctx_device(p, (uint32_t)(keys[i] >> 32));
+		int64_t tid = sync_tid(stream), sort = stream == UINT32_MAX ? -1 : (int64_t)stream;
+		char buf[48];
+
+		if (!hmap__get(devs, dev)) {
+			put_gpu_rows(p, dev);
+			hmap__put(devs, dev, 1);
+		}
+		if (hmap__get(rows, row_key(dev, tid)))
+			continue;	/* another context on the same GPU */
+		hmap__put(rows, row_key(dev, tid), 1);
+		if (stream == UINT32_MAX)
+			snprintf(buf, sizeof(buf), "synchronization (no stream)");
+		else
+			snprintf(buf, sizeof(buf), "stream %" PRIu32 " (sync)", stream);
+		/* Kineto's sort index of a sync row is its stream's: next to it. */
+		put_meta(p, "thread_name", dev, tid, "name", buf, 0);
+		put_meta(p, "thread_sort_index", dev, tid, "sort_index", NULL, sort);
+	}
+	free(keys);
+}
+
 /* Header, metadata events: everything before the slices. */
 static void write_head(struct xport *x, struct xproc *p, struct xtrack **tr, size_t n)
 {
 	FILE *f = p->f;
 	bool first = true;
 	uint32_t last_dev = UINT32_MAX, last_stream = UINT32_MAX;
+	struct hmap devs = { 0 }, rows = { 0 };	/* GPU and stream rows named */
 
 	fputs("{\n  \"schemaVersion\": 1,\n", f);
 	if (p->world > 0) {
@@ -972,6 +1160,7 @@ static void write_head(struct xport *x, struct xproc *p, struct xtrack **tr, siz
 		for (size_t j = 0; j < n && !used; j++)
 			used = tr[j]->kind == XK_LANE && tr[j]->proc == p && tr[j]->nslices &&
 			       tr[j]->device == d->device;
+		used = used || sync_on(p, d->device);
 		if (used && d->device != last_dev)
 			put_device_props(f, d, &first);
 		if (used)
@@ -1014,12 +1203,8 @@ static void write_head(struct xport *x, struct xproc *p, struct xtrack **tr, siz
 				 "sort_index", NULL, NVTX_TID_BASE + (int64_t)t->nvtx);
 		} else if (t->kind == XK_LANE) {
 			if (t->device != last_dev) {
-				snprintf(buf, sizeof(buf), "GPU %" PRIu32, t->device);
-				put_meta(p, "process_name", t->device, 0, "name",
-					 p->name ? p->name : "", 0);
-				put_meta(p, "process_labels", t->device, 0, "labels", buf, 0);
-				put_meta(p, "process_sort_index", t->device, 0, "sort_index", NULL,
-					 GPU_SORT_BASE + (int64_t)t->device);
+				put_gpu_rows(p, t->device);
+				hmap__put(&devs, t->device, 1);
 				last_stream = UINT32_MAX;
 			}
 			/* The lanes of one stream ("(overlapping)") are one stream
@@ -1029,11 +1214,15 @@ static void write_head(struct xport *x, struct xproc *p, struct xtrack **tr, siz
 				put_meta(p, "thread_name", t->device, t->stream, "name", buf, 0);
 				put_meta(p, "thread_sort_index", t->device, t->stream, "sort_index",
 					 NULL, t->stream);
+				hmap__put(&rows, row_key(t->device, t->stream), 1);
 			}
 			last_dev = t->device;
 			last_stream = t->stream;
 		}
 	}
+	sync_meta(p, &devs, &rows);
+	hmap__free(&devs);
+	hmap__free(&rows);
 }
 
 static void write_tail(struct xport *x, struct xproc *p)
@@ -1146,8 +1335,11 @@ static const char usage[] =
 "other Kineto tooling read it: CUDA runtime and driver calls (cuda_runtime,\n"
 "cuda_driver), kernels, copies and memsets on their GPU and stream (kernel,\n"
 "gpu_memcpy, gpu_memset) linked to their launch by a correlation id and an\n"
-"ac2g flow, NVTX ranges (user_annotation), NCCL calls (cpu_op), and the\n"
-"process's NCCL rank and world size (distributedInfo). One file per process,\n"
+"ac2g flow, CUPTI's synchronization records (cuda_sync), NVTX ranges\n"
+"(user_annotation), NCCL calls (cpu_op), the process's NCCL rank and world\n"
+"size (distributedInfo) and its GPUs (deviceProperties). Syscalls, the\n"
+"scheduler and CPU samples have no Kineto event type: not exported (the\n"
+"Perfetto trace has them; docs/export.md). One file per process,\n"
 "as the PyTorch profiler writes one per rank. The trace is read twice,\n"
 "streaming: memory stays bounded whatever its size.\n"
 "\n"
@@ -1245,6 +1437,8 @@ static void xport_free(struct xport *x)
 
 		free(p->name);
 		free(p->path);
+		hmap__free(&p->ctx_dev);
+		hmap__free(&p->sync_rows);
 		free(p);
 	}
 	hmap__free(&x->procs);
@@ -1529,10 +1723,11 @@ static void report(struct xproc **ps, size_t nps)
 				 p->nranks_here, p->world);
 		info("wrote %s: pid %d (%s): %" PRIu64 " runtime and %" PRIu64 " driver calls, %"
 		     PRIu64 " kernels, %" PRIu64 " copies, %" PRIu64 " memsets, %" PRIu64
-		     " NVTX ranges, %" PRIu64 " NCCL calls%s", p->path, p->pid,
-		     p->name ? p->name : "?", p->counts[XC_RUNTIME], p->counts[XC_DRIVER],
-		     p->counts[XC_KERNEL], p->counts[XC_MEMCPY], p->counts[XC_MEMSET],
-		     p->counts[XC_NVTX], p->counts[XC_NCCL], rank);
+		     " synchronizations, %" PRIu64 " NVTX ranges, %" PRIu64 " NCCL calls%s",
+		     p->path, p->pid, p->name ? p->name : "?", p->counts[XC_RUNTIME],
+		     p->counts[XC_DRIVER], p->counts[XC_KERNEL], p->counts[XC_MEMCPY],
+		     p->counts[XC_MEMSET], p->counts[XC_SYNC], p->counts[XC_NVTX],
+		     p->counts[XC_NCCL], rank);
 		if (p->unended)
 			warn("%s: %" PRIu64 " calls had not returned when the trace ended: written "
 			     "with the duration 0", p->path, p->unended);

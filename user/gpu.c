@@ -53,7 +53,9 @@ struct gpu_proc *gpu__proc_find(const struct gpu *g, uint32_t pid)
 	return v ? (void *)(uintptr_t)*v : NULL;
 }
 
-struct gpu_proc *gpu__proc(struct gpu *g, uint32_t pid)
+/* pid's, added if new; announce: make it known to the model (a capture;
+ * not cgbpf stats, whose pids are not this machine's). */
+static struct gpu_proc *proc_get(struct gpu *g, uint32_t pid, bool announce)
 {
 	struct gpu_proc *p = gpu__proc_find(g, pid);
 
@@ -67,8 +69,14 @@ struct gpu_proc *gpu__proc(struct gpu *g, uint32_t pid)
 	p->pid = pid;
 	p->corr_seed = hash__u64(pid ^ (uint64_t)(uintptr_t)g);
 	/* Its tracks hang under its process track: make it known. */
-	model__proc(g->m, pid);
+	if (announce)
+		model__proc(g->m, pid);
 	return p;
+}
+
+struct gpu_proc *gpu__proc(struct gpu *g, uint32_t pid)
+{
+	return proc_get(g, pid, true);
 }
 
 struct gpu_dev *gpu__dev(struct gpu_proc *p, uint8_t index)
@@ -581,7 +589,7 @@ static void release_one(struct gpu *g, struct gpu_proc *p, const struct gpu_op *
 	if (op->end > g->last_ts)
 		g->last_ts = op->end;
 	gpupf__op(g, p, op, c);
-	gpusum__op(g, p, op, c, late);
+	gpusum__op(g, p, op, c, late, NULL);
 	if (c)
 		c->ops++;
 }
@@ -1173,10 +1181,168 @@ void gpu__finish(struct gpu *g, uint64_t ts)
 				      "the process made CUDA calls but no cgbpf injection library "
 				      "reported (see docs/gpu-activity.md to load it)");
 	}
+	/* What the summary counts that the events do not show, for cgbpf
+	 * stats (gpu__replay_attr). */
+	for (size_t it = 0; g->pt && hmap__next(&g->procs, &it, NULL, &v);) {
+		const struct gpu_proc *p = (void *)(uintptr_t)v;
+		char buf[128];
+
+		if (!p->unflowed_calls && !p->dropped[GPU_DROP_CUPTI] &&
+		    !p->dropped[GPU_DROP_QUEUE] && !p->dropped[GPU_DROP_OTHER])
+			continue;
+		snprintf(buf, sizeof(buf), "%" PRIu32 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64,
+			 p->pid, p->unflowed_calls, p->dropped[GPU_DROP_CUPTI],
+			 p->dropped[GPU_DROP_QUEUE], p->dropped[GPU_DROP_OTHER]);
+		pftrace__attribute(g->pt, "cgbpf.gpu_process", buf);
+	}
+	if (g->pt && (g->bad_batches || g->bad_entries || g->unknown_kinds || g->names_dropped)) {
+		char buf[96];
+
+		snprintf(buf, sizeof(buf), "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64,
+			 g->bad_batches, g->bad_entries, g->unknown_kinds, g->names_dropped);
+		pftrace__attribute(g->pt, "cgbpf.gpu_batches", buf);
+	}
 	/* The summary shows the GPU tables when a process used the GPU:
 	 * cgbpf stats reads whether one did here. */
 	if (g->pt && g->procs.count)
 		pftrace__attribute(g->pt, "cgbpf.gpu_processes", "1");
+}
+
+void gpu__replay_device(struct gpu *g, uint32_t pid, uint8_t index, const char *name)
+{
+	struct gpu_proc *p = proc_get(g, pid, false);
+	struct gpu_dev *d = p ? gpu__dev(p, index) : NULL;
+
+	if (!d)
+		return;
+	d->known = *name != 0;
+	snprintf(d->name, sizeof(d->name), "%s", name);
+}
+
+void gpu__replay_op(struct gpu *g, const struct gpu_replay_op *r)
+{
+	static const uint8_t kinds[] = { GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_SYNC };
+	struct gpu_proc *p = proc_get(g, r->pid, false);
+	struct gpu_op op = { .start = r->start, .end = r->end, .device = r->device };
+	struct gpu_corr c = { .call_ts = r->call_ts, .tid = r->tid, .ops = !r->first };
+	struct gpu_dev *d = NULL;
+	bool late = false;
+
+	if (!p || r->kind >= sizeof(kinds))
+		return;
+	op.kind = kinds[r->kind];
+	/* As release_one counts it. */
+	if (op.kind != GPU_SYNC && !(d = gpu__dev(p, op.device)))
+		return;
+	if (d)
+		late = d->ops && op.start < d->last_start;
+	if (op.kind != GPU_SYNC) {
+		if (!r->call_ts)
+			p->no_launch++;
+		else if (op.start < r->call_ts)
+			p->before_launch++;
+	}
+	p->lane_overflow += r->clamped;
+	if (!g->first_ts || op.start < g->first_ts)
+		g->first_ts = op.start;
+	if (op.end > g->last_ts)
+		g->last_ts = op.end;
+	gpusum__op(g, p, &op, r->call_ts ? &c : NULL, late, r->kernel ? r->kernel : "");
+}
+
+void gpu__replay_comm(struct gpu *g, uint32_t pid, const char *comm)
+{
+	struct gpu_proc *p = gpu__proc_find(g, pid);
+
+	if (p)
+		snprintf(p->comm, sizeof(p->comm), "%s", comm);
+}
+
+void gpu__replay_status(struct gpu *g, uint32_t pid, const char *what, const char *detail)
+{
+	struct gpu_proc *p = proc_get(g, pid, false);
+	const char *e;
+	int c, err = 0, n = 0;
+
+	if (!p)
+		return;
+	for (c = 1; c < GPU_ST__COUNT && (!status_what[c] || strcmp(what, status_what[c])); c++)
+		;
+	/* GPU_ST_TAKEN's instant has other args (left out), and "no
+	 * injection library" is what no status at all prints. */
+	if (c == GPU_ST__COUNT || c == GPU_ST_TAKEN)
+		return;
+	/* on_status: "TEXT (error N)". */
+	e = strrchr(detail, '(');
+	if (e && e > detail && e[-1] == ' ' && sscanf(e, "(error %d)%n", &err, &n) == 1 && !e[n])
+		n = (int)(e - 1 - detail);
+	else
+		n = (int)strlen(detail), err = 0;
+	free(p->status_text[c]);
+	p->status_text[c] = strndup(detail, n);
+	p->status_err[c] = err;
+	p->status_n[c]++;
+	if (c == GPU_ST_COLLECTING)
+		p->collecting = p->measured = true;
+}
+
+void gpu__replay_est(struct gpu *g, uint32_t pid, uint64_t stream, uint64_t ns, uint64_t launches)
+{
+	struct gpu_proc *p = proc_get(g, pid, false);
+
+	if (p)
+		gpuest__replay_span(p, stream, ns, launches);
+}
+
+void gpu__replay_attr(struct gpu *g, const char *key, const char *value)
+{
+	uint64_t a, b, c, d;
+	uint32_t pid;
+
+	if (!strcmp(key, "cgbpf.gpu_process") &&
+	    sscanf(value, "%" SCNu32 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64, &pid, &a, &b,
+		   &c, &d) == 5) {
+		struct gpu_proc *p = proc_get(g, pid, false);
+
+		if (!p)
+			return;
+		p->unflowed_calls += a;
+		p->dropped[GPU_DROP_CUPTI] += b;
+		p->dropped[GPU_DROP_QUEUE] += c;
+		p->dropped[GPU_DROP_OTHER] += d;
+	} else if (!strcmp(key, "cgbpf.gpu_batches") &&
+		   sscanf(value, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64, &a, &b, &c, &d) == 4) {
+		g->bad_batches += a;
+		g->bad_entries += b;
+		g->unknown_kinds += c;
+		g->names_dropped += d;
+	}
+}
+
+void gpu__print_procs(const struct gpu *g, int fmt, FILE *f)
+{
+	if (fmt != 0)
+		gpusum__procs_rows(g, fmt, f);
+	else if (g->procs.count)
+		gpusum__print_procs(g, f);
+}
+
+size_t gpu__procs(const struct gpu *g)
+{
+	return g->procs.count;
+}
+
+void gpu__replay_end(struct gpu *g)
+{
+	uint64_t v;
+
+	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);) {
+		struct gpu_proc *p = (void *)(uintptr_t)v;
+
+		for (int i = 0; i < GPU_DEVS; i++)
+			if (p->devs[i])
+				gpusum__dev_end(g, p, p->devs[i]);
+	}
 }
 
 uint64_t gpu__lost(const struct gpu *g)

@@ -70,6 +70,46 @@ bool gpu__settled(const struct gpu *g);
 void gpu__finish(struct gpu *g, uint64_t ts);
 /* The summary section; ctx is the struct gpu (a capture_info section). */
 void gpu__print(const void *ctx, const uint64_t *drops, FILE *f);
+/*
+ * cgbpf stats (user/tstats.c): the summary's GPU timeline from a saved
+ * trace, by the same code: each GPU operation read back, in the order the
+ * trace has them (start order per process, as record wrote them).
+ */
+enum gpu_replay_kind { GPU_RE_KERNEL, GPU_RE_COPY, GPU_RE_MEMSET, GPU_RE_SYNC };
+struct gpu_replay_op {
+	uint32_t pid;
+	uint8_t kind;		/* enum gpu_replay_kind */
+	uint8_t device;
+	bool first;		/* the first operation of its launch call */
+	uint32_t tid;		/* the launch call's thread */
+	uint64_t start, end;
+	uint64_t call_ts;	/* the launch call's begin; 0: not in the trace */
+	const char *kernel;	/* a kernel's name */
+	bool clamped;		/* its lane moved its start (clamped_by_ns) */
+};
+/* The GPU index of pid is named name ("" : not described). */
+void gpu__replay_device(struct gpu *g, uint32_t pid, uint8_t index, const char *name);
+void gpu__replay_op(struct gpu *g, const struct gpu_replay_op *r);
+/* The end of every timeline (before printing). */
+void gpu__replay_end(struct gpu *g);
+/* pid's name; a status instant of its "GPU activity (CUPTI)" track
+ * (its name and "detail" arg); an estimated span (stream: its track's
+ * key); what record counted that the events do not show (the value of a
+ * cgbpf.gpu_process / cgbpf.gpu_batches attribute). */
+void gpu__replay_comm(struct gpu *g, uint32_t pid, const char *comm);
+void gpu__replay_status(struct gpu *g, uint32_t pid, const char *what, const char *detail);
+void gpu__replay_est(struct gpu *g, uint32_t pid, uint64_t stream, uint64_t ns, uint64_t launches);
+void gpu__replay_attr(struct gpu *g, const char *key, const char *value);
+/* The "GPU activity per process" section alone: text (nothing when no
+ * process used CUDA), or fmt CSV / JSON rows, one per process. */
+void gpu__print_procs(const struct gpu *g, int fmt, FILE *f);
+/* Processes known (that used CUDA). */
+size_t gpu__procs(const struct gpu *g);
+/* The "GPU utilization and idle time" section alone: text as the summary
+ * prints it (nothing without GPU activity), or fmt (enum sumtab_fmt) CSV
+ * or JSON rows, one per GPU of a process. */
+void gpu__print_timeline(const struct gpu *g, int fmt, FILE *f);
+
 /* Activity records the traced processes' libraries lost (GPU_DROPPED). */
 uint64_t gpu__lost(const struct gpu *g);
 /* Whether pid's GPU activity is measured (GPU_ST_COLLECTING came). */

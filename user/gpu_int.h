@@ -142,6 +142,7 @@ struct gpu_proc {
 	uint64_t status_n[GPU_ST__COUNT];
 	int32_t status_err[GPU_ST__COUNT];
 	char *status_text[GPU_ST__COUNT];	/* the latest of each code */
+	char comm[16];		/* cgbpf stats: its name in the trace (no model process) */
 	uint64_t collect_ts;			/* first GPU_ST_COLLECTING */
 	/* Another client took CUPTI while the library collected
 	 * (GPU_ST_TAKEN): GPU activity stopped at stop_ts (the end of the
@@ -252,7 +253,7 @@ void gpupf__device(struct gpu *g, struct gpu_proc *p, struct gpu_dev *d);
 void *gpusum__new(void);
 void gpusum__free(void *sum);
 void gpusum__op(struct gpu *g, struct gpu_proc *p, const struct gpu_op *op,
-		const struct gpu_corr *c, bool late);
+		const struct gpu_corr *c, bool late, const char *kernel);
 /* The end of a device's timeline (capture end, process exit). */
 void gpusum__dev_end(struct gpu *g, struct gpu_proc *p, struct gpu_dev *d);
 void gpusum__print(const struct gpu *g, FILE *f);
@@ -266,5 +267,11 @@ void gpuest__stop(struct gpu *g, struct gpu_proc *p, bool write_open);
 void gpuest__free(struct gpu_proc *p);
 /* Summary lines of the estimated processes. */
 void gpuest__print(const struct gpu *g, FILE *f);
+/* cgbpf stats: an estimated span read back (stream: its track). */
+void gpuest__replay_span(struct gpu_proc *p, uint64_t stream, uint64_t ns, uint64_t launches);
+/* The "GPU activity per process" section (user/gpusum.c). */
+void gpusum__print_procs(const struct gpu *g, FILE *f);
+/* Its CSV / JSON rows (fmt: enum sumtab_fmt). */
+void gpusum__procs_rows(const struct gpu *g, int fmt, FILE *f);
 
 #endif

@@ -245,13 +245,45 @@ void gpuest__free(struct gpu_proc *p)
 	p->est = NULL;
 }
 
+void gpuest__replay_span(struct gpu_proc *p, uint64_t stream, uint64_t ns, uint64_t launches)
+{
+	struct est_proc *e = est_of(p);
+	struct est_stream *s = e ? est_stream(e, stream) : NULL;
+
+	if (!s)
+		return;
+	s->spans++;
+	s->span_ns += ns;
+	s->total_launches += launches;
+	e->spans++;
+	e->span_ns += ns;
+	e->launches += launches;
+	p->est_spans++;
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+	const struct gpu_proc *x = *(const struct gpu_proc *const *)a;
+	const struct gpu_proc *y = *(const struct gpu_proc *const *)b;
+
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
 void gpuest__print(const struct gpu *g, FILE *f)
 {
+	const struct gpu_proc **ps = malloc((g->procs.count + 1) * sizeof(*ps));
+	size_t np = 0;
 	uint64_t v;
 	bool any = false;
 
-	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);) {
-		const struct gpu_proc *p = (void *)(uintptr_t)v;
+	if (!ps)
+		return;
+	/* By pid, as the lines above them (cgbpf stats prints the same). */
+	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);)
+		ps[np++] = (const void *)(uintptr_t)v;
+	qsort(ps, np, sizeof(*ps), cmp_pid);
+	for (size_t j = 0; j < np; j++) {
+		const struct gpu_proc *p = ps[j];
 		const struct est_proc *e = p->est;
 
 		if (!e || !e->spans)
@@ -263,6 +295,7 @@ void gpuest__print(const struct gpu *g, FILE *f)
 			!p->measured ? "" : p->taken ? " (before collection started, and after "
 			"another tool took CUPTI)" : " (before collection started)");
 	}
+	free(ps);
 	if (any)
 		fprintf(f, "   (estimates bound each stream's busy time from above; they are not "
 			   "measurements: docs/gpu-activity.md)\n");

@@ -2,7 +2,7 @@
 /*
  * GPU activity in the Perfetto trace. Under each process: a track group
  * per GPU ("GPU 0: NVIDIA H100 80GB HBM3", its UUID, SMs and memory in
- * the description) holding a track per stream ("stream 7", with its
+ * the description, the memory rounded and in bytes) holding a track per stream ("stream 7", with its
  * priority when the library sent it), a "CUDA synchronization" track for
  * the host's waits CUPTI recorded, and a "GPU activity (CUPTI)" track
  * with what the injection library said (collecting, or why not) and the
@@ -41,10 +41,11 @@ void gpupf__device(struct gpu *g, struct gpu_proc *p, struct gpu_dev *d)
 		snprintf(name, sizeof(name), "GPU %u: %s", d->index, d->name);
 		snprintf(desc, sizeof(desc),
 			 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x, "
-			 "%" PRIu32 " SMs, compute capability %" PRIu32 ".%" PRIu32 ", %.1f GiB",
+			 "%" PRIu32 " SMs, compute capability %" PRIu32 ".%" PRIu32 ", %.1f GiB "
+			 "(%" PRIu64 " bytes)",
 			 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
 			 u[12], u[13], u[14], u[15], d->sm_count, d->cc_major, d->cc_minor,
-			 d->global_memory / (1024.0 * 1024 * 1024));
+			 d->global_memory / (1024.0 * 1024 * 1024), d->global_memory);
 	} else {
 		/* Its activity came without a device entry: still its own GPU. */
 		snprintf(name, sizeof(name), "GPU %u", d->index);
@@ -263,6 +264,9 @@ void gpupf__op(struct gpu *g, struct gpu_proc *p, const struct gpu_op *op,
 		name = sync_names[op->s.type < 5 ? op->s.type : 0];
 		if (op->stream != UINT32_MAX)
 			a[n++] = (struct pf_annot){ .name = "stream", .type = PA_UINT, .u = op->stream };
+		/* Its GPU is the one its context's streams run on (cgbpf
+		 * export needs it: a synchronization record names no device). */
+		a[n++] = (struct pf_annot){ .name = "context", .type = PA_UINT, .u = op->context };
 		break;
 	}
 	if (op->corr)

@@ -225,7 +225,7 @@ static void timeline(struct gpusum *s, struct gpu_proc *p, struct gpu_dev *d,
 }
 
 void gpusum__op(struct gpu *g, struct gpu_proc *p, const struct gpu_op *op,
-		const struct gpu_corr *c, bool late)
+		const struct gpu_corr *c, bool late, const char *kernel)
 {
 	struct gpusum *s = g->sum;
 	uint64_t dur = op->end - op->start;
@@ -236,7 +236,7 @@ void gpusum__op(struct gpu *g, struct gpu_proc *p, const struct gpu_op *op,
 	switch (op->kind) {
 	case GPU_KERNEL: {
 		char buf[64];
-		const char *name = gpu__kernel_name(p, op, buf, sizeof(buf));
+		const char *name = kernel ? kernel : gpu__kernel_name(p, op, buf, sizeof(buf));
 
 		p->kernels++;
 		nccl = !strncmp(name, "nccl", 4);
@@ -347,12 +347,37 @@ static double pct(uint64_t a, uint64_t b)
 	return b ? 100.0 * a / b : 0.0;
 }
 
-static void print_devices(const struct gpu *g, FILE *f)
+static int cmp_proc(const void *a, const void *b)
 {
+	const struct gpu_proc *x = *(const struct gpu_proc *const *)a;
+	const struct gpu_proc *y = *(const struct gpu_proc *const *)b;
+
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* The processes by pid (cgbpf stats prints them in the same order); NULL
+ * on ENOMEM. */
+static const struct gpu_proc **procs_by_pid(const struct gpu *g, size_t *n)
+{
+	const struct gpu_proc **ps = malloc((g->procs.count + 1) * sizeof(*ps));
 	uint64_t v;
 
-	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);) {
-		const struct gpu_proc *p = (void *)(uintptr_t)v;
+	*n = 0;
+	if (!ps)
+		return NULL;
+	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);)
+		ps[(*n)++] = (const void *)(uintptr_t)v;
+	qsort(ps, *n, sizeof(*ps), cmp_proc);
+	return ps;
+}
+
+static void print_devices(const struct gpu *g, FILE *f)
+{
+	size_t np;
+	const struct gpu_proc **ps = procs_by_pid(g, &np);
+
+	for (size_t j = 0; ps && j < np; j++) {
+		const struct gpu_proc *p = ps[j];
 
 		for (int i = 0; i < GPU_DEVS; i++) {
 			const struct gpu_dev *d = p->devs[i];
@@ -381,6 +406,47 @@ static void print_devices(const struct gpu *g, FILE *f)
 					d->late);
 		}
 	}
+	free(ps);
+}
+
+/* The devices' lines as CSV or JSON rows. */
+static void timeline_rows(const struct gpu *g, enum sumtab_fmt fmt, FILE *f)
+{
+	static const char *const cols[] = {
+		"PID", "GPU", "Name", "Busy (%)", "Span (ns)", "Operations", "Idle (ns)",
+		"Waiting for host (ns)", "Other idle (ns)", "Communication (ns)",
+		"Overlapped (ns)", "Late",
+	};
+	int nc = sizeof(cols) / sizeof(cols[0]);
+	size_t np;
+	const struct gpu_proc **ps = procs_by_pid(g, &np);
+	bool first = true;
+
+	sumtab__begin(f, fmt, cols, nc);
+	for (size_t j = 0; ps && j < np; j++) {
+		for (int i = 0; i < GPU_DEVS; i++) {
+			const struct gpu_dev *d = ps[j]->devs[i];
+			uint64_t span = d ? d->busy_end - d->first : 0;
+			const struct sumtab_cell c[] = {
+				{ SC_U64, .u = ps[j]->pid }, { SC_U64, .u = (uint64_t)i },
+				{ SC_STR, .s = d && d->known ? d->name : "" },
+				{ SC_DOUBLE, .d = d ? pct(d->busy, span) : 0 }, { SC_U64, .u = span },
+				{ SC_U64, .u = d ? d->ops : 0 },
+				{ SC_U64, .u = d ? d->idle_host + d->idle_other : 0 },
+				{ SC_U64, .u = d ? d->idle_host : 0 },
+				{ SC_U64, .u = d ? d->idle_other : 0 }, { SC_U64, .u = d ? d->comm : 0 },
+				{ SC_U64, .u = d ? d->comm + d->comp - d->all : 0 },
+				{ SC_U64, .u = d ? d->late : 0 },
+			};
+
+			if (!d || !d->ops)
+				continue;
+			sumtab__row(f, fmt, cols, c, nc, first);
+			first = false;
+		}
+	}
+	sumtab__end(f, fmt);
+	free(ps);
 }
 
 static void print_timeline(const struct gpu *g, struct gpusum *s, FILE *f)
@@ -452,20 +518,54 @@ static void why_not(const struct gpu_proc *p, FILE *f)
 	fprintf(f, "no injection library (GPU activity not measured)");
 }
 
-static void print_procs(const struct gpu *g, FILE *f)
+void gpusum__procs_rows(const struct gpu *g, int fmt, FILE *f)
 {
-	uint64_t v;
+	static const char *const cols[] = {
+		"PID", "Process", "Measured", "CUPTI", "Kernels", "Copies", "Memsets",
+		"Synchronizations", "Lost", "Without launch", "Estimated spans",
+	};
+	int nc = sizeof(cols) / sizeof(cols[0]);
+	size_t np;
+	const struct gpu_proc **ps = procs_by_pid(g, &np);
+
+	sumtab__begin(f, fmt, cols, nc);
+	for (size_t j = 0; ps && j < np; j++) {
+		const struct gpu_proc *p = ps[j];
+		uint64_t *pv = hmap__get(&g->m->procs, p->pid), lost = 0;
+		const struct proc *mp = pv ? (const void *)(uintptr_t)*pv : NULL;
+		const char *cupti = p->status_text[GPU_ST_COLLECTING];
+
+		for (int i = 0; i < GPU_DROP__COUNT; i++)
+			lost += p->dropped[i];
+		const struct sumtab_cell c[] = {
+			{ SC_U64, .u = p->pid }, { SC_STR, .s = mp ? mp->comm : p->comm },
+			{ SC_U64, .u = p->measured }, { SC_STR, .s = cupti ? cupti : "" },
+			{ SC_U64, .u = p->kernels }, { SC_U64, .u = p->copies },
+			{ SC_U64, .u = p->memsets }, { SC_U64, .u = p->syncs }, { SC_U64, .u = lost },
+			{ SC_U64, .u = p->no_launch }, { SC_U64, .u = p->est_spans },
+		};
+
+		sumtab__row(f, fmt, cols, c, nc, j == 0);
+	}
+	sumtab__end(f, fmt);
+	free(ps);
+}
+
+void gpusum__print_procs(const struct gpu *g, FILE *f)
+{
+	size_t np;
+	const struct gpu_proc **ps = procs_by_pid(g, &np);
 
 	fprintf(f, "\n** GPU activity per process:\n\n");
-	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);) {
-		const struct gpu_proc *p = (void *)(uintptr_t)v;
+	for (size_t j = 0; ps && j < np; j++) {
+		const struct gpu_proc *p = ps[j];
 		struct proc *mp = NULL;
 		uint64_t *pv = hmap__get(&g->m->procs, p->pid);
 		uint64_t lost = 0;
 
 		if (pv)
 			mp = (void *)(uintptr_t)*pv;
-		fprintf(f, "   pid %u (%s): ", p->pid, mp ? mp->comm : "?");
+		fprintf(f, "   pid %u (%s): ", p->pid, mp ? mp->comm : p->comm[0] ? p->comm : "?");
 		if (p->measured) {
 			fprintf(f, "measured (CUPTI %s): %" PRIu64 " kernels, %" PRIu64 " copies, %" PRIu64
 				   " memsets, %" PRIu64 " synchronizations\n",
@@ -508,12 +608,21 @@ static void print_procs(const struct gpu *g, FILE *f)
 			fprintf(f, "      %" PRIu64 " kernels came before their name\n",
 				p->unknown_names);
 	}
+	free(ps);
 	gpuest__print(g, f);
 	if (g->bad_batches || g->bad_entries || g->unknown_kinds || g->names_dropped)
 		fprintf(f, "   GPU batches: %" PRIu64 " rejected as malformed, %" PRIu64
 			   " bad entries skipped, %" PRIu64 " entries of unknown kinds, %" PRIu64
 			   " kernel names over the bound\n",
 			g->bad_batches, g->bad_entries, g->unknown_kinds, g->names_dropped);
+}
+
+void gpu__print_timeline(const struct gpu *g, int fmt, FILE *f)
+{
+	if (fmt != SUMTAB_TEXT)
+		timeline_rows(g, fmt, f);
+	else if (g->first_ts)
+		print_timeline(g, g->sum, f);
 }
 
 void gpusum__print(const struct gpu *g, FILE *f)
@@ -526,5 +635,5 @@ void gpusum__print(const struct gpu *g, FILE *f)
 	print_mem(s, f);
 	if (g->first_ts)
 		print_timeline(g, s, f);
-	print_procs(g, f);
+	gpusum__print_procs(g, f);
 }

@@ -39,6 +39,7 @@
 #include "apilib.h"
 #include "cuda.h"
 #include "cudart.h"
+#include "gpu.h"
 #include "hmap.h"
 #include "log.h"
 #include "model.h"
@@ -54,6 +55,97 @@
 
 #define NSYSCALLS (sizeof(syscall_names) / sizeof(syscall_names[0]))
 #define KERNEL_ROWS 4096	/* as user/gpusum.c */
+/* Launch calls waiting for their GPU operations, at most (the table's
+ * slots): past it the oldest are forgotten, and their operations count
+ * without their launch times. */
+#define FLOWS_MAX (1u << 20)
+
+/*
+ * Launch calls by flow id, for their GPU operations. A capture numbers
+ * its flows 1, 2, ... in call order, and an operation comes some
+ * thousand calls after its launch: a table indexed by the id's low bits
+ * finds each in one step (a hash map with deletions spent its time in
+ * probe chains of deleted entries). A call that would overwrite one still
+ * waiting doubles the table while at least half of it waits (that many
+ * launches are in flight), else takes the slot: the call there waited a
+ * whole table of launches for GPU work that did not come. cgbpf merge
+ * moves each machine's ids by a multiple of 2^48: their high bits move
+ * the index too, so machines do not share slots.
+ */
+struct flow_slot {
+	uint64_t flow, ts;	/* the call's begin */
+	uint32_t tid;
+	uint8_t state;		/* 0 free, 1 waiting, 2 its first operation came */
+};
+
+struct flows {
+	struct flow_slot *s;
+	size_t cap;		/* a power of two, or 0 */
+	size_t waiting;		/* slots in state 1 */
+};
+
+static size_t flow_index(uint64_t flow, size_t cap)
+{
+	return (flow + (flow >> 32) * 0x9e3779b97f4a7c15ull) & (cap - 1);
+}
+
+static void flows_free(struct flows *fl)
+{
+	free(fl->s);
+	fl->s = NULL;
+	fl->cap = fl->waiting = 0;
+}
+
+/* Doubles the table (up to FLOWS_MAX); -ENOMEM, or -E2BIG at the bound. */
+static int flows_grow(struct flows *fl)
+{
+	size_t nc = fl->cap ? fl->cap * 2 : 4096;
+	struct flow_slot *n;
+
+	if (nc > FLOWS_MAX)
+		return -E2BIG;
+	n = calloc(nc, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	for (size_t i = 0; i < fl->cap; i++) {
+		/* Each slot splits in two: no two entries meet. */
+		if (fl->s[i].state)
+			n[flow_index(fl->s[i].flow, nc)] = fl->s[i];
+	}
+	free(fl->s);
+	fl->s = n;
+	fl->cap = nc;
+	return 0;
+}
+
+static int flows_put(struct flows *fl, uint64_t flow, uint64_t ts, uint32_t tid)
+{
+	struct flow_slot *x;
+	int err;
+
+	if (!fl->cap && (err = flows_grow(fl)))
+		return err;
+	x = &fl->s[flow_index(flow, fl->cap)];
+	while (x->state == 1 && x->flow != flow && fl->waiting * 2 > fl->cap) {
+		err = flows_grow(fl);
+		if (err == -E2BIG)
+			break;		/* the oldest goes */
+		if (err)
+			return err;
+		x = &fl->s[flow_index(flow, fl->cap)];
+	}
+	if (x->state != 1)
+		fl->waiting++;
+	*x = (struct flow_slot){ .flow = flow, .ts = ts, .tid = tid, .state = 1 };
+	return 0;
+}
+
+static struct flow_slot *flows_get(struct flows *fl, uint64_t flow)
+{
+	struct flow_slot *x = fl->cap ? &fl->s[flow_index(flow, fl->cap)] : NULL;
+
+	return x && x->state && x->flow == flow ? x : NULL;
+}
 
 /* The reports, in the order record prints them. */
 enum report {
@@ -68,6 +160,8 @@ enum report {
 	R_GPU_KERN,
 	R_GPU_MEM_TIME,
 	R_GPU_MEM_SIZE,
+	R_GPU_UTIL,
+	R_GPU_PROCS,
 	R__COUNT
 };
 
@@ -86,6 +180,8 @@ static const struct {
 	[R_GPU_KERN] = { "cuda_gpu_kern_sum", "CUDA GPU Kernel Summary" },
 	[R_GPU_MEM_TIME] = { "cuda_gpu_mem_time_sum", "CUDA GPU MemOps Summary (by Time)" },
 	[R_GPU_MEM_SIZE] = { "cuda_gpu_mem_size_sum", "CUDA GPU MemOps Summary (by Size)" },
+	[R_GPU_UTIL] = { "cuda_gpu_util", "GPU utilization and idle time" },
+	[R_GPU_PROCS] = { "cuda_gpu_procs", "GPU activity per process" },
 };
 
 enum tk_kind {
@@ -96,6 +192,11 @@ enum tk_kind {
 	TK_CTR_PINNED,
 	TK_GPU_LANE,
 	TK_NVTX_RANGES,
+	TK_GPU_DEV,		/* "GPU N: name" under a process */
+	TK_GPU_SYNC,		/* "CUDA synchronization" under a process */
+	TK_GPU_INFO,		/* "GPU activity (CUPTI)" under a process */
+	TK_EST_GROUP,		/* "GPU (estimate from API calls)" under a process */
+	TK_EST_STREAM,		/* "... (estimate)" under that */
 };
 
 struct proc_row {
@@ -108,6 +209,8 @@ struct tk {
 	enum tk_kind kind;
 	uint64_t parent;	/* key of the parent track */
 	struct proc_row *proc;	/* process tracks */
+	uint32_t pid, tid;	/* thread tracks; pid: of GPU device and sync tracks too */
+	uint32_t device;	/* GPU device tracks */
 	/* Thread tracks: which open slices are CUDA API calls. */
 	uint8_t *api;
 	int depth, cap, api_open;
@@ -158,6 +261,11 @@ struct acc {
 	struct proc_row **procs;
 	size_t nprocs, capprocs;
 	uint32_t machines;		/* highest machine id + 1 seen */
+	/* The GPU timeline, replayed through user/gpu.c (cuda_gpu_util). */
+	struct model model;
+	struct gpu *g;
+	struct flows flows;		/* launch calls by flow id */
+	uint64_t gpu_ops;
 };
 
 static uint64_t key_of(uint32_t machine, uint64_t uuid)
@@ -248,6 +356,10 @@ static int acc_init(struct acc *a)
 	memset(a, 0, sizeof(*a));
 	a->nvtx_unmatched = -1;
 	a->threshold = SUMTAB_UNKNOWN;
+	model__init(&a->model);
+	a->g = gpu__new(&a->model, NULL);
+	if (!a->g)
+		return -ENOMEM;
 	for (int f = 0; f < NC_FN__COUNT; f++) {
 		const char *name = nccl_funcs[f].name;
 
@@ -297,6 +409,9 @@ static void acc_free(struct acc *a)
 	}
 	hmap__free(&a->tracks);
 	hmap__free(&a->api_fn);
+	flows_free(&a->flows);
+	gpu__free(a->g);
+	model__free(&a->model);
 	for (int l = 0; l < LIB__COUNT; l++) {
 		for (int f = 0; f < a->nfuncs[l]; f++) {
 			stats__free(&a->api[l][f]);
@@ -362,6 +477,21 @@ static bool starts(const char *s, const char *prefix)
 	return !strncmp(s, prefix, strlen(prefix));
 }
 
+/* "GPU 3" or "GPU 3: NAME" (user/gpupf.c; GPUs 0 to 255): the name after
+ * ": " ("" if none), the index in *dev; NULL if name is no GPU track's. */
+static const char *gpu_device(const char *name, uint32_t *dev)
+{
+	unsigned v;
+	int n = 0;
+
+	if (sscanf(name, "GPU %u%n", &v, &n) != 1 || !n || v > 255 ||
+	    (name[n] && strncmp(name + n, ": ", 2)))
+		return NULL;
+	if (dev)
+		*dev = v;
+	return name[n] ? name + n + 2 : "";
+}
+
 static int on_track(void *ctx, const struct tread_track *t)
 {
 	struct acc *a = ctx;
@@ -388,6 +518,16 @@ static int on_track(void *ctx, const struct tread_track *t)
 			kind = TK_GPU_LANE;
 		else if (starts(t->name, "NVTX ranges "))
 			kind = TK_NVTX_RANGES;
+		else if (gpu_device(t->name, NULL))
+			kind = TK_GPU_DEV;
+		else if (starts(t->name, "CUDA synchronization"))
+			kind = TK_GPU_SYNC;
+		else if (!strcmp(t->name, "GPU activity (CUPTI)"))
+			kind = TK_GPU_INFO;
+		else if (!strcmp(t->name, "GPU (estimate from API calls)"))
+			kind = TK_EST_GROUP;
+		else if (t->parent)
+			kind = TK_EST_STREAM;	/* checked below: its parent's kind */
 		break;
 	}
 	if (!k) {
@@ -399,6 +539,23 @@ static int on_track(void *ctx, const struct tread_track *t)
 	}
 	k->kind = kind;
 	k->parent = t->parent ? key_of(t->machine, t->parent) : 0;
+	k->tid = t->tid;
+	k->pid = t->pid;
+	if (kind >= TK_GPU_DEV) {
+		/* user/gpupf.c, user/gpuest.c: under the process track, or
+		 * under the estimate group. */
+		uint64_t *pv = k->parent ? hmap__get(&a->tracks, k->parent) : NULL;
+		const struct tk *pt = pv ? (const struct tk *)(uintptr_t)*pv : NULL;
+
+		k->pid = pt && pt->proc ? pt->proc->pid : pt ? pt->pid : 0;
+		if (kind == TK_EST_STREAM && (!pt || pt->kind != TK_EST_GROUP))
+			k->kind = TK_OTHER;
+	}
+	if (kind == TK_GPU_DEV) {
+		const char *name = gpu_device(t->name, &k->device);
+
+		gpu__replay_device(a->g, k->pid, (uint8_t)k->device, name);
+	}
 	if (kind == TK_PROCESS) {
 		/* Re-described when renamed: the latest name, as record's. */
 		const char *comm = t->name;
@@ -464,6 +621,12 @@ static int on_event(void *ctx, const struct tread_event *e)
 			p->proc->peak[k->kind == TK_CTR_PINNED] = e->value;
 		return 0;
 	}
+	if (k->kind == TK_GPU_INFO && e->type == TREAD_INSTANT) {
+		const struct tread_arg *d = arg(e->args, e->nargs, "detail");
+
+		gpu__replay_status(a->g, k->pid, e->name, d && d->type == TREAD_A_STR ? d->s : "");
+		return 0;
+	}
 	if (k->kind != TK_THREAD)
 		return 0;
 	if (e->type == TREAD_INSTANT) {
@@ -485,6 +648,9 @@ static int on_event(void *ctx, const struct tread_event *e)
 		}
 		k->api[k->depth++] = api;
 		k->api_open += api;
+		/* A launch: its GPU operations end its flow (user/gpu.c). */
+		if (api && e->nflow_out && flows_put(&a->flows, e->flow_out[0], e->ts, k->tid))
+			return -ENOMEM;
 	} else if (e->type == TREAD_SLICE_END && k->depth) {
 		k->api_open -= k->api[--k->depth];
 		k->last_inside = k->api_open > 0;
@@ -593,6 +759,51 @@ static void gpu_op(struct acc *a, const struct tread_slice *s)
 	}
 }
 
+/* A GPU operation (k: its lane or synchronization track) into the
+ * timeline, in file order: the order record wrote them, start order per
+ * process. Its launch call is the slice its flow started from. */
+static void gpu_replay(struct acc *a, const struct tk *k, const struct tread_slice *s)
+{
+	struct gpu_replay_op r = { .kind = GPU_RE_SYNC, .start = s->ts, .end = s->end_ts,
+				   .kernel = s->name };
+	struct flow_slot *x;
+	uint64_t flow = 0;
+
+	if (k->kind == TK_GPU_LANE) {
+		uint64_t *v = k->parent ? hmap__get(&a->tracks, k->parent) : NULL;
+		const struct tk *d = v ? (const struct tk *)(uintptr_t)*v : NULL;
+
+		if (!d || d->kind != TK_GPU_DEV)
+			return;
+		r.pid = d->pid;
+		r.device = (uint8_t)d->device;
+		if (arg(s->args, s->nargs, "config"))
+			r.kind = GPU_RE_KERNEL;
+		else if (arg(s->args, s->nargs, "memory"))
+			r.kind = GPU_RE_MEMSET;
+		else if (arg(s->args, s->nargs, "kind"))
+			r.kind = GPU_RE_COPY;
+		else
+			return;
+		r.start = s->ts - arg_u(s->args, s->nargs, "clamped_by_ns");
+		r.clamped = arg(s->args, s->nargs, "clamped_by_ns") != NULL;
+		flow = s->nflow_end ? s->flow_end[0] : s->flow_in ? s->flow_in :
+		       s->nflow_out ? s->flow_out[0] : 0;
+	} else {
+		r.pid = k->pid;
+	}
+	if (flow && (x = flows_get(&a->flows, flow))) {
+		r.call_ts = x->ts;
+		r.tid = x->tid;
+		r.first = x->state == 1;
+		a->flows.waiting -= x->state == 1;
+		/* A kernel launch's one kernel closes its flow: its slot is free. */
+		x->state = s->nflow_end ? 0 : 2;
+	}
+	a->gpu_ops++;
+	gpu__replay_op(a->g, &r);
+}
+
 static int nccl_func(const struct acc *a, const char *name)
 {
 	uint64_t *v = hmap__get(&a->nccl_fn, hash__bytes(name, strlen(name)));
@@ -686,6 +897,14 @@ static int on_slice(void *ctx, const struct tread_slice *s)
 		break;
 	case TK_GPU_LANE:
 		gpu_op(a, s);
+		gpu_replay(a, k, s);
+		break;
+	case TK_GPU_SYNC:
+		gpu_replay(a, k, s);
+		break;
+	case TK_EST_STREAM:
+		gpu__replay_est(a->g, k->pid, key_of(s->machine, s->track), s->end_ts - s->ts,
+				arg_u(s->args, s->nargs, "launches"));
 		break;
 	default:
 		break;
@@ -733,6 +952,8 @@ static int on_attr(void *ctx, uint32_t machine, const char *key, const char *val
 		a->comms[a->ncomms++] = c;
 	} else if (!strcmp(key, "cgbpf.gpu_processes")) {
 		a->gpu = true;
+	} else if (!strcmp(key, "cgbpf.gpu_process") || !strcmp(key, "cgbpf.gpu_batches")) {
+		gpu__replay_attr(a->g, key, value);
 	} else if (!strcmp(key, "cgbpf.nvtx_unmatched")) {
 		errno = 0;
 		v = strtoull(value, &end, 10);
@@ -885,6 +1106,15 @@ static int print_report(struct acc *a, enum report r, enum sumtab_fmt fmt, bool 
 		else
 			sumtab__gpu_mem_size(f, fmt, rows, n);
 		break;
+	case R_GPU_UTIL:
+		gpu__print_timeline(a->g, fmt, f);
+		break;
+	case R_GPU_PROCS:
+		for (size_t i = 0; i < a->nprocs; i++)
+			gpu__replay_comm(a->g, a->procs[i]->pid,
+					 a->procs[i]->comm ? a->procs[i]->comm : "");
+		gpu__print_procs(a->g, fmt, f);
+		break;
 	default:
 		break;
 	}
@@ -910,8 +1140,8 @@ static const char usage[] =
 "\n"
 "Tables: cuda_api_sum, cuda_api_inner_sum, cuda_kern_launch_sum,\n"
 "cuda_api_mem_size_sum, cuda_mem_peak, nccl_sum, nvtx_sum, osrt_sum,\n"
-"cuda_gpu_kern_sum, "
-"cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum (man -l docs/cgbpf-stats.1).\n"
+"cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum,\n"
+"cuda_gpu_util, cuda_gpu_procs (man -l docs/cgbpf-stats.1).\n"
 "\n"
 "Examples:\n"
 "  cgbpf stats run.perfetto-trace\n"
@@ -979,6 +1209,10 @@ static bool shown(const struct acc *a, enum report r)
 		return a->nvtx_traced || a->nvtx.n || a->marks;
 	if (r == R_GPU_KERN || r == R_GPU_MEM_TIME || r == R_GPU_MEM_SIZE)
 		return a->gpu || !a->gpu_known || a->gpu_kern.n || a->gpu_mem.n;
+	if (r == R_GPU_UTIL)
+		return a->gpu_ops > 0;
+	if (r == R_GPU_PROCS)
+		return gpu__procs(a->g) > 0;
 	return true;
 }
 
@@ -995,6 +1229,8 @@ int tstats__mem(const void *buf, size_t len, int fmt, FILE *f)
 
 	if (!err)
 		err = tread__run_mem(buf, len, "trace", &ops, &a, NULL);
+	if (!err)
+		gpu__replay_end(a.g);
 	for (int r = 0; !err && r < R__COUNT; r++)
 		err = print_report(&a, r, fmt, r == R_API, f);
 	acc_free(&a);
@@ -1087,7 +1323,10 @@ int tstats__main(int argc, char **argv)
 		}
 		if (st.unmatched_ends)
 			dbg("%s: %" PRIu64 " slice ends without a begin", argv[i], st.unmatched_ends);
+		/* Flow ids are per capture: another file's are other calls. */
+		flows_free(&a.flows);
 	}
+	gpu__replay_end(a.g);
 
 	if (fmt == SUMTAB_JSON && !prefix)
 		printf("{");

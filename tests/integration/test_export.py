@@ -3,7 +3,7 @@
 (GPU activity through the fake CUPTI, CUDA graphs, NVTX, NCCL ranks as
 processes and as threads, hostile names), exported, and the JSON checked
 with Python's json module, field by field, for what Holistic Trace
-Analysis's loader reads (docs/export.md, facts H1-H5 and K1-K2): the
+Analysis's loader reads (docs/export.md, facts H1-H5 and K1-K4): the
 layout of every event, HTA's CPU / GPU split (numeric stream and
 correlation), each GPU operation's correlation equal to exactly one
 launch call's, the ac2g flow pairs, the metadata before traceEvents,
@@ -29,6 +29,15 @@ QUEUEING = ("cuLaunch", "cuMemcpy", "cuMemset", "cuGraphLaunch", "cudaLaunch", "
             "cudaMemset", "cudaGraphLaunch", "__cudaLaunch")
 HOST_CATS = {"cuda_runtime", "cuda_driver", "cpu_op", "user_annotation"}
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
+SYNC_CAT = "cuda_sync"
+# Kineto's names of CUPTI's synchronization types (cupti_strings.cpp
+# syncTypeString) by cgbpf's slice names (user/gpupf.c).
+SYNC_KINDS = {"Event synchronize": "Event Sync", "Stream wait event": "Stream Wait Event",
+              "Stream synchronize": "Stream Sync", "Context synchronize": "Context Sync",
+              "CUDA synchronization": "Unknown Sync"}
+# Kineto's row offset of "Stream Sync" events (output_json.h), for every
+# synchronization here (docs/export.md).
+SYNC_TID_OFFSET = 1000000
 NVTX_TID_BASE = 1 << 30
 # hta/common/trace_file.py
 RANK_RE = re.compile(r'"rank":\s+(\d+)')
@@ -94,7 +103,8 @@ class Doc:
                 check(isinstance(e["ts"], (int, float)) and e["ts"] >= 0 and
                       isinstance(e["dur"], (int, float)) and e["dur"] >= 0,
                       "ts and dur, non-negative microseconds: %r" % e)
-                check(e["cat"] in HOST_CATS | GPU_CATS, "a Kineto category: %r" % e["cat"])
+                check(e["cat"] in HOST_CATS | GPU_CATS | {SYNC_CAT},
+                      "a Kineto category: %r" % e["cat"])
                 check(isinstance(e["name"], str) and isinstance(e["args"], dict),
                       "name and args: %r" % e)
                 self.x.append(e)
@@ -122,6 +132,18 @@ class Doc:
                     check(isinstance(a.get(k), int) and a[k] >= 0, "%s: int %s: %r" % (e["name"], k, a))
                 eq((e["pid"], e["tid"]), (a["device"], a["stream"]),
                    "GPU event on pid = device, tid = stream (K2)")
+            elif e["cat"] == SYNC_CAT:
+                # K3: CudaSyncActivity's args and row.
+                eq(list(a)[:5], ["cuda_sync_kind", "stream", "correlation", "device", "context"],
+                   "cuda_sync args in Kineto's order: %r" % a)
+                eq(a["cuda_sync_kind"], e["name"], "cuda_sync_kind = the name")
+                check(e["name"] in SYNC_KINDS.values(), "a Kineto sync name: %r" % e["name"])
+                check(isinstance(a["stream"], int) and a["stream"] >= -1,
+                      "sync stream, -1 without one: %r" % a)
+                eq(a["correlation"], 0, "sync correlation 0 (no call linked; >= 0: GPU work, H3)")
+                eq(e["pid"], a["device"], "sync on its GPU's row")
+                eq(e["tid"], a["stream"] + SYNC_TID_OFFSET,
+                   "sync row: its stream's sync row (-1 + offset without a stream)")
             else:
                 check(not isinstance(a.get("stream"), (int, float)),
                       "no numeric stream on a host event: %r" % e)
@@ -303,6 +325,40 @@ def check_gpu_export(t, d, pid, manifest_calls=None, flow_base=0):
     props = d.doc["deviceProperties"]
     eq([(p["id"], p["name"], p.get("numSms"), p.get("computeMajor")) for p in props],
        [(0, "Fake GPU (cgbpf tests)", 132, 9)], "deviceProperties of the GPU the process used")
+    # totalGlobalMem (K4): the fake CUPTI's device has 80 GiB, and the
+    # trace's description says so in bytes.
+    dev = [tr for tr in t.tracks.values() if tr.pid == pid and tr.name == "GPU 0: " + props[0]["name"]]
+    m = re.search(r", 80\.0 GiB \((\d+) bytes\)$", dev[0].description if dev else "")
+    check(m and int(m.group(1)) == 80 << 30, "the trace's device description has its memory in "
+          "bytes: %r" % [tr.description for tr in dev])
+    eq(list(props[0])[:3], ["id", "name", "totalGlobalMem"], "Kineto's order of the first keys")
+    eq(props[0]["totalGlobalMem"], 80 << 30, "totalGlobalMem, exact bytes (K4)")
+    check_syncs(t, d, pid, lanes)
+
+
+def check_syncs(t, d, pid, lanes):
+    """The cuda_sync events of pid = the trace's CUPTI synchronization
+    slices; returns their Kineto names."""
+    st = {u for u, tr in t.tracks.items()
+          if tr.pid == pid and (tr.name or "").startswith("CUDA synchronization")}
+    ss = [s for s in t.slices if s.track_uuid in st]
+    ev = d.cat(SYNC_CAT)
+    ctx_dev = {c: dev for dev, _, c in lanes.values()}
+    want = sorted((s.ts, s.dur, SYNC_KINDS[s.name], s.args.get("stream", -1), s.args["context"],
+                   ctx_dev.get(s.args["context"], 0), s.args.get("correlation")) for s in ss)
+    got = sorted((d.boot(e), to_ns(e["dur"]), e["name"], e["args"]["stream"],
+                  e["args"]["context"], e["args"]["device"], e["args"].get("cupti correlation"))
+                 for e in ev)
+    eq(got, want, "cuda_sync events = the trace's synchronization slices (time, kind, stream, "
+       "context, its GPU from its context's streams, CUPTI's correlation)")
+    for e in ev:
+        s = e["args"]["stream"]
+        eq(d.meta_of("thread_name", e["pid"], e["tid"]),
+           [{"name": "stream %d (sync)" % s if s >= 0 else "synchronization (no stream)"}],
+           "a sync row named once, as Kineto names a stream's")
+        eq(d.meta_of("thread_sort_index", e["pid"], e["tid"]), [{"sort_index": s}],
+           "a sync row sorted next to its stream")
+    return collections.Counter(e["name"] for e in ev)
 
 
 def test_gpu_workload():
@@ -325,6 +381,9 @@ def test_gpu_workload():
     d = Doc(path)
     check("distributedInfo" not in d.doc and d.rank() is None, "no rank without NCCL")
     check_gpu_export(t, d, pid, m["calls"])
+    kinds = collections.Counter(e["name"] for e in d.cat(SYNC_CAT))
+    check(kinds["Stream Sync"] and kinds["Context Sync"],
+          "train's stream and context synchronizations exported: %r" % kinds)
     eq({e["pid"] for e in d.x}, {pid, 0}, "events of the process and of its GPU only")
     d.load_in_trace_processor()
 

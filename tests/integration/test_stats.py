@@ -37,10 +37,13 @@ SECTIONS = {
     "** CUDA GPU Kernel Summary (cuda_gpu_kern_sum):": "cuda_gpu_kern_sum",
     "** CUDA GPU MemOps Summary (by Time) (cuda_gpu_mem_time_sum):": "cuda_gpu_mem_time_sum",
     "** CUDA GPU MemOps Summary (by Size) (cuda_gpu_mem_size_sum):": "cuda_gpu_mem_size_sum",
+    "** GPU utilization and idle time:": "cuda_gpu_util",
+    "** GPU activity per process:": "cuda_gpu_procs",
 }
 ALL = ["cuda_api_sum", "cuda_api_inner_sum", "cuda_kern_launch_sum", "cuda_api_mem_size_sum",
        "cuda_mem_peak", "nccl_sum", "nvtx_sum", "osrt_sum", "cuda_gpu_kern_sum",
-       "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum"]
+       "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "cuda_gpu_util",
+       "cuda_gpu_procs"]
 TIME_COLS = ["Time (%)", "Total Time (ns)", None, "Avg (ns)", "Med (ns)", "Min (ns)",
              "Max (ns)", "StdDev (ns)"]
 TIME_TABLES = {"cuda_api_sum": ("Num Calls", "Name"), "cuda_api_inner_sum": ("Num Calls", "Name"),
@@ -187,6 +190,30 @@ def check_formats(trace, text_secs, has_inner):
             re.escape(r["Name"]), r["Calls"], r["Grouped"], r["Bytes"], r["Timed"],
             r["Total (ns)"], re.escape(f1(r["Avg (ns)"])), r["Med (ns)"], r["Max (ns)"]),
             nccl, re.M), "NCCL row %r in the text" % r)
+    util = text_secs.get(by_name["cuda_gpu_util"], "")
+    eq(len(j.get("cuda_gpu_util", [])), len(re.findall(r"^   pid \d+ GPU \d+", util, re.M)),
+       "a cuda_gpu_util row per GPU line of the text")
+    for r in j.get("cuda_gpu_util", []):
+        check(re.search(r"^   pid %d GPU %d%s: busy %s%% of %.6f s \(its first to its last "
+                        r"operation\), %d operations\n      idle %.6f s: waiting for the host "
+                        r"%.6f s" % (r["PID"], r["GPU"], re.escape(" (%s)" % r["Name"]) if r["Name"]
+                                     else "", re.escape(f1(r["Busy (%)"])), r["Span (ns)"] / 1e9,
+                                     r["Operations"], r["Idle (ns)"] / 1e9,
+                                     r["Waiting for host (ns)"] / 1e9), util, re.M),
+              "GPU utilization row %r in the text" % r)
+    procs = text_secs.get(by_name["cuda_gpu_procs"], "")
+    eq(len(j.get("cuda_gpu_procs", [])), len(re.findall(r"^   pid \d+ \(", procs, re.M)),
+       "a cuda_gpu_procs row per process of the text")
+    for r in j.get("cuda_gpu_procs", []):
+        line = re.search(r"^   pid %d \(%s\): (.*)$" % (r["PID"], re.escape(r["Process"])), procs,
+                         re.M)
+        check(line, "GPU process row %r in the text" % r)
+        if r["Measured"]:
+            eq(line.group(1), "measured (CUPTI %s): %d kernels, %d copies, %d memsets, %d "
+               "synchronizations" % (r["CUPTI"], r["Kernels"], r["Copies"], r["Memsets"],
+                                     r["Synchronizations"]), "GPU process row %r" % r)
+        est = re.search(r"^   pid %d: estimated from API calls: (\d+) spans" % r["PID"], procs, re.M)
+        eq(int(est.group(1)) if est else 0, r["Estimated spans"], "estimated spans of %r" % r)
     size = text_secs.get(by_name["cuda_gpu_mem_size_sum"], "")
     for r in j.get("cuda_gpu_mem_size_sum", []):
         check(re.search(r"^ +%.3f +%d .*  %s$" % (r["Total (MB)"], r["Count"],
@@ -319,9 +346,13 @@ def test_gpu_activity():
     th.join(10)
     res = harness.Result(p.returncode, out, "".join(l for l in err if "libbpf" not in l), trace,
                          tmp)
-    got = compare(res, ["cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum"])
+    got = compare(res, ["cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum",
+                        "cuda_gpu_util"])
     check("relu_kernel" in got["** CUDA GPU Kernel Summary (cuda_gpu_kern_sum):"],
           "kernels by name")
+    util = got["** GPU utilization and idle time:"]
+    check(re.search(r"^   pid \d+ GPU 0 \(Fake GPU \(cgbpf tests\)\): busy ", util, re.M) and
+          "kernel launch delay" in util, "the GPU timeline, its launch delays (%r)" % util)
 
 
 def record_two():
@@ -353,6 +384,48 @@ def test_several_and_merged():
     peak = "** Peak memory allocated per process (since attach):"
     eq(len(s2[peak].splitlines()), len(sa[peak].splitlines()) + len(sb[peak].splitlines()) - 1,
        "both traces' processes")
+
+
+def gpu_device_lines(text):
+    """The per-GPU lines of a "GPU utilization and idle time" section:
+    {"pid N GPU D": (busy line, idle line, overlap line or None)}."""
+    body = sections(text).get("** GPU utilization and idle time:", "").splitlines()
+    out = {}
+    for i, line in enumerate(body):
+        m = re.match(r"^   (pid \d+ GPU \d+)", line)
+        if m:
+            nxt = body[i + 2] if i + 2 < len(body) and body[i + 2].startswith("      ") else None
+            out[m.group(1)] = (line, body[i + 1], nxt)
+    return out
+
+
+def test_gpu_several_and_merged():
+    """Two GPU captures as two inputs and merged (the second machine's
+    flow ids moved by merge): each GPU's utilization lines are its own
+    capture's, as record printed them (they depend on its operations and
+    launch calls only)."""
+    import test_gpu
+    test_gpu.need_gpu_part()
+    cupti = os.path.join(harness.OUT, "fake", "libcupti.so.13")
+    if not os.path.exists(cupti):
+        raise Skip("fake CUPTI not built (no CUPTI headers)")
+    ins, want = [], {}
+    for _ in range(2):
+        rc, _, err, path, tmp = test_gpu.record_until_status(
+            {"CGBPF_CUPTI_PATH": cupti, "FAKECUDA_KERNEL_NS": "20000"}, iters=20)
+        eq(rc, 0, "record (stderr %r)" % "".join(err)[-500:])
+        ins.append(path)
+        with open(os.path.join(tmp, "stdout")) as f:
+            lines = gpu_device_lines(f.read())
+        eq(len(lines), 1, "record printed one GPU line (%r)" % lines)
+        want.update(lines)
+    d = tmpdir()
+    merged = os.path.join(d, "job.perfetto-trace")
+    p = subprocess.run([CGBPF, "merge"] + ins + ["-o", merged], capture_output=True, text=True,
+                       timeout=120)
+    eq(p.returncode, 0, "merge exit (stderr %r)" % p.stderr[-300:])
+    eq(gpu_device_lines(stats(ins).stdout), want, "two inputs: each GPU's lines as recorded")
+    eq(gpu_device_lines(stats([merged]).stdout), want, "merged: each GPU's lines as recorded")
 
 
 def test_report_filter_and_files():

@@ -299,7 +299,8 @@ def check_measured(d):
     dev = t.tracks_named("GPU 0: Fake GPU A100")
     check(len(dev) == 1 and dev[0].parent_uuid == t.processes[pid].uuid and
           dev[0].description.startswith("GPU-10111213-1415-1617-1819-1a1b1c1d1e1f, 108 SMs, "
-                                        "compute capability 8.0, 40.0 GiB"),
+                                        "compute capability 8.0, 40.0 GiB "
+                                        "(42949672960 bytes)"),
           "%s: one track group per GPU under the process, named, with its UUID" % L,
           [dev and (dev[0], dev[0].description)])
     check(len(t.tracks_named("stream 7 (priority -1)")) == 1 and
@@ -311,7 +312,7 @@ def check_measured(d):
     st = t.tracks_named("CUDA synchronization")
     ss = [s for s in t.slices if st and s.track_uuid == st[0].uuid]
     check(len(ss) == 1 and ss[0].ts == sy["start"] and ss[0].dur == sy["dur"] and
-          ss[0].name == sy["name"] and ss[0].args == {"stream": 7, "correlation": 21} and
+          ss[0].name == sy["name"] and ss[0].args == {"stream": 7, "correlation": 21, "context": 1} and
           st[0].parent_uuid == t.processes[pid].uuid,
           "%s: the synchronization on the process's CUDA synchronization track" % L,
           [(s.name, s.ts, s.dur, s.args) for s in ss])
@@ -395,7 +396,7 @@ def check_validation(d):
     sy = of(items, "sync")[0]
     st = t.tracks_named("CUDA synchronization")
     ss = [s for s in t.slices if st and s.track_uuid == st[0].uuid]
-    check(len(ss) == 1 and ss[0].name == sy["name"] and ss[0].args == {},
+    check(len(ss) == 1 and ss[0].name == sy["name"] and ss[0].args == {"context": 1},
           "%s: an unknown synchronization type is named generically" % L,
           [(s.name, s.args) for s in ss])
     check(not t.flows(), "%s: no flows (nothing was launched through the model)" % L)
