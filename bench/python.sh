@@ -3,7 +3,9 @@
 #
 # Cost of Python call sites (issue 12), one run, not a test: a Python loop
 # of N cuLaunchKernel calls through ctypes and the fake driver
-# (bench/pyloop.py), recorded by cgbpf with API sources only:
+# (bench/pyloop.py; timed after one warm-up launch from the same line and
+# a 300 ms pause: the steady state of a long-running program), recorded
+# by cgbpf with API sources only:
 #   none       no cgbpf;
 #   off        --python off: the probes and records without Python frames;
 #   leaf       --python leaf (the default), the loop DEPTH frames deep;
@@ -47,6 +49,7 @@ one() {
 	off|leaf) mode=$1 ;;
 	stack-*) mode=stack depth=${1#stack-} ;;
 	esac
+	rm -f "$f"
 	"$out/cgbpf" record --python "$mode" --sched off --syscall-threshold off --sample-hz 0 \
 		--backtrace-threshold off --no-summary -o "$f" \
 		-- "${pin[@]}" "$py" "$top/bench/pyloop.py" "$N" "$depth" 2>"$tmp/$1.err" |
