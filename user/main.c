@@ -557,14 +557,6 @@ static int cmd_record(int argc, char **argv)
 		ret = usage_error("--split-per-process writes traces: drop --summary-only%s", "");
 		goto out;
 	}
-	if (o.split && capture__gated(&o.cap)) {
-		/* The windows and the files they open are the whole capture's;
-		 * per-process windows into per-process files are not built. */
-		ret = usage_error("--split-per-process with --delay or --capture-range is not "
-				  "supported yet: record each window into one trace, or split the "
-				  "whole run%s", "");
-		goto out;
-	}
 	if (o.split && sched_given && o.sched != SCHED_OFF) {
 		ret = usage_error("--split-per-process records no scheduler data yet: drop --sched "
 				  "or give --sched off%s", "");
