@@ -260,7 +260,7 @@ def test_split_windows_with_pids_existing_file():
         bg = Bg(FLAGS + ["--split-per-process", "--capture-range", "cudaProfilerApi",
                          "-p", "%d,%d" % (procs[0].pid, procs[1].pid),
                          "-o", os.path.join(d, "w.%q{ROLE}.%p.perfetto-trace")], tmp=d)
-        bg.wait_msg("tracing 2 processes")
+        bg.wait_msg("tracing 2 process")
         touch(go)
         for p in procs:
             eq(p.wait(90), 0, "workload exit")
