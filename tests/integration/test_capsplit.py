@@ -279,3 +279,31 @@ def test_split_windows_with_pids_existing_file():
     eq(len(t.slices_on(pid=procs[1].pid, name="cuLaunchKernel")), 2, "b's first window")
     eq(trace_files(d), sorted([os.path.basename(kept), os.path.basename(path)]),
        "no other file")
+
+
+def test_nvtx_v2_start_end_range_opens_the_gate():
+    """--capture-range nvtx --nvtx-capture cap with NVTX v2 (libnvToolsExt)
+    nvtxRangeStartA("cap") .. nvtxRangeEnd(id) ranges
+    (tests/workloads/nvtx_v2cap): the start opens the BPF gate at its entry
+    and the end closes it by the id the start returned, so each window's
+    file holds exactly its launches and its mark (both gated in BPF: with
+    the gate shut they would never reach user space); the k_out launches
+    in the "other" ranges and before them are in no file."""
+    wl_path = need("nvtx_v2cap")
+    d = tmpdir()
+    out = os.path.join(d, "v2.perfetto-trace")
+    r = record(FLAGS + ["--capture-range", "nvtx", "--nvtx-capture", "cap",
+                        "--capture-range-end", "repeat", "-o", out], cmd=[wl_path, "3"], tmp=d)
+    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-800:])
+    m = r.manifest()
+    eq(m["windows"], [2, 3, 4], "the workload's windows")
+    eq(trace_files(d), ["v2-%d.perfetto-trace" % i for i in (1, 2, 3)], "one file per range")
+    for i, n in enumerate(m["windows"]):
+        path = os.path.join(d, "v2-%d.perfetto-trace" % (i + 1))
+        t = load_checked(path, m["pid"])
+        ks = [s.args.get("kernel") for s in t.slices_on(pid=m["pid"], name="cuLaunchKernel")]
+        eq(ks, ["k_in"] * n, "%s: exactly the window's launches" % path)
+        eq([i.name for i in t.instants if i.pid == m["pid"]], ["in"],
+           "%s: the mark inside the range, only" % path)
+        eq([s.name for s in t.slices if s.pid == m["pid"] and s.name in ("cap", "other")],
+           ["cap"], "%s: the capture range itself, no other range" % path)
