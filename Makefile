@@ -154,9 +154,9 @@ endif
 WL_BINS := $(patsubst tests/workloads/%.c,$(OUT)/workloads/%,$(WL_SRCS))
 WL_CFLAGS := -O2 -g -pthread $(WARN) $(CUDA_INC) -Itests/workloads
 
-$(OUT)/workloads/nvtx_v2: tests/workloads/nvtx_v2.c $(OUT)/fake/libnvToolsExt.so.1 | $(OUT)/workloads
+$(OUT)/workloads/nvtx_v2 $(OUT)/workloads/nvtx_v2cap: $(OUT)/workloads/%: tests/workloads/%.c $(OUT)/fake/libnvToolsExt.so.1 $(OUT)/fake/libcuda.so.1 | $(OUT)/workloads
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(WL_CFLAGS) -Itests/fake $(DEPFLAGS) $< -o $@ -L$(OUT)/fake -l:libnvToolsExt.so.1 -Wl,-rpath,'$$ORIGIN/../fake'
+	$(Q)$(CC) $(WL_CFLAGS) -Itests/fake $(DEPFLAGS) $< -o $@ -L$(OUT)/fake -l:libnvToolsExt.so.1 -lcuda -Wl,-rpath,'$$ORIGIN/../fake'
 
 $(OUT)/workloads/dl_%: tests/workloads/dl_%.c $(OUT)/fake/libcuda.so.1 | $(OUT)/workloads
 	$(call msg,CC,$@)

@@ -256,7 +256,7 @@ static __always_inline int enter(struct pt_regs *ctx)
 	cookie = bpf_get_attach_cookie(ctx);
 	if (capture_gated) {
 		if (cookie & CK_TRIG_ON)
-			gate_set(1);
+			gate_profiler(pid_tgid >> 32, true);
 		else if (!(cookie & CK_PASS) && !gate_open()) {
 			/* A slot (time 0: no backtrace) for the return to pop. */
 			if (NEED_CALL_TS)
@@ -376,10 +376,10 @@ static __always_inline int exit(struct pt_regs *ctx)
 		return 0;
 	cookie = bpf_get_attach_cookie(ctx);
 	if (capture_gated) {
-		/* cuProfilerStop returned: the window is over for every
-		 * thread; its own record passes with CK_TRIG_OFF. */
+		/* cuProfilerStop returned: this process's window is over
+		 * (others may be open); its own record passes with CK_TRIG_OFF. */
 		if (cookie & CK_TRIG_OFF)
-			gate_set(0);
+			gate_profiler(pid_tgid >> 32, false);
 		else if (!(cookie & CK_PASS) && !gate_open()) {
 			if (NEED_CALL_TS)
 				bt_pop();

@@ -24,8 +24,8 @@ const volatile __u32 capture_name_len __weak = 0;
 const volatile char capture_name[CAPTURE_NAME_MAX] __weak = {};
 
 /* gate.open > 0: inside a (possible) window. An NVTX capture counts the
- * matching ranges open; the profiler API sets it to 1 and 0; user space
- * sets it for --delay alone. */
+ * matching ranges open; the profiler API counts the processes between a
+ * start and a stop (gate_profiler); user space sets it for --delay alone. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -61,6 +61,31 @@ static __always_inline void gate_add(__s64 v)
 	/* A lost pop must not leave it below zero for good. */
 	if (g && __sync_fetch_and_add(&g->open, v) + v < 0)
 		*(volatile __s64 *)&g->open = 0;
+}
+
+/* Processes between cuProfilerStart and cuProfilerStop: each counts once
+ * in the gate however often it starts (CUDA allows repeated starts), and
+ * a stop closes its own window only, not another process's. A process
+ * that exits inside its window leaves it counted: the gate stays open
+ * (a superset: records pass, user space drops them). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} gate_procs SEC(".maps") __weak;
+
+static __always_inline void gate_profiler(__u32 tgid, bool on)
+{
+	__u8 one = 1;
+
+	if (on) {
+		/* BPF_NOEXIST: only the process's first start counts. */
+		if (!bpf_map_update_elem(&gate_procs, &tgid, &one, BPF_NOEXIST))
+			gate_add(1);
+	} else if (!bpf_map_delete_elem(&gate_procs, &tgid)) {
+		gate_add(-1);
+	}
 }
 
 #endif

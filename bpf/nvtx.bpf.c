@@ -57,7 +57,7 @@ static __always_inline void nvtx_send(struct rec_nvtx *r, __u32 size)
  */
 struct nvtx_cap {
 	__u32 depth;
-	__u32 pad;
+	__u32 start_pending;	/* v2: a matching start whose id is not back yet */
 	__u64 mask;
 };
 
@@ -126,6 +126,39 @@ static __always_inline void nvtx_gate(__u8 probe, __u64 id, const char *str, lon
 		if (!bpf_map_delete_elem(&nvtx_cap_ids, &id))
 			gate_add(-1);
 	}
+}
+
+/*
+ * NVTX v2 start/end: the id is the start's return value (NV_STARTED), so a
+ * matching start opens the gate at its entry, its thread remembers it,
+ * and the return files the id for the end (nvtx_gate's NV_END).
+ */
+static __always_inline void nvtx2_start_gate(__u8 probe, __u64 id, const char *str, long n,
+					     bool had)
+{
+	struct nvtx_cap *c;
+	__u8 one = 1;
+
+	if (capture_kind != CAPTURE_K_NVTX)
+		return;
+	if (probe == NV_START) {
+		if (!had || (n > 0 && !cap_name_eq(str, n - 1)))
+			return;
+		c = bpf_task_storage_get(&nvtx_cap, bpf_get_current_task_btf(), 0,
+					 BPF_LOCAL_STORAGE_GET_F_CREATE);
+		/* A start whose return was lost counts once. */
+		if (c && !c->start_pending) {
+			c->start_pending = 1;
+			gate_add(1);
+		}
+		return;
+	}
+	c = bpf_task_storage_get(&nvtx_cap, bpf_get_current_task_btf(), 0, 0);
+	if (!c || !c->start_pending)
+		return;
+	c->start_pending = 0;
+	if (!id || bpf_map_update_elem(&nvtx_cap_ids, &id, &one, BPF_NOEXIST))
+		gate_add(-1);
 }
 
 static __always_inline long arg(struct pt_regs *ctx, __u64 i)
@@ -283,9 +316,10 @@ static __always_inline int emit_v2(struct pt_regs *ctx, __u8 probe, __u64 domain
 	 * probe cannot fault it in): user space reads it from the process. */
 	if (msg && (wide || n <= 0))
 		r->msg = (__u64)msg;
-	/* v2 start/end: the id comes at the return; push/pop only. */
-	if (probe == NV_PUSH || probe == NV_POP)
-		nvtx_gate(probe, 0, r->str, n, msg != 0);
+	if (probe == NV_PUSH || probe == NV_POP || probe == NV_END)
+		nvtx_gate(probe, id, r->str, n, msg != 0);
+	else if (probe == NV_START || probe == NV_STARTED)
+		nvtx2_start_gate(probe, id, r->str, n, msg != 0);
 	if (n <= 0) {
 		n = 1;
 		r->str[0] = 0;

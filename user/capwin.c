@@ -20,6 +20,7 @@
 #include "model.h"
 #include "nccl_funcs.h"
 #include "outname.h"
+#include "pfsplit.h"
 #include "perfetto.h"
 #include "summary.h"
 
@@ -306,9 +307,23 @@ static bool keeps(uint8_t lib, uint16_t func)
 
 struct cap_file {
 	char *path;		/* NULL with --summary-only */
+	uint32_t pid;		/* --split-per-process: whose; else 0 */
 	uint64_t first_step, steps;
 	uint64_t t0, t1;
 	uint64_t calls, launches;
+};
+
+/* The windows of one scope: every target together, or one process
+ * (--split-per-process: each counts its own steps, has its own files). */
+struct scope {
+	uint32_t pid;		/* 0: every target */
+	uint32_t open;		/* capture ranges open now */
+	uint64_t steps;		/* occurrences begun since armed */
+	bool active;		/* the current occurrence is written */
+	bool file_open;
+	bool done;
+	unsigned nfiles;	/* its files so far (%n) */
+	size_t cur;		/* its open file: index in capture.files */
 };
 
 struct capture {
@@ -316,29 +331,49 @@ struct capture {
 	const struct capture_opts *o;
 	uint64_t armed_at;	/* BOOTTIME from which ranges count (--delay) */
 	bool armed;
-	uint32_t open;		/* capture ranges open now */
-	uint64_t steps;		/* occurrences begun since armed */
-	bool active;		/* the current occurrence is written */
-	bool file_open;
+	struct scope all;	/* without --split-per-process */
+	struct hmap scopes;	/* --split-per-process: pid -> struct scope * */
+	uint64_t steps_gone;	/* steps of the scopes of exited processes */
 	bool done;
 	struct cap_file *files;
 	size_t nfiles;
 	struct hmap range_tids;	/* profiler: threads inside a stop call (nesting) */
-	struct hmap open_pids;	/* pid -> capture ranges it has open */
+	struct hmap open_pids;	/* pid -> capture ranges it has open (one scope) */
 	bool failed;		/* a window's file could not be written */
 };
 
-static struct cap_file *cur(struct capture *c)
+/* pid's scope; NULL on ENOMEM (its records then open no window). */
+static struct scope *scope_of(struct capture *c, uint32_t pid)
 {
-	return c->nfiles ? &c->files[c->nfiles - 1] : NULL;
+	uint64_t *v;
+	struct scope *s;
+
+	if (!c->env.split)
+		return &c->all;
+	v = hmap__get(&c->scopes, pid);
+	if (v)
+		return (struct scope *)(uintptr_t)*v;
+	s = calloc(1, sizeof(*s));
+	if (!s || hmap__put(&c->scopes, pid, (uintptr_t)s)) {
+		free(s);
+		return NULL;
+	}
+	s->pid = pid;
+	return s;
+}
+
+static struct cap_file *cur(struct capture *c, const struct scope *s)
+{
+	return s->file_open ? &c->files[s->cur] : NULL;
 }
 
 static void counting_end(void *ctx, struct thread *t, struct call *c)
 {
 	struct capture *cap = ctx;
-	struct cap_file *f = cur(cap);
+	struct scope *s = cap->env.split ? scope_of(cap, t->proc->pid) : &cap->all;
+	struct cap_file *f = s ? cur(cap, s) : NULL;
 
-	if (!f || !cap->file_open)
+	if (!f)
 		return;
 	/* Outermost calls, as the summary counts them. */
 	if (model__inside_cuda_api(t, c) && (c->lib == LIB_CUDA || c->lib == LIB_CUDART))
@@ -348,7 +383,41 @@ static void counting_end(void *ctx, struct thread *t, struct call *c)
 		f->launches++;
 }
 
-static int open_file(struct capture *c, uint64_t ts)
+static void mute(struct capture *c, struct scope *s, bool muted, uint64_t ts)
+{
+	if (c->env.split)
+		model__mute_pid(c->env.m, s->pid, muted, ts, keeps);
+	else
+		model__mute(c->env.m, muted, ts, keeps);
+}
+
+/* A process's window file, named by -o for its pid and its own %n. */
+static int open_split(struct capture *c, struct scope *s, struct cap_file *n)
+{
+	static const char ext[] = ".perfetto-trace";
+	const char *pattern = c->env.pattern, *path;
+	size_t pl = strlen(pattern), el = strlen(ext);
+	char with_n[4096];
+	int err;
+
+	if (capture__numbered(c->o) && !outname__uses(pattern, 'n')) {
+		int k = pl > el && !strcmp(pattern + pl - el, ext) ?
+			snprintf(with_n, sizeof(with_n), "%.*s-%%n%s", (int)(pl - el), pattern, ext) :
+			snprintf(with_n, sizeof(with_n), "%s-%%n", pattern);
+
+		if (k < 0 || (size_t)k >= sizeof(with_n)) {
+			err("-o '%s': the name is too long", pattern);
+			return -ENAMETOOLONG;
+		}
+		pattern = with_n;
+	}
+	err = pfsplit__window_open(c->env.pt, s->pid, pattern, s->nfiles + 1, &path);
+	if (!err && !(n->path = strdup(path)))
+		err = -ENOMEM;
+	return err;
+}
+
+static int open_file(struct capture *c, struct scope *s, uint64_t ts)
 {
 	struct cap_file *n = realloc(c->files, (c->nfiles + 1) * sizeof(*n));
 	char path[4096];
@@ -359,9 +428,16 @@ static int open_file(struct capture *c, uint64_t ts)
 	c->files = n;
 	n = &c->files[c->nfiles];
 	memset(n, 0, sizeof(*n));
-	n->first_step = c->steps;
+	n->pid = s->pid;
+	n->first_step = s->steps;
 	n->t0 = ts;
-	if (c->env.pt) {
+	if (c->env.pt && c->env.split) {
+		err = open_split(c, s, n);
+		if (err) {
+			c->failed = true;
+			return err;
+		}
+	} else if (c->env.pt) {
 		char msg[4096 + 128];
 
 		err = capture__file_name(c->env.pattern, capture__numbered(c->o), c->nfiles + 1,
@@ -389,32 +465,38 @@ static int open_file(struct capture *c, uint64_t ts)
 			return err;
 		}
 	}
-	c->nfiles++;
-	c->file_open = true;
+	s->cur = c->nfiles++;
+	s->nfiles++;
+	s->file_open = true;
 	dbg("capture: file %zu (%s) opened", c->nfiles, n->path ? n->path : "-");
 	return 0;
 }
 
-static void close_file(struct capture *c, uint64_t ts)
+static void close_file(struct capture *c, struct scope *s, uint64_t ts)
 {
-	struct cap_file *f = cur(c);
+	struct cap_file *f = cur(c, s);
+	int err;
 
-	if (!c->file_open)
+	if (!f)
 		return;
-	c->file_open = false;
+	s->file_open = false;
 	f->t1 = ts;
-	if (c->env.pt) {
-		int err;
-
-		if (c->env.flush)
-			c->env.flush(c->env.flush_ctx);
-		err = pftrace__pause(c->env.pt, NULL);
-		if (err)
-			err("writing %s failed: %s", f->path, strerror(-err));
-		else
-			info("wrote %s (%" PRIu64 " step(s), %" PRIu64 " API calls)", f->path,
-			     f->steps, f->calls);
+	if (!c->env.pt)
+		return;
+	if (c->env.flush)
+		c->env.flush(c->env.flush_ctx);
+	if (c->env.split) {
+		if (!pfsplit__window_close(c->env.pt, s->pid))
+			info("wrote %s (pid %u, %" PRIu64 " step(s), %" PRIu64 " API calls)",
+			     f->path, s->pid, f->steps, f->calls);
+		return;
 	}
+	err = pftrace__pause(c->env.pt, NULL);
+	if (err)
+		err("writing %s failed: %s", f->path, strerror(-err));
+	else
+		info("wrote %s (%" PRIu64 " step(s), %" PRIu64 " API calls)", f->path, f->steps,
+		     f->calls);
 }
 
 /* The schedule's phase of step n: 0 wait, 1 warm-up, 2 active, -1 past the last cycle. */
@@ -433,52 +515,58 @@ static int phase(const struct capture_opts *o, uint64_t n)
 	return ph < o->wait ? 0 : ph < (uint64_t)o->wait + o->warmup ? 1 : 2;
 }
 
-static void occurrence_begin(struct capture *c, uint64_t ts)
+/* The scope's windows are over: the whole capture when it is the only
+ * one (per process, cgbpf goes on for the other processes' windows). */
+static void scope_done(struct capture *c, struct scope *s)
+{
+	s->done = true;
+	if (!c->env.split)
+		c->done = true;
+}
+
+static void occurrence_begin(struct capture *c, struct scope *s, uint64_t ts)
 {
 	uint64_t n;
 
-	if (!c->armed || c->done)
+	if (!c->armed || s->done || c->done)
 		return;
-	n = c->steps++;
+	n = s->steps++;
 	if (phase(c->o, n) != 2)
 		return;
-	if (!c->file_open && open_file(c, ts)) {
-		c->done = true;
+	if (!s->file_open && open_file(c, s, ts)) {
+		/* Named per process: one name that cannot be written
+		 * stops that process's windows only. */
+		scope_done(c, s);
 		return;
 	}
-	cur(c)->steps++;
-	c->active = true;
-	model__mute(c->env.m, false, ts, keeps);
+	cur(c, s)->steps++;
+	s->active = true;
+	mute(c, s, false, ts);
 }
 
-static void occurrence_end(struct capture *c, uint64_t ts)
+static void occurrence_end(struct capture *c, struct scope *s, uint64_t ts)
 {
 	const struct capture_opts *o = c->o;
-	uint64_t n = c->steps - 1;
+	uint64_t n = s->steps - 1;
 
-	if (!c->active)
+	if (!s->active)
 		return;
-	c->active = false;
-	model__mute(c->env.m, true, ts, keeps);
+	s->active = false;
+	mute(c, s, true, ts);
 	if (o->schedule) {
 		uint64_t cyc = (uint64_t)o->wait + o->warmup + o->active;
 
 		n -= o->skip_first;	/* an active step is past them */
 		if (n % cyc != cyc - 1)
 			return;		/* more active steps in this cycle */
-		close_file(c, ts);
+		close_file(c, s, ts);
 		if (o->cycles && n + 1 >= (uint64_t)o->cycles * cyc)
-			c->done = true;
+			scope_done(c, s);
 		return;
 	}
-	if (!o->repeat) {
-		close_file(c, ts);
-		c->done = true;
-	} else {
-		close_file(c, ts);
-		if (o->repeat_max && c->nfiles >= o->repeat_max)
-			c->done = true;
-	}
+	close_file(c, s, ts);
+	if (!o->repeat || (o->repeat_max && s->nfiles >= o->repeat_max))
+		scope_done(c, s);
 }
 
 static void on_range(void *ctx, bool begin, uint32_t pid, uint32_t tid, uint64_t ts,
@@ -486,50 +574,90 @@ static void on_range(void *ctx, bool begin, uint32_t pid, uint32_t tid, uint64_t
 {
 	struct capture *c = ctx;
 	const struct capture_opts *o = c->o;
+	struct scope *s;
 
+	(void)tid;
 	if (strcmp(name, o->nvtx_name) || (o->nvtx_domain[0] && strcmp(domain, o->nvtx_domain)))
+		return;
+	if (!(s = scope_of(c, pid)))
 		return;
 	if (begin) {
 		uint64_t *v = hmap__get(&c->open_pids, pid);
 
 		hmap__put(&c->open_pids, pid, (v ? *v : 0) + 1);
-		if (!c->open++)
-			occurrence_begin(c, ts);
-	} else if (c->open) {
+		if (!s->open++)
+			occurrence_begin(c, s, ts);
+	} else if (s->open) {
 		uint64_t *v = hmap__get(&c->open_pids, pid);
 
 		if (v && *v > 1)
 			(*v)--;
 		else
 			hmap__del(&c->open_pids, pid, NULL);
-		if (!--c->open)
-			occurrence_end(c, ts);
+		if (!--s->open)
+			occurrence_end(c, s, ts);
 	}
 }
 
 void capture__proc_exit(struct capture *c, uint32_t pid, uint64_t ts)
 {
-	uint64_t n;
+	struct scope *s;
+	uint64_t n, v;
 
-	/* Its ranges end with it: a window it held open closes. */
-	if (!c || !hmap__del(&c->open_pids, pid, &n))
+	if (!c)
 		return;
-	c->open = n >= c->open ? 0 : c->open - n;
-	if (!c->open)
-		occurrence_end(c, ts);
+	/* Its ranges end with it: a window it held open closes. */
+	if (hmap__del(&c->open_pids, pid, &n) && (s = scope_of(c, pid))) {
+		s->open = n >= s->open ? 0 : s->open - n;
+		if (!s->open)
+			occurrence_end(c, s, ts);
+	}
+	/* Per process: its file ends with it (a schedule cycle it did not
+	 * finish), and its pid may come back as another process. */
+	if (!c->env.split || !hmap__del(&c->scopes, pid, &v))
+		return;
+	s = (void *)(uintptr_t)v;
+	if (s->file_open) {
+		s->active = false;
+		mute(c, s, true, ts);
+		close_file(c, s, ts);
+	}
+	c->steps_gone += s->steps;
+	free(s);
+}
+
+/* --delay alone with --split-per-process: a process's window opens at
+ * the delay, or at its first call after it. */
+static void delay_open(struct capture *c, struct scope *s, uint64_t ts)
+{
+	if (!s || s->file_open || s->done || !c->armed)
+		return;
+	if (open_file(c, s, ts)) {
+		scope_done(c, s);
+		return;
+	}
+	s->active = true;
+	mute(c, s, false, ts);
 }
 
 void capture__call_enter(struct capture *c, const struct rec_call_enter *r)
 {
+	struct scope *s;
 	int cls;
 
-	if (!c || c->o->range != CAPTURE_RANGE_PROFILER)
+	if (!c)
+		return;
+	if (c->env.split && !c->o->range && c->armed) {
+		delay_open(c, scope_of(c, r->hdr.pid), r->hdr.ts);
+		return;
+	}
+	if (c->o->range != CAPTURE_RANGE_PROFILER)
 		return;
 	cls = cap_class(r->lib, r->func);
-	if ((cls & CAP_ON) && !c->open) {
-		c->open = 1;
+	if ((cls & CAP_ON) && (s = scope_of(c, r->hdr.pid)) && !s->open) {
+		s->open = 1;
 		hmap__put(&c->open_pids, r->hdr.pid, 1);
-		occurrence_begin(c, r->hdr.ts);
+		occurrence_begin(c, s, r->hdr.ts);
 	} else if (cls & CAP_OFF) {
 		/* cudaProfilerStop enters cuProfilerStop: the outer return ends it. */
 		uint64_t *v = hmap__get(&c->range_tids, r->hdr.tid);
@@ -540,6 +668,7 @@ void capture__call_enter(struct capture *c, const struct rec_call_enter *r)
 
 void capture__call_exit(struct capture *c, const struct rec_call_exit *r)
 {
+	struct scope *s;
 	uint64_t *v;
 
 	if (!c || c->o->range != CAPTURE_RANGE_PROFILER || !(cap_class(r->lib, r->func) & CAP_OFF))
@@ -550,11 +679,15 @@ void capture__call_exit(struct capture *c, const struct rec_call_exit *r)
 		return;
 	}
 	hmap__del(&c->range_tids, r->hdr.tid, NULL);
-	if (c->open) {
-		c->open = 0;
+	if (!(s = scope_of(c, r->hdr.pid)) || !s->open)
+		return;
+	s->open = 0;
+	/* One scope: any target's stop ends the window of all. */
+	if (c->env.split)
+		hmap__del(&c->open_pids, r->hdr.pid, NULL);
+	else
 		hmap__free(&c->open_pids);
-		occurrence_end(c, r->hdr.ts);
-	}
+	occurrence_end(c, s, r->hdr.ts);
 }
 
 static void set_gate(struct capture *c, int64_t v)
@@ -574,6 +707,8 @@ void capture__start(struct capture *c, uint64_t now)
 
 void capture__tick(struct capture *c, uint64_t now)
 {
+	uint64_t v;
+
 	if (!c || c->armed || now < c->armed_at)
 		return;
 	c->armed = true;
@@ -581,13 +716,19 @@ void capture__tick(struct capture *c, uint64_t now)
 		return;
 	/* --delay alone: one window from now to the end. */
 	set_gate(c, 1);
-	if (open_file(c, now)) {
+	info("capture: --delay passed; recording");
+	if (c->env.split) {
+		/* Every process known now; the others at their first call. */
+		for (size_t it = 0; hmap__next(&c->env.m->procs, &it, NULL, &v);)
+			delay_open(c, scope_of(c, ((struct proc *)(uintptr_t)v)->pid), now);
+		return;
+	}
+	if (open_file(c, &c->all, now)) {
 		c->done = true;
 		return;
 	}
-	c->active = true;
+	c->all.active = true;
 	model__mute(c->env.m, false, now, keeps);
-	info("capture: --delay passed; recording");
 }
 
 struct capture *capture__new(const struct capture_env *env, uint64_t t0)
@@ -609,6 +750,17 @@ struct capture *capture__new(const struct capture_env *env, uint64_t t0)
 	}
 	env->m->range = c->o->range == CAPTURE_RANGE_NVTX ? on_range : NULL;
 	env->m->range_ctx = c;
+	if (env->split) {
+		uint64_t v;
+
+		/* Each process muted until its own window. */
+		env->m->proc_mute = true;
+		for (size_t it = 0; hmap__next(&env->m->procs, &it, NULL, &v);)
+			((struct proc *)(uintptr_t)v)->muted = true;
+		if (env->pt)
+			pfsplit__windows(env->pt);
+		return c;
+	}
 	model__mute(env->m, true, t0, NULL);
 	if (env->pt) {
 		pftrace__keep_descriptors(env->pt);
@@ -652,15 +804,18 @@ static void print_section(const void *ctx, const uint64_t *drops, FILE *f)
 {
 	const struct capture *c = ctx;
 	const struct capture_opts *o = c->o;
+	uint64_t steps = c->all.steps + c->steps_gone, v;
 
+	for (size_t it = 0; hmap__next(&c->scopes, &it, NULL, &v);)
+		steps += ((const struct scope *)(uintptr_t)v)->steps;
 	fprintf(f, "** Capture windows:\n\n");
 	if (o->range == CAPTURE_RANGE_NVTX)
 		fprintf(f, "   range: NVTX \"%s\"%s%s, %" PRIu64 " occurrence(s) counted\n",
 			o->nvtx_name, o->nvtx_domain[0] ? " in domain " : "", o->nvtx_domain,
-			c->steps);
+			steps);
 	else if (o->range == CAPTURE_RANGE_PROFILER)
 		fprintf(f, "   range: cuProfilerStart/cudaProfilerStart .. Stop, %" PRIu64
-			" occurrence(s) counted\n", c->steps);
+			" occurrence(s) counted\n", steps);
 	if (o->delay_ns)
 		fprintf(f, "   delay: %.3f s\n", o->delay_ns / 1e9);
 	if (o->schedule)
@@ -670,27 +825,50 @@ static void print_section(const void *ctx, const uint64_t *drops, FILE *f)
 		fprintf(f, "   no window opened: nothing was written\n\n");
 		return;
 	}
-	fprintf(f, "\n   %4s  %9s  %6s  %10s  %10s  %10s  %s\n", "File", "Steps", "(from)",
-		"Length (s)", "API calls", "Launches", "Path");
+	if (c->env.split)
+		fprintf(f, "   steps counted per process (--split-per-process)\n");
+	if (c->env.split)
+		fprintf(f, "\n   %4s  %8s  %9s  %6s  %10s  %10s  %10s  %s\n", "File", "Pid",
+			"Steps", "(from)", "Length (s)", "API calls", "Launches", "Path");
+	else
+		fprintf(f, "\n   %4s  %9s  %6s  %10s  %10s  %10s  %s\n", "File", "Steps", "(from)",
+			"Length (s)", "API calls", "Launches", "Path");
 	for (size_t i = 0; i < c->nfiles; i++) {
 		const struct cap_file *w = &c->files[i];
 
-		fprintf(f, "   %4zu  %9" PRIu64 "  %6" PRIu64 "  %10.6f  %10" PRIu64 "  %10" PRIu64
-			"  %s\n", i + 1, w->steps, w->first_step, (w->t1 - w->t0) / 1e9, w->calls,
-			w->launches, w->path ? w->path : "(--summary-only)");
+		fprintf(f, "   %4zu  ", i + 1);
+		if (c->env.split)
+			fprintf(f, "%8u  ", w->pid);
+		fprintf(f, "%9" PRIu64 "  %6" PRIu64 "  %10.6f  %10" PRIu64 "  %10" PRIu64 "  %s\n",
+			w->steps, w->first_step, (w->t1 - w->t0) / 1e9, w->calls, w->launches,
+			w->path ? w->path : "(--summary-only)");
 	}
 	fprintf(f, "\n");
 }
 
 void capture__finish(struct capture *c, uint64_t ts, struct capture_info *ci)
 {
+	uint64_t v;
+
 	if (!c)
 		return;
-	if (c->file_open) {
-		/* The capture ended inside a window: it ends there; the core
-		 * writes the end of that file. */
-		cur(c)->t1 = ts;
+	/* The capture ended inside a window: it ends there; the core writes
+	 * the end of that file. */
+	if (c->all.file_open) {
+		cur(c, &c->all)->t1 = ts;
 		model__mute(c->env.m, true, ts, NULL);
+	}
+	for (size_t it = 0; hmap__next(&c->scopes, &it, NULL, &v);) {
+		struct scope *s = (void *)(uintptr_t)v;
+
+		if (!s->file_open)
+			continue;
+		cur(c, s)->t1 = ts;
+		model__mute_pid(c->env.m, s->pid, true, ts, NULL);
+		if (c->env.pt)
+			info("wrote %s (pid %u, %" PRIu64 " step(s), %" PRIu64 " API calls; "
+			     "the capture ended inside its window)", cur(c, s)->path, s->pid,
+			     cur(c, s)->steps, cur(c, s)->calls);
 	}
 	summary__add_section(ci, print_section, c);
 }
@@ -704,5 +882,12 @@ void capture__free(struct capture *c)
 	free(c->files);
 	hmap__free(&c->range_tids);
 	hmap__free(&c->open_pids);
+	{
+		uint64_t v;
+
+		for (size_t it = 0; hmap__next(&c->scopes, &it, NULL, &v);)
+			free((void *)(uintptr_t)v);
+		hmap__free(&c->scopes);
+	}
 	free(c);
 }

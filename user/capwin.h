@@ -72,6 +72,7 @@ struct capture_env {
 	const char *made;		/* the file record created for -o, removed until a window */
 	int pid;			/* the first target (%p); 0: cgbpf's own; < 0: see capture__set_pid */
 	bool force;			/* --force: a window's file may replace one */
+	bool split;			/* --split-per-process: pt is its router; windows per process */
 	int gate_fd;			/* the BPF gate map */
 	void (*flush)(void *ctx);	/* writes what sources hold, before a file closes */
 	void *flush_ctx;

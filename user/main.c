@@ -79,7 +79,9 @@ static const char usage_record[] =
 "      --force               replace existing files (trace, --summary-file)\n"
 "      --split-per-process   one trace per traced process, named by -o with its\n"
 "                            %p and %q (.%p is added before the extension when\n"
-"                            -o has no %p); turns --sched and --sample-hz off\n"
+"                            -o has no %p); turns --sched and --sample-hz off;\n"
+"                            with capture windows each process counts its own\n"
+"                            steps and gets its own window files (its own %n)\n"
 "  -d, --duration TIME       stop after TIME (e.g. 500ms, 10s, 2m, 1h; plain number: s)\n"
 "                            (with -- COMMAND the command keeps running)\n"
 "      --summary-only        print the summary, write no trace\n"
@@ -104,7 +106,8 @@ static const char usage_record[] =
 "                            steps = occurrences of the range, as torch.profiler:\n"
 "                            W not traced, U traced not written, A written; one\n"
 "                            file per cycle, R cycles (0: until the end),\n"
-"                            after S steps skipped\n"
+"                            after S steps skipped (per process with\n"
+"                            --split-per-process)\n"
 "      --ring-size MIB       BPF ring buffer size in MiB, power of two (default 64)\n"
 "      --sched SCOPE         scheduler events: all (every CPU's context switches,\n"
 "                            default), targets (only traced threads) or off\n"
@@ -140,6 +143,9 @@ static const char usage_record[] =
 "  sudo cgbpf record --capture-range cudaProfilerApi -o win.perfetto-trace -- ./app\n"
 "  sudo cgbpf record --capture-range nvtx --nvtx-capture step \\\n"
 "       --schedule wait=2,warmup=1,active=3,repeat=2 -o steps.perfetto-trace -- python train.py\n"
+"  sudo cgbpf record --split-per-process -o 'rank%q{RANK}.%p.perfetto-trace' \\\n"
+"       --capture-range nvtx --nvtx-capture step --schedule wait=100,warmup=0,active=6,repeat=1 \\\n"
+"       -- torchrun --nproc-per-node 8 train.py\n"
 "\n"
 "Exit status: 0 on success (with -- COMMAND: the command's exit status),\n"
 "1 when cgbpf could not trace (a message says why), 2 for usage errors.\n";
@@ -559,14 +565,6 @@ static int cmd_record(int argc, char **argv)
 	}
 	if (o.split && o.summary_only) {
 		ret = usage_error("--split-per-process writes traces: drop --summary-only%s", "");
-		goto out;
-	}
-	if (o.split && capture__gated(&o.cap)) {
-		/* The windows and the files they open are the whole capture's;
-		 * per-process windows into per-process files are not built. */
-		ret = usage_error("--split-per-process with --delay or --capture-range is not "
-				  "supported yet: record each window into one trace, or split the "
-				  "whole run%s", "");
 		goto out;
 	}
 	if (o.split && sched_given && o.sched != SCHED_OFF) {

@@ -117,6 +117,7 @@ struct proc *model__proc(struct model *m, uint32_t pid)
 		return NULL;
 	}
 	p->pid = pid;
+	p->muted = m->proc_mute;
 	/* Stream ordinals 0..2 are the NULL, legacy and per-thread streams. */
 	p->next_stream = 1;
 	if (procfs__comm(pid, 0, p->comm, sizeof(p->comm)))
@@ -236,7 +237,7 @@ const char *model__func_name(const struct model *m, uint8_t lib, uint16_t func)
 static void begin(struct model *m, struct thread *t, struct call *c)
 {
 	c->begun = true;
-	if (m->muted)
+	if (model__muted(m, t))
 		return;
 	c->written = true;
 	if (m->call_py)
@@ -246,21 +247,20 @@ static void begin(struct model *m, struct thread *t, struct call *c)
 	EMIT(m, call_begin, t, c);
 }
 
-void model__mute(struct model *m, bool muted, uint64_t ts,
+/* Opens or closes a window of p (NULL: of every process, the model's). */
+static void mute(struct model *m, struct proc *only, bool muted, uint64_t ts,
 		 bool (*keep)(uint8_t lib, uint16_t func))
 {
 	uint64_t v;
 
-	if (m->muted == muted)
-		return;
 	if (!muted) {
-		m->muted = false;
-		m->window++;
 		/* A new file knows nothing of what was allocated before. */
 		for (size_t it = 0; hmap__next(&m->procs, &it, NULL, &v);) {
 			struct proc *p = (void *)(uintptr_t)v;
 			struct thread *t;
 
+			if (only && p != only)
+				continue;
 			for (int k = 0; k < CTR__COUNT; k++) {
 				if (!p->mem_peak[k] || !(t = model__thread(m, p->pid, p->pid)))
 					continue;
@@ -273,6 +273,8 @@ void model__mute(struct model *m, bool muted, uint64_t ts,
 		struct thread *t = (void *)(uintptr_t)v;
 		int n = 0;
 
+		if (only && t->proc != only)
+			continue;
 		/* Innermost first: slices nest. */
 		for (int i = t->depth - 1; i >= 0; i--) {
 			struct call *c = &t->stack[i];
@@ -298,7 +300,55 @@ void model__mute(struct model *m, bool muted, uint64_t ts,
 		}
 		t->depth = n;
 	}
-	m->muted = true;
+}
+
+void model__mute(struct model *m, bool muted, uint64_t ts,
+		 bool (*keep)(uint8_t lib, uint16_t func))
+{
+	if (m->muted == muted)
+		return;
+	if (!muted) {
+		m->muted = false;
+		m->window++;
+	}
+	mute(m, NULL, muted, ts, keep);
+	m->muted = muted;
+}
+
+void model__mute_pid(struct model *m, uint32_t pid, bool muted, uint64_t ts,
+		     bool (*keep)(uint8_t lib, uint16_t func))
+{
+	uint64_t *v = hmap__get(&m->procs, pid);
+	struct proc *p = v ? (void *)(uintptr_t)*v : NULL;
+
+	if (!p || p->muted == muted)
+		return;
+	if (!muted) {
+		p->muted = false;
+		p->window++;
+	}
+	mute(m, p, muted, ts, keep);
+	p->muted = muted;
+}
+
+bool model__muted_pid(const struct model *m, uint32_t pid)
+{
+	uint64_t *v;
+
+	if (m->muted || !m->proc_mute)
+		return m->muted;
+	v = hmap__get(&m->procs, pid);
+	return !v || ((struct proc *)(uintptr_t)*v)->muted;
+}
+
+uint32_t model__window_pid(const struct model *m, uint32_t pid)
+{
+	uint64_t *v;
+
+	if (!m->proc_mute)
+		return m->window;
+	v = hmap__get(&m->procs, pid);
+	return m->window + (v ? ((struct proc *)(uintptr_t)*v)->window : 0);
 }
 
 void model__call_enter(struct model *m, const struct rec_call_enter *r)
@@ -546,7 +596,7 @@ void model__mem(struct model *m, struct thread *t, enum counter_kind k, uint64_t
 	p->mem[k] = v < 0 ? 0 : v;
 	if (p->mem[k] > p->mem_peak[k])
 		p->mem_peak[k] = p->mem[k];
-	if (!m->muted)
+	if (!model__muted(m, t))
 		EMIT(m, counter, t, k, ts, p->mem[k]);
 }
 
@@ -554,7 +604,7 @@ void model__sample(struct model *m, uint32_t pid, uint32_t tid, const struct sta
 {
 	struct thread *t = model__thread(m, pid, tid);
 
-	if (t && !m->muted)
+	if (t && !model__muted(m, t))
 		EMIT(m, sample, t, st);
 }
 

@@ -124,6 +124,9 @@ struct proc {
 	bool counter_described[CTR__COUNT];
 	void *lib_state[LIB__COUNT];	/* a library decoder's own (lib_ops.proc_free frees it) */
 	struct hmap stubs;	/* host stub address -> char * kernel name ("" = none; user/cudart.c) */
+	/* Capture windows per process (model.proc_mute): its own. */
+	bool muted;
+	uint32_t window;
 };
 
 struct model;
@@ -180,6 +183,9 @@ struct model {
 	 * after; NULL: none. */
 	bool muted;
 	uint32_t window;
+	/* --split-per-process: each process has its own windows (proc.muted,
+	 * proc.window; model__mute_pid); processes start muted. */
+	bool proc_mute;
 	void (*range)(void *ctx, bool begin, uint32_t pid, uint32_t tid, uint64_t ts,
 		      const char *domain, const char *name);
 	void *range_ctx;
@@ -245,6 +251,20 @@ bool model__inside_cuda_api(const struct thread *t, const struct call *c);
  * restates the memory counters. */
 void model__mute(struct model *m, bool muted, uint64_t ts,
 		 bool (*keep)(uint8_t lib, uint16_t func));
+
+/* model__mute for one process's window (model.proc_mute): its calls,
+ * counters, samples, syscalls and NVTX ranges only. */
+void model__mute_pid(struct model *m, uint32_t pid, bool muted, uint64_t ts,
+		     bool (*keep)(uint8_t lib, uint16_t func));
+/* Whether what pid does reaches no sink now (outside its window). */
+bool model__muted_pid(const struct model *m, uint32_t pid);
+/* Changes whenever a window opens for pid (NVTX: begun in this window). */
+uint32_t model__window_pid(const struct model *m, uint32_t pid);
+/* Whether what thread t does reaches no sink now. */
+static inline bool model__muted(const struct model *m, const struct thread *t)
+{
+	return m->muted || (m->proc_mute && t->proc->muted);
+}
 
 /* Name of a function of a library ("cuLaunchKernel"). */
 const char *model__func_name(const struct model *m, uint8_t lib, uint16_t func);

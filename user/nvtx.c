@@ -497,7 +497,7 @@ static struct pfseq *seq(struct nvtx *n, uint32_t pid, uint32_t tid, uint64_t ts
 {
 	struct thread *t;
 
-	if (!n->pt || n->m->muted)
+	if (!n->pt || model__muted_pid(n->m, pid))
 		return NULL;
 	t = model__thread(n->m, pid, tid);
 	return t ? pfsink__seq(n->pt, t, ts) : NULL;
@@ -649,7 +649,8 @@ void nvtx__record(struct nvtx *n, const struct rec_nvtx *r, size_t size)
 			o->ts = h->ts;
 			o->domain = r->domain;
 			o->name = strdup(msg);
-			o->win = n->m->muted ? UINT32_MAX : n->m->window;
+			o->win = model__muted_pid(n->m, h->pid) ? UINT32_MAX :
+									   model__window_pid(n->m, h->pid);
 		}
 		t->depth++;
 		if (s) {
@@ -669,7 +670,8 @@ void nvtx__record(struct nvtx *n, const struct rec_nvtx *r, size_t size)
 			struct nv_open *o = &t->stack[t->depth];
 
 			/* Begun in this window: else its begin is not in the file. */
-			bool in = o->win == n->m->window && !n->m->muted;
+			bool in = o->win == model__window_pid(n->m, h->pid) &&
+				  !model__muted_pid(n->m, h->pid);
 
 			if (!in)
 				s = NULL;
@@ -705,7 +707,8 @@ void nvtx__record(struct nvtx *n, const struct rec_nvtx *r, size_t size)
 		o->id = r->id;
 		o->slot = slot;
 		o->name = strdup(msg);
-		o->win = n->m->muted ? UINT32_MAX : n->m->window;
+		o->win = model__muted_pid(n->m, h->pid) ? UINT32_MAX :
+									   model__window_pid(n->m, h->pid);
 		if (!r->id) {
 			/* v2: the id is the return value, in the next record. */
 			t = thread_of(n, h->tid);
@@ -751,9 +754,12 @@ void nvtx__record(struct nvtx *n, const struct rec_nvtx *r, size_t size)
 		p->slots &= ~(1ull << o->slot);
 		/* Ended on whichever thread: its sequence, the range's track. */
 		s = seq(n, h->pid, h->tid, h->ts);
-		if (o->win != n->m->window || n->m->muted)
+		bool in = o->win == model__window_pid(n->m, h->pid) &&
+			  !model__muted_pid(n->m, h->pid);
+
+		if (!in)
 			s = NULL;
-		if (o->win == n->m->window && !n->m->muted)
+		if (in)
 			count(n, domain_name(p, o->domain), o->name ? o->name : "?",
 			      STYLE_STARTEND, h->ts - o->ts);
 		if (s)

@@ -602,7 +602,11 @@ int pftrace__pause(struct pftrace *pt, const char *discard_path)
 
 	if (pt->paused)
 		return 0;
-	if (discard_path) {
+	if (pt->fd < 0) {
+		/* Pending (--split-per-process), never given a file: what it
+		 * holds goes, its kept descriptors stay. */
+		pb__reset(&pt->out);
+	} else if (discard_path) {
 		pb__reset(&pt->out);
 		outfile__discard(pt->fd, discard_path);
 		close(pt->fd);

@@ -20,6 +20,7 @@ struct file {
 	char *path;
 	struct pftrace *pt;	/* NULL: could not be created */
 	bool named;		/* has its file; else pending: packets kept in memory */
+	bool in_window;		/* windows: its window file is open */
 	unsigned seq;		/* its %n */
 	struct hmap seqs;	/* router's pfseq * -> this file's pfseq * */
 };
@@ -45,6 +46,7 @@ struct pfsplit {
 	size_t ng, capg;
 	int err;		/* first file that could not be created */
 	unsigned named;		/* files named so far (%n) */
+	bool windows;		/* capture windows name and open the files */
 };
 
 static int remembered_env(void *ctx, pid_t pid, const char *name, char *buf, size_t n);
@@ -274,6 +276,9 @@ static struct pftrace *file_for(struct pfsplit *sp, pid_t pid, bool named)
 		f->pt = pftrace__pending();
 		if (!f->pt)
 			return NULL;
+		/* Windows: every descriptor kept for the window files. */
+		if (sp->windows)
+			pftrace__keep_descriptors(f->pt);
 		pftrace__clock_snapshot(f->pt);
 		pftrace__system_info(f->pt);
 		for (size_t i = 0; i < sp->ng; i++)
@@ -285,8 +290,11 @@ static struct pftrace *file_for(struct pfsplit *sp, pid_t pid, bool named)
 		/* Its process track first, whatever comes next: an event cgbpf
 		 * puts on it before the model describes the process. */
 		pftrace__process(f->pt, UUID_PROCESS((uint64_t)(uint32_t)pid), pid, NULL, NULL);
+		/* Windows: nothing is written until its first window. */
+		if (sp->windows)
+			pftrace__pause(f->pt, NULL);
 	}
-	if (!f->pt || !named || f->named)
+	if (!f->pt || !named || f->named || sp->windows)
 		return f->pt;
 	e = name_file(sp, f);
 	if (e) {
@@ -469,7 +477,17 @@ int pfsplit__close(struct pfsplit *sp, bool discard)
 	for (size_t i = 0; i < sp->nfiles; i++) {
 		struct file *f = &sp->files[i];
 
-		if (!f->named) {
+		if (sp->windows) {
+			/* A window still open ends with the capture (capwin says
+			 * which files it wrote). */
+			int e = f->in_window && discard ? (pftrace__discard(f->pt, f->path), 0) :
+				pftrace__close(f->pt);
+
+			if (e && !err) {
+				err("writing %s failed: %s", f->path, strerror(-e));
+				err = e;
+			}
+		} else if (!f->named) {
 			/* No event: no file (a launcher that only forked). */
 			if (f->pt)
 				dbg("pid %d: nothing traced, no trace file", (int)f->pid);
@@ -509,4 +527,75 @@ int pfsplit__close(struct pfsplit *sp, bool discard)
 	free(sp->pattern);
 	free(sp);
 	return err;
+}
+
+void pfsplit__windows(struct pftrace *router)
+{
+	struct pfsplit *sp = pftrace__split(router);
+
+	if (sp)
+		sp->windows = true;
+}
+
+int pfsplit__window_open(struct pftrace *router, pid_t pid, const char *pattern, unsigned seq,
+			 const char **path)
+{
+	struct pfsplit *sp = pftrace__split(router);
+	struct outname_ctx c;
+	char buf[PATH_MAX], msg[PATH_MAX + 256];
+	struct file *f;
+	uint64_t *idx;
+	int e;
+
+	*path = NULL;
+	if (!sp || !file_for(sp, pid, false) || !(idx = hmap__get(&sp->by_pid, (uint32_t)pid)))
+		return -ENOMEM;
+	f = &sp->files[*idx - 1];
+	if (f->in_window)
+		return 0;
+	c = sp->ctx;
+	c.pid = pid;
+	c.seq = seq;
+	e = outname__expand(pattern, &c, buf, sizeof(buf), msg, sizeof(msg));
+	if (e) {
+		err("the window of pid %d is not written: %s", (int)pid, msg);
+		return -EINVAL;
+	}
+	free(f->path);
+	if (!(f->path = strdup(buf)))
+		return -ENOMEM;
+	e = pftrace__resume(f->pt, buf, sp->replace);
+	if (e == -EEXIST) {
+		err("the window of pid %d is not written: %s exists (--force replaces it)",
+		    (int)pid, buf);
+		return e;
+	}
+	if (e) {
+		err("the window of pid %d is not written: cannot write %s: %s", (int)pid, buf,
+		    strerror(-e));
+		return e;
+	}
+	f->in_window = true;
+	*path = f->path;
+	dbg("pid %d: window file %s", (int)pid, buf);
+	return 0;
+}
+
+int pfsplit__window_close(struct pftrace *router, pid_t pid)
+{
+	struct pfsplit *sp = pftrace__split(router);
+	uint64_t *idx = sp ? hmap__get(&sp->by_pid, (uint32_t)pid) : NULL;
+	struct file *f;
+	int e;
+
+	if (!idx)
+		return 0;
+	f = &sp->files[*idx - 1];
+	if (!f->in_window)
+		return 0;
+	f->in_window = false;
+	e = pftrace__pause(f->pt, NULL);
+	if (e)
+		err("writing %s failed: %s", f->path, strerror(-e));
+	return e;
 }

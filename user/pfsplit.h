@@ -35,6 +35,19 @@ struct pftrace *pfsplit__new(const char *pattern, const struct outname_ctx *ctx,
  * plain trace. */
 void pfsplit__remember(struct pftrace *router, pid_t pid);
 
+/* Capture windows (user/capwin.c), set before anything is written: a
+ * process's packets are dropped outside its windows, and each window is a
+ * file of its own, complete (every descriptor written so far), named by
+ * pfsplit__window_open rather than at the process's first event. */
+void pfsplit__windows(struct pftrace *router);
+/* Opens pid's window file, named by pattern (outname: %p pid, %n seq, %q
+ * its variables); 0 or -errno, said to the user already; *path: its name. */
+int pfsplit__window_open(struct pftrace *router, pid_t pid, const char *pattern, unsigned seq,
+			 const char **path);
+/* Ends pid's window file (a last clock snapshot, flushed, closed); 0 or
+ * -errno, said already. */
+int pfsplit__window_close(struct pftrace *router, pid_t pid);
+
 /* For perfetto.c, the router's side. The i-th file a descriptor of uuid
  * goes to: pid's file when pid is not 0, else its parent's owner, every
  * file for a track of no process (also remembered for files opened

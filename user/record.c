@@ -1119,7 +1119,8 @@ int record__run(const struct record_opts *o)
 	if (capture__gated(&o->cap)) {
 		struct capture_env env = {
 			.o = &o->cap, .m = &r.model, .pt = r.pt, .pattern = o->output,
-			.made = r.pt ? traceout__current(&out) : NULL,
+			.made = r.pt && !out.split ? traceout__current(&out) : NULL,
+			.split = out.split,
 			.pid = o->npids ? o->pids[0] : 0, .force = o->force,
 			.gate_fd = bpf_map__fd(r.skel->maps.gate), .flush = flush_for_capture,
 			.flush_ctx = &r,
@@ -1391,7 +1392,7 @@ cleanup:
 		traceout__abandon(&out);
 		ci.trace_path = out.split ? NULL : out.path;	/* split: pfsplit names them */
 		/* Capture windows list their files in their own section. */
-		if (r.cap && (capture__numbered(&o->cap) || !capture__files(r.cap)))
+		if (r.cap && (out.split || capture__numbered(&o->cap) || !capture__files(r.cap)))
 			ci.trace_path = NULL;
 		else if (r.cap)
 			ci.trace_path = capture__file_path(r.cap, 0);
@@ -1438,7 +1439,7 @@ cleanup:
 		fclose(r.summary_f);
 	if (ret == 0 && r.pt && r.cap && !capture__files(r.cap))
 		info("no capture window opened: no trace written");
-	else if (ret == 0 && r.pt && r.cap && capture__numbered(&o->cap))
+	else if (ret == 0 && r.pt && r.cap && (out.split || capture__numbered(&o->cap)))
 		info("wrote %zu file(s): open them at https://ui.perfetto.dev",
 		     capture__files(r.cap));
 	else if (ret == 0 && r.pt && !out.split)

@@ -165,7 +165,7 @@ void model__syscall(struct model *m, const struct rec_syscall *r)
 	struct syscall_ev e;
 
 	/* Outside a capture window (a syscall that began inside one). */
-	if (!t || m->muted)
+	if (!t || model__muted(m, t))
 		return;
 	decode(&e, r, r->hdr.size >= sizeof(*r));
 	for (int i = 0; i < m->nsinks; i++)

@@ -134,15 +134,41 @@ def test_torchrun_ranks():
         eq(len(t.slices_on(pid=m["pid"], name="step")), active, "%s: the NVTX step ranges" % f)
 
 
-def test_split_with_windows_is_refused():
-    """--split-per-process with capture windows is not built: a usage
-    error naming the combination, before any tracing (exit 2)."""
-    r = subprocess.run([CGBPF, "record", "--split-per-process", "--capture-range", "nvtx",
-                        "--nvtx-capture", "step", "--", "/bin/true"],
-                       capture_output=True, text=True, timeout=60)
-    eq(r.returncode, 2, "exit status (stderr %r)" % r.stderr)
-    check("--split-per-process with --delay or --capture-range is not supported yet" in r.stderr,
-          "the message says what is refused: %r" % r.stderr)
+def test_torchrun_ranks_one_cgbpf():
+    """Recipe 1 with one cgbpf for every rank: `cgbpf record
+    --split-per-process -o ddp.rank%q{RANK}.%h.%p.perfetto-trace
+    --capture-range nvtx --nvtx-capture step --schedule
+    wait=5,warmup=0,active=3,repeat=1 -- torchrun ...` (here a shell
+    starting two ranks of 12 steps): each rank counts its own steps and
+    gets one file with exactly the launches and NVTX step ranges of its
+    steps 5-7; the shell gets none."""
+    need_rank_steps()
+    d = tmpdir()
+    host = socket.gethostname()
+    wait, active, launches, steps = 5, 3, 3, 12
+
+    def name_of(rank, pid):
+        return os.path.join(d, "ddp.rank%d.%s.%d.perfetto-trace" % (rank, host, pid))
+    r = run_ranks(["--split-per-process", "--syscall-threshold", "off", "-o",
+                   os.path.join(d, "ddp.rank%q{RANK}.%h.%p.perfetto-trace"),
+                   "--capture-range", "nvtx", "--nvtx-capture", "step", "--schedule",
+                   "wait=%d,warmup=0,active=%d,repeat=1" % (wait, active)],
+                  d, 2, steps, launches, name_of)
+    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-600:])
+    want = []
+    for rank in (0, 1):
+        m = r.manifest("m%d.json" % rank)
+        f = name_of(rank, m["pid"])
+        want.append(os.path.basename(f))
+        check(os.path.exists(f), "rank %d's trace %s (have %r)" % (rank, f, os.listdir(d)))
+        t = ptrace.load(f)
+        clean_trace(t)
+        eq(set(t.processes), {m["pid"]}, "%s: only rank %d's process" % (f, rank))
+        eq(launches_by_step(t, m["pid"]), {s: launches for s in range(wait, wait + active)},
+           "%s: the launches of steps %d-%d" % (f, wait, wait + active - 1))
+        eq(len(t.slices_on(pid=m["pid"], name="step")), active, "%s: the NVTX step ranges" % f)
+    eq(sorted(f for f in os.listdir(d) if f.endswith(".perfetto-trace")), sorted(want),
+       "one file per rank, none for the shell")
 
 
 def test_torchrun_ranks_whole_run():
