@@ -222,6 +222,18 @@ def clean_trace(trace):
     check(trace.errors == [], "decoder errors: %s" % trace.errors[:5])
 
 
+def tp_clean(path, trace):
+    """Trace processor reads path as the decoder read trace (skipped, with a
+    message, where ../shared/perfetto is absent)."""
+    import tpcheck
+    if tpcheck.shell_path() is None:
+        print("# skipped trace processor check: %s" % tpcheck.skip_reason())
+        return
+    problems, _ = tpcheck.compare(path, trace, (), sched=False)
+    check(not problems, "%s: trace processor and the decoder disagree:\n    %s"
+          % (path, "\n    ".join(problems)))
+
+
 def capture_end(trace):
     ends = [i for i in trace.instants if (i.name or "").startswith("cgbpf: capture ended")]
     check(len(ends) == 1, "one capture-ended instant, got %d" % len(ends))

@@ -17,7 +17,7 @@ import threading
 
 import harness
 from harness import (CGBPF, Result, check, clean_trace, env_with, eq, kill_quiet, open_gate,
-                     record, tmpdir, touch, wait_for, wl)
+                     record, tmpdir, touch, tp_clean, wait_for, wl)
 import ptrace
 
 FLAGS = ["--sample-hz", "0", "--sched", "off", "--syscall-threshold", "off"]
@@ -28,16 +28,6 @@ def need(name):
     if not os.path.exists(path):
         raise harness.Skip("%s not built (it needs the CUDA toolkit's headers)" % path)
     return path
-
-
-def tp_clean(path, trace):
-    import tpcheck
-    if tpcheck.shell_path() is None:
-        print("# skipped trace processor check: %s" % tpcheck.skip_reason())
-        return
-    problems, _ = tpcheck.compare(path, trace, (), sched=False)
-    check(not problems, "%s: trace processor and the decoder disagree:\n    %s"
-          % (path, "\n    ".join(problems)))
 
 
 def load_checked(path, pid):

@@ -10,7 +10,7 @@ import os
 import re
 
 import harness
-from harness import CGBPF, check, clean_trace, env_with, eq, record, tmpdir
+from harness import CGBPF, check, clean_trace, env_with, eq, record, tmpdir, tp_clean
 import ptrace
 
 CUDA_HOME = os.environ.get("CUDA_HOME", "/usr/local/cuda")
@@ -30,16 +30,6 @@ def need_nvtx():
     if not os.path.exists(LIB):
         raise harness.Skip("%s not built (<sys/sdt.h> from systemtap-sdt-dev)" % LIB)
     return need("cap_steps")
-
-
-def tp_clean(path, trace):
-    import tpcheck
-    if tpcheck.shell_path() is None:
-        print("# skipped trace processor check: %s" % tpcheck.skip_reason())
-        return
-    problems, _ = tpcheck.compare(path, trace, (), sched=False)
-    check(not problems, "%s: trace processor and the decoder disagree:\n    %s"
-          % (path, "\n    ".join(problems)))
 
 
 def launches(t):
