@@ -16,6 +16,7 @@
 # after its setup until cgbpf says GPU collection runs (its -v line "GPU
 # activity: status 1"), so the checked work is all measured.
 #
+# CGBPF_GPU_LIMIT: seconds each recording may take (default 300).
 # Output: OUTDIR if given; else, when $OUT is set (the device tool of the
 # workplace this was written in, which brings back at most 8 files), a
 # temporary folder packed into $OUT/cgbpf-gpu.tar.gz plus $OUT/run.log;
@@ -26,6 +27,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 portable=${CGBPF_PORTABLE:-$top/build/portable}
 cgbpf=$portable/cgbpf
 py=${PYTHON:-python3}
+limit=${CGBPF_GPU_LIMIT:-300}   # seconds each recording may take
 
 # ---------------------------------------------------------------- prerequisites
 missing=()
@@ -137,7 +139,7 @@ record() {
 	echo "== $name: cgbpf record -- $*${cupti:+ (CGBPF_CUPTI_PATH=$cupti)}"
 	rm -f "$work/$name".*
 	CGBPF_MANIFEST=$work/$name.manifest.json CGBPF_PAUSE_FILE=$work/$name.pause \
-		env ${cupti:+"CGBPF_CUPTI_PATH=$cupti"} timeout -s INT 300 "$cgbpf" record -v -o "$work/$name.perfetto-trace" \
+		env ${cupti:+"CGBPF_CUPTI_PATH=$cupti"} timeout -s INT "$limit" "$cgbpf" record -v -o "$work/$name.perfetto-trace" \
 		--summary-file "$work/$name.summary" -- "$@" \
 		>"$work/$name.stdout" 2>"$work/$name.stderr" &
 	local rec=$!
@@ -165,7 +167,7 @@ record_attached() {
 		kill -0 "$app" 2>/dev/null || break
 		sleep 0.1
 	done
-	timeout -s INT 300 "$cgbpf" record -v -p "$app" -o "$work/$name.perfetto-trace" \
+	timeout -s INT "$limit" "$cgbpf" record -v -p "$app" -o "$work/$name.perfetto-trace" \
 		--summary-file "$work/$name.summary" >"$work/$name.stdout" 2>"$work/$name.stderr" &
 	rec=$!
 	release "$work/$name.pause" "$work/$name.stderr" "$rec"
