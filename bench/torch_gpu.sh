@@ -8,8 +8,10 @@
 #   untraced   no cgbpf;
 #   api        cgbpf record --python off, GPU activity off (uprobes only:
 #              CGBPF_CUPTI_PATH=/nonexistent);
+#   gpu        cgbpf record --python off with GPU activity (uprobes and
+#              CUPTI): gpu against api is CUPTI's cost;
 #   full       cgbpf record with its defaults (uprobes, --python leaf, GPU
-#              activity through CUPTI).
+#              activity through CUPTI): full against gpu is --python leaf's.
 # Prints each round's ms per step, the medians and the ratios against
 # untraced. Needs root, a GPU and a python3 whose torch sees it.
 # Usage: sudo bash bench/torch_gpu.sh [ITERS [ROUNDS]]   (default 300, 3)
@@ -43,6 +45,10 @@ one() {
 		CGBPF_MANIFEST=$m CGBPF_CUPTI_PATH=/nonexistent "$cgbpf" record --python off \
 			-o "$tmp/$cfg.$r.perfetto-trace" --summary-file "$tmp/$cfg.$r.sum" -- \
 			"$py" tests/gpu/torch_step.py --iters "$N" >"$tmp/$cfg.$r.log" 2>&1 ;;
+	gpu)
+		CGBPF_MANIFEST=$m "$cgbpf" record --python off \
+			-o "$tmp/$cfg.$r.perfetto-trace" --summary-file "$tmp/$cfg.$r.sum" -- \
+			"$py" tests/gpu/torch_step.py --iters "$N" >"$tmp/$cfg.$r.log" 2>&1 ;;
 	full)
 		CGBPF_MANIFEST=$m "$cgbpf" record \
 			-o "$tmp/$cfg.$r.perfetto-trace" --summary-file "$tmp/$cfg.$r.sum" -- \
@@ -58,7 +64,7 @@ echo "torch_gpu.sh: $N steps per run, $R rounds; $("$cgbpf" --version); $("$py" 
 declare -A ms
 for ((r = 1; r <= R; r++)); do
 	line="round $r:"
-	for cfg in untraced api full; do
+	for cfg in untraced api gpu full; do
 		v=$(one $cfg $r)
 		ms[$cfg]="${ms[$cfg]:-} $v"
 		line="$line $cfg $v ms/step"
@@ -73,7 +79,7 @@ for ((r = 1; r <= R; r++)); do
 done
 # shellcheck disable=SC2086
 u=$(printf '%s\n' ${ms[untraced]} | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-for cfg in untraced api full; do
+for cfg in untraced api gpu full; do
 	# shellcheck disable=SC2086
 	m=$(printf '%s\n' ${ms[$cfg]} | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
 	echo "median $cfg: $m ms/step, $(calc "$m / $u" 3)x untraced"

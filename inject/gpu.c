@@ -136,6 +136,8 @@ struct cupti {
 	CUptiResult (*register_timestamp)(CUpti_TimestampCallbackFunc);
 	CUptiResult (*enable_driver_api)(CUpti_CallbackId, uint8_t);
 	CUptiResult (*enable_runtime_api)(CUpti_CallbackId, uint8_t);
+	CUptiResult (*get_tid_type)(CUpti_ActivityThreadIdType *);
+	CUptiResult (*set_tid_type)(CUpti_ActivityThreadIdType);
 };
 
 /* The activity kinds collected, in the order they are enabled. */
@@ -156,6 +158,8 @@ static struct {
 	bool callbacks;			/* our buffer callbacks are registered */
 	bool enabled[sizeof(kinds) / sizeof(kinds[0])];
 	bool api_enabled;
+	bool tid_set;			/* we set CUPTI's thread id type to SYSTEM */
+	CUpti_ActivityThreadIdType tid_old;	/* the type it had before */
 	bool taken;			/* another client took the callbacks: hands off */
 	bool taken_nosub;		/* and it holds no subscriber (it may still use them) */
 	bool asked_nosub;		/* a stale buffer, and no subscriber to name */
@@ -625,6 +629,8 @@ static int load_cupti(char *tried, size_t cap)
 	SYM(register_timestamp, "cuptiActivityRegisterTimestampCallback");
 	SYM(enable_driver_api, "cuptiActivityEnableDriverApi");
 	SYM(enable_runtime_api, "cuptiActivityEnableRuntimeApi");
+	SYM(get_tid_type, "cuptiGetThreadIdType");
+	SYM(set_tid_type, "cuptiSetThreadIdType");
 	if (!g.c.register_callbacks || !g.c.enable || !g.c.disable || !g.c.flush_all ||
 	    !g.c.next_record || !g.c.unsubscribe || !(g.c.subscribe || g.c.subscribe_v2)) {
 		snprintf(tried, cap, "%s lacks the activity API functions", g.c.path);
@@ -695,6 +701,46 @@ static void enable_api(uint8_t on)
 			g.c.enable_runtime_api(runtime_cbids[i], on);
 }
 
+/*
+ * CUPTI's API records name the calling thread by pthread_self() unless
+ * told otherwise (CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT, cupti_activity.h);
+ * cgbpf's calls carry the kernel's thread id (gettid), so the library asks
+ * for SYSTEM ids, process-wide, while it collects, and gives the old type
+ * back when it stops or another tool takes CUPTI (Kineto reads the
+ * default). false: no system thread ids, so no API records are worth
+ * enabling. Called locked.
+ */
+static bool system_tids(void)
+{
+	CUpti_ActivityThreadIdType now = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
+
+	if (!g.c.set_tid_type)
+		return false;
+	if (g.c.get_tid_type && g.c.get_tid_type(&now) == CUPTI_SUCCESS &&
+	    now == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)
+		return true;
+	if (g.c.set_tid_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) != CUPTI_SUCCESS)
+		return false;
+	g.tid_old = now;
+	g.tid_set = true;
+	return true;
+}
+
+/* Gives back the thread id type system_tids() changed, unless someone
+ * changed it since. Called locked. */
+static void restore_tids(void)
+{
+	CUpti_ActivityThreadIdType now = CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM;
+
+	if (!g.tid_set)
+		return;
+	g.tid_set = false;
+	if (g.c.get_tid_type && g.c.get_tid_type(&now) != CUPTI_SUCCESS)
+		return;
+	if (now == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)
+		g.c.set_tid_type(g.tid_old);
+}
+
 static void disable_all(void)
 {
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
@@ -706,6 +752,7 @@ static void disable_all(void)
 		enable_api(0);
 		g.api_enabled = false;
 	}
+	restore_tids();
 }
 
 /* cgbpf attached: start collecting, or say why not. Called locked. */
@@ -776,14 +823,18 @@ static void start(void)
 		       "cuptiActivityEnable(%d): %s", (int)kinds[i], result_string(r));
 		return;
 	}
-	/* Only the calls that queue GPU work, to link it to them. */
-	if (g.c.enable_driver_api || g.c.enable_runtime_api) {
+	/* Only the calls that queue GPU work, to link it to them, and only
+	 * with thread ids that name cgbpf's threads. */
+	if ((g.c.enable_driver_api || g.c.enable_runtime_api) && system_tids()) {
 		enable_api(1);
 		g.api_enabled = true;
 	}
 	g.collecting = true;
 	status(GPU_ST_COLLECTING, 0, "%s%s", g.c.path,
-	       g.api_enabled ? "" : " (no per-call API records: flows unavailable)");
+	       g.api_enabled ? "" :
+	       !(g.c.enable_driver_api || g.c.enable_runtime_api) ?
+	       " (no per-call API records: flows unavailable)" :
+	       " (CUPTI cannot name threads by their system id: flows unavailable)");
 }
 
 #define NOSUB_NAME "a client that registered its own CUPTI activity callbacks " \
@@ -800,6 +851,8 @@ static void taken(const char *who, CUptiResult r, bool nosub)
 	/* Kinds stay as they are: the client may use them. */
 	memset(g.enabled, 0, sizeof(g.enabled));
 	g.api_enabled = false;
+	/* The one setting it reads differently: its thread ids. */
+	restore_tids();
 	status(GPU_ST_TAKEN, r == CUPTI_SUCCESS ? 0 : (int32_t)r, "%s", who);
 	send_batch();
 }
@@ -905,6 +958,7 @@ static void stop(void)
 	g.collecting = false;
 	if (!g.taken && !tool)
 		disable_all();
+	restore_tids();
 	memset(g.enabled, 0, sizeof(g.enabled));
 	g.api_enabled = false;
 	g.len = 0;
@@ -915,11 +969,11 @@ static void stop(void)
 
 static void *watch(void *arg)
 {
-	bool was_probed = false, was_flush = false;
+	/* Probed already: InitializeInjection started. */
+	bool was_probed = arg != NULL, was_flush = false;
 	unsigned polls = 0;
 	struct timespec ts = { 0, POLL_MS * 1000000L };
 
-	(void)arg;
 	for (;;) {
 		bool on = probed((void (*)(void))cgbpf_gpu_batch);
 		bool fl = probed(cgbpf_gpu_flush);
@@ -987,18 +1041,32 @@ EXPORT int InitializeInjection(void)
 	pthread_attr_t a;
 	pthread_t t;
 	sigset_t all, old;
+	bool probed_now;
 	int ok = 1;
 
 	pthread_mutex_lock(&once);
 	if (g.started)
 		goto out;
+	/*
+	 * cgbpf probed the site before the process ran (record -- CMD):
+	 * collect from here, inside cuInit, before the first kernel, as
+	 * CUPTI's own injection samples do. A poll later, a short program
+	 * could be over.
+	 */
+	probed_now = probed((void (*)(void))cgbpf_gpu_batch);
+	if (probed_now) {
+		pthread_mutex_lock(&g.lock);
+		start();
+		send_batch();
+		pthread_mutex_unlock(&g.lock);
+	}
 	/* The watcher takes no signals: they are the application's. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&a, 64 << 10);
-	if (pthread_create(&t, &a, watch, NULL) == 0) {
+	if (pthread_create(&t, &a, watch, probed_now ? (void *)1 : NULL) == 0) {
 		pthread_setname_np(t, "cgbpf-inject");
 		atexit(at_exit);
 		g.started = true;

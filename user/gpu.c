@@ -1099,6 +1099,7 @@ void gpu__free(struct gpu *g)
 	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);)
 		free_proc((void *)(uintptr_t)v);
 	hmap__free(&g->procs);
+	hmap__free(&g->lib_probed);
 	gpusum__free(g->sum);
 	free(g);
 }
@@ -1135,10 +1136,19 @@ void gpu__proc_exit(struct gpu *g, uint32_t pid, uint64_t ts)
 	p->collecting = false;
 }
 
+/* The instant of a process whose probed library never reported. */
+#define LIB_SILENT "GPU activity not measured: the injection library did not report"
+
+void gpu__lib_probed(struct gpu *g, uint32_t pid)
+{
+	hmap__put(&g->lib_probed, pid, 1);	/* ENOMEM: the plainer message */
+}
+
 void gpu__forget(struct gpu *g, uint32_t pid)
 {
 	uint64_t v;
 
+	hmap__del(&g->lib_probed, pid, NULL);
 	if (hmap__del(&g->procs, pid, &v))
 		free_proc((void *)(uintptr_t)v);
 }
@@ -1176,10 +1186,17 @@ void gpu__finish(struct gpu *g, uint64_t ts)
 		proc_end(g, p);
 		for (int i = 1; i < GPU_ST__COUNT; i++)
 			said |= p->status_n[i] != 0;
-		if (p->api_calls && !said)
+		if (p->api_calls && !said && hmap__get(&g->lib_probed, p->pid)) {
+			p->lib_silent = true;
+			gpupf__status(g, p, ts, LIB_SILENT,
+				      "the process loaded cgbpf's injection library and cgbpf probed "
+				      "it, but the library had not started collecting when the process "
+				      "or the capture ended (it looks for cgbpf's probe every 20 ms)");
+		} else if (p->api_calls && !said) {
 			gpupf__status(g, p, ts, "GPU activity not measured: no injection library",
 				      "the process made CUDA calls but no cgbpf injection library "
 				      "reported (see docs/gpu-activity.md to load it)");
+		}
 	}
 	/* What the summary counts that the events do not show, for cgbpf
 	 * stats (gpu__replay_attr). */
@@ -1266,6 +1283,10 @@ void gpu__replay_status(struct gpu *g, uint32_t pid, const char *what, const cha
 
 	if (!p)
 		return;
+	if (!strcmp(what, LIB_SILENT)) {
+		p->lib_silent = true;
+		return;
+	}
 	for (c = 1; c < GPU_ST__COUNT && (!status_what[c] || strcmp(what, status_what[c])); c++)
 		;
 	/* GPU_ST_TAKEN's instant has other args (left out), and "no

@@ -57,6 +57,9 @@ void gpu__tick(struct gpu *g, uint64_t now);
 /* A target exited at ts: its pending GPU work is written, its estimate
  * closed, its bulky state freed (what the summary needs stays). */
 void gpu__proc_exit(struct gpu *g, uint32_t pid, uint64_t ts);
+/* cgbpf probed pid's injection library: if it never reports, the summary
+ * says it was loaded but silent, not that there was none. */
+void gpu__lib_probed(struct gpu *g, uint32_t pid);
 /* Frees all that is kept of a process (the monitor forgets the dead). */
 void gpu__forget(struct gpu *g, uint32_t pid);
 /* cgbpf asked the libraries to flush (probed GPU_FLUSH_SITE). */

@@ -155,6 +155,7 @@ struct gpu_proc {
 	uint64_t api_calls;	/* CUDA API calls (outermost) seen */
 	uint64_t queue_calls;	/* of which queued GPU work */
 	uint64_t unflowed_calls;	/* queued work before collection was known */
+	bool lib_silent;	/* its library was probed and said nothing (gpu__finish) */
 	/* Losses (GPU_DROPPED). */
 	uint64_t dropped[GPU_DROP__COUNT];
 	/* Activity. */
@@ -202,6 +203,7 @@ struct gpu {
 	struct pftrace *pt;
 	uint64_t flows;		/* flow ids given so far: the last one */
 	struct hmap procs;	/* pid -> struct gpu_proc * */
+	struct hmap lib_probed;	/* pids whose injection library cgbpf probed */
 	uint64_t seq;
 	bool flush_asked;
 	uint64_t first_ts, last_ts;	/* span of the capture's GPU activity */

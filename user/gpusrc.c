@@ -44,12 +44,14 @@ struct gproc {
 	struct bpf_link *batch, *flush;
 	bool exited;
 	char path[64];		/* /proc/PID/map_files/... of the library */
+	const char *file;	/* what the probes name: path, or gpusrc's inj */
 	uint64_t flush_off;
 };
 
 struct gpusrc {
 	struct gpu *gpu;	/* user/gpu.c: the model, trace and summary of the activity */
 	struct hmap procs;	/* pid -> struct gproc * */
+	char inj[PATH_MAX];	/* -- CMD: the library CMD is given ("": none) */
 };
 
 static struct gproc *gproc(struct gpusrc *g, uint32_t pid, bool create)
@@ -127,6 +129,7 @@ static void attach_proc(struct session *s, struct gpusrc *g, uint32_t pid)
 		p->flush_off = 0;
 	elfsym__close(es);
 	memcpy(p->path, f.path, sizeof(p->path));
+	p->file = p->path;
 	p->batch = bpf_program__attach_uprobe_opts(s->skel->progs.gpu_batch, pid, f.path, off, &uo);
 	if (!p->batch) {
 		p->batch = NULL;
@@ -134,7 +137,49 @@ static void attach_proc(struct session *s, struct gpusrc *g, uint32_t pid)
 		     strerror(errno));
 		return;
 	}
+	gpu__lib_probed(g->gpu, pid);
 	dbg("pid %u: GPU activity site probed in %s", pid, f.path);
+}
+
+/*
+ * -- CMD, forked and waiting for its exec: the batch site of the library
+ * it is given is probed now, for its pid, so the probe is there when the
+ * driver loads the library at cuInit. The library then starts collecting
+ * inside InitializeInjection, before the first kernel, instead of up to a
+ * poll later, after the mapping was seen: a short program would otherwise
+ * end before its GPU activity was collected at all.
+ */
+static void gpu_spawned(struct session *s, void *state, uint32_t pid)
+{
+	struct gpusrc *g = state;
+	LIBBPF_OPTS(bpf_uprobe_opts, uo);
+	struct elfsym *es;
+	struct gproc *p;
+	uint64_t off = 0, flush_off = 0;
+
+	if (!*g->inj)
+		return;
+	es = elfsym__open(g->inj);
+	if (!es || elfsym__offset(es, GPU_PROBE_SITE, &off)) {
+		elfsym__close(es);
+		return;		/* no GPU part: attach_proc says so when it maps it */
+	}
+	if (elfsym__offset(es, GPU_FLUSH_SITE, &flush_off))
+		flush_off = 0;
+	elfsym__close(es);
+	p = gproc(g, pid, true);
+	if (!p)
+		return;
+	p->batch = bpf_program__attach_uprobe_opts(s->skel->progs.gpu_batch, pid, g->inj, off, &uo);
+	if (!p->batch) {
+		/* attach_proc tries again once the library is mapped. */
+		dbg("pid %u: probing %s before its exec: %s", pid, g->inj, strerror(errno));
+		return;
+	}
+	p->file = g->inj;
+	p->flush_off = flush_off;
+	gpu__lib_probed(g->gpu, pid);
+	dbg("pid %u: GPU activity site probed in %s before its exec", pid, g->inj);
 }
 
 static int gpu_init(struct session *s, void **state)
@@ -202,7 +247,7 @@ static uint64_t gpu_stop(struct session *s, void *state)
 
 		if (!p->batch || !gpu__collecting(g->gpu, p->pid) || !p->flush_off)
 			continue;
-		p->flush = bpf_program__attach_uprobe_opts(s->skel->progs.gpu_flush, p->pid, p->path,
+		p->flush = bpf_program__attach_uprobe_opts(s->skel->progs.gpu_flush, p->pid, p->file,
 							   p->flush_off, &uo);
 		if (!p->flush) {
 			warn("pid %u: asking for the last GPU activity: %s; what it still held "
@@ -258,10 +303,10 @@ static void gpu_print(const void *ctx, const uint64_t *drops, FILE *f)
 static void gpu_spawn(struct session *s, void *state, const char *cmd)
 {
 	const char *set = getenv("CUDA_INJECTION64_PATH");
+	struct gpusrc *g = state;
 	char inj[PATH_MAX];
 	const char *base;
 
-	(void)state;
 	if (!(s->o->trace_mask & (TRACE_BIT(LIB_CUDA) | TRACE_BIT(LIB_CUDART))))
 		return;
 	if (set && *set) {
@@ -269,11 +314,14 @@ static void gpu_spawn(struct session *s, void *state, const char *cmd)
 		if (!nvtx__is_injection_lib(base ? base + 1 : set))
 			warn("CUDA_INJECTION64_PATH is %s, another tool's: %s keeps it, and its GPU "
 			     "activity is estimated from its API calls", set, cmd);
+		else
+			snprintf(g->inj, sizeof(g->inj), "%s", set);
 		return;
 	}
-	if (nvtx__injection_path(inj, sizeof(inj)))
+	if (nvtx__injection_path(inj, sizeof(inj))) {
 		setenv("CUDA_INJECTION64_PATH", inj, 1);
-	else
+		snprintf(g->inj, sizeof(g->inj), "%s", inj);
+	} else
 		warn("libcgbpf-inject.so not found next to cgbpf: the GPU activity of %s is "
 		     "estimated from its API calls (docs/injection.md)", cmd);
 }
@@ -322,6 +370,7 @@ const struct source src_gpu = {
 	.init = gpu_init,
 	.record = gpu_rec,
 	.spawn = gpu_spawn,
+	.spawned = gpu_spawned,
 	.proc = gpu_proc,
 	.tick = gpu_tick,
 	.stop = gpu_stop,

@@ -515,7 +515,11 @@ static void why_not(const struct gpu_proc *p, FILE *f)
 			fprintf(f, ", error %" PRId32, p->status_err[c]);
 		return;
 	}
-	fprintf(f, "no injection library (GPU activity not measured)");
+	if (p->lib_silent)
+		fprintf(f, "not measured: the injection library was loaded but had not started "
+			"collecting when the process or the capture ended");
+	else
+		fprintf(f, "no injection library (GPU activity not measured)");
 }
 
 void gpusum__procs_rows(const struct gpu *g, int fmt, FILE *f)

@@ -1160,6 +1160,9 @@ int record__run(const struct record_opts *o)
 			goto cleanup;
 		}
 		add_target(&r, r.child);
+		for (size_t i = 0; i < r.nsrc; i++)
+			if (r.src[i]->spawned)
+				r.src[i]->spawned(&r, r.src_state[i], (uint32_t)r.child);
 		/* Before it runs: a name taken or unusable costs no capture.
 		 * Capture windows name their files when they open them. */
 		if (r.cap)

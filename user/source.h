@@ -20,6 +20,8 @@
  *            programs, add its own rings to s->rb. Sources start before
  *            the core's process tracepoints;
  *   spawn    -- CMD is about to start: set what CMD's environment needs;
+ *   spawned  -- CMD is forked as pid and waits, before its exec: probes
+ *            bound to it on files it will map can be placed now;
  *   record   one record of a type listed in types[], validated by
  *            user/ingest.c; returns -EINVAL for a record it rejects
  *            (counted as malformed);
@@ -62,6 +64,7 @@ struct source {
 	int (*prepare)(struct session *s, void *state);
 	int (*start)(struct session *s, void *state);
 	void (*spawn)(struct session *s, void *state, const char *cmd);
+	void (*spawned)(struct session *s, void *state, uint32_t pid);
 	int (*record)(struct session *s, void *state, const void *data, size_t size);
 	void (*proc)(struct session *s, void *state, enum src_proc ev, uint32_t pid, uint64_t ts);
 	void (*tick)(struct session *s, void *state, uint64_t now);

@@ -47,6 +47,7 @@ static struct {
 	CUptiResult (*disable)(CUpti_ActivityKind);
 	CUptiResult (*flush_all)(uint32_t);
 	CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
+	CUptiResult (*get_tid_type)(CUpti_ActivityThreadIdType *);
 	pthread_mutex_t lock;
 	uint8_t *bufs[BUFS];
 	unsigned long kernels, foreign;
@@ -154,6 +155,7 @@ static void *tool(void *arg)
 		.oldSubscriberName = old,
 		.oldSubscriberSize = sizeof(old),
 	};
+	CUpti_ActivityThreadIdType tid_type;
 	CUptiResult r;
 	void *h;
 
@@ -172,6 +174,7 @@ static void *tool(void *arg)
 	SYM(disable, "cuptiActivityDisable");
 	SYM(flush_all, "cuptiActivityFlushAll");
 	SYM(next_record, "cuptiActivityGetNextRecord");
+	SYM(get_tid_type, "cuptiGetThreadIdType");
 	r = t.subscribe_v2(&sub, no_callback, NULL, &p);
 	if (r != CUPTI_SUCCESS) {
 		/* What Kineto does: no GPU activity for this session. */
@@ -188,9 +191,13 @@ static void *tool(void *arg)
 	t.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	t.disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 	t.unsubscribe(sub);
+	/* The thread id type its API records would carry (Kineto reads the
+	 * default, pthread_self()). */
+	if (!t.get_tid_type || t.get_tid_type(&tid_type) != CUPTI_SUCCESS)
+		tid_type = -1;
 	pthread_mutex_lock(&t.lock);
-	snprintf(text, sizeof(text), "subscribe 0 -\nkernels %lu\nforeign_buffers %lu\n", t.kernels,
-		 t.foreign);
+	snprintf(text, sizeof(text), "subscribe 0 -\nkernels %lu\nforeign_buffers %lu\ntid_type %d\n",
+		 t.kernels, t.foreign, (int)tid_type);
 	pthread_mutex_unlock(&t.lock);
 	put_file("result", text);
 	return NULL;

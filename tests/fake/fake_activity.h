@@ -30,7 +30,8 @@ struct fake_activity {
 	uint32_t corr;		/* unique per API call, as CUPTI's correlation id */
 	const char *api;	/* the exported function called */
 	uint64_t api_start, api_end;
-	uint32_t tid;
+	uint32_t tid;		/* gettid() of the calling thread */
+	uint32_t ptid;		/* (uint32_t)pthread_self(): CUPTI's default thread id */
 	uint32_t stream;	/* stream id, unique in the process */
 	uint32_t context;
 	uint32_t device;

@@ -406,6 +406,7 @@ static void act_emit(struct fake_activity *a, uint64_t t0)
 	a->api_start = t0;
 	a->api_end = now_ns();
 	a->tid = (uint32_t)syscall(SYS_gettid);
+	a->ptid = (uint32_t)pthread_self();
 	fn(a);
 }
 

@@ -62,6 +62,9 @@ static CUpti_BuffersCallbackCompleteFunc g_done;
 static CUpti_TimestampCallbackFunc g_ts;
 static uint8_t g_kind_on[64];
 static uint8_t g_driver_cbid_on[1024];
+/* API records' threadId: as CUPTI, pthread_self() by default, gettid()
+ * after cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM). */
+static CUpti_ActivityThreadIdType g_tid_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
 static int g_hooked;
 static uint8_t *g_buf;
 static size_t g_size, g_used;
@@ -488,7 +491,8 @@ static void one_activity(const struct fake_activity *a)
 			r->start = stamp(a->api_start);
 			r->end = stamp(a->api_end);
 			r->processId = g_pid;
-			r->threadId = a->tid;
+			/* As CUPTI: pthread_self() unless told otherwise. */
+			r->threadId = g_tid_type == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM ? a->tid : a->ptid;
 			r->correlationId = a->corr;
 		}
 	}
@@ -558,6 +562,25 @@ EXPORT CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t 
 	/* The fake runtime's calls reach the fake driver's. */
 	(void)cbid;
 	(void)enable;
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiSetThreadIdType(CUpti_ActivityThreadIdType type)
+{
+	if (type != CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT && type != CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	/* Tests: a CUPTI that cannot give system thread ids. */
+	if (getenv("CGBPF_FAKE_CUPTI_NO_TID_TYPE"))
+		return CUPTI_ERROR_NOT_SUPPORTED;
+	__atomic_store_n(&g_tid_type, type, __ATOMIC_RELAXED);
+	return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiGetThreadIdType(CUpti_ActivityThreadIdType *type)
+{
+	if (!type)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	*type = __atomic_load_n(&g_tid_type, __ATOMIC_RELAXED);
 	return CUPTI_SUCCESS;
 }
 

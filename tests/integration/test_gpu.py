@@ -322,6 +322,72 @@ def test_measured_with_fake_cupti():
           "queued it: %r" % bad[:3])
 
 
+def test_short_program_measured_from_its_first_kernel():
+    """record -- CMD with no pause point: a program that lives a few ms
+    after cuInit. cgbpf probes the library's site for CMD's pid before its
+    exec, so the library starts collecting inside InitializeInjection:
+    every kernel the program launched is on the GPU timeline, each with its
+    flow (a poll later, a short program used to be over before anything
+    was collected, and the summary said there was no injection library)."""
+    need_gpu_part()
+    if not os.path.exists(FAKE_CUPTI):
+        raise Skip("%s not built (no CUPTI headers)" % FAKE_CUPTI)
+    tmp = tmpdir()
+    trace = os.path.join(tmp, "out.perfetto-trace")
+    man = os.path.join(tmp, "manifest.json")
+    env = env_with(CGBPF_MANIFEST=man, CGBPF_CUPTI_PATH=FAKE_CUPTI)
+    r = subprocess.run([CGBPF, "record", "--sample-hz", "0", "-o", trace, "--",
+                        wl("train"), "--iters", "5"], env=env, capture_output=True, text=True,
+                       timeout=120)
+    eq(r.returncode, 0, "cgbpf exit (stderr %r)" % r.stderr[-800:])
+    with open(man) as f:
+        m = json.load(f)
+    t = ptrace.load(trace)
+    clean_trace(t)
+    pid = m["pid"]
+    check("pid %d (train): measured (CUPTI %s)" % (pid, FAKE_CUPTI) in r.stdout,
+          "summary: measured:\n%s" % r.stdout[r.stdout.find("GPU activity per"):][:600])
+    groups = [u for u, x in t.tracks.items() if (x.name or "").startswith("GPU 0: Fake GPU")
+              and x.pid == pid]
+    streams = {u for u, x in t.tracks.items() if x.parent_uuid in groups}
+    kernels = [s for s in t.slices if s.track_uuid in streams and not s.name.startswith("[CUDA")]
+    eq(len(kernels), sum(m["kernels"].values()), "every kernel launched is on the timeline")
+    into = {}
+    for a, b in t.flows():
+        into.setdefault(id(b), []).append(a)
+    bad = [k.name for k in kernels if len(into.get(id(k), [])) != 1]
+    eq(bad, [], "kernels without exactly one flow from their launch")
+
+
+def test_flows_need_system_thread_ids():
+    """CUPTI names the thread of an API record by pthread_self() unless
+    told to use the kernel's thread id (cuptiSetThreadIdType; the fake
+    CUPTI does the same, as NVIDIA's does on a real GPU). The library asks
+    for system ids; a CUPTI that refuses gets no API records enabled: GPU
+    slices, no flows, and the summary and the trace say why."""
+    need_gpu_part()
+    if not os.path.exists(FAKE_CUPTI):
+        raise Skip("%s not built (no CUPTI headers)" % FAKE_CUPTI)
+    rc, out, err, trace, tmp = record_until_status(
+        {"CGBPF_CUPTI_PATH": FAKE_CUPTI, "CGBPF_FAKE_CUPTI_NO_TID_TYPE": "1"}, iters=30)
+    eq(rc, 0, "cgbpf exit (stderr %r)" % "".join(err)[-800:])
+    t = ptrace.load(trace)
+    clean_trace(t)
+    pid = next(iter(p for p in t.processes if t.processes[p].process_name == "train"))
+    check_app_unharmed(tmp, t, pid)
+    why = "CUPTI cannot name threads by their system id: flows unavailable"
+    check(why in out, "the summary says why there are no flows:\n%s" %
+          out[out.find("GPU activity per"):][:600])
+    check(any(why in str(e.args) for e in status_events(t, pid)),
+          "the trace's GPU activity track says why")
+    groups = [u for u, x in t.tracks.items() if (x.name or "").startswith("GPU 0: Fake GPU")
+              and x.pid == pid]
+    streams = {u for u, x in t.tracks.items() if x.parent_uuid in groups}
+    gpu = [s for s in t.slices if s.track_uuid in streams]
+    check(any(s.name == "relu_kernel" for s in gpu), "kernels measured")
+    eq(t.flows(), [], "no flows")
+
+
 def test_cupti_held_by_another_tool():
     """Another tool subscribed first: its profiling is left alone, cgbpf
     keeps the API trace, and says who holds CUPTI."""
@@ -628,6 +694,9 @@ def tool_mid_run(idle):
     eq(result.get("subscribe", "").split()[0], "0",
        "the tool subscribed (cgbpf's library holds no subscriber): %r" % result)
     check(int(result["kernels"]) > 0, "the tool got its kernel records: %r" % result)
+    # The library asked CUPTI for system thread ids while it collected;
+    # the tool (Kineto reads pthread_self() ids) got the default back.
+    eq(result.get("tid_type"), "0", "CUPTI's thread id type once the tool took CUPTI")
     with open(out_path, errors="replace") as f:
         out = f.read()
     eq(p.returncode, 0, "cgbpf exit (stderr %r)" % "".join(lines)[-800:])
