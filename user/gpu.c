@@ -494,6 +494,7 @@ static void on_api(struct gpu *g, struct gpu_proc *p, const struct gpu_api *a)
 
 	if (!a->corr)
 		return;
+	p->api_entries++;
 	if (call) {
 		c.call_ts = call->ts;
 		c.flow = call->flow;
@@ -507,6 +508,24 @@ static void on_api(struct gpu *g, struct gpu_proc *p, const struct gpu_api *a)
 			c.call_ts = mt->stack[0].ts;
 			c.flow = mt->stack[0].flow;
 		}
+	}
+	if (c.flow) {
+		p->api_matched++;
+	} else if (p->api_entries - p->api_matched <= 5 && log_verbosity >= LOG_DEBUG) {
+		/* -v: why, for the first few (what a new CUPTI or driver
+		 * does differently shows here first). */
+		const struct gcall *near = NULL;
+
+		for (uint32_t i = 0; t && i < t->n; i++)
+			if (!near || call_at(t, i)->ts <= a->start)
+				near = call_at(t, i);
+		dbg("pid %u: CUPTI %s API record (cbid %u, correlation %u) of thread %u at "
+		    "[%" PRIu64 ", %" PRIu64 "] is in no call of that thread: %s%s "
+		    "[%" PRIu64 ", %" PRIu64 "]", p->pid, a->runtime ? "runtime" : "driver",
+		    a->cbid, a->corr, a->tid, a->start, a->end,
+		    t ? "its calls that queued work are known; the nearest began before it:" :
+		    "no call that queued work is known of that thread",
+		    near ? "" : " (none)", near ? near->ts : 0, near ? near->end : 0);
 	}
 	corr_put(p, &c);
 }
@@ -1184,6 +1203,9 @@ void gpu__finish(struct gpu *g, uint64_t ts)
 		bool said = false;
 
 		proc_end(g, p);
+		if (p->api_entries)
+			dbg("pid %u: %" PRIu64 " CUPTI API records, %" PRIu64 " found the call they "
+			    "describe", p->pid, p->api_entries, p->api_matched);
 		for (int i = 1; i < GPU_ST__COUNT; i++)
 			said |= p->status_n[i] != 0;
 		if (p->api_calls && !said && hmap__get(&g->lib_probed, p->pid)) {
