@@ -691,14 +691,39 @@ static CUptiResult other_tool(char *who, size_t cap)
 
 /* ---------------------------------------------------------- start / stop */
 
-static void enable_api(uint8_t on)
+/*
+ * API records of the calls that queue GPU work, or (CGBPF_CUPTI_API=all,
+ * for comparison) of every driver and runtime call. Returns the first
+ * error; *failed counts the refusals.
+ */
+static CUptiResult enable_api(uint8_t on, unsigned *failed)
 {
+	CUptiResult first = CUPTI_SUCCESS, r;
+	const char *all = getenv("CGBPF_CUPTI_API");
+
+	*failed = 0;
+	if (all && !strcmp(all, "all")) {
+		static const CUpti_ActivityKind api_kinds[] = { CUPTI_ACTIVITY_KIND_DRIVER,
+								 CUPTI_ACTIVITY_KIND_RUNTIME };
+
+		for (size_t i = 0; i < 2; i++) {
+			r = on ? g.c.enable(api_kinds[i]) : g.c.disable(api_kinds[i]);
+			if (r != CUPTI_SUCCESS && !(*failed)++)
+				first = r;
+		}
+		return first;
+	}
 	if (g.c.enable_driver_api)
 		for (size_t i = 0; i < sizeof(driver_cbids) / sizeof(driver_cbids[0]); i++)
-			g.c.enable_driver_api(driver_cbids[i], on);
+			if ((r = g.c.enable_driver_api(driver_cbids[i], on)) != CUPTI_SUCCESS &&
+			    !(*failed)++)
+				first = r;
 	if (g.c.enable_runtime_api)
 		for (size_t i = 0; i < sizeof(runtime_cbids) / sizeof(runtime_cbids[0]); i++)
-			g.c.enable_runtime_api(runtime_cbids[i], on);
+			if ((r = g.c.enable_runtime_api(runtime_cbids[i], on)) != CUPTI_SUCCESS &&
+			    !(*failed)++)
+				first = r;
+	return first;
 }
 
 /*
@@ -749,7 +774,9 @@ static void disable_all(void)
 			g.enabled[i] = false;
 		}
 	if (g.api_enabled) {
-		enable_api(0);
+		unsigned failed;
+
+		enable_api(0, &failed);
 		g.api_enabled = false;
 	}
 	restore_tids();
@@ -758,8 +785,9 @@ static void disable_all(void)
 /* cgbpf attached: start collecting, or say why not. Called locked. */
 static void start(void)
 {
-	char why[400], who[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN * 2];
-	CUptiResult r;
+	char why[400], who[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN * 2], api_note[160] = "";
+	CUptiResult r, api_err = CUPTI_SUCCESS;
+	unsigned api_failed = 0;
 
 	if (load_cupti(why, sizeof(why))) {
 		status(GPU_ST_NO_CUPTI, 0, "no CUPTI library found; tried %s", why);
@@ -826,12 +854,16 @@ static void start(void)
 	/* Only the calls that queue GPU work, to link it to them, and only
 	 * with thread ids that name cgbpf's threads. */
 	if ((g.c.enable_driver_api || g.c.enable_runtime_api) && system_tids()) {
-		enable_api(1);
+		api_err = enable_api(1, &api_failed);
 		g.api_enabled = true;
 	}
+	if (api_failed)
+		snprintf(api_note, sizeof(api_note),
+			 " (CUPTI refused API records of %u calls: %s; their flows are missing)",
+			 api_failed, result_string(api_err));
 	g.collecting = true;
 	status(GPU_ST_COLLECTING, 0, "%s%s", g.c.path,
-	       g.api_enabled ? "" :
+	       g.api_enabled ? api_note :
 	       !(g.c.enable_driver_api || g.c.enable_runtime_api) ?
 	       " (no per-call API records: flows unavailable)" :
 	       " (CUPTI cannot name threads by their system id: flows unavailable)");

@@ -323,7 +323,8 @@ static void window_add(struct gpu_thread *t, uint64_t ts, uint64_t end, uint64_t
 	t->n++;
 }
 
-/* The remembered call of t that contains [start, end], or NULL. */
+/* The remembered call of t that contains [start, end], else the one that
+ * [start, end] contains, or NULL. */
 static const struct gcall *window_find(const struct gpu_thread *t, uint64_t start, uint64_t end)
 {
 	uint32_t lo = 0, hi = t->n;
@@ -338,10 +339,27 @@ static const struct gcall *window_find(const struct gpu_thread *t, uint64_t star
 		else
 			hi = mid;
 	}
-	if (!lo)
-		return NULL;
-	c = call_at(t, lo - 1);
-	return c->end >= end ? c : NULL;
+	if (lo) {
+		c = call_at(t, lo - 1);
+		if (c->end >= end)
+			return c;
+	}
+	/*
+	 * A call inside [start, end]: the record is of a runtime call cgbpf
+	 * does not see (a CUDA runtime linked statically, with hidden
+	 * symbols, into a library: cuBLASLt's cudaLaunchKernelExC), and the
+	 * call seen is the driver call it made (cuLaunchKernelEx), which
+	 * queued the work.
+	 */
+	if (lo < t->n) {
+		c = call_at(t, lo);
+		/* Only one: with two inside, which queued the work is not
+		 * known, and no flow is better than a wrong one. */
+		if (c->ts >= start && c->end <= end &&
+		    (lo + 1 >= t->n || call_at(t, lo + 1)->ts > end))
+			return c;
+	}
+	return NULL;
 }
 
 /*

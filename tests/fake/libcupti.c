@@ -70,6 +70,7 @@ static uint8_t *g_buf;
 static size_t g_size, g_used;
 static size_t g_dropped;
 static uint32_t g_burst = 1;
+static uint64_t g_api_widen;
 /* getpid() once, not per record (a syscall, which a tracer's syscall
  * probes make dearer still); forks read it again. */
 static uint32_t g_pid;
@@ -106,8 +107,11 @@ static __attribute__((constructor)) void init(void)
 {
 	const char *h = getenv("CGBPF_FAKE_CUPTI_HOLDER");
 	const char *b = getenv("CGBPF_FAKE_CUPTI_BURST");
+	const char *w = getenv("CGBPF_FAKE_CUPTI_API_WIDEN");
 
 	g_pid = (uint32_t)getpid();
+	if (w && *w)
+		g_api_widen = strtoull(w, NULL, 10) % 1000000;
 	pthread_atfork(NULL, NULL, forked);
 	if (b && *b) {
 		unsigned long k = strtoul(b, NULL, 10);
@@ -488,8 +492,11 @@ static void one_activity(const struct fake_activity *a)
 		if (r) {
 			r->kind = CUPTI_ACTIVITY_KIND_DRIVER;
 			r->cbid = cbid;
-			r->start = stamp(a->api_start);
-			r->end = stamp(a->api_end);
+			/* CGBPF_FAKE_CUPTI_API_WIDEN=NS: the record of a runtime
+			 * call around the driver call, one that no uprobe sees
+			 * (a CUDA runtime linked statically into a library). */
+			r->start = stamp(a->api_start - g_api_widen);
+			r->end = stamp(a->api_end + g_api_widen);
 			r->processId = g_pid;
 			/* As CUPTI: pthread_self() unless told otherwise. */
 			r->threadId = g_tid_type == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM ? a->tid : a->ptid;

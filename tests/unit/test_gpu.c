@@ -907,6 +907,29 @@ static void test_corr(void)
 			ok = false;
 	}
 	check(ok, "corr: the oldest were forgotten, not the id put again");
+	/* A record wider than the call (a runtime call no uprobe sees, made
+	 * around the driver call seen): the one call inside it. A record
+	 * with two calls inside: neither. */
+	{
+		uint64_t t1 = launch(PID_S, PID_S, 0, 10 * US, -1);
+		uint64_t t2 = launch(PID_S, PID_S, 0, 10 * US, -1);
+		uint64_t t3 = launch(PID_S, PID_S, 0, 10 * US, -1);
+		uint64_t ts1 = 1, ts2 = 1;
+
+		b.n = 0;
+		api(&b, 400001, PID_S, t1 - 1 * US, t1 + 11 * US);
+		api(&b, 400002, PID_S, t2 - 1 * US, t3 + 11 * US);
+		check(feed(PID_S, PID_S, &b) == 0, "corr: wide records fed");
+		for (uint32_t s = 0; s < p->corr_slots; s++) {
+			if (p->corr_tab[s].corr == 400001)
+				ts1 = p->corr_tab[s].call_ts;
+			if (p->corr_tab[s].corr == 400002)
+				ts2 = p->corr_tab[s].call_ts;
+		}
+		check(ts1 == t1 && ts2 == 0,
+		      "corr: a record around one call finds it, around two none (%" PRIu64
+		      " %" PRIu64 ")", ts1 - t1, ts2);
+	}
 	capture_end("corr");
 }
 
