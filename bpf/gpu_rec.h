@@ -212,9 +212,15 @@ struct gpu_status {
 	struct gpu_ent e;
 	gr_u32 code;		/* enum gpu_status_code */
 	gr_s32 error;		/* the CUptiResult / CUresult, 0 when none */
-	gr_u32 pad;
+	gr_u32 flags;		/* GPU_STATUS_REPEAT */
 	char text[];		/* NUL terminated, at most 256 bytes */
 };
+
+/* The status said again: the library repeats GPU_ST_COLLECTING with its
+ * first periodic flushes, in case the first went nowhere (seen once with
+ * cgbpf record -p on an H200, cause unknown). A cgbpf that has the status
+ * ignores the repeat. */
+#define GPU_STATUS_REPEAT 1u
 
 /* Records lost before they reached cgbpf (GPU_DROPPED). 24 bytes. */
 struct gpu_dropped {

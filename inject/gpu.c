@@ -58,6 +58,8 @@
 #define POLL_MS 20
 /* Completed records are asked for every this many polls (0.5 s). */
 #define FLUSH_EVERY 25
+/* GPU_ST_COLLECTING is said again with this many periodic flushes (2 s). */
+#define STATUS_REPEATS 4
 /* CUPTI's activity buffers: bounded memory; a full set drops records,
  * which CUPTI counts and the library reports (GPU_DROPPED). */
 #define BUF_SIZE (512u << 10)
@@ -158,6 +160,7 @@ static struct {
 	bool callbacks;			/* our buffer callbacks are registered */
 	bool enabled[sizeof(kinds) / sizeof(kinds[0])];
 	bool api_enabled;
+	bool api_by_kind;		/* API records enabled by kind (see start) */
 	bool tid_set;			/* we set CUPTI's thread id type to SYSTEM */
 	CUpti_ActivityThreadIdType tid_old;	/* the type it had before */
 	bool taken;			/* another client took the callbacks: hands off */
@@ -176,6 +179,8 @@ static struct {
 	uint32_t next_name;
 	uint32_t devices_sent[DEVICES];	/* device id + 1 */
 	uint64_t bufs_refused;		/* requests refused at BUF_MAX */
+	char collecting_text[256];	/* the last GPU_ST_COLLECTING's text */
+	uint32_t status_repeats;	/* periodic flushes that still repeat it */
 } g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /*
@@ -225,21 +230,32 @@ static uint32_t round8(size_t n)
 static void status(uint32_t code, int32_t error, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+static void put_status(uint32_t code, int32_t error, uint32_t flags, const char *text)
+{
+	size_t n = strlen(text) + 1;
+	struct gpu_status *s = entry(GPU_STATUS, round8(sizeof(*s) + n));
+
+	s->code = code;
+	s->error = error;
+	s->flags = flags;
+	memcpy(s->text, text, n);
+}
+
 static void status(uint32_t code, int32_t error, const char *fmt, ...)
 {
 	char text[256];
-	struct gpu_status *s;
 	va_list ap;
-	size_t n;
 
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	n = strlen(text) + 1;
-	s = entry(GPU_STATUS, round8(sizeof(*s) + n));
-	s->code = code;
-	s->error = error;
-	memcpy(s->text, text, n);
+	put_status(code, error, 0, text);
+	if (code == GPU_ST_COLLECTING) {
+		memcpy(g.collecting_text, text, sizeof(text));
+		g.status_repeats = STATUS_REPEATS;
+	} else {
+		g.status_repeats = 0;
+	}
 }
 
 static const char *result_string(CUptiResult r)
@@ -375,9 +391,30 @@ static void on_sync(const CUpti_ActivitySynchronization2 *s)
 	e->context = s->contextId;
 }
 
+/* Bit per callback id of a call that queues GPU work: [0] driver, [1]
+ * runtime (API records of every call come when enabled by kind). */
+#define CBID_BITS 4096
+static uint64_t queue_cbids[2][CBID_BITS / 64];
+
+static void mark_cbids(void)
+{
+	for (size_t i = 0; i < sizeof(driver_cbids) / sizeof(driver_cbids[0]); i++)
+		if (driver_cbids[i] < CBID_BITS)
+			queue_cbids[0][driver_cbids[i] / 64] |= 1ull << (driver_cbids[i] % 64);
+	for (size_t i = 0; i < sizeof(runtime_cbids) / sizeof(runtime_cbids[0]); i++)
+		if (runtime_cbids[i] < CBID_BITS)
+			queue_cbids[1][runtime_cbids[i] / 64] |= 1ull << (runtime_cbids[i] % 64);
+}
+
 static void on_api(const CUpti_ActivityAPI *a)
 {
-	struct gpu_api *e = entry(GPU_API, sizeof(*e));
+	int rt = a->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
+	struct gpu_api *e;
+
+	if (g.api_by_kind && (a->cbid >= CBID_BITS ||
+			      !(queue_cbids[rt][a->cbid / 64] & (1ull << (a->cbid % 64)))))
+		return;
+	e = entry(GPU_API, sizeof(*e));
 
 	e->corr = a->correlationId;
 	e->start = a->start;
@@ -692,17 +729,16 @@ static CUptiResult other_tool(char *who, size_t cap)
 /* ---------------------------------------------------------- start / stop */
 
 /*
- * API records of the calls that queue GPU work, or (CGBPF_CUPTI_API=all,
- * for comparison) of every driver and runtime call. Returns the first
- * error; *failed counts the refusals.
+ * API records of the calls that queue GPU work, enabled by callback id,
+ * or (g.api_by_kind) of every driver and runtime call, of which on_api
+ * keeps those. Returns the first error; *failed counts the refusals.
  */
 static CUptiResult enable_api(uint8_t on, unsigned *failed)
 {
 	CUptiResult first = CUPTI_SUCCESS, r;
-	const char *all = getenv("CGBPF_CUPTI_API");
 
 	*failed = 0;
-	if (all && !strcmp(all, "all")) {
+	if (g.api_by_kind) {
 		static const CUpti_ActivityKind api_kinds[] = { CUPTI_ACTIVITY_KIND_DRIVER,
 								 CUPTI_ACTIVITY_KIND_RUNTIME };
 
@@ -782,8 +818,9 @@ static void disable_all(void)
 	restore_tids();
 }
 
-/* cgbpf attached: start collecting, or say why not. Called locked. */
-static void start(void)
+/* cgbpf attached: start collecting, or say why not. in_init: inside
+ * InitializeInjection, before CUDA did any work. Called locked. */
+static void start(bool in_init)
 {
 	char why[400], who[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN * 2], api_note[160] = "";
 	CUptiResult r, api_err = CUPTI_SUCCESS;
@@ -853,7 +890,21 @@ static void start(void)
 	}
 	/* Only the calls that queue GPU work, to link it to them, and only
 	 * with thread ids that name cgbpf's threads. */
-	if ((g.c.enable_driver_api || g.c.enable_runtime_api) && system_tids()) {
+	/*
+	 * By callback id where CUPTI starts inside cuInit (record -- CMD).
+	 * Started later, in a process whose CUDA runs already (record -p),
+	 * CUPTI 13.0 with driver 580 on an H200 gave no API record for calls
+	 * enabled by id, and gave them for the kinds: there, the kinds, and
+	 * on_api keeps the calls that queue work (CGBPF_CUPTI_API=id|kind
+	 * chooses).
+	 */
+	{
+		const char *how = getenv("CGBPF_CUPTI_API");
+
+		g.api_by_kind = how && !strcmp(how, "kind") ? true :
+				how && !strcmp(how, "id") ? false : !in_init;
+	}
+	if ((g.api_by_kind || g.c.enable_driver_api || g.c.enable_runtime_api) && system_tids()) {
 		api_err = enable_api(1, &api_failed);
 		g.api_enabled = true;
 	}
@@ -1012,7 +1063,7 @@ static void *watch(void *arg)
 
 		if (on && !was_probed) {
 			pthread_mutex_lock(&g.lock);
-			start();
+			start(false);
 			send_batch();
 			pthread_mutex_unlock(&g.lock);
 		} else if (!on && was_probed) {
@@ -1040,6 +1091,14 @@ static void *watch(void *arg)
 		 * finished buffers, to whoever has the callbacks: harmless to
 		 * a tool that took them. */
 		if (on && g.collecting && ++polls % FLUSH_EVERY == 0 && g.loaded) {
+			pthread_mutex_lock(&g.lock);
+			if (g.status_repeats && g.collecting) {
+				g.status_repeats--;
+				put_status(GPU_ST_COLLECTING, 0, GPU_STATUS_REPEAT,
+					   g.collecting_text);
+				send_batch();
+			}
+			pthread_mutex_unlock(&g.lock);
 			g.c.flush_all(0);
 			__atomic_add_fetch(&g.flushes, 1, __ATOMIC_RELAXED);
 			check_taken();
@@ -1079,6 +1138,7 @@ EXPORT int InitializeInjection(void)
 	pthread_mutex_lock(&once);
 	if (g.started)
 		goto out;
+	mark_cbids();
 	/*
 	 * cgbpf probed the site before the process ran (record -- CMD):
 	 * collect from here, inside cuInit, before the first kernel, as
@@ -1088,7 +1148,7 @@ EXPORT int InitializeInjection(void)
 	probed_now = probed((void (*)(void))cgbpf_gpu_batch);
 	if (probed_now) {
 		pthread_mutex_lock(&g.lock);
-		start();
+		start(true);
 		send_batch();
 		pthread_mutex_unlock(&g.lock);
 	}

@@ -800,6 +800,14 @@ static void on_status(struct gpu *g, struct gpu_proc *p, uint64_t ts, const uint
 		g->bad_entries++;
 		return;
 	}
+	if (st.flags & GPU_STATUS_REPEAT) {
+		/* Said already: nothing new. Else the first went missing. */
+		if (p->status_n[st.code])
+			return;
+		p->status_recovered++;
+		warn("pid %u: the injection library's first GPU status did not arrive; its repeat "
+		     "did: calls made until now have no flow to their GPU work", p->pid);
+	}
 	free(p->status_text[st.code]);
 	p->status_text[st.code] = strdup(text);
 	p->status_err[st.code] = st.error;

@@ -157,6 +157,7 @@ struct gpu_proc {
 	uint64_t unflowed_calls;	/* queued work before collection was known */
 	bool lib_silent;	/* its library was probed and said nothing (gpu__finish) */
 	uint64_t api_entries, api_matched;	/* GPU_API entries, and those that found their call */
+	uint32_t status_recovered;	/* statuses that came only as their repeat */
 	/* Losses (GPU_DROPPED). */
 	uint64_t dropped[GPU_DROP__COUNT];
 	/* Activity. */

@@ -192,16 +192,23 @@ static int feed(uint32_t pid, uint32_t tid, const struct batch *b)
 	return gpu__record(g, rec, sizeof(h) + b->n);
 }
 
-static void status(struct batch *b, uint32_t code, int32_t error, const char *text)
+static void status_f(struct batch *b, uint32_t code, int32_t error, uint32_t flags,
+		     const char *text)
 {
 	uint8_t e[8 + 16 + 256] = { 0 };
-	struct gpu_status st = { .e = { GPU_STATUS, 0 }, .code = code, .error = error };
+	struct gpu_status st = { .e = { GPU_STATUS, 0 }, .code = code, .error = error,
+				 .flags = flags };
 	size_t len = strlen(text) + 1;
 
 	st.e.size = (sizeof(st) + len + 7) & ~7u;
 	memcpy(e, &st, sizeof(st));
 	memcpy(e + sizeof(st), text, len);
 	put(b, e, st.e.size);
+}
+
+static void status(struct batch *b, uint32_t code, int32_t error, const char *text)
+{
+	status_f(b, code, error, 0, text);
 }
 
 static void name(struct batch *b, uint32_t id, const char *text)
@@ -929,6 +936,22 @@ static void test_corr(void)
 		check(ts1 == t1 && ts2 == 0,
 		      "corr: a record around one call finds it, around two none (%" PRIu64
 		      " %" PRIu64 ")", ts1 - t1, ts2);
+	}
+	/* GPU_STATUS_REPEAT: nothing once the status came; the status when
+	 * the first went missing. */
+	{
+		struct gpu_proc *q;
+
+		b.n = 0;
+		status_f(&b, GPU_ST_COLLECTING, 0, GPU_STATUS_REPEAT, "libcupti.so.12");
+		check(feed(PID_S, PID_S, &b) == 0 && p->status_n[GPU_ST_COLLECTING] == 1 &&
+		      !p->status_recovered, "corr: a repeated status that came already is ignored");
+		b.n = 0;
+		status_f(&b, GPU_ST_COLLECTING, 0, GPU_STATUS_REPEAT, "libcupti.so.12");
+		check(feed(PID_S + 1, PID_S + 1, &b) == 0, "corr: a repeat alone fed");
+		q = proc_of(PID_S + 1);
+		check(q && q->status_n[GPU_ST_COLLECTING] == 1 && q->measured && q->collecting &&
+		      q->status_recovered == 1, "corr: a repeat alone says the status");
 	}
 	capture_end("corr");
 }
