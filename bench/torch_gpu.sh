@@ -11,7 +11,12 @@
 #   gpu        cgbpf record --python off with GPU activity (uprobes and
 #              CUPTI): gpu against api is CUPTI's cost;
 #   full       cgbpf record with its defaults (uprobes, --python leaf, GPU
-#              activity through CUPTI): full against gpu is --python leaf's.
+#              activity through CUPTI): full against gpu is --python leaf's;
+#   noapi      gpu without CUPTI's per-call API records (CGBPF_CUPTI_API=none:
+#              no flows): gpu against noapi is what the API records cost;
+#   kineto     no cgbpf; the loop under torch.profiler with CPU and CUDA
+#              activities (torch_step.py --kineto), the peer users run today.
+# Interleaved order per round: untraced api gpu full noapi kineto.
 # Prints each round's ms per step, the medians and the ratios against
 # untraced. Needs root, a GPU and a python3 whose torch sees it.
 # Usage: sudo bash bench/torch_gpu.sh [ITERS [ROUNDS]]   (default 300, 3)
@@ -49,6 +54,13 @@ one() {
 		CGBPF_MANIFEST=$m "$cgbpf" record --python off \
 			-o "$tmp/$cfg.$r.perfetto-trace" --summary-file "$tmp/$cfg.$r.sum" -- \
 			"$py" tests/gpu/torch_step.py --iters "$N" >"$tmp/$cfg.$r.log" 2>&1 ;;
+	noapi)
+		CGBPF_MANIFEST=$m CGBPF_CUPTI_API=none "$cgbpf" record --python off \
+			-o "$tmp/$cfg.$r.perfetto-trace" --summary-file "$tmp/$cfg.$r.sum" -- \
+			"$py" tests/gpu/torch_step.py --iters "$N" >"$tmp/$cfg.$r.log" 2>&1 ;;
+	kineto)
+		CGBPF_MANIFEST=$m "$py" tests/gpu/torch_step.py --iters "$N" --kineto \
+			>"$tmp/$cfg.$r.log" 2>&1 ;;
 	full)
 		CGBPF_MANIFEST=$m "$cgbpf" record \
 			-o "$tmp/$cfg.$r.perfetto-trace" --summary-file "$tmp/$cfg.$r.sum" -- \
@@ -64,11 +76,11 @@ echo "torch_gpu.sh: $N steps per run, $R rounds; $("$cgbpf" --version); $("$py" 
 declare -A ms
 for ((r = 1; r <= R; r++)); do
 	line="round $r:"
-	for cfg in untraced api gpu full; do
+	for cfg in untraced api gpu full noapi kineto; do
 		v=$(one $cfg $r)
 		ms[$cfg]="${ms[$cfg]:-} $v"
 		line="$line $cfg $v ms/step"
-		if [ $cfg != untraced ] && [ "$r" -eq "$R" ]; then
+		if [ $cfg != untraced ] && [ $cfg != kineto ] && [ "$r" -eq "$R" ]; then
 			# what the trace holds, from the last round's summary
 			k=$(awk '/^\*\* GPU activity per process/ { on = 1; next } on && /^\*\*/ { exit } on && NF' \
 				"$tmp/$cfg.$r.sum" | head -3 | tr -s ' ' | tr '\n' ';')
@@ -79,7 +91,7 @@ for ((r = 1; r <= R; r++)); do
 done
 # shellcheck disable=SC2086
 u=$(printf '%s\n' ${ms[untraced]} | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-for cfg in untraced api gpu full; do
+for cfg in untraced api gpu full noapi kineto; do
 	# shellcheck disable=SC2086
 	m=$(printf '%s\n' ${ms[$cfg]} | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
 	echo "median $cfg: $m ms/step, $(calc "$m / $u" 3)x untraced"

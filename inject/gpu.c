@@ -825,6 +825,8 @@ static void start(bool in_init)
 	char why[400], who[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN * 2], api_note[160] = "";
 	CUptiResult r, api_err = CUPTI_SUCCESS;
 	unsigned api_failed = 0;
+	const char *how;
+	bool no_api;
 
 	if (load_cupti(why, sizeof(why))) {
 		status(GPU_ST_NO_CUPTI, 0, "no CUPTI library found; tried %s", why);
@@ -896,15 +898,14 @@ static void start(bool in_init)
 	 * CUPTI 13.0 with driver 580 on an H200 gave no API record for calls
 	 * enabled by id, and gave them for the kinds: there, the kinds, and
 	 * on_api keeps the calls that queue work (CGBPF_CUPTI_API=id|kind
-	 * chooses).
+	 * chooses; none: no API records, to measure what they cost).
 	 */
-	{
-		const char *how = getenv("CGBPF_CUPTI_API");
-
-		g.api_by_kind = how && !strcmp(how, "kind") ? true :
-				how && !strcmp(how, "id") ? false : !in_init;
-	}
-	if ((g.api_by_kind || g.c.enable_driver_api || g.c.enable_runtime_api) && system_tids()) {
+	how = getenv("CGBPF_CUPTI_API");
+	no_api = how && !strcmp(how, "none");
+	g.api_by_kind = how && !strcmp(how, "kind") ? true :
+			how && !strcmp(how, "id") ? false : !in_init;
+	if (!no_api && (g.api_by_kind || g.c.enable_driver_api || g.c.enable_runtime_api) &&
+	    system_tids()) {
 		api_err = enable_api(1, &api_failed);
 		g.api_enabled = true;
 	}
@@ -915,6 +916,7 @@ static void start(bool in_init)
 	g.collecting = true;
 	status(GPU_ST_COLLECTING, 0, "%s%s", g.c.path,
 	       g.api_enabled ? api_note :
+	       no_api ? " (CGBPF_CUPTI_API=none: no per-call API records, no flows)" :
 	       !(g.c.enable_driver_api || g.c.enable_runtime_api) ?
 	       " (no per-call API records: flows unavailable)" :
 	       " (CUPTI cannot name threads by their system id: flows unavailable)");

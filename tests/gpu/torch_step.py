@@ -40,6 +40,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--kineto", action="store_true",
+                    help="run the checked iterations under torch.profiler (CPU and CUDA "
+                    "activities), the peer bench/torch_gpu.sh compares cgbpf with")
     a = ap.parse_args()
     import torch
     if not torch.cuda.is_available():
@@ -66,12 +69,19 @@ def main():
     first = step().item()
     torch.cuda.synchronize()
     pause_point()
+    prof = None
+    if a.kineto:
+        prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                                  torch.profiler.ProfilerActivity.CUDA])
+        prof.__enter__()
     t_from = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
     last = None
     for _ in range(a.iters):
         last = step()
     torch.cuda.synchronize()
     t_until = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+    if prof is not None:
+        prof.__exit__(None, None, None)
     last = last.item() if last is not None else first
     out = os.environ.get("CGBPF_MANIFEST")
     if out:
