@@ -68,6 +68,7 @@ struct pyp {
 	uint64_t exe;			/* exe_id() when found */
 	unsigned interps, interps_max;	/* interpreters on its runtime's list: now, most seen */
 	uint64_t interps_ns;		/* when counted */
+	uint32_t gen;			/* this program's number in the capture (frames' key) */
 };
 
 /* One call site (interned text) and its calls. */
@@ -105,7 +106,8 @@ struct pysrc {
 	struct hmap procs;		/* pid -> struct pyp * */
 	struct hmap pend;		/* tid -> struct pend * */
 	struct hmap sites;		/* hash of text -> struct site * */
-	struct hmap frames;		/* hash of (pid, code, lasti) -> struct site * */
+	struct hmap frames;		/* hash of (gen, code, lasti) -> struct site * */
+	uint32_t gens;			/* the last pyp.gen given */
 	int fd_procs, fd_codes, fd_codes_gen, fd_stat;
 	uint64_t orphans, unresolved, records;
 	uint64_t codes, codes_bad;	/* REC_PY_CODE records taken, refused */
@@ -255,15 +257,16 @@ static void fmt_site(char *buf, size_t len, const struct py_sym *sym)
 #define FRAMES_MAX (1u << 20)	/* frame cache entries before it starts over */
 
 /*
- * The site of a frame: from the frame cache, keyed by (pid, code object,
- * position), so that a call from a known place costs a lookup, not a
+ * The site of a frame: from the frame cache, keyed by (program, code
+ * object, position) (pyp.gen: a new one when the process exits or execs,
+ * so that a reused pid never meets its predecessor's entries), so that a call from a known place costs a lookup, not a
  * resolve, a format and a hash of the text (pycode's own cache is keyed by
  * the code object alone and holds line tables). 0 or -errno.
  */
 static int frame_site(struct pysrc *ps, struct pyp *p, const struct py_rec_frame *f,
 		      struct site **out)
 {
-	uint64_t k = hash__u64(f->code ^ hash__u64((uint64_t)(uint32_t)f->lasti << 32 | p->pid)),
+	uint64_t k = hash__u64(f->code ^ hash__u64((uint64_t)(uint32_t)f->lasti << 32 | p->gen)),
 		 *v = hmap__get(&ps->frames, k);
 	char text[SITE_LEN];
 	struct py_sym sym;
@@ -705,6 +708,8 @@ static void py_proc(struct session *s, void *state, enum src_proc ev, uint32_t p
 	(void)ts;
 	if (ev == SRC_PROC_EXIT) {
 		forget(ps, pid);
+		if (p)
+			p->gen = ++ps->gens;
 		if (p && p->state == PYP_LOOKING)
 			p->state = PYP_REFUSED;	/* nothing to look for any more */
 		/* A monitor prints no summary and runs for days: the dead go. */
@@ -720,6 +725,7 @@ static void py_proc(struct session *s, void *state, enum src_proc ev, uint32_t p
 		}
 		p->pid = pid;
 		p->first_ns = now;
+		p->gen = ++ps->gens;
 	} else if (ev == SRC_PROC_CHANGED && p->state == PYP_OK) {
 		/* An exec replaces the interpreter (or removes it); another
 		 * mapping leaves it. */
@@ -743,9 +749,11 @@ static void py_proc(struct session *s, void *state, enum src_proc ev, uint32_t p
 		}
 		dbg("pid %u: its interpreter changed (%s)", pid, e ? why : "another one");
 		forget(ps, pid);
+		p->gen = ++ps->gens;
 		p->state = PYP_LOOKING;
 		p->first_ns = now;
 	} else if (ev == SRC_PROC_CHANGED && p->state == PYP_REFUSED && exe_id(pid) != p->exe) {
+		p->gen = ++ps->gens;
 		p->state = PYP_LOOKING;	/* exec'ed another program */
 		p->first_ns = now;
 	}
