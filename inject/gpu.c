@@ -161,6 +161,7 @@ static struct {
 	bool enabled[sizeof(kinds) / sizeof(kinds[0])];
 	bool api_enabled;
 	bool api_by_kind;		/* API records enabled by kind (see start) */
+	bool forked;			/* a child of fork: see forked() */
 	bool tid_set;			/* we set CUPTI's thread id type to SYSTEM */
 	CUpti_ActivityThreadIdType tid_old;	/* the type it had before */
 	bool taken;			/* another client took the callbacks: hands off */
@@ -199,10 +200,11 @@ static struct {
 
 /* ---------------------------------------------------------------- batches */
 
-/* Hands the batch to cgbpf (the probe copies it) and starts a new one. */
+/* Hands the batch to cgbpf (the probe copies it) and starts a new one.
+ * Never in a child of fork (forked()). */
 static void send_batch(void)
 {
-	if (g.len)
+	if (g.len && !g.forked)
 		cgbpf_gpu_batch(g.batch, g.len);
 	g.len = 0;
 }
@@ -1112,6 +1114,26 @@ static void *watch(void *arg)
 	return NULL;
 }
 
+/*
+ * The child of a fork (a DataLoader worker, a multiprocessing pool): the
+ * parent's collection is not its own, and this library does nothing more
+ * in it. Its CUPTI, like its CUDA, is not usable after a fork, and the
+ * probe site may be dead: a probed 5-byte nop the kernel optimized (Linux
+ * 6.18) is a call into a trampoline page that fork does not copy, so the
+ * child would crash calling it (seen: the tests' fork workload, SIGSEGV
+ * in its exit handler's last flush). The locks may have been held by a
+ * thread the child does not have.
+ */
+static void forked(void)
+{
+	pthread_mutex_init(&g.lock, NULL);
+	pthread_mutex_init(&out.lock, NULL);
+	g.forked = true;
+	g.collecting = false;
+	g.status_repeats = 0;
+	g.len = 0;
+}
+
 /* The process is exiting: what CUPTI still holds goes to cgbpf now, while
  * the probe is there to take it. */
 static void at_exit(void)
@@ -1141,6 +1163,7 @@ EXPORT int InitializeInjection(void)
 	if (g.started)
 		goto out;
 	mark_cbids();
+	pthread_atfork(NULL, NULL, forked);
 	/*
 	 * cgbpf probed the site before the process ran (record -- CMD):
 	 * collect from here, inside cuInit, before the first kernel, as
