@@ -199,30 +199,14 @@ def process_status(summary, pid):
 
 # ---------------------------------------------------------------- checks
 
-def common(p, t, g, m, summary, pid, t0, t1):
-    """What every run must show; returns the GPU slices of the checked span."""
-    st = process_status(summary, pid)
-    if not p.check(st is not None and st.startswith("measured"),
-                   "pid %d's GPU activity was not measured; the summary says: %s" %
-                   (pid, st or "nothing about the pid (no \"GPU activity per process\" line)")):
-        return None
-    if not p.check(g.groups, lambda: "no \"GPU N: name\" track group under pid %d (tracks: %r)"
-                   % (pid, sorted({str(x.display_name) for x in t.tracks.values()
-                                   if x.pid == pid})[:20])):
-        return None
-    p.check(g.ops, "no GPU slices on stream tracks under %s" % g.groups)
-    for u, tr in g.streams.items():
-        ss = [s for s in g.ops if s.track_uuid == u]
-        over = [(a, b) for a, b in zip(ss, ss[1:]) if b.ts < a.end]
-        p.check(not over, "%s: %d overlapping slices, first %s [%d, %d] and %s at %d" %
-                (tr.name, len(over), over[0][0].name, over[0][0].ts, over[0][0].end,
-                 over[0][1].name, over[0][1].ts) if over else "")
-    # A stream runs its work in the order it was queued (correlation ids
-    # grow with the calls). Work that overlaps earlier work of its stream
-    # is a problem of cgbpf's (a wrong stream, a wrong time), unless CUPTI
-    # itself reported the earlier operation as ending after work queued
-    # later had started: then the trace shows CUPTI's report on an
-    # "(overlapping)" lane, and check.py notes it.
+def stream_overlaps(p, g):
+    """A stream runs its work in the order it was queued (correlation ids
+    grow with the calls). Work that overlaps earlier work of its stream
+    is a problem of cgbpf's (a wrong stream, a wrong time): p.check fails,
+    unless CUPTI itself reported the earlier operation as ending after
+    work queued later had started: then the trace shows CUPTI's report on
+    an "(overlapping)" lane, and p.notes says so. Without any overlap,
+    a stream on more than one lane fails."""
     by_stream = defaultdict(list)
     for s in g.ops:
         by_stream[g.stream_of(s)].append(s)
@@ -257,6 +241,27 @@ def common(p, t, g, m, summary, pid, t0, t1):
         elif not bad:
             p.check(len(lanes) == 1, "%s: slices on %s with nothing overlapping" %
                     (name, sorted(lanes)))
+
+
+def common(p, t, g, m, summary, pid, t0, t1):
+    """What every run must show; returns the GPU slices of the checked span."""
+    st = process_status(summary, pid)
+    if not p.check(st is not None and st.startswith("measured"),
+                   "pid %d's GPU activity was not measured; the summary says: %s" %
+                   (pid, st or "nothing about the pid (no \"GPU activity per process\" line)")):
+        return None
+    if not p.check(g.groups, lambda: "no \"GPU N: name\" track group under pid %d (tracks: %r)"
+                   % (pid, sorted({str(x.display_name) for x in t.tracks.values()
+                                   if x.pid == pid})[:20])):
+        return None
+    p.check(g.ops, "no GPU slices on stream tracks under %s" % g.groups)
+    for u, tr in g.streams.items():
+        ss = [s for s in g.ops if s.track_uuid == u]
+        over = [(a, b) for a, b in zip(ss, ss[1:]) if b.ts < a.end]
+        p.check(not over, "%s: %d overlapping slices, first %s [%d, %d] and %s at %d" %
+                (tr.name, len(over), over[0][0].name, over[0][0].ts, over[0][0].end,
+                 over[0][1].name, over[0][1].ts) if over else "")
+    stream_overlaps(p, g)
     # Flows, from the GPU side, in the span where collection surely ran (a
     # call made while it was starting may have no flow, and says so in the
     # summary).

@@ -222,3 +222,46 @@ def test_torch_checks_on_the_fake_gpu():
           "the GEMM message:\n%s" % out)
     check(re.search(r"^FAIL kernels \(torch_step, pid \d+\): 32 kernels \(7 names\), 44 of 44 "
                     r"GPU operations with a flow, in 8 iterations", out, re.M), "torch's line:\n%s" % out)
+
+
+def test_stream_overlaps_note_cupti_and_fail_the_rest():
+    """check.py's rule for work that overlaps on one stream, on made-up
+    slices: an operation CUPTI reported as ending after work queued later
+    (a higher correlation id) had started is noted, with its numbers (seen
+    on an H200: the first 2 MiB device-to-device copy, 4.9 ms); an overlap
+    against the queue order fails; a stream on two lanes with nothing
+    overlapping fails; one lane and no overlap passes quietly."""
+    import importlib.util
+    from types import SimpleNamespace as NS
+    spec = importlib.util.spec_from_file_location("gpucheck", CHECK)
+    ck = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ck)
+
+    def op(name, ts, dur, corr, lane="stream 7", nbytes=None):
+        args = {"correlation": corr}
+        if nbytes:
+            args["bytes"] = nbytes
+        return NS(name=name, ts=ts, dur=dur, end=ts + dur, args=args, track_uuid=lane)
+
+    def run(ops):
+        lanes = {o.track_uuid for o in ops}
+        g = NS(ops=ops, streams={u: NS(name=u) for u in lanes})
+        g.stream_of = lambda s: s.track_uuid.replace(" (overlapping)", "")
+        p = ck.Problems()
+        ck.stream_overlaps(p, g)
+        return p
+
+    copy = op("[CUDA memcpy Device-to-Device]", 1000, 4900000, 153, nbytes=2097152)
+    p = run([copy, op("k_default_fill", 90000, 2848, 157, "stream 7 (overlapping)"),
+             op("k_default_fill", 200000, 2848, 165, "stream 7 (overlapping)")])
+    eq(p.items, [], "CUPTI's own odd report is not a failure")
+    eq(len(p.notes), 1, "one note for the copy")
+    check("correlation 153, 2097152 bytes, 0.43 GB/s" in p.notes[0] and
+          "2 operation(s) queued after it" in p.notes[0], "the note's numbers: %r" % p.notes)
+    p = run([op("a", 1000, 5000, 20), op("b", 3000, 1000, 19, "stream 7 (overlapping)")])
+    eq(len(p.items), 1, "an overlap against the queue order fails: %r" % p.items)
+    eq(p.notes, [], "and is not noted")
+    p = run([op("a", 1000, 1000, 20), op("b", 3000, 1000, 21, "stream 7 (overlapping)")])
+    eq(len(p.items), 1, "two lanes with nothing overlapping fail: %r" % p.items)
+    p = run([op("a", 1000, 1000, 20), op("b", 3000, 1000, 21)])
+    eq((p.items, p.notes), ([], []), "one lane, in order: nothing to say")
