@@ -492,9 +492,24 @@ def test_not_a_trace():
     with open(res.trace_path, "rb") as f:
         data = f.read()
     cut = os.path.join(d, "cut.perfetto-trace")
-    n = len(data) // 2
-    if n % 4096 == 0:
-        n += 1
+    # Cut inside a packet past the middle, never on a packet's boundary
+    # (half the length landed on one now and then: a shorter valid trace).
+    pos, n = 0, 0
+    while pos < len(data):
+        eq(data[pos], 0x0a, "Trace.packet's tag at %d" % pos)
+        ln, shift, q = 0, 0, pos + 1
+        while True:
+            b = data[q]
+            ln |= (b & 0x7f) << shift
+            shift += 7
+            q += 1
+            if not b & 0x80:
+                break
+        if pos >= len(data) // 2 and ln >= 2:
+            n = q + ln // 2
+            break
+        pos = q + ln
+    check(0 < n < len(data), "a packet past the middle to cut (%d of %d)" % (n, len(data)))
     with open(cut, "wb") as f:
         f.write(data[:n])
     p = stats([cut], rc=1)
