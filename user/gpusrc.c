@@ -101,33 +101,38 @@ static int find_lib(const struct map_entry *e, void *ctx)
 	return 1;
 }
 
+/* The file offsets of the library's two sites (flush: 0 when it has none);
+ * false for a library without the GPU part (NVTX only). */
+static bool site_offsets(const char *path, uint64_t *batch, uint64_t *flush)
+{
+	struct elfsym *es = elfsym__open(path);
+	bool ok = es && !elfsym__offset(es, GPU_PROBE_SITE, batch);
+
+	if (ok && elfsym__offset(es, GPU_FLUSH_SITE, flush))
+		*flush = 0;
+	elfsym__close(es);
+	return ok;
+}
+
 /* Probes the library's batch site in pid when pid maps the library. */
 static void attach_proc(struct session *s, struct gpusrc *g, uint32_t pid)
 {
 	struct find_ctx f = { .pid = pid };
 	struct gproc *p = gproc(g, pid, false);
 	LIBBPF_OPTS(bpf_uprobe_opts, uo);
-	struct elfsym *es;
-	uint64_t off = 0;
+	uint64_t off = 0, flush_off = 0;
 
 	if ((p && (p->batch || p->exited)) || procfs__for_each_map(pid, find_lib, &f) <= 0 ||
 	    !f.found)
 		return;
-	es = elfsym__open(f.path);
-	if (!es || elfsym__offset(es, GPU_PROBE_SITE, &off)) {
-		/* An injection library without the GPU part (NVTX only). */
+	if (!site_offsets(f.path, &off, &flush_off)) {
 		dbg("pid %u: %s has no %s: no GPU activity", pid, f.path, GPU_PROBE_SITE);
-		elfsym__close(es);
 		return;
 	}
 	p = gproc(g, pid, true);
-	if (!p) {
-		elfsym__close(es);
+	if (!p)
 		return;
-	}
-	if (elfsym__offset(es, GPU_FLUSH_SITE, &p->flush_off))
-		p->flush_off = 0;
-	elfsym__close(es);
+	p->flush_off = flush_off;
 	memcpy(p->path, f.path, sizeof(p->path));
 	p->file = p->path;
 	p->batch = bpf_program__attach_uprobe_opts(s->skel->progs.gpu_batch, pid, f.path, off, &uo);
@@ -153,20 +158,12 @@ static void gpu_spawned(struct session *s, void *state, uint32_t pid)
 {
 	struct gpusrc *g = state;
 	LIBBPF_OPTS(bpf_uprobe_opts, uo);
-	struct elfsym *es;
 	struct gproc *p;
 	uint64_t off = 0, flush_off = 0;
 
-	if (!*g->inj)
+	/* No GPU part: attach_proc says so when it maps it. */
+	if (!*g->inj || !site_offsets(g->inj, &off, &flush_off))
 		return;
-	es = elfsym__open(g->inj);
-	if (!es || elfsym__offset(es, GPU_PROBE_SITE, &off)) {
-		elfsym__close(es);
-		return;		/* no GPU part: attach_proc says so when it maps it */
-	}
-	if (elfsym__offset(es, GPU_FLUSH_SITE, &flush_off))
-		flush_off = 0;
-	elfsym__close(es);
 	p = gproc(g, pid, true);
 	if (!p)
 		return;

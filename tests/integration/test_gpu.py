@@ -322,6 +322,23 @@ def test_measured_with_fake_cupti():
           "queued it: %r" % bad[:3])
 
 
+def fake_gpu_slices(t, pid):
+    """The slices on the stream tracks of pid's "GPU 0: Fake GPU" group."""
+    groups = {u for u, x in t.tracks.items()
+              if (x.name or "").startswith("GPU 0: Fake GPU") and x.pid == pid}
+    streams = {u for u, x in t.tracks.items()
+               if x.parent_uuid in groups and (x.name or "").startswith("stream ")}
+    return [s for s in t.slices if s.track_uuid in streams]
+
+
+def flows_into(t):
+    """id(slice) -> the slices whose flows end at it."""
+    into = {}
+    for a, b in t.flows():
+        into.setdefault(id(b), []).append(a)
+    return into
+
+
 def test_short_program_measured_from_its_first_kernel():
     """record -- CMD with no pause point: a program that lives a few ms
     after cuInit. cgbpf probes the library's site for CMD's pid before its
@@ -347,14 +364,9 @@ def test_short_program_measured_from_its_first_kernel():
     pid = m["pid"]
     check("pid %d (train): measured (CUPTI %s)" % (pid, FAKE_CUPTI) in r.stdout,
           "summary: measured:\n%s" % r.stdout[r.stdout.find("GPU activity per"):][:600])
-    groups = [u for u, x in t.tracks.items() if (x.name or "").startswith("GPU 0: Fake GPU")
-              and x.pid == pid]
-    streams = {u for u, x in t.tracks.items() if x.parent_uuid in groups}
-    kernels = [s for s in t.slices if s.track_uuid in streams and not s.name.startswith("[CUDA")]
+    kernels = [s for s in fake_gpu_slices(t, pid) if not s.name.startswith("[CUDA")]
     eq(len(kernels), sum(m["kernels"].values()), "every kernel launched is on the timeline")
-    into = {}
-    for a, b in t.flows():
-        into.setdefault(id(b), []).append(a)
+    into = flows_into(t)
     bad = [k.name for k in kernels if len(into.get(id(k), [])) != 1]
     eq(bad, [], "kernels without exactly one flow from their launch")
 
@@ -379,15 +391,9 @@ def test_flow_through_a_runtime_call_no_uprobe_sees():
     t = ptrace.load(trace)
     clean_trace(t)
     pid = next(iter(p for p in t.processes if t.processes[p].process_name == "train"))
-    groups = [u for u, x in t.tracks.items() if (x.name or "").startswith("GPU 0: Fake GPU")
-              and x.pid == pid]
-    streams = {u for u, x in t.tracks.items() if x.parent_uuid in groups and
-               (x.name or "").startswith("stream ")}
-    gpu = [s for s in t.slices if s.track_uuid in streams]
+    gpu = fake_gpu_slices(t, pid)
     check(len(gpu) > 50, "GPU slices measured (%d)" % len(gpu))
-    into = {}
-    for a, b in t.flows():
-        into.setdefault(id(b), []).append(a)
+    into = flows_into(t)
     bad = [(s.name, s.ts) for s in gpu if len(into.get(id(s), [])) != 1]
     eq(bad[:5], [], "GPU slices without exactly one flow (of %d)" % len(gpu))
 
@@ -413,10 +419,7 @@ def test_flows_need_system_thread_ids():
           out[out.find("GPU activity per"):][:600])
     check(any(why in str(e.args) for e in status_events(t, pid)),
           "the trace's GPU activity track says why")
-    groups = [u for u, x in t.tracks.items() if (x.name or "").startswith("GPU 0: Fake GPU")
-              and x.pid == pid]
-    streams = {u for u, x in t.tracks.items() if x.parent_uuid in groups}
-    gpu = [s for s in t.slices if s.track_uuid in streams]
+    gpu = fake_gpu_slices(t, pid)
     check(any(s.name == "relu_kernel" for s in gpu), "kernels measured")
     eq(t.flows(), [], "no flows")
 
