@@ -21,7 +21,9 @@
 # untraced. Needs root, a GPU and a python3 whose torch sees it.
 # Usage: sudo bash bench/torch_gpu.sh [ITERS [ROUNDS]]   (default 300, 3)
 # Environment: CGBPF (binary; default build/portable/cgbpf, else build/cgbpf),
-# PYTHON (default python3).
+# PYTHON (default python3), CONFIGS (the configurations to run, in this
+# order; default "untraced api gpu full noapi kineto"; untraced is always
+# run, first, as the ratios' baseline).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -35,6 +37,14 @@ if [ -z "$cgbpf" ]; then
 	done
 fi
 [ -x "$cgbpf" ] || { echo "torch_gpu.sh: no cgbpf binary (make, or make portable)" >&2; exit 2; }
+configs=untraced
+for cfg in ${CONFIGS:-api gpu full noapi kineto}; do
+	case $cfg in
+	untraced) ;;
+	api|gpu|full|noapi|kineto) configs="$configs $cfg" ;;
+	*) echo "torch_gpu.sh: unknown configuration '$cfg' in CONFIGS (untraced api gpu full noapi kineto)" >&2; exit 2 ;;
+	esac
+done
 "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null ||
 	{ echo "torch_gpu.sh: $py has no torch that sees a GPU" >&2; exit 2; }
 tmp=$(mktemp -d)
@@ -76,8 +86,8 @@ echo "torch_gpu.sh: $N steps per run, $R rounds; $("$cgbpf" --version); $("$py" 
 declare -A ms
 for ((r = 1; r <= R; r++)); do
 	line="round $r:"
-	for cfg in untraced api gpu full noapi kineto; do
-		v=$(one $cfg $r)
+	for cfg in $configs; do
+		v=$(one "$cfg" "$r")
 		ms[$cfg]="${ms[$cfg]:-} $v"
 		line="$line $cfg $v ms/step"
 		if [ $cfg != untraced ] && [ $cfg != kineto ] && [ "$r" -eq "$R" ]; then
@@ -91,7 +101,7 @@ for ((r = 1; r <= R; r++)); do
 done
 # shellcheck disable=SC2086
 u=$(printf '%s\n' ${ms[untraced]} | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-for cfg in untraced api gpu full noapi kineto; do
+for cfg in $configs; do
 	# shellcheck disable=SC2086
 	m=$(printf '%s\n' ${ms[$cfg]} | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
 	echo "median $cfg: $m ms/step, $(calc "$m / $u" 3)x untraced"
