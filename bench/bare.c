@@ -4,11 +4,15 @@
  * uprobes on one function, in every process (pid -1), until SIGINT or
  * SIGTERM. It is the baseline bench/run.sh measures cgbpf against.
  *
- * Usage: bare [--multi | --floor[=MASK]] LIBRARY OFFSET
+ * Usage: bare [--multi | --floor[=MASK]] [--pid PID] LIBRARY OFFSET[,OFFSET...]
  *
  * OFFSET is the function's file offset (as `cgbpf check LIBRARY FUNC`
  * prints it). --multi attaches through a uprobe_multi link, as cgbpf does
  * on kernels that have them; without it, through perf-event uprobes.
+ * With --multi, several offsets (every function cgbpf probes in the
+ * library, say) go into the one link, and --pid PID limits it to that
+ * process, as cgbpf's links for -p are: the kernel's cost of many probes
+ * on one file and of its pid filter, without any program's work.
  * --floor attaches the "floor" pair through uprobe_multi: two timestamps
  * and one 32-byte ring record per call, drained by a thread here; MASK
  * picks parts of that work (1 clock reads, 2 task storage, 4 the record;
@@ -72,7 +76,9 @@ int main(int argc, char **argv)
 	const char *path;
 	bool multi = false, floor_ = false;
 	struct ring_buffer *rb = NULL;
-	uint64_t off, drained = 0;
+	uint64_t offs[256], cookies[256] = { 0 }, drained = 0;
+	size_t noff = 0;
+	int pid = -1;
 	unsigned long parts = 7;
 	pthread_t drainer;
 	bool draining = false;
@@ -88,15 +94,29 @@ int main(int argc, char **argv)
 		parts = argv[1][7] ? strtoul(argv[1] + 8, NULL, 0) : 7;
 		ai++;
 	}
-	if (argc - ai != 2) {
-		fprintf(stderr, "usage: bare [--multi | --floor[=MASK]] LIBRARY OFFSET\n");
+	if (argc - ai > 2 && !strcmp(argv[ai], "--pid")) {
+		pid = atoi(argv[ai + 1]);
+		ai += 2;
+	}
+	if (argc - ai != 2 || (pid != -1 && (pid <= 0 || !multi))) {
+		fprintf(stderr, "usage: bare [--multi | --floor[=MASK]] [--pid PID] LIBRARY "
+			"OFFSET[,OFFSET...]\n(--pid and several offsets: with --multi)\n");
 		return 2;
 	}
 	path = argv[ai];
-	errno = 0;
-	off = strtoull(argv[ai + 1], &end, 0);
-	if (errno || !*argv[ai + 1] || *end) {
-		fprintf(stderr, "bare: bad offset %s\n", argv[ai + 1]);
+	for (char *p = argv[ai + 1];; p = end + 1) {
+		errno = 0;
+		offs[noff] = strtoull(p, &end, 0);
+		if (errno || end == p || (*end && *end != ',') || noff == 256) {
+			fprintf(stderr, "bare: bad offset list %s\n", argv[ai + 1]);
+			return 2;
+		}
+		noff++;
+		if (!*end)
+			break;
+	}
+	if (noff > 1 && !multi) {
+		fprintf(stderr, "bare: several offsets need --multi\n");
 		return 2;
 	}
 	if (multi && !uprobe_multi__supported()) {
@@ -130,27 +150,26 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (multi) {
-		uint64_t cookie = 0;
-
 		efd = uprobe_multi__link(bpf_program__fd(floor_ ? skel->progs.floor_enter_multi :
 							  skel->progs.bare_enter_multi),
-					 path, &off, &cookie, 1, false, 0);
+					 path, offs, cookies, noff, false, pid > 0 ? pid : 0);
 		rfd = efd < 0 ? -1 :
 		      uprobe_multi__link(bpf_program__fd(floor_ ? skel->progs.floor_exit_multi :
 							 skel->progs.bare_exit_multi),
-					 path, &off, &cookie, 1, true, 0);
+					 path, offs, cookies, noff, true, pid > 0 ? pid : 0);
 		if (efd < 0 || rfd < 0) {
-			fprintf(stderr, "bare: uprobe_multi link on %s+%#llx: %s\n", path,
-				(unsigned long long)off, strerror(errno));
+			fprintf(stderr, "bare: uprobe_multi link on %s+%#llx (%zu offsets): %s\n",
+				path, (unsigned long long)offs[0], noff, strerror(errno));
 			goto out;
 		}
 	} else {
-		el = bpf_program__attach_uprobe_opts(skel->progs.bare_enter, -1, path, off, &eopts);
-		rl = el ? bpf_program__attach_uprobe_opts(skel->progs.bare_exit, -1, path, off,
+		el = bpf_program__attach_uprobe_opts(skel->progs.bare_enter, -1, path, offs[0],
+						     &eopts);
+		rl = el ? bpf_program__attach_uprobe_opts(skel->progs.bare_exit, -1, path, offs[0],
 							  &ropts) : NULL;
 		if (!el || !rl) {
 			fprintf(stderr, "bare: uprobe on %s+%#llx: %s\n", path,
-				(unsigned long long)off, strerror(errno));
+				(unsigned long long)offs[0], strerror(errno));
 			goto out;
 		}
 	}

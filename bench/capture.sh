@@ -56,6 +56,8 @@ LIB=$TMP/fake/libcuda.so.1
 WL=$TMP/workloads/bench_launch
 OFF=$("$CGBPF" check "$LIB" cuLaunchKernel | awk '$1 == "cuLaunchKernel" { print $2 }')
 [ -n "$OFF" ] || die "no cuLaunchKernel in $LIB"
+# Every function cgbpf probes in the library, for bare_all.
+ALL=$("$CGBPF" check "$LIB" | awk '!/^#/ && $2 ~ /^0x/ { printf "%s%s", s, $2; s = "," }')
 
 # wait_line FILE REGEX: up to 30 s.
 wait_line() {
@@ -82,6 +84,28 @@ run_bare() {
 	run_untraced
 	kill -TERM $b
 	wait $b 2>/dev/null || true
+}
+
+# bare_all: the bare programs on every function cgbpf probes in the
+# library, in one pid-filtered link per direction as cgbpf's for -p: the
+# kernel's share of the cost (its probe lookup among many, its pid
+# filter) without any program's work.
+run_bare_all() {
+	local b w gate=$TMP/gate.bare_all
+	rm -f "$gate" "$TMP/bare_all.out"
+	CGBPF_WAIT_FILE=$gate "$WL" "$N" > "$TMP/wl.out" 2>&1 &
+	w=$!
+	PIDS+=($w)
+	"$BARE" --multi --pid $w "$LIB" "$ALL" > "$TMP/bare_all.out" 2>&1 &
+	b=$!
+	PIDS+=($b)
+	wait_line "$TMP/bare_all.out" "^bare: attached" ||
+		die "bare did not attach: $(cat "$TMP/bare_all.out")"
+	touch "$gate"
+	wait $w || die "bench_launch failed under bare_all"
+	kill -TERM $b
+	wait $b 2>/dev/null || true
+	R=$(ns_of "$TMP/wl.out")
 }
 
 # run_cgbpf TAG EXTRA-FLAGS...: the loop starts once the probes are live
@@ -114,11 +138,12 @@ run_cgbpf() {
 }
 
 declare -A V
-CONFS="untraced bare outside outside_bt inside plain"
+CONFS="untraced bare bare_all outside outside_bt inside plain"
 run_untraced	# warm-up
 for ((r = 0; r < RUNS; r++)); do
 	run_untraced; V[untraced]+="$R "
 	run_bare; V[bare]+="$R "
+	run_bare_all; V[bare_all]+="$R "
 	run_cgbpf outside --delay 1h; V[outside]+="$R "
 	run_cgbpf outside_bt --delay 1h --backtrace-threshold 100us; V[outside_bt]+="$R "
 	run_cgbpf inside --delay 50ms; V[inside]+="$R "
@@ -141,7 +166,7 @@ done
 echo "   load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "   ratio               median    min"
-for p in outside/bare outside_bt/bare inside/bare inside/plain plain/bare; do
+for p in outside/bare outside/bare_all bare_all/bare outside_bt/bare inside/bare inside/plain plain/bare; do
 	a=${p%/*} b=${p#*/}
 	printf '   %-18s %7s  %6s%s\n' "$a / $b" "$(calc "${M[$a]} / ${M[$b]}" 3)" \
 		"$(calc "${L[$a]} / ${L[$b]}" 3)" "$([ $p = outside/bare ] && echo '   (target <= 1.05)')"
@@ -160,9 +185,12 @@ per_round() {
 }
 R_OB=$(per_round outside bare)
 R_OBB=$(per_round outside_bt bare)
+R_OBA=$(per_round outside bare_all)
 echo
 echo "   per-round ratio outside / bare:     median $(median3 $R_OB)  (rounds: $R_OB)"
+echo "   per-round ratio outside / bare_all: median $(median3 $R_OBA)  (rounds: $R_OBA)"
 echo "   per-round ratio outside_bt / bare:  median $(median3 $R_OBB)  (rounds: $R_OBB)"
 echo
 for c in $CONFS; do echo "capture_${c}_ns=${M[$c]}"; echo "capture_${c}_min_ns=${L[$c]}"; done
 echo "capture_outside_over_bare_round_median=$(median3 $R_OB)"
+echo "capture_outside_over_bare_all_round_median=$(median3 $R_OBA)"

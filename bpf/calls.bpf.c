@@ -476,3 +476,55 @@ int BPF_KRETPROBE(call_exit_multi)
 {
 	return exit(ctx);
 }
+
+/*
+ * Capture windows (bpf/capture.bpf.h): the functions that wait for the
+ * gate (no CK_PASS, no trigger) are attached to programs of their own,
+ * loaded only when records are gated. They test the gate before anything
+ * else, so that outside a window a call costs the trap pair and a load of
+ * the gate word: no helper call, no target lookup, no cookie.
+ */
+static __always_inline int enter_gated(struct pt_regs *ctx)
+{
+	if (!gate_open()) {
+		/* A slot (time 0: no backtrace) for the return to pop. */
+		if (NEED_CALL_TS && is_target(bpf_get_current_pid_tgid() >> 32))
+			bt_enter(0, 0, 0, CK_LIB(bpf_get_attach_cookie(ctx)), 0);
+		return 0;
+	}
+	return enter(ctx);
+}
+
+static __always_inline int exit_gated(struct pt_regs *ctx)
+{
+	if (!gate_open()) {
+		if (NEED_CALL_TS && is_target(bpf_get_current_pid_tgid() >> 32))
+			bt_pop();
+		return 0;
+	}
+	return exit(ctx);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(call_enter_gated)
+{
+	return enter_gated(ctx);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(call_exit_gated)
+{
+	return exit_gated(ctx);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(call_enter_gated_multi)
+{
+	return enter_gated(ctx);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(call_exit_gated_multi)
+{
+	return exit_gated(ctx);
+}

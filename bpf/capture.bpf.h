@@ -3,7 +3,9 @@
  * Capture windows (--capture-range, --delay; docs/design.md, "Capture
  * windows"): probes stay attached all the time and every program checks
  * the gate first, so that outside a window a record costs the trap and a
- * lookup, not a ring reservation. Records that keep user space's model
+ * lookup, not a ring reservation (the API functions that wait for the
+ * gate have programs of their own that test it before anything else:
+ * bpf/calls.bpf.c, enter_gated). Records that keep user space's model
  * right inside later windows (process life, allocations, kernel names,
  * streams, communicators, NVTX registrations, the triggers) pass anyway:
  * their cookie has CK_PASS (bpf/events.h). User space decides exactly

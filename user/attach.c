@@ -59,6 +59,7 @@ struct attach {
 	struct cgbpf_bpf *skel;
 	bool multi;
 	bool per_process;	/* probes filtered by pid in the kernel */
+	bool gated;		/* capture windows: the gate's own programs */
 	uint32_t mask;		/* libraries traced (TRACE_BIT) */
 	struct lib_file *files;
 	size_t nfiles, capfiles;
@@ -74,16 +75,27 @@ struct attach {
 bool attach__prepare(struct cgbpf_bpf *skel)
 {
 	bool multi = uprobe_multi__supported() && !getenv("CGBPF_NO_UPROBE_MULTI");
+	bool gated = skel->rodata->capture_gated;
 
 	if (multi) {
 		bpf_program__set_expected_attach_type(skel->progs.call_enter_multi,
 						      ATTACH_TRACE_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(skel->progs.call_exit_multi,
 						      ATTACH_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.call_enter_gated_multi,
+						      ATTACH_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.call_exit_gated_multi,
+						      ATTACH_TRACE_UPROBE_MULTI);
 	} else {
 		bpf_program__set_autoload(skel->progs.call_enter_multi, false);
 		bpf_program__set_autoload(skel->progs.call_exit_multi, false);
 	}
+	/* The gate's own pair, for the functions that wait for it: only
+	 * with capture windows (bpf/calls.bpf.c, enter_gated). */
+	bpf_program__set_autoload(skel->progs.call_enter_gated_multi, gated && multi);
+	bpf_program__set_autoload(skel->progs.call_exit_gated_multi, gated && multi);
+	bpf_program__set_autoload(skel->progs.call_enter_gated, gated && !multi);
+	bpf_program__set_autoload(skel->progs.call_exit_gated, gated && !multi);
 	return multi;
 }
 
@@ -96,6 +108,7 @@ struct attach *attach__new(struct cgbpf_bpf *skel, bool multi, uint32_t mask, bo
 		a->multi = multi;
 		a->mask = mask;
 		a->per_process = per_process;
+		a->gated = skel->rodata->capture_gated;
 		a->loose.pid = -1;
 	}
 	return a;
@@ -242,17 +255,46 @@ static int keep_link(struct attach *a, struct bpf_link *l)
 	return 0;
 }
 
+/* A function that waits for the capture gate (bpf/capture.bpf.h). */
+static bool waits_for_gate(const struct attach *a, uint64_t cookie)
+{
+	return a->gated && !(cookie & (CK_PASS | CK_TRIG_ON | CK_TRIG_OFF));
+}
+
 static int attach_probe(struct attach *a, const char *path, uint64_t off, uint64_t cookie,
 			bool ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = ret);
-	struct bpf_program *prog = ret ? a->skel->progs.call_exit : a->skel->progs.call_enter;
+	bool g = waits_for_gate(a, cookie);
+	struct bpf_program *prog = ret ? (g ? a->skel->progs.call_exit_gated :
+					      a->skel->progs.call_exit) :
+				   (g ? a->skel->progs.call_enter_gated :
+					a->skel->progs.call_enter);
 	struct bpf_link *l;
 
 	l = bpf_program__attach_uprobe_opts(prog, cur_set(a)->pid, path, off, &opts);
 	if (!l)
 		return -errno;
 	return keep_link(a, l);
+}
+
+/* The uprobe_multi links of one direction: with capture windows, the
+ * functions that wait for the gate in a link to the gate's own program,
+ * the others (state, triggers) in one to the usual program. offs and
+ * cookies are the caller's, reordered in place (gated ones last). */
+static int multi_links(struct attach *a, const char *path, uint64_t *offs, uint64_t *cookies,
+		       size_t n, size_t npass, bool ret)
+{
+	int err = 0;
+
+	if (npass)
+		err = multi_link(a, ret ? a->skel->progs.call_exit_multi :
+				 a->skel->progs.call_enter_multi, path, offs, cookies, npass, ret);
+	if (!err && n > npass)
+		err = multi_link(a, ret ? a->skel->progs.call_exit_gated_multi :
+				 a->skel->progs.call_enter_gated_multi, path, offs + npass,
+				 cookies + npass, n - npass, ret);
+	return err;
 }
 
 int attach__offsets(struct attach *a, const char *path, const uint64_t *offs,
@@ -263,15 +305,33 @@ int attach__offsets(struct attach *a, const char *path, const uint64_t *offs,
 	/* Return probes first: a call whose entry is seen then has its
 	 * return seen too, even while the probes are going in. */
 	if (a->multi) {
-		uint64_t t0 = boot_ns(), t1;
+		uint64_t t0 = boot_ns(), t1, *o, *c;
+		size_t npass = 0;
 
-		err = multi_link(a, a->skel->progs.call_exit_multi, path, offs, cookies, n, true);
+		o = malloc(n * sizeof(*o));
+		c = malloc(n * sizeof(*c));
+		if (!o || !c) {
+			free(o);
+			free(c);
+			return -ENOMEM;
+		}
+		/* Those that pass first, in their order, then the gated. */
+		for (int pass = 1, k = 0; pass >= 0; pass--)
+			for (size_t i = 0; i < n; i++)
+				if (waits_for_gate(a, cookies[i]) != pass) {
+					o[k] = offs[i];
+					c[k++] = cookies[i];
+					npass += pass;
+				}
+		err = multi_links(a, path, o, c, n, npass, true);
 		t1 = boot_ns();
 		if (!err)
-			err = multi_link(a, a->skel->progs.call_enter_multi, path, offs, cookies, n,
-					 false);
-		dbg("%s: %zu return probes in %.3f ms, entry probes in %.3f ms", path, n,
-		    (t1 - t0) / 1e6, (boot_ns() - t1) / 1e6);
+			err = multi_links(a, path, o, c, n, npass, false);
+		dbg("%s: %zu return probes in %.3f ms, entry probes in %.3f ms%s", path, n,
+		    (t1 - t0) / 1e6, (boot_ns() - t1) / 1e6,
+		    a->gated ? " (gated and passing apart)" : "");
+		free(o);
+		free(c);
 		return err;
 	}
 	for (size_t i = 0; i < n && !err; i++) {
