@@ -86,14 +86,20 @@ struct {
 /*
  * py_leaf()'s per-thread cache (task storage: cheaper than a hash lookup
  * per call): the thread state py_tstate gave (checked again on every use,
- * as py_tstate's), and the last leaf code object found PY_CODE_USER in
- * py_codes while py_codes_gen was gen (a repeated call site skips the
- * py_codes lookup). Emptied when the thread state fails its check.
+ * as py_tstate's), a copy of the process's py_procs offsets, and the last
+ * leaf code object found PY_CODE_USER in py_codes; all valid while
+ * py_codes_gen is gen (user space bumps it when it changes py_procs or a
+ * class in py_codes), so that a repeated call site needs neither the
+ * py_procs nor the py_codes lookup. tstate is emptied when it fails its
+ * check.
  */
 struct py_leaf_tc {
 	__u64 tstate;
 	__u64 code;
 	__u64 gen;
+	__u32 tgid;		/* whose offsets (a thread that exec'd keeps its storage) */
+	__u32 pad;
+	struct py_offsets off;
 };
 
 struct {
@@ -104,7 +110,8 @@ struct {
 } py_leafc SEC(".maps") __weak;
 
 /* Bumped by user space whenever it changes the class of a code object in
- * py_codes (an address freed and reused): py_leafc's code goes stale. */
+ * py_codes (an address freed and reused) or a process's py_procs entry:
+ * py_leafc's code and offsets go stale. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -170,14 +177,120 @@ static __always_inline void py_count(__u32 what)
  */
 extern int py_emit(__u32 slot, __u64 pid_tgid, __u64 spec);
 
+#define PY_LEAF_BUF 256	/* py_leaf()'s buffer: a thread-state window, then a frame */
+
+/* The u64 at off of a py_leaf() buffer; off is 8-aligned (pointer fields),
+ * which the mask tells the verifier (stack loads must be aligned). */
+static __always_inline __u64 leaf64(const __u8 *buf, __u32 off)
+{
+	return *(const __u64 *)(buf + (off & (PY_LEAF_BUF - 8)));
+}
+
 /*
- * --python leaf at a call's entry, the fast path: 1 with *out the call's
- * innermost frame when it is known user code (the whole answer: the call
- * record carries it, struct rec_call_enter_py); -1 when the caller must
- * call py_emit() (the full walk, its own record); 0 for a process without
- * Python (nothing to send). Reads no scratch, sends nothing, counts
- * nothing: whatever it cannot vouch for goes to py_emit(), which counts.
+ * --python leaf for a call's entry probe (bpf/python.bpf.h): the common
+ * case in one pass, with no scratch, no lock word and no record of its
+ * own. It takes the thread's cached thread state and offsets (py_leafc,
+ * filled from py_tstate and py_procs while py_codes_gen stays the same;
+ * the thread state is checked again: its thread_id must be the fs base),
+ * so a steady call site looks up no hash map at all. It reads
+ * the thread-state fields it needs in one read, the innermost frame in a
+ * second (a third for 3.11/3.12's cframe), and when that frame's code
+ * object is marked PY_CODE_USER in py_codes (or is the thread's last
+ * such one, py_codes_gen unchanged),
+ * the frame is the whole answer: it goes into *out (the call record
+ * carries it: struct rec_call_enter_py) and 1 comes back. Anything else
+ * (no cached state, a shim frame, a code object that is not known user
+ * code, a failed read) leaves the call to py_emit(), which
+ * does the full walk and counts whatever fails: -1 (walk). 0: a process
+ * without a py_procs entry, nothing to do.
  */
-extern int py_leaf(__u64 pid_tgid, struct py_rec_frame *out);
+static __always_inline int py_leaf(__u64 pid_tgid, struct py_rec_frame *out)
+{
+	__u32 tgid = pid_tgid >> 32;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct py_code_key k = { .tgid = tgid };
+	__u64 frame, code, back, gen = 0, *g;
+	__u32 o_id, o_fr, lo, len, fr, zero = 0;
+	const struct py_offsets *o;
+	struct py_leaf_tc *c;
+	struct py_tcache *lc;
+	struct py_proc *pp;
+	__u8 buf[PY_LEAF_BUF] __attribute__((aligned(8)));
+	__u8 *cls, ok, lk;
+
+	if (!out)
+		return 0;
+	g = bpf_map_lookup_elem(&py_codes_gen, &zero);
+	if (g)
+		gen = *(volatile __u64 *)g;
+	c = bpf_task_storage_get(&py_leafc, task, 0, 0);
+	if (!c || !c->tstate || c->gen != gen || c->tgid != tgid) {
+		/* The offsets, the thread state and the code again. */
+		pp = bpf_map_lookup_elem(&py_procs, &tgid);
+		if (!pp)
+			return 0;
+		/* What the last walk found, if it did. */
+		lc = bpf_map_lookup_elem(&py_tstate, &pid_tgid);
+		if (!lc || !lc->tstate)
+			return -1;
+		if (!c)
+			c = bpf_task_storage_get(&py_leafc, task, 0,
+						 BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!c)
+			return -1;
+		c->tstate = lc->tstate;
+		c->code = 0;
+		c->gen = gen;
+		c->tgid = tgid;
+		c->off = pp->off;
+	}
+	o = &c->off;
+	/* thread_id and the frame (or cframe) pointer: one window. */
+	o_id = o->ts_thread_id;
+	o_fr = o->frame_kind == PY_FRAME_CFRAME ? o->ts_cframe : o->ts_frame;
+	lo = o_id < o_fr ? o_id : o_fr;
+	len = (o_id < o_fr ? o_fr : o_id) + 8 - lo;
+	if (len > PY_LEAF_BUF)
+		return -1;
+	if (bpf_probe_read_user(buf, len, (const void *)(c->tstate + lo)))
+		return -1;
+	if (leaf64(buf, o_id - lo) != task->thread.fsbase) {
+		c->tstate = 0;
+		return -1;
+	}
+	frame = leaf64(buf, o_fr - lo);
+	if (o->frame_kind == PY_FRAME_CFRAME && frame &&
+	    bpf_probe_read_user(&frame, sizeof(frame),
+				(const void *)(frame + o->cframe_current_frame)))
+		return -1;
+	fr = o->frame_read;
+	if (!frame || !fr || fr > PY_LEAF_BUF - 8)
+		return -1;
+	if (bpf_probe_read_user(buf, fr, (const void *)frame))
+		return -1;
+	ok = o->owner_kind;
+	/* A 3.12+ C-stack shim: the walk skips it. */
+	if (ok == 2 && buf[o->frame_owner & (PY_LEAF_BUF - 1)] == 3)
+		return -1;
+	code = leaf64(buf, o->frame_code);
+	if (code != c->code) {
+		k.code = code;
+		cls = bpf_map_lookup_elem(&py_codes, &k);
+		if (!cls || *cls != PY_CODE_USER)
+			return -1;
+		c->code = code;
+	}
+	back = leaf64(buf, o->frame_back);
+	lk = o->lasti_kind;
+	out->code = code;
+	if (lk == PY_LASTI_BYTES || lk == PY_LASTI_UNITS)
+		out->lasti = *(const __s32 *)(buf + (o->frame_lasti & (PY_LEAF_BUF - 4)));
+	else
+		out->lasti = (__s32)(leaf64(buf, o->frame_lasti) -
+				     (code + o->code_adaptive));
+	out->flags = !back || ok == 0 ||
+		     (ok == 1 && buf[o->frame_owner & (PY_LEAF_BUF - 1)]) ? PYF_ENTRY : 0;
+	return 1;
+}
 
 #endif

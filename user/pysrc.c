@@ -176,7 +176,8 @@ static struct site *site_find(struct pysrc *ps, const char *text, bool create)
 	return st;
 }
 
-/* py_codes_gen + 1: a class in py_codes changed (bpf/python.bpf.h). */
+/* py_codes_gen + 1: a class in py_codes or an entry of py_procs changed
+ * (bpf/python.bpf.h). */
 static void bump_codes_gen(struct pysrc *ps)
 {
 	uint32_t zero = 0;
@@ -678,6 +679,8 @@ static void probe(struct pysrc *ps, struct pyp *p, uint64_t now, bool exec)
 		warn("pid %u: Python frames: %s", p->pid, p->why);
 		return;
 	}
+	/* The leaf caches of its threads copied the old offsets, if any. */
+	bump_codes_gen(ps);
 	p->state = PYP_OK;
 	p->exe = exe_id(p->pid);
 	p->interps = p->interps_max = 0;
@@ -692,8 +695,10 @@ static void forget(struct pysrc *ps, uint32_t pid)
 
 	if (!p)
 		return;
-	if (p->state == PYP_OK)
+	if (p->state == PYP_OK) {
 		bpf_map_delete_elem(ps->fd_procs, &pid);
+		bump_codes_gen(ps);
+	}
 	pycode__forget(ps->pc, pid);
 	hmap__free(&p->codes);
 	p->codes = (struct hmap){ 0 };
