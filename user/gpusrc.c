@@ -122,7 +122,9 @@ static void attach_proc(struct session *s, struct gpusrc *g, uint32_t pid)
 	LIBBPF_OPTS(bpf_uprobe_opts, uo);
 	uint64_t off = 0, flush_off = 0;
 
-	if ((p && (p->batch || p->exited)) || procfs__for_each_map(pid, find_lib, &f) <= 0 ||
+	/* An exited pid maps nothing: one that maps the library again is a
+	 * new process under the reused pid. */
+	if ((p && p->batch) || procfs__for_each_map(pid, find_lib, &f) <= 0 ||
 	    !f.found)
 		return;
 	if (!site_offsets(f.path, &off, &flush_off)) {
@@ -132,6 +134,7 @@ static void attach_proc(struct session *s, struct gpusrc *g, uint32_t pid)
 	p = gproc(g, pid, true);
 	if (!p)
 		return;
+	p->exited = false;
 	p->flush_off = flush_off;
 	memcpy(p->path, f.path, sizeof(p->path));
 	p->file = p->path;

@@ -69,6 +69,7 @@ struct pyp {
 	unsigned interps, interps_max;	/* interpreters on its runtime's list: now, most seen */
 	uint64_t interps_ns;		/* when counted */
 	uint32_t gen;			/* this program's number in the capture (frames' key) */
+	bool exited;			/* its process exited: the pid may come back, reused */
 };
 
 /* One call site (interned text) and its calls. */
@@ -713,8 +714,10 @@ static void py_proc(struct session *s, void *state, enum src_proc ev, uint32_t p
 	(void)ts;
 	if (ev == SRC_PROC_EXIT) {
 		forget(ps, pid);
-		if (p)
+		if (p) {
 			p->gen = ++ps->gens;
+			p->exited = true;
+		}
 		if (p && p->state == PYP_LOOKING)
 			p->state = PYP_REFUSED;	/* nothing to look for any more */
 		/* A monitor prints no summary and runs for days: the dead go. */
@@ -731,6 +734,18 @@ static void py_proc(struct session *s, void *state, enum src_proc ev, uint32_t p
 		p->pid = pid;
 		p->first_ns = now;
 		p->gen = ++ps->gens;
+	} else if (p->exited) {
+		/* Another process under a reused pid: looked at afresh (the
+		 * summary keeps one line per pid, the last process's). */
+		dbg("pid %u: a new process under the pid of one that exited", pid);
+		p->exited = false;
+		p->gen = ++ps->gens;
+		p->state = PYP_LOOKING;
+		p->first_ns = now;
+		p->next_ns = 0;
+		p->why[0] = 0;
+		p->exe = 0;
+		p->interps = p->interps_max = 0;
 	} else if (ev == SRC_PROC_CHANGED && p->state == PYP_OK) {
 		/* An exec replaces the interpreter (or removes it); another
 		 * mapping leaves it. */
