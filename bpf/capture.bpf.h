@@ -68,8 +68,8 @@ static __always_inline void gate_add(__s64 v)
 /* Processes between cuProfilerStart and cuProfilerStop: each counts once
  * in the gate however often it starts (CUDA allows repeated starts), and
  * a stop closes its own window only, not another process's. A process
- * that exits inside its window leaves it counted: the gate stays open
- * (a superset: records pass, user space drops them). */
+ * that exits inside its window is counted out at its exit
+ * (bpf/proc.bpf.c). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);

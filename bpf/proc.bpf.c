@@ -9,6 +9,7 @@
  * Nothing here signals or stops a process.
  */
 #include "common.bpf.h"
+#include "capture.bpf.h"
 
 #define NR_mmap 9
 #define PROT_EXEC_BIT 4
@@ -182,6 +183,10 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 		emit_proc(REC_PROC_EXIT, p, p->exit_code);
 		if (!trace_all)
 			set_target(tgid, 0);
+		/* Inside its cuProfilerStart window: its count in the gate
+		 * goes with it (the window ends for user space too). */
+		if (capture_gated)
+			gate_profiler(tgid, false);
 	} else {
 		emit_proc(REC_THREAD_EXIT, p, p->exit_code);
 	}

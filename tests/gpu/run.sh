@@ -122,7 +122,8 @@ release() {
 	for ((i = 0; i < 900; i++)); do
 		kill -0 "$pid" 2>/dev/null || break
 		if [ -e "$pause.ready" ]; then
-			st=$(grep -a -m1 -o 'GPU activity: status [0-9]* ([^)]*' "$err")
+			# (err may not exist yet: the background job opens it)
+			st=$(grep -a -m1 -o 'GPU activity: status [0-9]* ([^)]*' "$err" 2>/dev/null)
 			[ -n "$st" ] && break
 		fi
 		sleep 0.1

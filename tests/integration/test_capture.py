@@ -264,3 +264,97 @@ def test_bad_values_exit_2():
         eq(r.rc, 2, "exit status for %s" % args)
         check(msg in r.stderr, "%s: message %r in %r" % (args, msg, r.stderr))
         check("--help" in r.stderr, "%s: points to --help" % args)
+
+
+# A process that starts a profiler window and exits inside it, while
+# cgbpf keeps running for another target (the shell).
+EXIT_IN_WINDOW = r'''
+import ctypes, os, sys, time
+cu = ctypes.CDLL("libcuda.so.1")
+go = sys.argv[1]
+while not os.path.exists(go):
+    time.sleep(0.01)
+assert cu.cuInit(0) == 0
+assert cu.cuProfilerStart() == 0
+open(go + ".started", "w").close()
+'''
+
+
+def gate_value(cgbpf_pid):
+    """The BPF gate word (bpf/capture.bpf.h) of the cgbpf with that pid,
+    through bpftool; None where bpftool cannot say."""
+    import json
+    import subprocess
+    # The maps that process holds: their ids from its fds' fdinfo.
+    mine = set()
+    fds = "/proc/%d/fdinfo" % cgbpf_pid
+    for fd in os.listdir(fds):
+        try:
+            with open(os.path.join(fds, fd)) as f:
+                m = re.search(r"^map_id:\s*(\d+)", f.read(), re.M)
+        except OSError:
+            continue
+        if m:
+            mine.add(int(m.group(1)))
+    r = subprocess.run(["bpftool", "-j", "map", "show"], capture_output=True, text=True)
+    if r.returncode:
+        return None
+    ids = [m["id"] for m in json.loads(r.stdout) if m.get("name") == "gate" and m["id"] in mine]
+    if len(ids) != 1:
+        return None
+    r = subprocess.run(["bpftool", "-j", "map", "lookup", "id", str(ids[0]), "key", "0", "0",
+                        "0", "0"], capture_output=True, text=True)
+    if r.returncode:
+        return None
+    v = json.loads(r.stdout)
+    return v["formatted"]["value"]["open"] if "formatted" in v else v["value"]["open"]
+
+
+def test_exit_inside_a_profiler_window_closes_the_gate():
+    """cuProfilerStart, then the process exits without a stop: the exit
+    counts it out of the BPF gate (else every later call of the other
+    targets would pay for a record user space drops), and its window is
+    written."""
+    import shutil
+    import subprocess
+    import time
+    from harness import kill_quiet, touch, wait_for
+    if not shutil.which("bpftool"):
+        raise harness.Skip("no bpftool to read the gate with")
+    d = tmpdir()
+    script = os.path.join(d, "exit_in_window.py")
+    with open(script, "w") as f:
+        f.write(EXIT_IN_WINDOW)
+    go = os.path.join(d, "go")
+    stop = os.path.join(d, "stop")
+    out = os.path.join(d, "w.perfetto-trace")
+    sh = ("/usr/bin/python3 %s %s; while [ ! -e %s ]; do sleep 0.05; done" %
+          (script, go, stop))
+    log = os.path.join(d, "cgbpf.log")
+    with open(log, "w") as lf:
+        cg = subprocess.Popen([CGBPF, "record", "-v", "--capture-range", "cudaProfilerApi",
+                               "--capture-range-end", "repeat", "-o", out, "--no-summary",
+                               "--", "sh", "-c", sh], stdout=subprocess.DEVNULL, stderr=lf,
+                              env=env_with())
+    try:
+        def probed():
+            with open(log) as f:
+                return "mapped libcuda.so.1" in f.read() or cg.poll() is not None
+        wait_for(probed, 60, "cgbpf to probe the script's libcuda")
+        time.sleep(0.3)
+        eq(gate_value(cg.pid), 0, "the gate before the window")
+        touch(go)
+        wait_for(lambda: os.path.exists(go + ".started") or cg.poll() is not None, 30,
+                 "the script to start its window")
+
+        def closed():
+            return gate_value(cg.pid) == 0 or cg.poll() is not None
+        wait_for(closed, 10, "the gate to close after the script's exit (it reads %r)" %
+                 gate_value(cg.pid))
+        eq(cg.poll(), None, "cgbpf running")
+        touch(stop)
+        eq(cg.wait(60), 0, "cgbpf exit")
+        files = sorted(f for f in os.listdir(d) if f.endswith(".perfetto-trace"))
+        eq(len(files), 1, "one window written: %r" % files)
+    finally:
+        kill_quiet(cg)
