@@ -180,7 +180,11 @@ static void scan(struct session *r, pid_t pid)
 	update_mmap_watch(r);
 }
 
-static void target_gone(struct session *r, pid_t pid)
+/* pid exited. reported: by its exit record, whose program cleared its
+ * byte in the targets map at the exit itself; not again here, where the
+ * record may be read after the pid was given to a new target (its fork,
+ * read from the ctl ring ahead of this ring, or simply later). */
+static void target_gone(struct session *r, pid_t pid, bool reported)
 {
 	uint32_t k = pid;
 	uint8_t zero = 0;
@@ -195,8 +199,9 @@ static void target_gone(struct session *r, pid_t pid)
 		hmap__del(&r->traced, pid, NULL);
 	if (hmap__del(&r->live, pid, NULL)) {
 		dbg("pid %d exited", pid);
-		bpf_map__update_elem(r->skel->maps.targets, &k, sizeof(k), &zero, sizeof(zero),
-				     BPF_ANY);
+		if (!reported)
+			bpf_map__update_elem(r->skel->maps.targets, &k, sizeof(k), &zero,
+					     sizeof(zero), BPF_ANY);
 	}
 }
 
@@ -219,7 +224,7 @@ static void sweep(struct session *r)
 			scan(r, pid);
 	}
 	for (size_t i = 0; i < ngone; i++)
-		target_gone(r, gone[i]);
+		target_gone(r, gone[i], false);
 	free(gone);
 }
 
@@ -699,7 +704,7 @@ int session__handle(void *ctx, void *data, size_t size)
 
 		model__proc_exit(&r->model, data);
 		capture__proc_exit(r->cap, h->pid, h->ts);
-		target_gone(r, h->pid);
+		target_gone(r, h->pid, true);
 		hmap__del(&r->seen, h->pid, NULL);
 		proc_event(r, SRC_PROC_EXIT, h->pid, h->ts);
 		if (r->mon) {
