@@ -656,7 +656,10 @@ def test_monitor_python_sites():
         eq(len(named), 3, "named sites of many.py (%r)" % calls)
         for s in named:
             check(s in sites, "%r is one of many.py's sites" % s)
-            eq(calls[s], 3.0, "calls from %s" % s)
+            # Named by API time: a site evicted and tracked again (its
+            # earlier calls in "other") may lead when one of its later
+            # calls was slow (CI once named one with 2 calls).
+            check(calls[s] in (1.0, 2.0, 3.0), "calls from %s: %r" % (s, calls[s]))
         eq(sum(calls.values()), 3.0 * MANY_SITES, "calls of many.py, evicted sites included")
         eq([v for v in series(got, "cgbpf_python_sites_tracked", pid=p.pid).values()], [64.0],
            "sites tracked for many.py: the bound")
