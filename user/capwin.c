@@ -305,12 +305,27 @@ static bool keeps(uint8_t lib, uint16_t func)
 
 /* ---------------------------------------------------------------- windows */
 
+/* A stretch of time a file holds: its window, or each active step of a
+ * schedule cycle (the gaps between them are not in it). */
+/* How long a file whose window ended waits for what sources still hold
+ * of it (GPU activity: the injection library answers a flush in tens of
+ * ms; without an answer, what came by then is written). */
+#define CLOSE_WAIT_NS (1500ull * 1000000)
+
+struct span {
+	uint64_t t0, t1;	/* t1 UINT64_MAX: open */
+};
+
 struct cap_file {
 	char *path;		/* NULL with --summary-only */
 	uint32_t pid;		/* --split-per-process: whose; else 0 */
 	uint64_t first_step, steps;
 	uint64_t t0, t1;
 	uint64_t calls, launches;
+	uint64_t gpu_ops;	/* GPU operations launched in its spans, written */
+	uint64_t gpu_late;	/* ... that came after the file closed: lost */
+	struct span *spans;
+	size_t nspans;
 };
 
 /* The windows of one scope: every target together, or one process
@@ -321,9 +336,14 @@ struct scope {
 	uint64_t steps;		/* occurrences begun since armed */
 	bool active;		/* the current occurrence is written */
 	bool file_open;
+	/* The file's window is over and it waits (close_by at most) for
+	 * what sources still hold of it: GPU activity CUPTI delivers later. */
+	bool closing;
+	uint64_t close_by;
 	bool done;
 	unsigned nfiles;	/* its files so far (%n) */
 	size_t cur;		/* its open file: index in capture.files */
+	size_t last;		/* its last closed file + 1; 0: none */
 };
 
 struct capture {
@@ -383,8 +403,49 @@ static void counting_end(void *ctx, struct thread *t, struct call *c)
 		f->launches++;
 }
 
+/* The file's spans: one opens at ts (false on ENOMEM: the file then
+ * holds no GPU activity of it), the open one ends at ts. */
+static bool span_open(struct cap_file *f, uint64_t ts)
+{
+	struct span *n = realloc(f->spans, (f->nspans + 1) * sizeof(*n));
+
+	if (!n)
+		return false;
+	f->spans = n;
+	n[f->nspans++] = (struct span){ ts, UINT64_MAX };
+	return true;
+}
+
+static void span_close(struct cap_file *f, uint64_t ts)
+{
+	if (f->nspans && f->spans[f->nspans - 1].t1 == UINT64_MAX)
+		f->spans[f->nspans - 1].t1 = ts;
+}
+
+static bool in_spans(const struct cap_file *f, uint64_t ts)
+{
+	size_t lo = 0, hi = f->nspans;
+
+	/* The last span that began at or before ts. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->spans[mid].t0 <= ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && ts <= f->spans[lo - 1].t1;
+}
+
 static void mute(struct capture *c, struct scope *s, bool muted, uint64_t ts)
 {
+	struct cap_file *f = cur(c, s);
+
+	if (f && muted)
+		span_close(f, ts);
+	else if (f)
+		span_open(f, ts);
 	if (c->env.split)
 		model__mute_pid(c->env.m, s->pid, muted, ts, keeps);
 	else
@@ -472,15 +533,19 @@ static int open_file(struct capture *c, struct scope *s, uint64_t ts)
 	return 0;
 }
 
-static void close_file(struct capture *c, struct scope *s, uint64_t ts)
+/* The file of s closes now: sources write what they held for it. */
+static void finish_close(struct capture *c, struct scope *s)
 {
 	struct cap_file *f = cur(c, s);
 	int err;
 
 	if (!f)
 		return;
+	if (c->env.window_end)
+		c->env.window_end(c->env.flush_ctx, s->pid);
+	s->closing = false;
 	s->file_open = false;
-	f->t1 = ts;
+	s->last = s->cur + 1;
 	if (!c->env.pt)
 		return;
 	if (c->env.flush)
@@ -497,6 +562,30 @@ static void close_file(struct capture *c, struct scope *s, uint64_t ts)
 	else
 		info("wrote %s (%" PRIu64 " step(s), %" PRIu64 " API calls)", f->path, f->steps,
 		     f->calls);
+}
+
+/*
+ * The window of s is over at ts. Its file stays open while sources bring
+ * what they still hold of it (CUPTI hands a window's GPU activity over
+ * after the window, in buffers): at most CLOSE_WAIT_NS, less when every
+ * source says it came (capture__tick). Meanwhile the model is muted and
+ * only what happened inside the file's spans is written.
+ */
+static void close_file(struct capture *c, struct scope *s, uint64_t ts)
+{
+	struct cap_file *f = cur(c, s);
+
+	if (!f || s->closing)
+		return;
+	f->t1 = ts;
+	span_close(f, ts);
+	if (c->env.window_close && c->env.window_close(c->env.flush_ctx, s->pid)) {
+		s->closing = true;
+		s->close_by = ts + CLOSE_WAIT_NS;
+		dbg("capture: file %zu waits for what its window left", s->cur + 1);
+		return;
+	}
+	finish_close(c, s);
 }
 
 /* The schedule's phase of step n: 0 wait, 1 warm-up, 2 active, -1 past the last cycle. */
@@ -533,6 +622,10 @@ static void occurrence_begin(struct capture *c, struct scope *s, uint64_t ts)
 	n = s->steps++;
 	if (phase(c->o, n) != 2)
 		return;
+	/* A file still waiting for its last window's GPU activity: what
+	 * has not come by now is lost to it (counted). */
+	if (s->closing)
+		finish_close(c, s);
 	if (!s->file_open && open_file(c, s, ts)) {
 		/* Named per process: one name that cannot be written
 		 * stops that process's windows only. */
@@ -617,11 +710,13 @@ void capture__proc_exit(struct capture *c, uint32_t pid, uint64_t ts)
 	if (!c->env.split || !hmap__del(&c->scopes, pid, &v))
 		return;
 	s = (void *)(uintptr_t)v;
-	if (s->file_open) {
+	if (s->file_open && !s->closing) {
+		/* Nothing more will come of it: the file closes now. */
 		s->active = false;
 		mute(c, s, true, ts);
-		close_file(c, s, ts);
+		cur(c, s)->t1 = ts;
 	}
+	finish_close(c, s);
 	c->steps_gone += s->steps;
 	free(s);
 }
@@ -705,11 +800,24 @@ void capture__start(struct capture *c, uint64_t now)
 		c->armed_at = now + c->o->delay_ns;
 }
 
+/* A closing file of s closes once its sources settled, or at close_by. */
+static void settle(struct capture *c, struct scope *s, uint64_t now)
+{
+	if (s->closing && (now >= s->close_by || !c->env.window_settled ||
+			   c->env.window_settled(c->env.flush_ctx, s->pid)))
+		finish_close(c, s);
+}
+
 void capture__tick(struct capture *c, uint64_t now)
 {
 	uint64_t v;
 
-	if (!c || c->armed || now < c->armed_at)
+	if (!c)
+		return;
+	settle(c, &c->all, now);
+	for (size_t it = 0; hmap__next(&c->scopes, &it, NULL, &v);)
+		settle(c, (struct scope *)(uintptr_t)v, now);
+	if (c->armed || now < c->armed_at)
 		return;
 	c->armed = true;
 	if (c->o->range)
@@ -728,7 +836,7 @@ void capture__tick(struct capture *c, uint64_t now)
 		return;
 	}
 	c->all.active = true;
-	model__mute(c->env.m, false, now, keeps);
+	mute(c, &c->all, false, now);
 }
 
 struct capture *capture__new(const struct capture_env *env, uint64_t t0)
@@ -787,7 +895,63 @@ const char *capture__file_path(const struct capture *c, size_t i)
 
 bool capture__done(const struct capture *c)
 {
-	return c && c->done;
+	/* Its last file first gets what its window left. */
+	return c && c->done && !c->all.closing;
+}
+
+enum capture_keep capture__keeps(const struct capture *c, uint32_t pid, uint64_t ts)
+{
+	const struct scope *s = &c->all;
+	const struct cap_file *f;
+	uint64_t *v;
+
+	if (c->env.split) {
+		v = hmap__get(&c->scopes, pid);
+		if (!v)
+			return CAPTURE_OUTSIDE;
+		s = (const struct scope *)(uintptr_t)*v;
+	}
+	f = s->file_open ? &c->files[s->cur] : NULL;
+	if (f && in_spans(f, ts))
+		return CAPTURE_KEEP;
+	/* Its closed files, latest first: most of what is outside every
+	 * window came after the last one, and the search ends there. */
+	for (size_t i = s->last; i > 0; i--) {
+		f = &c->files[i - 1];
+		if (c->env.split && f->pid != s->pid)
+			continue;
+		if (f->t1 < ts)
+			break;
+		if (in_spans(f, ts))
+			return CAPTURE_LATE;
+	}
+	return CAPTURE_OUTSIDE;
+}
+
+void capture__gpu_op(struct capture *c, uint32_t pid, uint64_t ts, enum capture_keep k)
+{
+	const struct scope *s = &c->all;
+	uint64_t *v;
+
+	if (c->env.split) {
+		if (!(v = hmap__get(&c->scopes, pid)))
+			return;
+		s = (const struct scope *)(uintptr_t)*v;
+	}
+	if (k == CAPTURE_KEEP && s->file_open) {
+		c->files[s->cur].gpu_ops++;
+		return;
+	}
+	if (k != CAPTURE_LATE)
+		return;
+	for (size_t i = s->last; i > 0; i--) {
+		struct cap_file *f = &c->files[i - 1];
+
+		if ((!c->env.split || f->pid == s->pid) && in_spans(f, ts)) {
+			f->gpu_late++;
+			return;
+		}
+	}
 }
 
 size_t capture__files(const struct capture *c)
@@ -804,7 +968,7 @@ static void print_section(const void *ctx, const uint64_t *drops, FILE *f)
 {
 	const struct capture *c = ctx;
 	const struct capture_opts *o = c->o;
-	uint64_t steps = c->all.steps + c->steps_gone, v;
+	uint64_t steps = c->all.steps + c->steps_gone, late = 0, v;
 
 	for (size_t it = 0; hmap__next(&c->scopes, &it, NULL, &v);)
 		steps += ((const struct scope *)(uintptr_t)v)->steps;
@@ -828,20 +992,31 @@ static void print_section(const void *ctx, const uint64_t *drops, FILE *f)
 	if (c->env.split)
 		fprintf(f, "   steps counted per process (--split-per-process)\n");
 	if (c->env.split)
-		fprintf(f, "\n   %4s  %8s  %9s  %6s  %10s  %10s  %10s  %s\n", "File", "Pid",
-			"Steps", "(from)", "Length (s)", "API calls", "Launches", "Path");
+		fprintf(f, "\n   %4s  %8s  %9s  %6s  %10s  %10s  %10s  %10s  %s\n", "File", "Pid",
+			"Steps", "(from)", "Length (s)", "API calls", "Launches", "GPU ops", "Path");
 	else
-		fprintf(f, "\n   %4s  %9s  %6s  %10s  %10s  %10s  %s\n", "File", "Steps", "(from)",
-			"Length (s)", "API calls", "Launches", "Path");
+		fprintf(f, "\n   %4s  %9s  %6s  %10s  %10s  %10s  %10s  %s\n", "File", "Steps",
+			"(from)", "Length (s)", "API calls", "Launches", "GPU ops", "Path");
 	for (size_t i = 0; i < c->nfiles; i++) {
 		const struct cap_file *w = &c->files[i];
 
+		late += w->gpu_late;
 		fprintf(f, "   %4zu  ", i + 1);
 		if (c->env.split)
 			fprintf(f, "%8u  ", w->pid);
-		fprintf(f, "%9" PRIu64 "  %6" PRIu64 "  %10.6f  %10" PRIu64 "  %10" PRIu64 "  %s\n",
-			w->steps, w->first_step, (w->t1 - w->t0) / 1e9, w->calls, w->launches,
-			w->path ? w->path : "(--summary-only)");
+		fprintf(f, "%9" PRIu64 "  %6" PRIu64 "  %10.6f  %10" PRIu64 "  %10" PRIu64 "  %10"
+			PRIu64 "  %s\n", w->steps, w->first_step, (w->t1 - w->t0) / 1e9, w->calls,
+			w->launches, w->gpu_ops, w->path ? w->path : "(--summary-only)");
+	}
+	fprintf(f, "\n   GPU ops: operations launched inside the file's window(s), written to it "
+		"(after the window ends, its file waits up to %.1f s for them)\n",
+		CLOSE_WAIT_NS / 1e9);
+	if (late) {
+		fprintf(f, "   %" PRIu64 " GPU operation(s) launched inside a window came after its "
+			"file was closed: LOST (not in any file)\n", late);
+		for (size_t i = 0; i < c->nfiles; i++)
+			if (c->files[i].gpu_late)
+				fprintf(f, "      file %zu: %" PRIu64 "\n", i + 1, c->files[i].gpu_late);
 	}
 	fprintf(f, "\n");
 }
@@ -854,16 +1029,18 @@ void capture__finish(struct capture *c, uint64_t ts, struct capture_info *ci)
 		return;
 	/* The capture ended inside a window: it ends there; the core writes
 	 * the end of that file. */
-	if (c->all.file_open) {
+	if (c->all.file_open && !c->all.closing) {
 		cur(c, &c->all)->t1 = ts;
+		span_close(cur(c, &c->all), ts);
 		model__mute(c->env.m, true, ts, NULL);
 	}
 	for (size_t it = 0; hmap__next(&c->scopes, &it, NULL, &v);) {
 		struct scope *s = (void *)(uintptr_t)v;
 
-		if (!s->file_open)
+		if (!s->file_open || s->closing)
 			continue;
 		cur(c, s)->t1 = ts;
+		span_close(cur(c, s), ts);
 		model__mute_pid(c->env.m, s->pid, true, ts, NULL);
 		if (c->env.pt)
 			info("wrote %s (pid %u, %" PRIu64 " step(s), %" PRIu64 " API calls; "
@@ -877,8 +1054,10 @@ void capture__free(struct capture *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->nfiles; i++)
+	for (size_t i = 0; i < c->nfiles; i++) {
 		free(c->files[i].path);
+		free(c->files[i].spans);
+	}
 	free(c->files);
 	hmap__free(&c->range_tids);
 	hmap__free(&c->open_pids);

@@ -75,7 +75,21 @@ struct capture_env {
 	bool split;			/* --split-per-process: pt is its router; windows per process */
 	int gate_fd;			/* the BPF gate map */
 	void (*flush)(void *ctx);	/* writes what sources hold, before a file closes */
-	void *flush_ctx;
+	void *flush_ctx;		/* the context of every hook here */
+	/* A file's window ended (pid: its process with split, else 0): ask
+	 * sources for what they still hold of it; true: something was asked
+	 * and the file waits for window_settled (a bounded time). NULL: none. */
+	bool (*window_close)(void *ctx, uint32_t pid);
+	bool (*window_settled)(void *ctx, uint32_t pid);
+	/* The file closes now: sources write what they held for it. */
+	void (*window_end)(void *ctx, uint32_t pid);
+};
+
+/* Whether something of pid that happened at ts belongs in a file. */
+enum capture_keep {
+	CAPTURE_KEEP,		/* in the open file's window: write it */
+	CAPTURE_OUTSIDE,	/* outside every window: not written */
+	CAPTURE_LATE,		/* in a window whose file closed before it came: lost */
 };
 
 /* NULL on ENOMEM. The model is muted and the trace paused until the
@@ -106,5 +120,11 @@ const char *capture__file_path(const struct capture *c, size_t i);
 size_t capture__files(const struct capture *c);
 const char *capture__file(const struct capture *c, size_t i);
 void capture__finish(struct capture *c, uint64_t ts, struct capture_info *ci);
+/* What becomes of something of pid that happened at ts (a GPU operation:
+ * the time its launch call began). */
+enum capture_keep capture__keeps(const struct capture *c, uint32_t pid, uint64_t ts);
+/* A GPU operation of pid launched at ts was written (k KEEP) or lost
+ * (LATE): counted per file for the summary. */
+void capture__gpu_op(struct capture *c, uint32_t pid, uint64_t ts, enum capture_keep k);
 
 #endif

@@ -505,7 +505,7 @@ static void corr_put(struct gpu_proc *p, const struct gpu_corr *c)
 /* A GPU_API entry: which call of which thread a correlation id is. */
 static void on_api(struct gpu *g, struct gpu_proc *p, const struct gpu_api *a)
 {
-	struct gpu_corr c = { .corr = a->corr, .tid = a->tid };
+	struct gpu_corr c = { .corr = a->corr, .tid = a->tid, .api_ts = a->start };
 	struct gpu_thread *t = gthread(p, a->tid, false);
 	const struct gcall *call = t ? window_find(t, a->start, a->end) : NULL;
 	uint64_t *v;
@@ -607,9 +607,16 @@ static void pop_op(struct gpu_proc *p, struct gpu_op *out)
 static void release_one(struct gpu *g, struct gpu_proc *p, const struct gpu_op *op)
 {
 	struct gpu_corr *c = corr_find(p, op->corr);
-	struct gpu_dev *d = op->kind == GPU_SYNC ? NULL : gpu__dev(p, op->device);
+	struct gpu_dev *d;
 	bool late = false;
 
+	/* Capture windows: an operation belongs to the window its launch
+	 * call began in (by the uprobe's slice, else CUPTI's API record,
+	 * else, with neither, by when it ran). */
+	if (g->keep && !g->keep(g->keep_ctx, p->pid,
+				c && c->call_ts ? c->call_ts : c && c->api_ts ? c->api_ts : op->start))
+		return;
+	d = op->kind == GPU_SYNC ? NULL : gpu__dev(p, op->device);
 	if (d) {
 		late = d->ops && op->start < d->last_start;
 		if (!d->described)
@@ -1196,6 +1203,33 @@ void gpu__forget(struct gpu *g, uint32_t pid)
 	hmap__del(&g->lib_probed, pid, NULL);
 	if (hmap__del(&g->procs, pid, &v))
 		free_proc((void *)(uintptr_t)v);
+}
+
+void gpu__set_keep(struct gpu *g, int (*keep)(void *ctx, uint32_t pid, uint64_t launch_ts),
+		   void *ctx)
+{
+	g->keep = keep;
+	g->keep_ctx = ctx;
+}
+
+void gpu__release(struct gpu *g, uint32_t pid)
+{
+	uint64_t v;
+
+	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);) {
+		struct gpu_proc *p = (void *)(uintptr_t)v;
+
+		if (!pid || p->pid == pid)
+			release_before(g, p, UINT64_MAX);
+	}
+}
+
+void gpu__flush_asked_pid(struct gpu *g, uint32_t pid)
+{
+	struct gpu_proc *p = gpu__proc_find(g, pid);
+
+	if (p)
+		p->flush_answered = false;
 }
 
 void gpu__flush_asked(struct gpu *g)

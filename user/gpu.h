@@ -64,6 +64,15 @@ void gpu__lib_probed(struct gpu *g, uint32_t pid);
 void gpu__forget(struct gpu *g, uint32_t pid);
 /* cgbpf asked the libraries to flush (probed GPU_FLUSH_SITE). */
 void gpu__flush_asked(struct gpu *g);
+/* The same for one process (a capture window's end). */
+void gpu__flush_asked_pid(struct gpu *g, uint32_t pid);
+/* Writes every operation still waiting for its turn, of pid (0: all). */
+void gpu__release(struct gpu *g, uint32_t pid);
+/* Capture windows: keep(ctx, pid, launch_ts) says whether an operation
+ * launched at launch_ts is written (and counted in the summary); NULL:
+ * all are. */
+void gpu__set_keep(struct gpu *g, int (*keep)(void *ctx, uint32_t pid, uint64_t launch_ts),
+		   void *ctx);
 /* Every process collecting GPU activity said GPU_ST_FLUSHED (or stopped,
  * or exited) since gpu__flush_asked. */
 bool gpu__settled(const struct gpu *g);

@@ -67,6 +67,7 @@ struct gpu_corr {
 	uint32_t gen;		/* which put of corr this is (gpu.c's FIFO) */
 	uint32_t pad;
 	uint64_t call_ts;	/* the enclosing API slice's begin; 0: no slice found */
+	uint64_t api_ts;	/* the call's begin by CUPTI's API record */
 	uint64_t flow;		/* that slice's flow id; 0: none */
 	uint32_t ops;		/* operations of this call written so far (a graph
 				 * launch runs several) */
@@ -217,6 +218,9 @@ struct gpu {
 	uint64_t names_dropped;		/* over the per-process bound */
 	uint64_t dropped_total;
 	void *sum;			/* gpusum.c */
+	/* Capture windows: which operations are written (gpu__set_keep). */
+	int (*keep)(void *ctx, uint32_t pid, uint64_t launch_ts);
+	void *keep_ctx;
 };
 
 /* The process's state, created on first use; NULL on ENOMEM. */

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <bpf/libbpf.h>
 #include "cgbpf.skel.h"
 #include "elfsym.h"
@@ -24,6 +25,7 @@
 #include "gpu_rec.h"
 #include "hmap.h"
 #include "apilib.h"
+#include "capwin.h"
 #include "log.h"
 #include "nvtx.h"
 #include "procfs.h"
@@ -43,6 +45,7 @@ struct gproc {
 	uint32_t pid;
 	struct bpf_link *batch, *flush;
 	bool exited;
+	bool asked;		/* a capture window's end asked it for a flush */
 	char path[64];		/* /proc/PID/map_files/... of the library */
 	const char *file;	/* what the probes name: path, or gpusrc's inj */
 	uint64_t flush_off;
@@ -182,6 +185,96 @@ static void gpu_spawned(struct session *s, void *state, uint32_t pid)
 	dbg("pid %u: GPU activity site probed in %s before its exec", pid, g->inj);
 }
 
+/* Capture windows: an operation is written when its launch began inside
+ * the open file's window, and counted where it went. */
+static int keep_op(void *ctx, uint32_t pid, uint64_t launch_ts)
+{
+	struct session *s = ctx;
+	enum capture_keep k;
+
+	if (!s->cap)
+		return 1;
+	k = capture__keeps(s->cap, pid, launch_ts);
+	capture__gpu_op(s->cap, pid, launch_ts, k);
+	return k == CAPTURE_KEEP;
+}
+
+static bool window_pid(const struct gproc *p, uint32_t pid)
+{
+	return !pid || p->pid == pid;
+}
+
+/*
+ * A capture window ended: ask the libraries of its processes for what
+ * CUPTI still holds (the flush site, as at stop), so that the window's
+ * GPU activity reaches its file. The library acts on the site's rising
+ * edge, so the probe goes again when the file closes (gpu_window_end).
+ */
+static bool gpu_window_close(struct session *s, void *state, uint32_t pid)
+{
+	struct gpusrc *g = state;
+	LIBBPF_OPTS(bpf_uprobe_opts, uo);
+	uint64_t v;
+	bool asked = false;
+
+	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);) {
+		struct gproc *p = (void *)(uintptr_t)v;
+
+		if (!window_pid(p, pid) || p->exited || !p->batch || p->flush || !p->flush_off ||
+		    !gpu__collecting(g->gpu, p->pid))
+			continue;
+		gpu__flush_asked_pid(g->gpu, p->pid);
+		p->flush = bpf_program__attach_uprobe_opts(s->skel->progs.gpu_flush, p->pid, p->file,
+							   p->flush_off, &uo);
+		if (!p->flush) {
+			/* Gone (its exit not read yet): what it sent is in
+			 * the ring already, read by the next tick. */
+			if (errno == ESRCH)
+				asked = true;
+			else
+				dbg("pid %u: asking for a window's GPU activity: %s", p->pid,
+				    strerror(errno));
+			continue;
+		}
+		p->asked = asked = true;
+	}
+	return asked;
+}
+
+static bool gpu_window_settled(struct session *s, void *state, uint32_t pid)
+{
+	struct gpusrc *g = state;
+	uint64_t v;
+
+	(void)s;
+	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);) {
+		struct gproc *p = (void *)(uintptr_t)v;
+
+		if (window_pid(p, pid) && p->asked && !p->exited &&
+		    !gpu__flush_answered(g->gpu, p->pid))
+			return false;
+	}
+	return true;
+}
+
+static void gpu_window_end(struct session *s, void *state, uint32_t pid)
+{
+	struct gpusrc *g = state;
+	uint64_t v;
+
+	(void)s;
+	gpu__release(g->gpu, pid);
+	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);) {
+		struct gproc *p = (void *)(uintptr_t)v;
+
+		if (!window_pid(p, pid) || !p->asked)
+			continue;
+		p->asked = false;
+		bpf_link__destroy(p->flush);
+		p->flush = NULL;
+	}
+}
+
 static int gpu_init(struct session *s, void **state)
 {
 	struct gpusrc *g = calloc(1, sizeof(*g));
@@ -201,6 +294,7 @@ static int gpu_init(struct session *s, void **state)
 		free(g);
 		return -E2BIG;
 	}
+	gpu__set_keep(g->gpu, keep_op, s);
 	*state = g;
 	return 0;
 }
@@ -242,6 +336,21 @@ static uint64_t gpu_stop(struct session *s, void *state)
 	LIBBPF_OPTS(bpf_uprobe_opts, uo);
 
 	gpu__flush_asked(g->gpu);
+	/* A window's flush still probed: the library acts on a new probe
+	 * only after it saw the site bare (it reads it every 20 ms). */
+	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);) {
+		struct gproc *p = (void *)(uintptr_t)v;
+
+		if (p->flush) {
+			bpf_link__destroy(p->flush);
+			p->flush = NULL;
+			p->asked = false;
+			n++;
+		}
+	}
+	if (n)
+		usleep(50 * 1000);
+	n = 0;
 	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);) {
 		struct gproc *p = (void *)(uintptr_t)v;
 
@@ -375,6 +484,9 @@ const struct source src_gpu = {
 	.tick = gpu_tick,
 	.stop = gpu_stop,
 	.settled = gpu_settled,
+	.window_close = gpu_window_close,
+	.window_settled = gpu_window_settled,
+	.window_end = gpu_window_end,
 	.finish = gpu_finish,
 	.fini = gpu_fini,
 };

@@ -1002,6 +1002,36 @@ static void flush_for_capture(void *ctx)
 	flush_sources(ctx);
 }
 
+static bool window_close(void *ctx, uint32_t pid)
+{
+	struct session *r = ctx;
+	bool asked = false;
+
+	for (size_t i = 0; i < r->nsrc; i++)
+		if (r->src[i]->window_close && r->src[i]->window_close(r, r->src_state[i], pid))
+			asked = true;
+	return asked;
+}
+
+static bool window_settled(void *ctx, uint32_t pid)
+{
+	struct session *r = ctx;
+
+	for (size_t i = 0; i < r->nsrc; i++)
+		if (r->src[i]->window_settled && !r->src[i]->window_settled(r, r->src_state[i], pid))
+			return false;
+	return true;
+}
+
+static void window_end(void *ctx, uint32_t pid)
+{
+	struct session *r = ctx;
+
+	for (size_t i = 0; i < r->nsrc; i++)
+		if (r->src[i]->window_end)
+			r->src[i]->window_end(r, r->src_state[i], pid);
+}
+
 static bool sources_settled(struct session *r)
 {
 	for (size_t i = 0; i < r->nsrc; i++)
@@ -1128,7 +1158,8 @@ int record__run(const struct record_opts *o)
 			.split = out.split,
 			.pid = o->npids ? o->pids[0] : 0, .force = o->force,
 			.gate_fd = bpf_map__fd(r.skel->maps.gate), .flush = flush_for_capture,
-			.flush_ctx = &r,
+			.flush_ctx = &r, .window_close = window_close,
+			.window_settled = window_settled, .window_end = window_end,
 		};
 
 		/* Before anything is described: the descriptors are kept for

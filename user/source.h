@@ -34,6 +34,12 @@
  *            time (returns how long, at most, to keep draining, ns; 0:
  *            no need);
  *   settled  while draining after stop: whether what it asked for came;
+ *   window_close  a capture window's file is about to close (pid: its
+ *            process with --split-per-process, else 0: every target): ask
+ *            for what is still held elsewhere; true: something was asked,
+ *            and the file waits (boundedly) for window_settled;
+ *   window_settled  whether what window_close asked for came;
+ *   window_end  the file closes now: write what is held for it;
  *   finish   fill the summary's capture info (sections, counts);
  *   fini     free the state; before the BPF object is destroyed.
  */
@@ -71,6 +77,9 @@ struct source {
 	void (*flush)(struct session *s, void *state);
 	uint64_t (*stop)(struct session *s, void *state);
 	bool (*settled)(struct session *s, void *state);
+	bool (*window_close)(struct session *s, void *state, uint32_t pid);
+	bool (*window_settled)(struct session *s, void *state, uint32_t pid);
+	void (*window_end)(struct session *s, void *state, uint32_t pid);
 	void (*finish)(struct session *s, void *state, struct capture_info *ci);
 	void (*fini)(struct session *s, void *state);
 };

@@ -47,7 +47,7 @@ def windows_table(out):
     check("steps counted per process" in sec, "the section says steps are per process")
     rows = []
     for line in sec.splitlines():
-        m = re.match(r"^\s+\d+\s+(\d+)\s+(\d+)\s+(\d+)\s+[\d.]+\s+(\d+)\s+(\d+)\s+(\S+)$", line)
+        m = re.match(r"^\s+\d+\s+(\d+)\s+(\d+)\s+(\d+)\s+[\d.]+\s+(\d+)\s+(\d+)\s+\d+\s+(\S+)$", line)
         if m:
             rows.append(tuple(int(m.group(i)) for i in range(1, 6)) + (m.group(6),))
     return rows

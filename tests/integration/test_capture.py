@@ -43,7 +43,7 @@ def windows_table(out):
     check("** Capture windows:" in out, "summary has a Capture windows section")
     rows = []
     for line in out.split("** Capture windows:")[1].split("\n** ")[0].splitlines():
-        m = re.match(r"^\s+(\d+)\s+(\d+)\s+(\d+)\s+[\d.]+\s+(\d+)\s+(\d+)\s+(\S+)$", line)
+        m = re.match(r"^\s+(\d+)\s+(\d+)\s+(\d+)\s+[\d.]+\s+(\d+)\s+(\d+)\s+\d+\s+(\S+)$", line)
         if m:
             rows.append((int(m.group(2)), int(m.group(3)), int(m.group(4)), int(m.group(5)),
                          m.group(6)))
@@ -358,3 +358,91 @@ def test_exit_inside_a_profiler_window_closes_the_gate():
         eq(len(files), 1, "one window written: %r" % files)
     finally:
         kill_quiet(cg)
+
+
+def gpu_columns(out):
+    """The "GPU ops" column of the "Capture windows" table, and the lost
+    operations per file (1-based) its LOST lines name."""
+    sec = out.split("** Capture windows:")[1].split("\n** ")[0]
+    ops = [int(m.group(1)) for m in
+           re.finditer(r"^\s+\d+\s+\d+\s+\d+\s+[\d.]+\s+\d+\s+\d+\s+(\d+)\s+\S+$", sec, re.M)]
+    late = {int(m.group(1)): int(m.group(2))
+            for m in re.finditer(r"^\s+file (\d+): (\d+)$", sec, re.M)}
+    return ops, late
+
+
+def gpu_ops_in(t, pid):
+    """Kernel names on pid's fake-GPU streams, in order, and the number of
+    GPU operations of the file (kernels and stream synchronizations)."""
+    groups = {u for u, x in t.tracks.items()
+              if (x.name or "").startswith("GPU 0: Fake GPU") and x.pid == pid}
+    streams = {u for u, x in t.tracks.items()
+               if x.parent_uuid in groups and (x.name or "").startswith("stream ")}
+    kernels = sorted((s for s in t.slices if s.track_uuid in streams), key=lambda s: s.ts)
+    syncs = [s for s in t.slices if s.name == "Stream synchronize"]
+    return kernels, len(kernels) + len(syncs)
+
+
+def test_profiler_api_windows_hold_their_gpu_activity():
+    """Each window's file holds the GPU work its launches queued, which
+    CUPTI delivers after the window: the file waits for the injection
+    library's flush (the workload pauses between windows, as a training
+    loop's steps do). Kernels launched outside every window (k_out) are in
+    no file, and the summary counts no more than the files hold."""
+    wl = need("cap_profiler")
+    d = tmpdir()
+    out = os.path.join(d, "gpu.perfetto-trace")
+    r = record(FLAGS + ["--capture-range", "cudaProfilerApi", "--capture-range-end", "repeat",
+                        "-o", out], cmd=[wl, "3"], tmp=d,
+               env=env_with(CAP_GAP_MS="400", CGBPF_MANIFEST=os.path.join(d, "manifest.json")))
+    eq(r.rc, 0, "exit (stderr %r)" % r.stderr[-600:])
+    m = r.manifest()
+    ops, late = gpu_columns(r.stdout)
+    eq(late, {}, "no window's GPU operation came after its file closed")
+    eq(ops, [n + 1 for n in m["windows"]], "summary: GPU ops per file (its kernels and its "
+       "cuStreamSynchronize)")
+    for i, n in enumerate(m["windows"]):
+        path = os.path.join(d, "gpu-%d.perfetto-trace" % (i + 1))
+        t = load_checked(path)
+        kernels, nops = gpu_ops_in(t, m["pid"])
+        eq([k.name for k in kernels], ["k_in"] * n, "%s: the window's kernels, none of the "
+           "k_out launched outside it" % path)
+        eq(nops, ops[i], "%s: the summary's GPU ops are the file's" % path)
+        into = {}
+        for a, b in t.flows():
+            into.setdefault(id(b), []).append(a)
+        for k in kernels:
+            eq([a.name for a in into.get(id(k), [])], ["cuLaunchKernel"],
+               "%s: kernel at %d has the flow from its launch" % (path, k.ts))
+    # The summary's GPU tables count what the files hold.
+    row = [l for l in r.stdout.split("cuda_gpu_kern_sum")[1].splitlines() if l.endswith(" k_in")]
+    eq(len(row), 1, "k_in row in cuda_gpu_kern_sum")
+    eq(int(row[0].split()[2]), sum(m["windows"]), "k_in instances = the windows' launches")
+    check(" k_out" not in r.stdout.split("cuda_gpu_kern_sum")[1].split("\n** ")[0],
+          "no k_out row: launched outside every window")
+
+
+def test_back_to_back_windows_account_for_every_gpu_operation():
+    """Windows with no pause between them: a file closes when the next
+    window opens, whether or not its GPU activity came. Every GPU
+    operation launched in a window is then either in its file or counted
+    LOST for it in the summary, never in another window's file."""
+    wl = need("cap_profiler")
+    d = tmpdir()
+    out = os.path.join(d, "b2b.perfetto-trace")
+    r = record(FLAGS + ["--capture-range", "cudaProfilerApi", "--capture-range-end", "repeat",
+                        "-o", out], cmd=[wl, "3"], tmp=d)
+    eq(r.rc, 0, "exit (stderr %r)" % r.stderr[-600:])
+    m = r.manifest()
+    ops, late = gpu_columns(r.stdout)
+    eq(len(ops), 3, "three files")
+    for i, n in enumerate(m["windows"]):
+        t = load_checked(os.path.join(d, "b2b-%d.perfetto-trace" % (i + 1)))
+        kernels, nops = gpu_ops_in(t, m["pid"])
+        check(all(k.name == "k_in" for k in kernels), "file %d: only k_in kernels" % (i + 1))
+        check(len(kernels) <= n, "file %d: at most its window's %d kernels" % (i + 1, n))
+        eq(nops, ops[i], "file %d: the summary's GPU ops are the file's" % (i + 1))
+        eq(ops[i] + late.get(i + 1, 0), n + 1,
+           "file %d: written + lost = the window's operations" % (i + 1))
+    if late:
+        check("LOST" in r.stdout, "lost operations are said")

@@ -11,6 +11,8 @@
  *   cudaProfilerStart when built as crt_capture), 5 + w launches of k_in,
  *   one cuStreamSynchronize, cuProfilerStop (cudaProfilerStop), 2
  *   launches of k_out; a cuProfilerStop with no window open; the free.
+ * CAP_GAP_MS in the environment: sleep that long after each window's k_out
+ * launches (a window's end then reaches cgbpf before the next one begins).
  * Manifest extra: "windows": [launches of k_in per window], "outside":
  * launches of k_out, "alloc_before": bytes allocated before the windows.
  */
@@ -79,6 +81,7 @@ int main(int argc, char **argv)
 	CUdeviceptr p;
 	CUcontext ctx;
 	CUmodule mod;
+	const char *gap = getenv("CAP_GAP_MS");
 	char *end;
 
 	if (argc != 2)
@@ -103,6 +106,8 @@ int main(int argc, char **argv)
 		stop();
 		for (int i = 0; i < 2; i++, outside++)
 			launch(out, K_OUT);
+		if (gap)
+			usleep(strtoul(gap, NULL, 10) * 1000);
 	}
 	CHECK(cuProfilerStop);	/* not started: no window */
 	CHECK(cuMemFree, p);
