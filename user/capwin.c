@@ -839,6 +839,16 @@ void capture__tick(struct capture *c, uint64_t now)
 	mute(c, &c->all, false, now);
 }
 
+static bool sample_at(void *ctx, uint32_t pid, uint64_t ts)
+{
+	return capture__keeps(ctx, pid, ts) == CAPTURE_KEEP;
+}
+
+bool capture__keeps_any(const struct capture *c, uint64_t ts)
+{
+	return !c || c->env.split || capture__keeps(c, 0, ts) == CAPTURE_KEEP;
+}
+
 struct capture *capture__new(const struct capture_env *env, uint64_t t0)
 {
 	struct capture *c = calloc(1, sizeof(*c));
@@ -858,6 +868,8 @@ struct capture *capture__new(const struct capture_env *env, uint64_t t0)
 	}
 	env->m->range = c->o->range == CAPTURE_RANGE_NVTX ? on_range : NULL;
 	env->m->range_ctx = c;
+	env->m->sample_at = sample_at;
+	env->m->sample_at_ctx = c;
 	if (env->split) {
 		uint64_t v;
 
@@ -898,6 +910,8 @@ bool capture__done(const struct capture *c)
 	/* Its last file first gets what its window left. */
 	return c && c->done && !c->all.closing;
 }
+
+static bool in_spans(const struct cap_file *f, uint64_t ts);
 
 enum capture_keep capture__keeps(const struct capture *c, uint32_t pid, uint64_t ts)
 {

@@ -123,6 +123,10 @@ void capture__finish(struct capture *c, uint64_t ts, struct capture_info *ci);
 /* What becomes of something of pid that happened at ts (a GPU operation:
  * the time its launch call began). */
 enum capture_keep capture__keeps(const struct capture *c, uint32_t pid, uint64_t ts);
+/* Whether what happened at ts on any CPU (scheduler events) is written:
+ * inside the open file's window; with --split-per-process, always (the
+ * router decides); NULL c: always. */
+bool capture__keeps_any(const struct capture *c, uint64_t ts);
 /* A GPU operation of pid launched at ts was written (k KEEP) or lost
  * (LATE): counted per file for the summary. */
 void capture__gpu_op(struct capture *c, uint32_t pid, uint64_t ts, enum capture_keep k);

@@ -604,7 +604,9 @@ void model__sample(struct model *m, uint32_t pid, uint32_t tid, const struct sta
 {
 	struct thread *t = model__thread(m, pid, tid);
 
-	if (t && !model__muted(m, t))
+	if (!t)
+		return;
+	if (m->sample_at ? m->sample_at(m->sample_at_ctx, pid, st->ts) : !model__muted(m, t))
 		EMIT(m, sample, t, st);
 }
 

@@ -189,6 +189,11 @@ struct model {
 	void (*range)(void *ctx, bool begin, uint32_t pid, uint32_t tid, uint64_t ts,
 		      const char *domain, const char *name);
 	void *range_ctx;
+	/* Capture windows: whether a CPU sample of pid taken at ts is written
+	 * (by its time, not by when it is read: the samples' ring is read
+	 * after the records that open and close windows); NULL: unless muted. */
+	bool (*sample_at)(void *ctx, uint32_t pid, uint64_t ts);
+	void *sample_at_ctx;
 	/* Sets a call's Python call site (c->py_site, its annotations) at its
 	 * begin (user/pysrc.c); NULL: none. */
 	void (*call_py)(void *ctx, const struct thread *t, struct call *c);

@@ -23,6 +23,7 @@
 #include <bpf/libbpf.h>
 #include <zlib.h>
 #include "cgbpf.skel.h"
+#include "capwin.h"
 #include "log.h"
 #include "pb.h"
 #include "procfs.h"
@@ -147,6 +148,8 @@ struct schedtrace {
 	struct hmap tids;		/* tid -> tgid + 1, announced in a ProcessTree */
 	struct hmap pids;		/* tgid -> 1, announced */
 	uint32_t gen;			/* the writer's file (pftrace__generation) */
+	bool (*keep)(void *ctx, uint64_t ts);	/* capture windows; NULL: all */
+	void *keep_ctx;
 	struct pb tree_procs, tree_threads;	/* pending ProcessTree entries */
 	uint64_t tree_ts;		/* the latest of theirs */
 	uint32_t tree_seq;
@@ -636,10 +639,23 @@ static enum tstate state_of(uint32_t prev_state)
 
 /* ---------------------------------------------------------------- records */
 
+/* Whether an event at ts is written (capture windows: by its time). */
+static bool writes(const struct schedtrace *s, uint64_t ts)
+{
+	return !s->keep || s->keep(s->keep_ctx, ts);
+}
+
+void schedtrace__set_keep(struct schedtrace *s, bool (*keep)(void *ctx, uint64_t ts), void *ctx)
+{
+	s->keep = keep;
+	s->keep_ctx = ctx;
+}
+
 static void on_switch(struct schedtrace *s, const struct rec_switch *r)
 {
 	uint64_t ts = r->hdr.ts;
-	struct cpubuf *c = bundle_for(s, r->hdr.cpu, ts, s->scope != SCHED_TARGETS, false);
+	struct cpubuf *c = writes(s, ts) ?
+		bundle_for(s, r->hdr.cpu, ts, s->scope != SCHED_TARGETS, false) : NULL;
 	struct tstat *t;
 
 	s->switches++;
@@ -682,7 +698,7 @@ static void on_waking(struct schedtrace *s, const struct rec_waking *r)
 {
 	uint64_t ts = r->hdr.ts;
 	bool compact = s->scope != SCHED_TARGETS && !(r->flags & WAKING_NEW);
-	struct cpubuf *c = bundle_for(s, r->hdr.cpu, ts, false, compact);
+	struct cpubuf *c = writes(s, ts) ? bundle_for(s, r->hdr.cpu, ts, false, compact) : NULL;
 	struct tstat *t = stat_of(s, r->tid, r->pid);
 
 	s->wakings++;
@@ -946,10 +962,28 @@ static int sched_prepare(struct session *s, void *state)
 	return schedtrace__prepare(s->skel, s->o->sched, SCHED_RING_BYTES);
 }
 
+static bool sched_keep(void *ctx, uint64_t ts)
+{
+	const struct session *s = ctx;
+
+	return capture__keeps_any(s->cap, ts);
+}
+
+/* A window's end: its file waits for one more drain of the rings, which
+ * brings the switches up to the window's end (read after the record that
+ * ended it). */
+static bool sched_window_close(struct session *s, void *state, uint32_t pid)
+{
+	(void)state;
+	(void)pid;
+	return s->o->sched != SCHED_OFF;
+}
+
 static int sched_start(struct session *s, void *state)
 {
 	int err;
 
+	schedtrace__set_keep(state, sched_keep, s);
 	if (schedtrace__attach(s->skel, s->o->sched))
 		return -errno ? -errno : -EINVAL;
 	if (s->o->sched == SCHED_OFF)
@@ -987,6 +1021,7 @@ const struct source src_sched = {
 	.prepare = sched_prepare,
 	.start = sched_start,
 	.flush = sched_flush,
+	.window_close = sched_window_close,
 	.finish = sched_finish,
 	.fini = sched_fini,
 };

@@ -35,6 +35,9 @@ void schedtrace__free(struct schedtrace *s);
 int schedtrace__handle(void *ctx, void *data, size_t size);
 /* Writes every pending bundle and process-tree entry. */
 void schedtrace__flush(struct schedtrace *s);
+/* Capture windows: keep(ctx, ts) says whether a switch or waking at ts
+ * is written (the summary counts them all). */
+void schedtrace__set_keep(struct schedtrace *s, bool (*keep)(void *ctx, uint64_t ts), void *ctx);
 /* The summary's "Scheduler" section; lost[] is the drops per record type. */
 void schedtrace__print(const void *s, const uint64_t *lost, FILE *f);
 /* Counters for tests and the benchmark. */

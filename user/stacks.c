@@ -521,6 +521,16 @@ static void stacks_tick(struct session *s, void *state, uint64_t now)
 	stacks__drained(s->stacks);
 }
 
+/* A window's end: its file waits for one more drain of the rings, which
+ * brings the samples up to the window's end (the samples' ring is read
+ * after the record that ended it). */
+static bool stacks_window_close(struct session *s, void *state, uint32_t pid)
+{
+	(void)state;
+	(void)pid;
+	return s->o->sample_hz > 0;
+}
+
 static void stacks_finish(struct session *s, void *state, struct capture_info *ci)
 {
 	(void)state;
@@ -549,6 +559,7 @@ const struct source src_stacks = {
 	.record = stacks_rec,
 	.proc = stacks_proc,
 	.tick = stacks_tick,
+	.window_close = stacks_window_close,
 	.finish = stacks_finish,
 	.fini = stacks_fini,
 };

@@ -446,3 +446,30 @@ def test_back_to_back_windows_account_for_every_gpu_operation():
            "file %d: written + lost = the window's operations" % (i + 1))
     if late:
         check("LOST" in r.stdout, "lost operations are said")
+
+
+def test_samples_and_switches_end_at_the_window_edges():
+    """CPU samples and scheduler switches come through their own rings,
+    read after the record that opens or closes a window: a file holds
+    exactly those taken inside its window, by their timestamps, none of
+    the spin just before the window (read after the window opened) and
+    the spin up to its end (read after it closed)."""
+    wl = need("cap_profiler")
+    d = tmpdir()
+    out = os.path.join(d, "edges.perfetto-trace")
+    r = record(["--sample-hz", "997", "--syscall-threshold", "off", "--capture-range",
+                "cudaProfilerApi", "-o", out], cmd=[wl, "1"], tmp=d,
+               env=env_with(CAP_SPIN_MS="300", CGBPF_MANIFEST=os.path.join(d, "manifest.json")))
+    eq(r.rc, 0, "exit (stderr %r)" % r.stderr[-600:])
+    m = r.manifest()
+    t = load_checked(out)
+    sl = {s.name: s for s in t.slices if s.tid is not None}
+    t0, t1 = sl["cuProfilerStart"].ts, sl["cuProfilerStop"].end
+    mine = [s.ts for s in t.perf_samples if s.pid == m["pid"]]
+    check(len(mine) > 50, "samples of the spin inside the window (%d)" % len(mine))
+    eq([ts for ts in mine if ts < t0 or ts > t1], [], "samples outside [start, stop]")
+    check(t1 - max(mine) < 30 * 1000 * 1000,
+          "the spin's samples reach the window's end: last %.1f ms before it"
+          % ((t1 - max(mine)) / 1e6))
+    sw = [s.ts for cpu in ptrace.sched(t).switches.values() for s in cpu]
+    eq([ts for ts in sw if ts < t0 or ts > t1], [], "switches outside [start, stop]")

@@ -13,6 +13,8 @@
  *   launches of k_out; a cuProfilerStop with no window open; the free.
  * CAP_GAP_MS in the environment: sleep that long after each window's k_out
  * launches (a window's end then reaches cgbpf before the next one begins).
+ * CAP_SPIN_MS: spin on the CPU that long before each window and again
+ * inside it, after its launches (CPU samples up to both edges).
  * Manifest extra: "windows": [launches of k_in per window], "outside":
  * launches of k_out, "alloc_before": bytes allocated before the windows.
  */
@@ -75,13 +77,26 @@ static void stop(void)
 #endif
 }
 
+static void spin(unsigned long ms)
+{
+	struct timespec a, b;
+	volatile unsigned long x = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do {
+		for (int i = 0; i < 10000; i++)
+			x += i;
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	} while ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < (long)ms);
+}
+
 int main(int argc, char **argv)
 {
 	CUfunction in, out;
 	CUdeviceptr p;
 	CUcontext ctx;
 	CUmodule mod;
-	const char *gap = getenv("CAP_GAP_MS");
+	const char *gap = getenv("CAP_GAP_MS"), *spin_ms = getenv("CAP_SPIN_MS");
 	char *end;
 
 	if (argc != 2)
@@ -99,9 +114,13 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 3; i++, outside++)
 		launch(out, K_OUT);
 	for (unsigned long w = 0; w < windows_n; w++) {
+		if (spin_ms)
+			spin(strtoul(spin_ms, NULL, 10));
 		start();
 		for (unsigned long i = 0; i < 5 + w; i++, win_launches[w]++)
 			launch(in, K_IN);
+		if (spin_ms)
+			spin(strtoul(spin_ms, NULL, 10));
 		CHECK(cuStreamSynchronize, NULL);
 		stop();
 		for (int i = 0; i < 2; i++, outside++)
