@@ -40,6 +40,7 @@
 #include "source.h"
 #include "stats.h"
 #include "summary.h"
+#include "sumtab.h"
 
 #define SITE_LEN 768		/* "file:line function" */
 #define STACK_TEXT 8192		/* --python stack: the whole stack as one string */
@@ -875,34 +876,6 @@ static void read_stats(struct pysrc *ps)
 	free(vals);
 }
 
-static int cmp_time(const void *a, const void *b)
-{
-	const struct site *x = *(const struct site *const *)a, *y = *(const struct site *const *)b;
-
-	return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : strcmp(x->text, y->text);
-}
-
-static int cmp_launches(const void *a, const void *b)
-{
-	const struct site *x = *(const struct site *const *)a, *y = *(const struct site *const *)b;
-
-	return x->launches < y->launches ? 1 : x->launches > y->launches ? -1 :
-									  cmp_time(a, b);
-}
-
-static void print_rows(FILE *f, struct site **rows, size_t n, uint64_t total, bool launches)
-{
-	fprintf(f, " %8s %16s %10s %10s  %s\n", "Time (%)", "Total Time (ns)", "Calls",
-		"Launches", "Call site (file:line function)");
-	for (size_t i = 0; i < n && i < TOP_SITES; i++) {
-		if (launches && !rows[i]->launches)
-			break;
-		fprintf(f, " %8.1f %16" PRIu64 " %10" PRIu64 " %10" PRIu64 "  %s\n",
-			total ? 100.0 * rows[i]->ns / total : 0.0, rows[i]->ns, rows[i]->calls,
-			rows[i]->launches, rows[i]->text);
-	}
-}
-
 static const char *const stat_names[PYS__COUNT] = {
 	[PYS_READ_TSTATE] = "thread state unreadable",
 	[PYS_READ_FRAME] = "frame unreadable",
@@ -914,8 +887,8 @@ static const char *const stat_names[PYS__COUNT] = {
 static void py_print(const void *ctx, const uint64_t *drops, FILE *f)
 {
 	const struct pysrc *ps = ctx;
-	struct site **rows = NULL;
-	uint64_t v, total = 0;
+	struct sumtab_pysite *rows = NULL;
+	uint64_t v;
 	size_t n = 0;
 	bool any = false;
 
@@ -941,27 +914,6 @@ static void py_print(const void *ctx, const uint64_t *drops, FILE *f)
 	}
 	if (!any)
 		fprintf(f, "   no target ran CPython\n");
-	if (ps->sites.count && (rows = malloc(ps->sites.count * sizeof(*rows)))) {
-		for (size_t it = 0; hmap__next(&ps->sites, &it, NULL, &v);) {
-			struct site *st = (void *)(uintptr_t)v;
-
-			if (st->calls) {
-				rows[n++] = st;
-				total += st->ns;
-			}
-		}
-	}
-	if (n) {
-		fprintf(f, "\n   Top call sites by API time (outermost API calls):\n");
-		qsort(rows, n, sizeof(*rows), cmp_time);
-		print_rows(f, rows, n, total, false);
-		qsort(rows, n, sizeof(*rows), cmp_launches);
-		if (rows[0]->launches) {
-			fprintf(f, "\n   Top call sites by launches:\n");
-			print_rows(f, rows, n, total, true);
-		}
-	}
-	free(rows);
 	if (ps->unresolved || ps->orphans)
 		fprintf(f, "   frames not resolved: %" PRIu64 "; frame records without their call: %"
 			   PRIu64 "\n", ps->unresolved, ps->orphans);
@@ -974,6 +926,18 @@ static void py_print(const void *ctx, const uint64_t *drops, FILE *f)
 	if (ps->stat[PYS_TRUNCATED])
 		fprintf(f, "   stacks cut at %d frames: %" PRIu64 "\n", PY_FRAMES_MAX,
 			ps->stat[PYS_TRUNCATED]);
+	/* The tables: what cgbpf stats computes from the trace's py args. */
+	if (ps->sites.count && (rows = malloc(ps->sites.count * sizeof(*rows)))) {
+		for (size_t it = 0; hmap__next(&ps->sites, &it, NULL, &v);) {
+			const struct site *st = (void *)(uintptr_t)v;
+
+			if (st->calls)
+				rows[n++] = (struct sumtab_pysite){ .site = st->text,
+					.calls = st->calls, .ns = st->ns, .launches = st->launches };
+		}
+	}
+	sumtab__pysites(f, SUMTAB_TEXT, rows, n);
+	free(rows);
 }
 
 static void py_finish(struct session *s, void *state, struct capture_info *ci)

@@ -281,6 +281,78 @@ static int cmp_kernels(const void *a, const void *b)
 
 #define TOP_KERNELS 15
 
+static int cmp_site_time(const void *a, const void *b)
+{
+	const struct sumtab_pysite *x = a, *y = b;
+
+	if (x->ns != y->ns)
+		return x->ns < y->ns ? 1 : -1;
+	return strcmp(x->site, y->site);
+}
+
+static int cmp_site_launches(const void *a, const void *b)
+{
+	const struct sumtab_pysite *x = a, *y = b;
+
+	if (x->launches != y->launches)
+		return x->launches < y->launches ? 1 : -1;
+	return cmp_site_time(a, b);
+}
+
+#define TOP_SITES 15
+
+static void site_rows(FILE *f, const struct sumtab_pysite *s, size_t n, uint64_t total,
+		      bool launches)
+{
+	fprintf(f, " %8s %16s %10s %10s  %s\n", "Time (%)", "Total Time (ns)", "Calls",
+		"Launches", "Call site (file:line function)");
+	for (size_t i = 0; i < n && i < TOP_SITES; i++) {
+		if (launches && !s[i].launches)
+			break;
+		fprintf(f, " %8.1f %16" PRIu64 " %10" PRIu64 " %10" PRIu64 "  %s\n",
+			pct(s[i].ns, total), s[i].ns, s[i].calls, s[i].launches, s[i].site);
+	}
+}
+
+void sumtab__pysites(FILE *f, enum sumtab_fmt fmt, struct sumtab_pysite *s, size_t n)
+{
+	static const char *const cols[] = { "Time (%)", "Total Time (ns)", "Calls", "Launches",
+					    "Call site" };
+	uint64_t total = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += s[i].ns;
+	if (n > 1)
+		qsort(s, n, sizeof(*s), cmp_site_time);
+	if (fmt != SUMTAB_TEXT) {
+		sumtab__begin(f, fmt, cols, 5);
+		for (size_t i = 0; i < n; i++) {
+			struct sumtab_cell c[5] = {
+				{ .type = SC_DOUBLE, .d = pct(s[i].ns, total) },
+				{ .type = SC_U64, .u = s[i].ns },
+				{ .type = SC_U64, .u = s[i].calls },
+				{ .type = SC_U64, .u = s[i].launches },
+				{ .type = SC_STR, .s = s[i].site },
+			};
+
+			sumtab__row(f, fmt, cols, c, 5, i == 0);
+		}
+		sumtab__end(f, fmt);
+		return;
+	}
+	if (!n)
+		return;
+	fprintf(f, "\n** Python call sites (python_sites):\n\n");
+	fprintf(f, "   Top call sites by API time (outermost API calls):\n");
+	site_rows(f, s, n, total, false);
+	if (n > 1)
+		qsort(s, n, sizeof(*s), cmp_site_launches);
+	if (s[0].launches) {
+		fprintf(f, "\n   Top call sites by launches:\n");
+		site_rows(f, s, n, total, true);
+	}
+}
+
 void sumtab__kernels(FILE *f, enum sumtab_fmt fmt, struct sumtab_kernel *ks, size_t n,
 		     uint64_t launches, uint64_t unnamed)
 {

@@ -145,6 +145,17 @@ struct sumtab_nccl {
  * transfer functions' rows. */
 void sumtab__nccl(FILE *f, enum sumtab_fmt fmt, struct sumtab_nccl *s);
 
+/* python_sites: API time, calls and launches per Python call site (the
+ * innermost Python frame of outermost API calls: their `py` arg). */
+struct sumtab_pysite {
+	const char *site;
+	uint64_t calls, ns, launches;
+};
+/* Text: the first 15 by API time, then the first 15 by launches (those
+ * with any); CSV / JSON: every row, by API time. Sorts s; nothing when
+ * n is 0. */
+void sumtab__pysites(FILE *f, enum sumtab_fmt fmt, struct sumtab_pysite *s, size_t n);
+
 /* A string as a JSON string literal / as a CSV field. */
 void sumtab__json_str(FILE *f, const char *s);
 void sumtab__csv_str(FILE *f, const char *s);

@@ -157,6 +157,7 @@ enum report {
 	R_NCCL,
 	R_NVTX,
 	R_OSRT,
+	R_PY_SITES,
 	R_GPU_KERN,
 	R_GPU_MEM_TIME,
 	R_GPU_MEM_SIZE,
@@ -177,6 +178,7 @@ static const struct {
 	[R_NCCL] = { "nccl_sum", "NCCL Summary" },
 	[R_NVTX] = { "nvtx_sum", "NVTX Range Summary" },
 	[R_OSRT] = { "osrt_sum", "OS Runtime Summary" },
+	[R_PY_SITES] = { "python_sites", "Python call sites" },
 	[R_GPU_KERN] = { "cuda_gpu_kern_sum", "CUDA GPU Kernel Summary" },
 	[R_GPU_MEM_TIME] = { "cuda_gpu_mem_time_sum", "CUDA GPU MemOps Summary (by Time)" },
 	[R_GPU_MEM_SIZE] = { "cuda_gpu_mem_size_sum", "CUDA GPU MemOps Summary (by Size)" },
@@ -211,17 +213,20 @@ struct tk {
 	struct proc_row *proc;	/* process tracks */
 	uint32_t pid, tid;	/* thread tracks; pid: of GPU device and sync tracks too */
 	uint32_t device;	/* GPU device tracks */
-	/* Thread tracks: which open slices are CUDA API calls. */
+	/* Thread tracks: which open slices are CUDA API calls (bit 0) and
+	 * calls of any traced library (bit 1). */
 	uint8_t *api;
-	int depth, cap, api_open;
+	int depth, cap, api_open, calls_open;
 	bool last_inside;	/* the slice that just ended had an API call below it */
+	bool last_outer;	/* ... and no traced call (record's thread call stack) */
 };
 
 struct named {
 	char *name;
 	char *style;		/* nvtx: "PushPop" / "StartEnd" */
 	struct stats st, st2;	/* st2: sizes of GPU memory operations */
-	uint64_t launches;	/* kernels by launches */
+	uint64_t launches;	/* kernels by launches; Python sites too */
+	uint64_t calls, ns;	/* Python sites */
 };
 
 /* Rows by name: a hash of the name (and style) with linear probing. */
@@ -244,6 +249,8 @@ struct acc {
 	uint64_t launches, unnamed;
 	uint64_t copies[SUMTAB_DIRS], copy_bytes[SUMTAB_DIRS], memsets, memset_bytes;
 	struct names sys, nvtx, gpu_kern, gpu_mem;
+	struct names pysites;		/* python_sites: by the py arg */
+	struct hmap other_fn;		/* hash(name) of NCCL and NVTX functions: calls */
 	struct named gpu_other;		/* kernel names past KERNEL_ROWS */
 	/* nccl_sum, as user/ncclsum.c keeps it */
 	struct sumtab_nccl_op nccl[NC_FN__COUNT];
@@ -373,8 +380,16 @@ static int acc_init(struct acc *a)
 	for (unsigned l = 0; l < LIB__COUNT; l++) {
 		const struct api_lib *lib = apilib__get(l);
 
-		if (l != LIB_CUDA && l != LIB_CUDART)
+		if (lib && l != LIB_CUDA && l != LIB_CUDART) {
+			for (uint16_t f = 0; f < lib->nfuncs; f++) {
+				const char *name = lib->symbol(f);
+
+				if (name && hmap__put(&a->other_fn, hash__bytes(name, strlen(name)),
+						      (uint64_t)l << 16 | f))
+					return -ENOMEM;
+			}
 			continue;
+		}
 		if (!lib || !lib->nfuncs)
 			continue;
 		a->nfuncs[l] = lib->nfuncs;
@@ -409,6 +424,8 @@ static void acc_free(struct acc *a)
 	}
 	hmap__free(&a->tracks);
 	hmap__free(&a->api_fn);
+	hmap__free(&a->other_fn);
+	names_free(&a->pysites);
 	flows_free(&a->flows);
 	gpu__free(a->g);
 	model__free(&a->model);
@@ -457,6 +474,8 @@ static int64_t api_func(struct acc *a, const char *name)
 	}
 	return lf;
 }
+
+static bool other_call(const struct acc *a, const char *name);
 
 static struct tk *track_of(struct acc *a, uint32_t machine, uint64_t uuid)
 {
@@ -636,6 +655,7 @@ static int on_event(void *ctx, const struct tread_event *e)
 	}
 	if (e->type == TREAD_SLICE_BEGIN) {
 		bool api = !*e->category && api_func(a, e->name) >= 0;
+		bool call = api || (!*e->category && other_call(a, e->name));
 
 		if (k->depth == k->cap) {
 			int nc = k->cap ? k->cap * 2 : 16;
@@ -646,14 +666,19 @@ static int on_event(void *ctx, const struct tread_event *e)
 			k->api = n;
 			k->cap = nc;
 		}
-		k->api[k->depth++] = api;
+		k->api[k->depth++] = api | call << 1;
 		k->api_open += api;
+		k->calls_open += call;
 		/* A launch: its GPU operations end its flow (user/gpu.c). */
 		if (api && e->nflow_out && flows_put(&a->flows, e->flow_out[0], e->ts, k->tid))
 			return -ENOMEM;
 	} else if (e->type == TREAD_SLICE_END && k->depth) {
-		k->api_open -= k->api[--k->depth];
+		uint8_t was = k->api[--k->depth];
+
+		k->api_open -= was & 1;
+		k->calls_open -= was >> 1;
 		k->last_inside = k->api_open > 0;
+		k->last_outer = !k->calls_open;
 	}
 	return 0;
 }
@@ -703,6 +728,21 @@ static void api_call(struct acc *a, struct tk *k, const struct tread_slice *s, i
 		a->memsets++;
 		a->memset_bytes += arg_u(s->args, s->nargs, "bytes");
 	}
+}
+
+/* python_sites: an outermost call with a Python call site (record's
+ * user/pysrc.c counts the same calls, at their end). */
+static void py_site(struct acc *a, const struct tread_slice *s)
+{
+	const struct tread_arg *x = arg(s->args, s->nargs, "py");
+	struct named *r;
+
+	if (!x || x->type != TREAD_A_STR || !(r = named_get(&a->pysites, x->s, NULL)))
+		return;
+	r->calls++;
+	r->ns += s->end_ts > s->ts ? s->end_ts - s->ts : 0;
+	if (arg(s->args, s->nargs, "launch"))
+		r->launches++;
 }
 
 static void syscall(struct acc *a, const struct tread_slice *s)
@@ -804,6 +844,21 @@ static void gpu_replay(struct acc *a, const struct tk *k, const struct tread_sli
 	gpu__replay_op(a->g, &r);
 }
 
+static int nccl_func(const struct acc *a, const char *name);
+
+/* Whether a slice name is a call of NCCL or NVTX (a traced library's
+ * function that is not the driver's or the runtime's). */
+static bool other_call(const struct acc *a, const char *name)
+{
+	uint64_t *v = hmap__get(&a->other_fn, hash__bytes(name, strlen(name)));
+	const struct api_lib *lib;
+
+	if (!v)
+		return false;
+	lib = apilib__get(*v >> 16);
+	return lib && !strcmp(lib->symbol(*v & 0xffff), name);
+}
+
 static int nccl_func(const struct acc *a, const char *name)
 {
 	uint64_t *v = hmap__get(&a->nccl_fn, hash__bytes(name, strlen(name)));
@@ -878,10 +933,13 @@ static int on_slice(void *ctx, const struct tread_slice *s)
 			int nf;
 
 			lf = api_func(a, s->name);
+			nf = lf < 0 ? nccl_func(a, s->name) : -1;
 			if (lf >= 0)
 				api_call(a, k, s, lf);
-			else if ((nf = nccl_func(a, s->name)) >= 0)
+			else if (nf >= 0)
 				nccl_call(a, s, nf);
+			if (k->last_outer && (lf >= 0 || nf >= 0 || other_call(a, s->name)))
+				py_site(a, s);
 		} else if (!strcmp(s->category, "nccl")) {
 			if (!strcmp(s->name, "NCCL group")) {
 				stats__add(&a->nccl_groups, s->end_ts - s->ts);
@@ -1106,6 +1164,25 @@ static int print_report(struct acc *a, enum report r, enum sumtab_fmt fmt, bool 
 		else
 			sumtab__gpu_mem_size(f, fmt, rows, n);
 		break;
+	case R_PY_SITES: {
+		struct sumtab_pysite *ps = calloc(a->pysites.n ? a->pysites.n : 1, sizeof(*ps));
+		size_t np = 0;
+		uint64_t v;
+
+		if (!ps) {
+			err = -ENOMEM;
+			break;
+		}
+		for (size_t it = 0; hmap__next(&a->pysites.map, &it, NULL, &v);) {
+			const struct named *x = (const struct named *)(uintptr_t)v;
+
+			ps[np++] = (struct sumtab_pysite){ .site = x->name, .calls = x->calls,
+							   .ns = x->ns, .launches = x->launches };
+		}
+		sumtab__pysites(f, fmt, ps, np);
+		free(ps);
+		break;
+	}
 	case R_GPU_UTIL:
 		gpu__print_timeline(a->g, fmt, f);
 		break;
@@ -1140,7 +1217,7 @@ static const char usage[] =
 "\n"
 "Tables: cuda_api_sum, cuda_api_inner_sum, cuda_kern_launch_sum,\n"
 "cuda_api_mem_size_sum, cuda_mem_peak, nccl_sum, nvtx_sum, osrt_sum,\n"
-"cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum,\n"
+"python_sites, cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum,\n"
 "cuda_gpu_util, cuda_gpu_procs (man -l docs/cgbpf-stats.1).\n"
 "\n"
 "Examples:\n"
@@ -1211,6 +1288,8 @@ static bool shown(const struct acc *a, enum report r)
 		return a->gpu || !a->gpu_known || a->gpu_kern.n || a->gpu_mem.n;
 	if (r == R_GPU_UTIL)
 		return a->gpu_ops > 0;
+	if (r == R_PY_SITES)
+		return a->pysites.n > 0;
 	if (r == R_GPU_PROCS)
 		return gpu__procs(a->g) > 0;
 	return true;

@@ -152,7 +152,8 @@ def run_launches(python, extra=(), args=(), tmp=None, ready="reading Python fram
 
 
 def summary_section(text):
-    m = re.search(r"\*\* Python call sites.*?(?=\n\*\* |\Z)", text, re.S)
+    # The interpreters' section and the tables' (python_sites) after it.
+    m = re.search(r"\*\* Python call sites.*?(?=\n\*\* (?!Python call sites)|\Z)", text, re.S)
     check(m, "a Python call sites section in the summary")
     return m.group(0)
 

@@ -34,6 +34,7 @@ SECTIONS = {
     "** NCCL Summary (nccl_sum):": "nccl_sum",
     "** NVTX Range Summary (nvtx_sum):": "nvtx_sum",
     "** OS Runtime Summary (osrt_sum): syscalls of traced threads": "osrt_sum",
+    "** Python call sites (python_sites):": "python_sites",
     "** CUDA GPU Kernel Summary (cuda_gpu_kern_sum):": "cuda_gpu_kern_sum",
     "** CUDA GPU MemOps Summary (by Time) (cuda_gpu_mem_time_sum):": "cuda_gpu_mem_time_sum",
     "** CUDA GPU MemOps Summary (by Size) (cuda_gpu_mem_size_sum):": "cuda_gpu_mem_size_sum",
@@ -41,7 +42,7 @@ SECTIONS = {
     "** GPU activity per process:": "cuda_gpu_procs",
 }
 ALL = ["cuda_api_sum", "cuda_api_inner_sum", "cuda_kern_launch_sum", "cuda_api_mem_size_sum",
-       "cuda_mem_peak", "nccl_sum", "nvtx_sum", "osrt_sum", "cuda_gpu_kern_sum",
+       "cuda_mem_peak", "nccl_sum", "nvtx_sum", "osrt_sum", "python_sites", "cuda_gpu_kern_sum",
        "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "cuda_gpu_util",
        "cuda_gpu_procs"]
 TIME_COLS = ["Time (%)", "Total Time (ns)", None, "Avg (ns)", "Med (ns)", "Min (ns)",
@@ -214,6 +215,12 @@ def check_formats(trace, text_secs, has_inner):
                                      r["Synchronizations"]), "GPU process row %r" % r)
         est = re.search(r"^   pid %d: estimated from API calls: (\d+) spans" % r["PID"], procs, re.M)
         eq(int(est.group(1)) if est else 0, r["Estimated spans"], "estimated spans of %r" % r)
+    py = text_secs.get(by_name["python_sites"], "")
+    for r in j.get("python_sites", [])[:15]:
+        check(re.search(r"^ +%s +%d +%d +%d  %s$" % (re.escape(f1(r["Time (%)"])),
+                                                    r["Total Time (ns)"], r["Calls"],
+                                                    r["Launches"], re.escape(r["Call site"])),
+                        py, re.M), "Python call site row %r in the text" % r)
     size = text_secs.get(by_name["cuda_gpu_mem_size_sum"], "")
     for r in j.get("cuda_gpu_mem_size_sum", []):
         check(re.search(r"^ +%.3f +%d .*  %s$" % (r["Total (MB)"], r["Count"],
@@ -515,3 +522,22 @@ def test_not_a_trace():
     p = stats([cut], rc=1)
     check("cut short" in p.stderr or "truncated" in p.stderr or "malformed" in p.stderr,
           "a trace cut in the middle: an error (%r)" % p.stderr)
+
+
+def test_python_sites():
+    """python_sites: API time, calls and launches per Python call site of
+    the outermost API calls (their py arg), as record's Python section
+    counts them, from the launches workload (a module function, nested
+    functions, a method, a generator, a lambda, a coroutine, library
+    frames, threads) under Debian's CPython."""
+    from test_python import WRAP, debian_python
+    d = tmpdir()
+    # pywl.gate() waits 0.5 s first: cgbpf finds the interpreter before the
+    # first call (docs/python.md, Limits).
+    res = harness.record(FLAGS, [debian_python(), "-c", WRAP, "--iters", "4"], tmp=d,
+                         env=env_with(CGBPF_START_DELAY_MS=500,
+                                      CGBPF_MANIFEST=os.path.join(d, "manifest.json")))
+    got = compare(res, ["python_sites"])
+    sec = got["** Python call sites (python_sites):"]
+    check(re.search(r"^ +[\d.]+ +\d+ +\d+ +4  \S+/launches.py:\d+ plain$", sec, re.M),
+          "plain()'s 4 launches in the table: %r" % sec)
