@@ -62,14 +62,22 @@ def memory(t):
     return [v for _, v in t.counter_values("GPU memory (cuMemAlloc)")]
 
 
-def test_profiler_api_repeat_one_file_per_range():
+def profiler_repeat(name, **env):
+    """record -- cap_profiler 3 with --capture-range cudaProfilerApi
+    --capture-range-end repeat, files D/NAME-N.perfetto-trace, env: the
+    workload's variables; returns (result, manifest, D)."""
     wl = need("cap_profiler")
     d = tmpdir()
-    out = os.path.join(d, "win.perfetto-trace")
+    out = os.path.join(d, name + ".perfetto-trace")
     r = record(FLAGS + ["--capture-range", "cudaProfilerApi", "--capture-range-end", "repeat",
-                        "-o", out], cmd=[wl, "3"], tmp=d)
+                        "-o", out], cmd=[wl, "3"], tmp=d,
+               env=env_with(CGBPF_MANIFEST=os.path.join(d, "manifest.json"), **env))
     eq(r.rc, 0, "exit (stderr %r)" % r.stderr[-600:])
-    m = r.manifest()
+    return r, r.manifest(), d
+
+
+def test_profiler_api_repeat_one_file_per_range():
+    r, m, d = profiler_repeat("win")
     eq(m["windows"], [5, 6, 7], "the workload's windows")
     eq(sorted(f for f in os.listdir(d) if f.endswith(".perfetto-trace")),
        ["win-1.perfetto-trace", "win-2.perfetto-trace", "win-3.perfetto-trace"],
@@ -389,14 +397,7 @@ def test_profiler_api_windows_hold_their_gpu_activity():
     library's flush (the workload pauses between windows, as a training
     loop's steps do). Kernels launched outside every window (k_out) are in
     no file, and the summary counts no more than the files hold."""
-    wl = need("cap_profiler")
-    d = tmpdir()
-    out = os.path.join(d, "gpu.perfetto-trace")
-    r = record(FLAGS + ["--capture-range", "cudaProfilerApi", "--capture-range-end", "repeat",
-                        "-o", out], cmd=[wl, "3"], tmp=d,
-               env=env_with(CAP_GAP_MS="400", CGBPF_MANIFEST=os.path.join(d, "manifest.json")))
-    eq(r.rc, 0, "exit (stderr %r)" % r.stderr[-600:])
-    m = r.manifest()
+    r, m, d = profiler_repeat("gpu", CAP_GAP_MS=400)
     ops, late = gpu_columns(r.stdout)
     eq(late, {}, "no window's GPU operation came after its file closed")
     eq(ops, [n + 1 for n in m["windows"]], "summary: GPU ops per file (its kernels and its "
@@ -427,13 +428,7 @@ def test_back_to_back_windows_account_for_every_gpu_operation():
     window opens, whether or not its GPU activity came. Every GPU
     operation launched in a window is then either in its file or counted
     LOST for it in the summary, never in another window's file."""
-    wl = need("cap_profiler")
-    d = tmpdir()
-    out = os.path.join(d, "b2b.perfetto-trace")
-    r = record(FLAGS + ["--capture-range", "cudaProfilerApi", "--capture-range-end", "repeat",
-                        "-o", out], cmd=[wl, "3"], tmp=d)
-    eq(r.rc, 0, "exit (stderr %r)" % r.stderr[-600:])
-    m = r.manifest()
+    r, m, d = profiler_repeat("b2b")
     ops, late = gpu_columns(r.stdout)
     eq(len(ops), 3, "three files")
     for i, n in enumerate(m["windows"]):
