@@ -305,13 +305,13 @@ static bool keeps(uint8_t lib, uint16_t func)
 
 /* ---------------------------------------------------------------- windows */
 
-/* A stretch of time a file holds: its window, or each active step of a
- * schedule cycle (the gaps between them are not in it). */
 /* How long a file whose window ended waits for what sources still hold
  * of it (GPU activity: the injection library answers a flush in tens of
  * ms; without an answer, what came by then is written). */
 #define CLOSE_WAIT_NS (1500ull * 1000000)
 
+/* A stretch of time a file holds: its window, or each active step of a
+ * schedule cycle (the gaps between them are not in it). */
 struct span {
 	uint64_t t0, t1;	/* t1 UINT64_MAX: open */
 };
@@ -910,8 +910,6 @@ bool capture__done(const struct capture *c)
 	/* Its last file first gets what its window left. */
 	return c && c->done && !c->all.closing;
 }
-
-static bool in_spans(const struct cap_file *f, uint64_t ts);
 
 enum capture_keep capture__keeps(const struct capture *c, uint32_t pid, uint64_t ts)
 {
