@@ -911,10 +911,12 @@ bool capture__done(const struct capture *c)
 	return c && c->done && !c->all.closing;
 }
 
-enum capture_keep capture__keeps(const struct capture *c, uint32_t pid, uint64_t ts)
+/* What becomes of something of pid at ts, and the file it is for (the
+ * open one: KEEP; a closed one: LATE; NULL: OUTSIDE). */
+static enum capture_keep where(const struct capture *c, uint32_t pid, uint64_t ts,
+			       size_t *file)
 {
 	const struct scope *s = &c->all;
-	const struct cap_file *f;
 	uint64_t *v;
 
 	if (c->env.split) {
@@ -923,47 +925,44 @@ enum capture_keep capture__keeps(const struct capture *c, uint32_t pid, uint64_t
 			return CAPTURE_OUTSIDE;
 		s = (const struct scope *)(uintptr_t)*v;
 	}
-	f = s->file_open ? &c->files[s->cur] : NULL;
-	if (f && in_spans(f, ts))
+	if (s->file_open && in_spans(&c->files[s->cur], ts)) {
+		*file = s->cur;
 		return CAPTURE_KEEP;
+	}
 	/* Its closed files, latest first: most of what is outside every
 	 * window came after the last one, and the search ends there. */
 	for (size_t i = s->last; i > 0; i--) {
-		f = &c->files[i - 1];
+		const struct cap_file *f = &c->files[i - 1];
+
 		if (c->env.split && f->pid != s->pid)
 			continue;
 		if (f->t1 < ts)
 			break;
-		if (in_spans(f, ts))
+		if (in_spans(f, ts)) {
+			*file = i - 1;
 			return CAPTURE_LATE;
+		}
 	}
 	return CAPTURE_OUTSIDE;
 }
 
-void capture__gpu_op(struct capture *c, uint32_t pid, uint64_t ts, enum capture_keep k)
+enum capture_keep capture__keeps(const struct capture *c, uint32_t pid, uint64_t ts)
 {
-	const struct scope *s = &c->all;
-	uint64_t *v;
+	size_t file;
 
-	if (c->env.split) {
-		if (!(v = hmap__get(&c->scopes, pid)))
-			return;
-		s = (const struct scope *)(uintptr_t)*v;
-	}
-	if (k == CAPTURE_KEEP && s->file_open) {
-		c->files[s->cur].gpu_ops++;
-		return;
-	}
-	if (k != CAPTURE_LATE)
-		return;
-	for (size_t i = s->last; i > 0; i--) {
-		struct cap_file *f = &c->files[i - 1];
+	return where(c, pid, ts, &file);
+}
 
-		if ((!c->env.split || f->pid == s->pid) && in_spans(f, ts)) {
-			f->gpu_late++;
-			return;
-		}
-	}
+enum capture_keep capture__gpu_op(struct capture *c, uint32_t pid, uint64_t ts)
+{
+	size_t file = 0;
+	enum capture_keep k = where(c, pid, ts, &file);
+
+	if (k == CAPTURE_KEEP)
+		c->files[file].gpu_ops++;
+	else if (k == CAPTURE_LATE)
+		c->files[file].gpu_late++;
+	return k;
 }
 
 size_t capture__files(const struct capture *c)

@@ -127,8 +127,8 @@ enum capture_keep capture__keeps(const struct capture *c, uint32_t pid, uint64_t
  * inside the open file's window; with --split-per-process, always (the
  * router decides); NULL c: always. */
 bool capture__keeps_any(const struct capture *c, uint64_t ts);
-/* A GPU operation of pid launched at ts was written (k KEEP) or lost
- * (LATE): counted per file for the summary. */
-void capture__gpu_op(struct capture *c, uint32_t pid, uint64_t ts, enum capture_keep k);
+/* capture__keeps for a GPU operation of pid launched at ts, counted per
+ * file for the summary (written: KEEP, lost: LATE). */
+enum capture_keep capture__gpu_op(struct capture *c, uint32_t pid, uint64_t ts);
 
 #endif

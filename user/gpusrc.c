@@ -190,13 +190,8 @@ static void gpu_spawned(struct session *s, void *state, uint32_t pid)
 static int keep_op(void *ctx, uint32_t pid, uint64_t launch_ts)
 {
 	struct session *s = ctx;
-	enum capture_keep k;
 
-	if (!s->cap)
-		return 1;
-	k = capture__keeps(s->cap, pid, launch_ts);
-	capture__gpu_op(s->cap, pid, launch_ts, k);
-	return k == CAPTURE_KEEP;
+	return !s->cap || capture__gpu_op(s->cap, pid, launch_ts) == CAPTURE_KEEP;
 }
 
 static bool window_pid(const struct gproc *p, uint32_t pid)
