@@ -23,6 +23,7 @@
 #include "ldpath.h"
 #include "log.h"
 #include "procfs.h"
+#include "reaper.h"
 #include "uprobe_multi.h"
 
 /*
@@ -76,6 +77,7 @@ bool attach__prepare(struct cgbpf_bpf *skel)
 {
 	bool multi = uprobe_multi__supported() && !getenv("CGBPF_NO_UPROBE_MULTI");
 	bool gated = skel->rodata->capture_gated;
+	struct bpf_program *prog;
 
 	if (multi) {
 		bpf_program__set_expected_attach_type(skel->progs.call_enter_multi,
@@ -86,6 +88,22 @@ bool attach__prepare(struct cgbpf_bpf *skel)
 						      ATTACH_TRACE_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(skel->progs.call_exit_gated_multi,
 						      ATTACH_TRACE_UPROBE_MULTI);
+		/*
+		 * The programs attached one probe at a time (NVTX v2, the
+		 * injection library's sites) too: a perf-event uprobe holds
+		 * the kernel's event_mutex while it waits for RCU grace periods
+		 * at its release, which stalls every other perf-event uprobe
+		 * being attached meanwhile, for ~110 ms per probe; a process
+		 * forked then ran unprobed.
+		 */
+		bpf_object__for_each_program(prog, skel->obj) {
+			const char *sec = bpf_program__section_name(prog);
+
+			if ((!strcmp(sec, "uprobe") || !strcmp(sec, "uretprobe")) &&
+			    strncmp(bpf_program__name(prog), "call_", 5))
+				bpf_program__set_expected_attach_type(prog,
+								      ATTACH_TRACE_UPROBE_MULTI);
+		}
 	} else {
 		bpf_program__set_autoload(skel->progs.call_enter_multi, false);
 		bpf_program__set_autoload(skel->progs.call_exit_multi, false);
@@ -114,12 +132,14 @@ struct attach *attach__new(struct cgbpf_bpf *skel, bool multi, uint32_t mask, bo
 	return a;
 }
 
+/* The reaper's threads release the links: it takes the kernel ~45 ms per
+ * uprobe_multi link and ~110 ms per perf-event uprobe (reaper.h). */
 static void set_release(struct probe_set *s)
 {
 	for (size_t i = 0; i < s->nfds; i++)
-		close(s->fds[i]);
+		reaper__fd(s->fds[i]);
 	for (size_t i = 0; i < s->nlinks; i++)
-		bpf_link__destroy(s->links[i]);
+		reaper__link(s->links[i]);
 	free(s->fds);
 	free(s->links);
 	s->fds = NULL;
@@ -134,6 +154,7 @@ void attach__free(struct attach *a)
 	for (size_t i = 0; i < a->nsets; i++)
 		set_release(&a->sets[i]);
 	set_release(&a->loose);
+	reaper__wait();
 	for (size_t i = 0; i < a->nfiles; i++) {
 		if (a->files[i].fd >= 0)
 			close(a->files[i].fd);
@@ -205,6 +226,12 @@ static int add_link(struct probe_set *s, struct bpf_link *l)
 	s->links = n;
 	s->links[s->nlinks++] = l;
 	return 0;
+}
+
+static bool is_multi(const struct bpf_program *prog)
+{
+	return bpf_program__expected_attach_type(prog) ==
+	       (enum bpf_attach_type)ATTACH_TRACE_UPROBE_MULTI;
 }
 
 static int multi_link(struct attach *a, struct bpf_program *prog, const char *path,
@@ -357,12 +384,66 @@ int attach__uprobe(struct attach *a, struct bpf_program *prog, const char *path,
 		   bool ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret);
-	struct bpf_link *l = bpf_program__attach_uprobe_opts(prog, cur_set(a)->pid, path, off,
-							     &opts);
+	uint64_t cookie = 0;
+	struct bpf_link *l;
 
+	if (is_multi(prog))
+		return multi_link(a, prog, path, &off, &cookie, 1, ret);
+	l = bpf_program__attach_uprobe_opts(prog, cur_set(a)->pid, path, off, &opts);
 	if (!l)
 		return -errno;
 	return keep_link(a, l);
+}
+
+/* ------------------------------------------------------ single probes */
+
+struct uprobe {
+	struct bpf_link *link;	/* or */
+	int fd;			/* a uprobe_multi link */
+};
+
+struct uprobe *uprobe__attach(struct bpf_program *prog, pid_t pid, const char *path,
+			      uint64_t off, bool ret)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .retprobe = ret);
+	struct uprobe *u = calloc(1, sizeof(*u));
+	uint64_t cookie = 0;
+	int e;
+
+	if (!u)
+		return NULL;
+	u->fd = -1;
+	if (is_multi(prog))
+		u->fd = uprobe_multi__link(bpf_program__fd(prog), path, &off, &cookie, 1, ret,
+					   pid > 0 ? pid : 0);
+	else
+		u->link = bpf_program__attach_uprobe_opts(prog, pid > 0 ? pid : -1, path, off,
+							  &opts);
+	if (u->fd >= 0 || u->link)
+		return u;
+	e = errno;
+	free(u);
+	errno = e;
+	return NULL;
+}
+
+void uprobe__release(struct uprobe *u)
+{
+	if (!u)
+		return;
+	reaper__fd(u->fd);
+	reaper__link(u->link);
+	free(u);
+}
+
+void uprobe__destroy(struct uprobe *u)
+{
+	if (!u)
+		return;
+	if (u->fd >= 0)
+		close(u->fd);
+	bpf_link__destroy(u->link);
+	free(u);
 }
 
 struct cgbpf_bpf *attach__skel(const struct attach *a)
@@ -818,10 +899,8 @@ int attach__inherit(struct attach *a, pid_t parent, pid_t child)
 
 void attach__forget(struct attach *a, pid_t pid)
 {
-	/* Perf-event uprobes take ~100 ms each to detach (an RCU grace period
-	 * per probe): on kernels without uprobe_multi they stay until the
-	 * end, harmless, since their process is gone. */
-	if (!a->per_process || pid <= 0 || !a->multi)
+	/* Released by the reaper, off the consumer's thread. */
+	if (!a->per_process || pid <= 0)
 		return;
 	for (size_t i = 0; i < a->nsets;) {
 		if (a->sets[i].pid == pid)

@@ -76,6 +76,19 @@ int attach__usdt(struct attach *a, struct bpf_program *prog, const char *path,
  * offset, for the scope of the file being attached. */
 int attach__uprobe(struct attach *a, struct bpf_program *prog, const char *path, uint64_t off,
 		   bool ret);
+/*
+ * One probe outside the libraries' probe sets (the injection library's
+ * sites): a uprobe_multi link where attach__prepare made prog one, else a
+ * perf-event uprobe; in process pid only (<= 0: every process). NULL with
+ * errno set on failure. uprobe__release hands it to the reaper (its
+ * breakpoint may stay a few ms); uprobe__destroy removes it before
+ * returning (tens of ms). Both accept NULL.
+ */
+struct uprobe;
+struct uprobe *uprobe__attach(struct bpf_program *prog, pid_t pid, const char *path,
+			      uint64_t off, bool ret);
+void uprobe__release(struct uprobe *u);
+void uprobe__destroy(struct uprobe *u);
 /* The skeleton whose programs the manager attaches. */
 struct cgbpf_bpf *attach__skel(const struct attach *a);
 /* Library files probed and probes attached so far (detached ones too). */

@@ -27,6 +27,7 @@
 #include "apilib.h"
 #include "capwin.h"
 #include "log.h"
+#include "attach.h"
 #include "nvtx.h"
 #include "procfs.h"
 #include "record.h"
@@ -43,7 +44,7 @@ static const char *const lib_names[] = { "libcgbpf-inject.so", "libcgbpf-nvtx.so
 /* A target that maps the library; what it said is user/gpu.c's to know. */
 struct gproc {
 	uint32_t pid;
-	struct bpf_link *batch, *flush;
+	struct uprobe *batch, *flush;
 	bool exited;
 	bool asked;		/* a capture window's end asked it for a flush */
 	char path[64];		/* /proc/PID/map_files/... of the library */
@@ -122,7 +123,6 @@ static void attach_proc(struct session *s, struct gpusrc *g, uint32_t pid)
 {
 	struct find_ctx f = { .pid = pid };
 	struct gproc *p = gproc(g, pid, false);
-	LIBBPF_OPTS(bpf_uprobe_opts, uo);
 	uint64_t off = 0, flush_off = 0;
 
 	/* An exited pid maps nothing: one that maps the library again is a
@@ -141,9 +141,8 @@ static void attach_proc(struct session *s, struct gpusrc *g, uint32_t pid)
 	p->flush_off = flush_off;
 	memcpy(p->path, f.path, sizeof(p->path));
 	p->file = p->path;
-	p->batch = bpf_program__attach_uprobe_opts(s->skel->progs.gpu_batch, pid, f.path, off, &uo);
+	p->batch = uprobe__attach(s->skel->progs.gpu_batch, pid, f.path, off, false);
 	if (!p->batch) {
-		p->batch = NULL;
 		warn("pid %u: probing the injection library's GPU site: %s; no GPU activity", pid,
 		     strerror(errno));
 		return;
@@ -163,7 +162,6 @@ static void attach_proc(struct session *s, struct gpusrc *g, uint32_t pid)
 static void gpu_spawned(struct session *s, void *state, uint32_t pid)
 {
 	struct gpusrc *g = state;
-	LIBBPF_OPTS(bpf_uprobe_opts, uo);
 	struct gproc *p;
 	uint64_t off = 0, flush_off = 0;
 
@@ -173,7 +171,7 @@ static void gpu_spawned(struct session *s, void *state, uint32_t pid)
 	p = gproc(g, pid, true);
 	if (!p)
 		return;
-	p->batch = bpf_program__attach_uprobe_opts(s->skel->progs.gpu_batch, pid, g->inj, off, &uo);
+	p->batch = uprobe__attach(s->skel->progs.gpu_batch, pid, g->inj, off, false);
 	if (!p->batch) {
 		/* attach_proc tries again once the library is mapped. */
 		dbg("pid %u: probing %s before its exec: %s", pid, g->inj, strerror(errno));
@@ -194,6 +192,13 @@ static int keep_op(void *ctx, uint32_t pid, uint64_t launch_ts)
 	return !s->cap || capture__gpu_op(s->cap, pid, launch_ts) == CAPTURE_KEEP;
 }
 
+/* Probes the library's flush site: it hands over what CUPTI holds. */
+static bool ask_flush(struct session *s, struct gproc *p)
+{
+	p->flush = uprobe__attach(s->skel->progs.gpu_flush, p->pid, p->file, p->flush_off, false);
+	return p->flush;
+}
+
 static bool window_pid(const struct gproc *p, uint32_t pid)
 {
 	return !pid || p->pid == pid;
@@ -208,7 +213,6 @@ static bool window_pid(const struct gproc *p, uint32_t pid)
 static bool gpu_window_close(struct session *s, void *state, uint32_t pid)
 {
 	struct gpusrc *g = state;
-	LIBBPF_OPTS(bpf_uprobe_opts, uo);
 	uint64_t v;
 	bool asked = false;
 
@@ -219,9 +223,7 @@ static bool gpu_window_close(struct session *s, void *state, uint32_t pid)
 		    !gpu__collecting(g->gpu, p->pid))
 			continue;
 		gpu__flush_asked_pid(g->gpu, p->pid);
-		p->flush = bpf_program__attach_uprobe_opts(s->skel->progs.gpu_flush, p->pid, p->file,
-							   p->flush_off, &uo);
-		if (!p->flush) {
+		if (!ask_flush(s, p)) {
 			/* Gone (its exit not read yet): what it sent is in
 			 * the ring already, read by the next tick. */
 			if (errno == ESRCH)
@@ -265,7 +267,7 @@ static void gpu_window_end(struct session *s, void *state, uint32_t pid)
 		if (!window_pid(p, pid) || !p->asked)
 			continue;
 		p->asked = false;
-		bpf_link__destroy(p->flush);
+		uprobe__destroy(p->flush);
 		p->flush = NULL;
 	}
 }
@@ -309,8 +311,8 @@ static void gpu_proc(struct session *s, void *state, enum src_proc ev, uint32_t 
 	p = gproc(g, pid, false);
 	if (p) {
 		p->exited = true;
-		bpf_link__destroy(p->batch);
-		bpf_link__destroy(p->flush);
+		uprobe__release(p->batch);
+		uprobe__release(p->flush);
 		p->batch = p->flush = NULL;
 	}
 }
@@ -328,7 +330,6 @@ static uint64_t gpu_stop(struct session *s, void *state)
 {
 	struct gpusrc *g = state;
 	uint64_t v, n = 0;
-	LIBBPF_OPTS(bpf_uprobe_opts, uo);
 
 	gpu__flush_asked(g->gpu);
 	/* A window's flush still probed: the library acts on a new probe
@@ -337,7 +338,7 @@ static uint64_t gpu_stop(struct session *s, void *state)
 		struct gproc *p = (void *)(uintptr_t)v;
 
 		if (p->flush) {
-			bpf_link__destroy(p->flush);
+			uprobe__destroy(p->flush);
 			p->flush = NULL;
 			p->asked = false;
 			n++;
@@ -351,9 +352,7 @@ static uint64_t gpu_stop(struct session *s, void *state)
 
 		if (!p->batch || !gpu__collecting(g->gpu, p->pid) || !p->flush_off)
 			continue;
-		p->flush = bpf_program__attach_uprobe_opts(s->skel->progs.gpu_flush, p->pid, p->file,
-							   p->flush_off, &uo);
-		if (!p->flush) {
+		if (!ask_flush(s, p)) {
 			warn("pid %u: asking for the last GPU activity: %s; what it still held "
 			     "is missing", p->pid, strerror(errno));
 			continue;
@@ -459,8 +458,8 @@ static void gpu_fini(struct session *s, void *state)
 	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);) {
 		struct gproc *p = (void *)(uintptr_t)v;
 
-		bpf_link__destroy(p->batch);
-		bpf_link__destroy(p->flush);
+		uprobe__release(p->batch);	/* attach__free waits for them */
+		uprobe__release(p->flush);
 		free(p);
 	}
 	hmap__free(&g->procs);

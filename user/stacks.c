@@ -10,6 +10,7 @@
 #include <bpf/libbpf.h>
 #include "hmap.h"
 #include "log.h"
+#include "reaper.h"
 #include "procfs.h"
 #include "apilib.h"
 #include "cgbpf.skel.h"
@@ -65,7 +66,7 @@ void stacks__free(struct stacks *s)
 	if (!s)
 		return;
 	for (int i = 0; i < s->nlinks; i++)
-		bpf_link__destroy(s->links[i]);	/* closes the perf event too */
+		reaper__link(s->links[i]);	/* closes the perf event too */
 	free(s->links);
 	free(s->tops);
 	hmap__free(&s->self);

@@ -2,9 +2,11 @@
 /*
  * fork: a CUDA process that forks CUDA-using children (fork without exec).
  *
- * Usage: fork [--children C] [--iters N] [--gap-ms G]     (defaults 2, 20, 0)
+ * Usage: fork [--children C] [--iters N] [--gap-ms G] [--serial]   (defaults 2, 20, 0)
  * --gap-ms: the parent waits G ms between forks (bench/attach_latency.sh:
  * later forks then come while the earlier children fill cgbpf's ring).
+ * --serial: each child is forked as soon as the one before exited, so
+ * that cgbpf lets go of one child's probes while the next one is forked.
  *
  * The parent initializes, creates a context, loads a module, allocates a
  * buffer and launches _Z12parent_setupPfi twice, then forks C children.
@@ -23,6 +25,7 @@
  * in fork order, and "iters".
  */
 #define _GNU_SOURCE
+#include <stdbool.h>
 #include <cuda.h>
 #include <sys/wait.h>
 
@@ -135,6 +138,24 @@ static void write_extra(FILE *f, void *arg)
 	fputs("\n  }", f);
 }
 
+/* Reads a child's report and waits for its exit; 1 if it failed. */
+static int reap(struct child *c)
+{
+	int status;
+
+	c->report = read_all(c->fd);
+	close(c->fd);
+	while (waitpid((pid_t)c->pid, &status, 0) < 0) {
+		if (errno != EINTR)
+			wl_die("waitpid: %s", strerror(errno));
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !*c->report) {
+		fprintf(stderr, "fork: child %ld failed (status 0x%x)\n", c->pid, status);
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct children cs = { .n = 2, .iters = 20 };
@@ -145,13 +166,16 @@ int main(int argc, char **argv)
 	CUdevice dev;
 	int n = 1024, failed = 0;
 	unsigned long gap_ms = 0;
+	bool serial = false;
 	void *args[] = { &d, &n };
 
 	for (int i = 1; i < argc; i++) {
-		if (!wl_arg_ul(argc, argv, &i, "--children", &cs.n) &&
-		    !wl_arg_ul(argc, argv, &i, "--iters", &cs.iters) &&
-		    !wl_arg_ul(argc, argv, &i, "--gap-ms", &gap_ms))
-			wl_die("usage: fork [--children C] [--iters N] [--gap-ms G]");
+		if (!strcmp(argv[i], "--serial"))
+			serial = true;
+		else if (!wl_arg_ul(argc, argv, &i, "--children", &cs.n) &&
+			 !wl_arg_ul(argc, argv, &i, "--iters", &cs.iters) &&
+			 !wl_arg_ul(argc, argv, &i, "--gap-ms", &gap_ms))
+			wl_die("usage: fork [--children C] [--iters N] [--gap-ms G] [--serial]");
 	}
 	if (!(cs.v = calloc(cs.n ? cs.n : 1, sizeof(*cs.v))))
 		wl_die("out of memory");
@@ -203,23 +227,12 @@ int main(int argc, char **argv)
 		cs.v[k].pid = pid;
 		cs.v[k].fd = fds[0];
 		wl_add_child(pid);
+		if (serial)
+			failed |= reap(&cs.v[k]);
 	}
 	/* Children run concurrently; each report ends when its child exits. */
-	for (unsigned long k = 0; k < cs.n; k++) {
-		int status;
-
-		cs.v[k].report = read_all(cs.v[k].fd);
-		close(cs.v[k].fd);
-
-		while (waitpid((pid_t)cs.v[k].pid, &status, 0) < 0) {
-			if (errno != EINTR)
-				wl_die("waitpid: %s", strerror(errno));
-		}
-		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !*cs.v[k].report) {
-			fprintf(stderr, "fork: child %ld failed (status 0x%x)\n", cs.v[k].pid, status);
-			failed = 1;
-		}
-	}
+	for (unsigned long k = 0; k < cs.n && !serial; k++)
+		failed |= reap(&cs.v[k]);
 
 	CHECK(cuLaunchKernel, finish, 2, 1, 1, 64, 1, 1, 0, NULL, args, NULL);
 	wl_kernel(K_FINISH, 1);
