@@ -28,6 +28,13 @@ program "kernels" (tests/gpu/kernels.cu) or "gpu_mix" (its fake-driver twin):
   * the summary's cuda_gpu_kern_sum equals the kernel slices of the trace and
     the manifest's counts; cuda_gpu_mem_time_sum and cuda_gpu_mem_size_sum
     equal the trace's copies and memsets.
+program "windows" (kernels --windows, one file per profiler window):
+  * measured; each window's file holds exactly its k_in launches and its
+    k_spin, which was still running when the window ended, with its whole
+    duration; each kernel's flow comes from a launch inside the window; no
+    k_out (launched outside every window); the summary's Capture windows
+    table has one row per window whose GPU ops column equals the file's
+    GPU operations, and no LOST line.
 program "torch_step" (tests/gpu/torch_step.py):
   * measured; kernels in the checked span (the iterations after the
     pause), a GEMM among them; the same flow rules in that span; the three
@@ -496,7 +503,61 @@ def check_torch(p, t, m, summary):
         len(kernels), len({s.name for s in kernels}), flows, len(ops), m["iters"])
 
 
-CHECKS = {"kernels": check_kernels, "gpu_mix": check_kernels, "torch_step": check_torch}
+WINDOW_ROW = re.compile(r"^\s+(\d+)\s+\d+\s+\d+\s+[\d.]+\s+\d+\s+\d+\s+(\d+)\s+(\S+)\s*$", re.M)
+
+
+def check_windows(p, t, m, summary, base):
+    """kernels --windows: one file per profiler window (BASE-N.perfetto-trace)."""
+    pid = m["pid"]
+    k_in, k_spin = m["names"]["in"], m["names"]["spin"]
+    st = process_status(summary, pid)
+    p.check(st is not None and st.startswith("measured"),
+            "pid %d's GPU activity was not measured; the summary says: %s" % (pid, st))
+    rows = {int(n): int(ops) for n, ops, _ in WINDOW_ROW.findall(summary)}
+    p.check(len(rows) == len(m["windows"]), "the summary's Capture windows table has %d rows "
+            "for %d windows" % (len(rows), len(m["windows"])))
+    p.check("LOST" not in summary, lambda: "the summary says GPU operations were lost: %s" %
+            [x.strip() for x in summary.splitlines() if "LOST" in x])
+    bad = re.search(r"GPU batches: .*", summary)
+    if bad:
+        p.notes.append(bad.group(0))
+    got = []
+    for i, w in enumerate(m["windows"], 1):
+        path = "%s-%d.perfetto-trace" % (base, i)
+        try:
+            t = ptrace.load(path)
+        except (OSError, ptrace.TraceFormatError) as e:
+            p.add("window %d: cannot read %s: %s" % (i, path, e))
+            continue
+        p.check(not t.errors, "window %d: the decoder found %d errors: %s" %
+                (i, len(t.errors), "; ".join(t.errors[:3])))
+        g = Gpu(t, pid)
+        names = Counter(s.name for s in g.kernels)
+        want = Counter({k_in: w["in"], k_spin: w["spin"]})
+        p.check(+names == +want, "window %d: kernels %s, want %s" % (i, dict(names), dict(+want)))
+        spins = [s for s in g.kernels if s.name == k_spin]
+        for s in spins:
+            p.check(s.end - s.ts >= 0.9 * m["spin_ns"], "window %d: k_spin lasted %d ns, it "
+                    "spins %d ns" % (i, s.end - s.ts, m["spin_ns"]))
+        for s in g.kernels:
+            src, why = g.source(s)
+            if not p.check(src is not None, "window %d: %s at %d: %s" % (i, s.name, s.ts, why)):
+                continue
+            p.check(w["from_ns"] <= src.ts <= w["until_ns"], "window %d: %s launched by %s at "
+                    "%d, outside the window [%d, %d]" % (i, s.name, src.name, src.ts,
+                                                         w["from_ns"], w["until_ns"]))
+        syncs = [s for s in t.slices if s.pid == pid and s.track_uuid in t.tracks and
+                 (t.tracks[s.track_uuid].name or "").startswith("CUDA synchronization")]
+        p.check(rows.get(i) == len(g.ops) + len(syncs), "window %d: the summary's GPU ops "
+                "column says %r, the file has %d GPU operations and %d synchronizations" %
+                (i, rows.get(i), len(g.ops), len(syncs)))
+        got.append("%d %s, %s" % (names[k_in], k_in, "%s %.1f ms" % (
+            k_spin, (spins[0].end - spins[0].ts) / 1e6) if spins else "no " + k_spin))
+    return "%d windows: %s" % (len(m["windows"]), "; ".join(got))
+
+
+CHECKS = {"kernels": check_kernels, "gpu_mix": check_kernels, "torch_step": check_torch,
+          "windows": check_windows}
 
 
 def check_run(name, folder):
@@ -508,15 +569,19 @@ def check_run(name, folder):
             m = json.load(f)
         with open(base + ".summary", errors="replace") as f:
             summary = f.read()
-        t = ptrace.load(base + ".perfetto-trace")
+        # A windows run has one file per window, which its check reads.
+        t = ptrace.load(base + ".perfetto-trace") if m.get("program") != "windows" else None
     except (OSError, ValueError, ptrace.TraceFormatError) as e:
         return False, "FAIL %s: cannot read the run: %s" % (name, e)
     fn = CHECKS.get(m.get("program"))
     if fn is None:
         return False, "FAIL %s: unknown program %r in the manifest" % (name, m.get("program"))
-    p.check(not t.errors, "the decoder found %d errors in the trace: %s" %
-            (len(t.errors), "; ".join(t.errors[:3])))
-    what = fn(p, t, m, summary)
+    if t is not None:
+        p.check(not t.errors, "the decoder found %d errors in the trace: %s" %
+                (len(t.errors), "; ".join(t.errors[:3])))
+        what = fn(p, t, m, summary)
+    else:
+        what = fn(p, t, m, summary, base)
     notes = "".join("\n  note: " + x for x in p.notes)
     if p.items:
         return False, "FAIL %s (%s, pid %d): %s\n%s%s" % (

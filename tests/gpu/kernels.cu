@@ -19,6 +19,17 @@
 // "gpu": {"streams", "launches", "graphs", "copies", "memsets", "syncs",
 // "unchecked_kernels", "checked_from_ns", "checked_until_ns"}}
 // (tests/gpu/README.md describes the fields).
+//
+// kernels --windows: capture windows instead (run.sh records it with
+// --capture-range cudaProfilerApi --capture-range-end repeat). After the
+// pause, WINDOWS times: 2 k_out on s1 and a synchronization (outside), then
+// cudaProfilerStart, IN_PER_WINDOW k_in on s1, one k_spin that runs
+// SPIN_NS on the GPU, and cudaProfilerStop at once, while k_spin still
+// runs; then the stream is synchronized and the program sleeps GAP_MS
+// (outside). Manifest: {"program": "windows", "pid", "device", "spin_ns",
+// "names": {"in", "spin", "out"} (the kernels' names), "windows": [{"in",
+// "spin" (launches), "from_ns", "until_ns"}], "outside": launches of out}.
+#include <cuda_profiler_api.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -119,6 +130,29 @@ extern "C" __global__ void k_graph_c(float *x, int n)
 {
 	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
 		x[i] -= 0.5f;
+}
+
+// Spins until ns have passed on the GPU's global timer.
+extern "C" __global__ void k_spin(unsigned long long ns)
+{
+	unsigned long long t0, t;
+
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+	do
+		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	while (t - t0 < ns);
+}
+
+extern "C" __global__ void k_in(float *x, int n)
+{
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+		x[i] += 1.0f;
+}
+
+extern "C" __global__ void k_out(float *x, int n)
+{
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+		x[i] -= 1.0f;
 }
 
 enum { N = 1 << 20 };			// floats per device buffer (4 MiB)
@@ -270,7 +304,63 @@ static void go(launch *l, cudaStream_t s, void **args, const void *fn)
 	l->count++;
 }
 
-int main(void)
+enum { WINDOWS = 3, IN_PER_WINDOW = 5, GAP_MS = 600 };
+static const unsigned long long SPIN_NS = 50000000;	// 50 ms
+
+// The --windows program (see the top).
+static int windows(const cudaDeviceProp &prop)
+{
+	unsigned long long from[WINDOWS], until[WINDOWS];
+	const char *path = getenv("CGBPF_MANIFEST");
+	struct timespec gap = { GAP_MS / 1000, (GAP_MS % 1000) * 1000000L };
+	cudaStream_t s;
+	float *d;
+	int n = 4096, outside = 0;
+	FILE *f;
+
+	CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	CK(cudaMalloc(&d, n * sizeof(float)));
+	pause_point();
+	for (int w = 0; w < WINDOWS; w++) {
+		for (int i = 0; i < 2; i++, outside++)
+			k_out<<<4, 128, 0, s>>>(d, n);
+		CK(cudaGetLastError());
+		CK(cudaStreamSynchronize(s));
+		from[w] = boottime_ns();
+		CK(cudaProfilerStart());
+		for (int i = 0; i < IN_PER_WINDOW; i++)
+			k_in<<<4, 128, 0, s>>>(d, n);
+		k_spin<<<1, 32, 0, s>>>(SPIN_NS);
+		CK(cudaGetLastError());
+		CK(cudaProfilerStop());
+		until[w] = boottime_ns();
+		CK(cudaStreamSynchronize(s));
+		nanosleep(&gap, NULL);
+	}
+	CK(cudaFree(d));
+	CK(cudaStreamDestroy(s));
+	if (!path || !*path)
+		return 0;
+	if (!(f = fopen(path, "w"))) {
+		fprintf(stderr, "kernels: cannot write %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	fprintf(f, "{\"program\": \"windows\", \"pid\": %d, \"device\": \"%s\", "
+		"\"spin_ns\": %llu, \"names\": {\"in\": \"k_in\", \"spin\": \"k_spin\", "
+		"\"out\": \"k_out\"}, \"windows\": [", (int)getpid(), prop.name, SPIN_NS);
+	for (int w = 0; w < WINDOWS; w++)
+		fprintf(f, "%s{\"in\": %d, \"spin\": 1, \"from_ns\": %llu, \"until_ns\": %llu}",
+			w ? ", " : "", IN_PER_WINDOW, from[w], until[w]);
+	fprintf(f, "], \"outside\": %d}\n", outside);
+	if (fclose(f) != 0) {
+		fprintf(stderr, "kernels: cannot write %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	printf("kernels --windows: done on %s\n", prop.name);
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	cudaStream_t s1, s2;
 	cudaGraph_t graph;
@@ -287,6 +377,8 @@ int main(void)
 	k_warmup<<<1, 32>>>(d_flag);
 	CK(cudaGetLastError());
 	CK(cudaDeviceSynchronize());
+	if (argc > 1 && !strcmp(argv[1], "--windows"))
+		return windows(prop);
 
 	CK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
 	CK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));

@@ -11,6 +11,9 @@
 #   kernels_p  the same program started with CUDA_INJECTION64_PATH set, then
 #              recorded with record -p PID
 #   torch      tests/gpu/torch_step.py under record --
+#   windows    kernels --windows under record --capture-range cudaProfilerApi
+#              --capture-range-end repeat: windows-N.perfetto-trace, one per
+#              window, each closed while the window's last kernel still runs
 # Each NAME gives NAME.perfetto-trace, NAME.summary, NAME.manifest.json and
 # NAME.stdout/.stderr (cgbpf's, -v). Every workload waits at a pause point
 # after its setup until cgbpf says GPU collection runs (its -v line "GPU
@@ -137,11 +140,11 @@ release() {
 record() {
 	local name=$1 cupti=$2 rc
 	shift 2
-	echo "== $name: cgbpf record -- $*${cupti:+ (CGBPF_CUPTI_PATH=$cupti)}"
-	rm -f "$work/$name".*
+	echo "== $name: cgbpf record ${rec_args[*]} -- $*${cupti:+ (CGBPF_CUPTI_PATH=$cupti)}"
+	rm -f "$work/$name".* "$work/$name"-*
 	CGBPF_MANIFEST=$work/$name.manifest.json CGBPF_PAUSE_FILE=$work/$name.pause \
-		env ${cupti:+"CGBPF_CUPTI_PATH=$cupti"} timeout -s INT "$limit" "$cgbpf" record -v -o "$work/$name.perfetto-trace" \
-		--summary-file "$work/$name.summary" -- "$@" \
+		env ${cupti:+"CGBPF_CUPTI_PATH=$cupti"} timeout -s INT "$limit" "$cgbpf" record -v "${rec_args[@]}" \
+		-o "$work/$name.perfetto-trace" --summary-file "$work/$name.summary" -- "$@" \
 		>"$work/$name.stdout" 2>"$work/$name.stderr" &
 	local rec=$!
 	release "$work/$name.pause" "$work/$name.stderr" "$rec"
@@ -193,7 +196,7 @@ finish() {
 		awk '/^\*\* GPU activity per process/ { on = 1; next } on && /^\*\*/ { exit }
 			on && NF { print "  " $0 }' "$work/$name.summary" | head -20
 	fi
-	ls -l "$work/$name".* | awk '{print "   " $5 "\t" $9}'
+	ls -l "$work/$name".* "$work/$name"-* 2>/dev/null | awk '{print "   " $5 "\t" $9}'
 }
 
 main() {
@@ -209,6 +212,7 @@ main() {
 	echo "output: $work"
 
 	failed=()
+	rec_args=()	# more cgbpf record options, for one recording
 
 	echo "== build: nvcc tests/gpu/kernels.cu"
 	if ! "$nvcc" -O2 -lineinfo -o "$work/kernels" "$top/tests/gpu/kernels.cu"; then
@@ -217,6 +221,9 @@ main() {
 	else
 		record kernels "$cupti_kernels" "$work/kernels"
 		record_attached kernels_p "$cupti_kernels" "$work/kernels"
+		rec_args=(--capture-range cudaProfilerApi --capture-range-end repeat)
+		record windows "$cupti_kernels" "$work/kernels" --windows
+		rec_args=()
 	fi
 	record torch "$cupti_torch" "$py" "$top/tests/gpu/torch_step.py" --iters 20
 

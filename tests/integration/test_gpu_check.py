@@ -60,7 +60,7 @@ def run_sh(tmp):
     p = subprocess.run(["bash", RUN_SH, out], capture_output=True, text=True, env=env,
                        timeout=600)
     eq(p.returncode, 0, "run.sh (output %r)" % (p.stdout + p.stderr)[-1500:])
-    for name in ("kernels", "kernels_p", "torch"):
+    for name in ("kernels", "kernels_p", "windows", "torch"):
         check(re.search(r"^== %s: .*\n   at the pause point: GPU activity: status 1 " % name,
                         p.stdout, re.M), "run.sh released %s once collection ran:\n%s" %
               (name, p.stdout[-1500:]))
@@ -87,8 +87,10 @@ def runs():
 
 
 def test_check_passes_on_the_fake_gpu():
-    """run.sh's three recordings (record --, record -p, and gpu_mix again in
-    torch_step's place) pass every check, also from a run.sh tarball."""
+    """run.sh's four recordings (record --, record -p, profiler windows, and
+    gpu_mix again in torch_step's place) pass every check, also from a
+    run.sh tarball. The windows run: each window's file holds its kernels,
+    the last of which still ran when its window ended."""
     tmp = runs()
     rc, out = run_check(tmp)
     eq(rc, 0, "check.py on the fake recordings:\n%s" % out)
@@ -96,7 +98,10 @@ def test_check_passes_on_the_fake_gpu():
         check(re.search(r"^ok %s \(gpu_mix, pid \d+.*\): 32 kernels, 12 copies/memsets on 3 "
                         r"stream tracks" % name, out, re.M),
               "check.py's line for %s:\n%s" % (name, out))
-    eq(out.strip().splitlines()[-1], "3 passed, 0 failed", "check.py's closing line")
+    check(re.search(r"^ok windows \(windows, pid \d+.*\): 3 windows: 5 k_in, "
+                    r"k_spin__ns50000000 5\d\.\d ms; 5 k_in, ", out, re.M),
+          "check.py's line for windows:\n%s" % out)
+    eq(out.strip().splitlines()[-1], "4 passed, 0 failed", "check.py's closing line")
     tgz = os.path.join(tmpdir(), "cgbpf-gpu.tar.gz")
     subprocess.run(["tar", "-czf", tgz, "-C", tmp, "."], check=True)
     rc, out = run_check(tgz, "--only", "kernels_p")

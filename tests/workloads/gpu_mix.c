@@ -14,9 +14,19 @@
  * Manifest: the common fields (manifest.h) plus "program": "gpu_mix" and
  * "gpu" in tests/gpu/README.md's format, with the CLOCK_BOOTTIME span of
  * the checked part ("checked_from_ns", "checked_until_ns").
+ *
+ * gpu_mix --windows: kernels.cu --windows's twin (profiler windows, each
+ * ending while its last kernel, k_spin, still runs: 50 ms here by its name's
+ * __ns suffix); its manifest is that program's, "program": "windows".
  */
 #define _GNU_SOURCE
 #include <cuda.h>
+#if __has_include(<cudaProfiler.h>)
+#include <cudaProfiler.h>
+#else
+CUresult cuProfilerStart(void);
+CUresult cuProfilerStop(void);
+#endif
 
 #include "manifest.h"
 
@@ -124,7 +134,67 @@ static void write_extra(FILE *f, void *arg)
 		stream_syncs, device_syncs, t_from, t_until);
 }
 
-int main(void)
+enum { WINDOWS = 3, IN_PER_WINDOW = 5, GAP_MS = 600 };
+#define SPIN "k_spin__ns50000000"
+
+static struct {
+	unsigned long long from[WINDOWS], until[WINDOWS];
+	int outside;
+} win;
+
+static void write_windows(FILE *f, void *arg)
+{
+	(void)arg;
+	fprintf(f, ",\n  \"program\": \"windows\", \"spin_ns\": 50000000, \"names\": "
+		"{\"in\": \"k_in\", \"spin\": \"%s\", \"out\": \"k_out\"},\n  \"windows\": [", SPIN);
+	for (int w = 0; w < WINDOWS; w++)
+		fprintf(f, "%s{\"in\": %d, \"spin\": 1, \"from_ns\": %llu, \"until_ns\": %llu}",
+			w ? ", " : "", IN_PER_WINDOW, win.from[w], win.until[w]);
+	fprintf(f, "],\n  \"outside\": %d", win.outside);
+}
+
+static int windows(void)
+{
+	struct timespec gap = { GAP_MS / 1000, (GAP_MS % 1000) * 1000000L };
+	CUfunction k_in, k_out, k_spin;
+	CUdeviceptr d;
+	CUcontext ctx;
+	CUmodule mod;
+	CUstream s;
+	int n = 4096;
+	void *args[] = { &d, &n };
+
+	ctx = wl_context();
+	CHECK(cuModuleLoadData, &mod, module_image);
+	CHECK(cuModuleGetFunction, &k_in, mod, "k_in");
+	CHECK(cuModuleGetFunction, &k_out, mod, "k_out");
+	CHECK(cuModuleGetFunction, &k_spin, mod, SPIN);
+	CHECK(cuStreamCreate, &s, CU_STREAM_NON_BLOCKING);
+	CHECK(cuMemAlloc, &d, n * sizeof(float));
+	wl_pause();
+	for (int w = 0; w < WINDOWS; w++) {
+		for (int i = 0; i < 2; i++, win.outside++)
+			CHECK(cuLaunchKernel, k_out, 4, 1, 1, 128, 1, 1, 0, s, args, NULL);
+		CHECK(cuStreamSynchronize, s);
+		win.from[w] = boottime_ns();
+		CHECK(cuProfilerStart);
+		for (int i = 0; i < IN_PER_WINDOW; i++)
+			CHECK(cuLaunchKernel, k_in, 4, 1, 1, 128, 1, 1, 0, s, args, NULL);
+		CHECK(cuLaunchKernel, k_spin, 1, 1, 1, 32, 1, 1, 0, s, args, NULL);
+		CHECK(cuProfilerStop);
+		win.until[w] = boottime_ns();
+		CHECK(cuStreamSynchronize, s);
+		nanosleep(&gap, NULL);
+	}
+	CHECK(cuMemFree, d);
+	CHECK(cuStreamDestroy, s);
+	CHECK(cuModuleUnload, mod);
+	CHECK(cuCtxDestroy, ctx);
+	wl_manifest_write(write_windows, NULL);
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	CUdeviceptr d_a, d_b, d_c, d_red;
 	CUgraphNode nodes[3];
@@ -142,6 +212,8 @@ int main(void)
 	void *scale_args[] = { &d_b, &a, &n };
 
 	wl_gate();
+	if (argc > 1 && !strcmp(argv[1], "--windows"))
+		return windows();
 	ctx = wl_context();
 	CHECK(cuModuleLoadData, &mod, module_image);
 	for (int i = 0; i < L__COUNT; i++)
