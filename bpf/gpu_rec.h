@@ -55,6 +55,15 @@ typedef __s32 gr_s32;
  * passed, which it reports).
  */
 #define GPU_FLUSH_SITE "cgbpf_gpu_flush"
+/*
+ * A capture window ended: cgbpf probes this third site until the window's
+ * file closes. The library then asks CUPTI for its completed records every
+ * poll (a default flush: a kernel still running stays in CUPTI, whole,
+ * until it ends, where a forced flush would hand it over without times),
+ * and says GPU_ST_FLUSHED after the first such flush. Libraries without
+ * it get the flush site (forced) instead.
+ */
+#define GPU_WINDOW_SITE "cgbpf_gpu_window"
 /* Bytes of a name entry's text, NUL included. */
 #define GPU_NAME_MAX 1024
 

@@ -87,8 +87,8 @@
 /* ------------------------------------------------------------ probe sites */
 
 /*
- * cgbpf_gpu_batch(batch, len) and cgbpf_gpu_flush(): a 5-byte nop and a
- * ret each, exported under the names cgbpf looks up, protected so the
+ * cgbpf_gpu_batch(batch, len), cgbpf_gpu_flush() and cgbpf_gpu_window(): a
+ * 5-byte nop and a ret each, exported under the names cgbpf looks up, protected so the
  * library's own calls go straight to them.
  */
 __asm__(".text\n"
@@ -107,10 +107,19 @@ __asm__(".text\n"
 	GPU_FLUSH_SITE ":\n"
 	"	.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"
 	"	ret\n"
-	".size " GPU_FLUSH_SITE ", . - " GPU_FLUSH_SITE "\n");
+	".size " GPU_FLUSH_SITE ", . - " GPU_FLUSH_SITE "\n"
+	".globl " GPU_WINDOW_SITE "\n"
+	".protected " GPU_WINDOW_SITE "\n"
+	".type " GPU_WINDOW_SITE ", @function\n"
+	".p2align 4\n"
+	GPU_WINDOW_SITE ":\n"
+	"	.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"
+	"	ret\n"
+	".size " GPU_WINDOW_SITE ", . - " GPU_WINDOW_SITE "\n");
 
 void cgbpf_gpu_batch(const void *batch, uint32_t len);
 void cgbpf_gpu_flush(void);
+void cgbpf_gpu_window(void);
 
 /* Whether a probe sits on a site: its first byte is no longer the nop's. */
 static bool probed(void (*site)(void))
@@ -1057,13 +1066,14 @@ static void stop(void)
 static void *watch(void *arg)
 {
 	/* Probed already: InitializeInjection started. */
-	bool was_probed = arg != NULL, was_flush = false;
+	bool was_probed = arg != NULL, was_flush = false, was_window = false;
 	unsigned polls = 0;
 	struct timespec ts = { 0, POLL_MS * 1000000L };
 
 	for (;;) {
 		bool on = probed((void (*)(void))cgbpf_gpu_batch);
 		bool fl = probed(cgbpf_gpu_flush);
+		bool win = probed(cgbpf_gpu_window);
 
 		if (on && !was_probed) {
 			pthread_mutex_lock(&g.lock);
@@ -1090,6 +1100,19 @@ static void *watch(void *arg)
 			send_batch();
 			pthread_mutex_unlock(&g.lock);
 		}
+		/* A window ended: completed records every poll while the site
+		 * is probed; said once, after the first. */
+		if (on && win && g.collecting && g.loaded && !g.taken) {
+			g.c.flush_all(0);
+			__atomic_add_fetch(&g.flushes, 1, __ATOMIC_RELAXED);
+			check_taken();
+			if (!was_window) {
+				pthread_mutex_lock(&g.lock);
+				status(GPU_ST_FLUSHED, 0, "completed activity sent (a window ended)");
+				send_batch();
+				pthread_mutex_unlock(&g.lock);
+			}
+		}
 		/* Completed records every FLUSH_EVERY polls, not only when a
 		 * buffer fills: a trace shows the GPU while it runs. Only
 		 * finished buffers, to whoever has the callbacks: harmless to
@@ -1109,6 +1132,7 @@ static void *watch(void *arg)
 		}
 		was_probed = on;
 		was_flush = fl;
+		was_window = win;
 		nanosleep(&ts, NULL);
 	}
 	return NULL;

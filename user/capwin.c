@@ -324,6 +324,7 @@ struct cap_file {
 	uint64_t calls, launches;
 	uint64_t gpu_ops;	/* GPU operations launched in its spans, written */
 	uint64_t gpu_late;	/* ... that came after the file closed: lost */
+	uint64_t kernels_in;	/* kernels launched in its spans, come in */
 	struct span *spans;
 	size_t nspans;
 };
@@ -963,6 +964,29 @@ enum capture_keep capture__gpu_op(struct capture *c, uint32_t pid, uint64_t ts)
 	else if (k == CAPTURE_LATE)
 		c->files[file].gpu_late++;
 	return k;
+}
+
+void capture__gpu_arrived(struct capture *c, uint32_t pid, uint64_t ts, bool kernel)
+{
+	size_t file = 0;
+
+	if (kernel && where(c, pid, ts, &file) == CAPTURE_KEEP)
+		c->files[file].kernels_in++;
+}
+
+bool capture__gpu_caught_up(const struct capture *c, uint32_t pid)
+{
+	const struct scope *s = &c->all;
+	const struct cap_file *f;
+	uint64_t *v;
+
+	if (c->env.split) {
+		if (!(v = hmap__get(&c->scopes, pid)))
+			return true;
+		s = (const struct scope *)(uintptr_t)*v;
+	}
+	f = s->closing ? &c->files[s->cur] : NULL;
+	return !f || f->kernels_in >= f->launches;
 }
 
 size_t capture__files(const struct capture *c)

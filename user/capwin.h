@@ -130,5 +130,13 @@ bool capture__keeps_any(const struct capture *c, uint64_t ts);
 /* capture__keeps for a GPU operation of pid launched at ts, counted per
  * file for the summary (written: KEEP, lost: LATE). */
 enum capture_keep capture__gpu_op(struct capture *c, uint32_t pid, uint64_t ts);
+/* A GPU operation launched at ts came in (not yet written): kernels that
+ * belong to an open file are counted against its launches. */
+void capture__gpu_arrived(struct capture *c, uint32_t pid, uint64_t ts, bool kernel);
+/* Whether the closing file of pid's scope (0: every target's) has as
+ * many kernels in as its window had launch calls (true when none is
+ * closing): a kernel still running at the window's end comes later, in
+ * CUPTI's next completed buffer. */
+bool capture__gpu_caught_up(const struct capture *c, uint32_t pid);
 
 #endif

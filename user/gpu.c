@@ -603,6 +603,14 @@ static void pop_op(struct gpu_proc *p, struct gpu_op *out)
 	p->nheap--;
 }
 
+/* Capture windows: an operation belongs to the window its launch call
+ * began in (by the uprobe's slice, else CUPTI's API record, else, with
+ * neither, by when it ran). */
+static uint64_t launch_ts(const struct gpu_corr *c, const struct gpu_op *op)
+{
+	return c && c->call_ts ? c->call_ts : c && c->api_ts ? c->api_ts : op->start;
+}
+
 /* Writes and counts one operation, now in start order. */
 static void release_one(struct gpu *g, struct gpu_proc *p, const struct gpu_op *op)
 {
@@ -610,11 +618,7 @@ static void release_one(struct gpu *g, struct gpu_proc *p, const struct gpu_op *
 	struct gpu_dev *d;
 	bool late = false;
 
-	/* Capture windows: an operation belongs to the window its launch
-	 * call began in (by the uprobe's slice, else CUPTI's API record,
-	 * else, with neither, by when it ran). */
-	if (g->keep && !g->keep(g->keep_ctx, p->pid,
-				c && c->call_ts ? c->call_ts : c && c->api_ts ? c->api_ts : op->start))
+	if (g->keep && !g->keep(g->keep_ctx, p->pid, launch_ts(c, op)))
 		return;
 	d = op->kind == GPU_SYNC ? NULL : gpu__dev(p, op->device);
 	if (d) {
@@ -683,6 +687,9 @@ static void push_op(struct gpu *g, struct gpu_proc *p, struct gpu_op *op)
 {
 	uint32_t i;
 
+	if (g->arrived)
+		g->arrived(g->keep_ctx, p->pid, launch_ts(corr_find(p, op->corr), op),
+			   op->kind == GPU_KERNEL);
 	op->seq = g->seq++;
 	if (op->end > p->last_op_end)
 		p->last_op_end = op->end;
@@ -1206,9 +1213,11 @@ void gpu__forget(struct gpu *g, uint32_t pid)
 }
 
 void gpu__set_keep(struct gpu *g, int (*keep)(void *ctx, uint32_t pid, uint64_t launch_ts),
+		   void (*arrived)(void *ctx, uint32_t pid, uint64_t launch_ts, bool kernel),
 		   void *ctx)
 {
 	g->keep = keep;
+	g->arrived = arrived;
 	g->keep_ctx = ctx;
 }
 

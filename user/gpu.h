@@ -70,8 +70,10 @@ void gpu__flush_asked_pid(struct gpu *g, uint32_t pid);
 void gpu__release(struct gpu *g, uint32_t pid);
 /* Capture windows: keep(ctx, pid, launch_ts) says whether an operation
  * launched at launch_ts is written (and counted in the summary); NULL:
- * all are. */
+ * all are. arrived(ctx, pid, launch_ts, kernel) hears of each operation
+ * as it comes in, before it waits for its turn (NULL: nobody). */
 void gpu__set_keep(struct gpu *g, int (*keep)(void *ctx, uint32_t pid, uint64_t launch_ts),
+		   void (*arrived)(void *ctx, uint32_t pid, uint64_t launch_ts, bool kernel),
 		   void *ctx);
 /* Every process collecting GPU activity said GPU_ST_FLUSHED (or stopped,
  * or exited) since gpu__flush_asked. */

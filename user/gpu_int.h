@@ -220,6 +220,7 @@ struct gpu {
 	void *sum;			/* gpusum.c */
 	/* Capture windows: which operations are written (gpu__set_keep). */
 	int (*keep)(void *ctx, uint32_t pid, uint64_t launch_ts);
+	void (*arrived)(void *ctx, uint32_t pid, uint64_t launch_ts, bool kernel);
 	void *keep_ctx;
 };
 

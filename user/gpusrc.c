@@ -50,6 +50,7 @@ struct gproc {
 	char path[64];		/* /proc/PID/map_files/... of the library */
 	const char *file;	/* what the probes name: path, or gpusrc's inj */
 	uint64_t flush_off;
+	uint64_t window_off;	/* GPU_WINDOW_SITE; 0: an older library */
 };
 
 struct gpusrc {
@@ -105,15 +106,17 @@ static int find_lib(const struct map_entry *e, void *ctx)
 	return 1;
 }
 
-/* The file offsets of the library's two sites (flush: 0 when it has none);
- * false for a library without the GPU part (NVTX only). */
-static bool site_offsets(const char *path, uint64_t *batch, uint64_t *flush)
+/* The file offsets of the library's sites (flush, window: 0 when it has
+ * none); false for a library without the GPU part (NVTX only). */
+static bool site_offsets(const char *path, uint64_t *batch, uint64_t *flush, uint64_t *window)
 {
 	struct elfsym *es = elfsym__open(path);
 	bool ok = es && !elfsym__offset(es, GPU_PROBE_SITE, batch);
 
 	if (ok && elfsym__offset(es, GPU_FLUSH_SITE, flush))
 		*flush = 0;
+	if (ok && elfsym__offset(es, GPU_WINDOW_SITE, window))
+		*window = 0;
 	elfsym__close(es);
 	return ok;
 }
@@ -123,14 +126,14 @@ static void attach_proc(struct session *s, struct gpusrc *g, uint32_t pid)
 {
 	struct find_ctx f = { .pid = pid };
 	struct gproc *p = gproc(g, pid, false);
-	uint64_t off = 0, flush_off = 0;
+	uint64_t off = 0, flush_off = 0, window_off = 0;
 
 	/* An exited pid maps nothing: one that maps the library again is a
 	 * new process under the reused pid. */
 	if ((p && p->batch) || procfs__for_each_map(pid, find_lib, &f) <= 0 ||
 	    !f.found)
 		return;
-	if (!site_offsets(f.path, &off, &flush_off)) {
+	if (!site_offsets(f.path, &off, &flush_off, &window_off)) {
 		dbg("pid %u: %s has no %s: no GPU activity", pid, f.path, GPU_PROBE_SITE);
 		return;
 	}
@@ -139,6 +142,7 @@ static void attach_proc(struct session *s, struct gpusrc *g, uint32_t pid)
 		return;
 	p->exited = false;
 	p->flush_off = flush_off;
+	p->window_off = window_off;
 	memcpy(p->path, f.path, sizeof(p->path));
 	p->file = p->path;
 	p->batch = uprobe__attach(s->skel->progs.gpu_batch, pid, f.path, off, false);
@@ -163,10 +167,10 @@ static void gpu_spawned(struct session *s, void *state, uint32_t pid)
 {
 	struct gpusrc *g = state;
 	struct gproc *p;
-	uint64_t off = 0, flush_off = 0;
+	uint64_t off = 0, flush_off = 0, window_off = 0;
 
 	/* No GPU part: attach_proc says so when it maps it. */
-	if (!*g->inj || !site_offsets(g->inj, &off, &flush_off))
+	if (!*g->inj || !site_offsets(g->inj, &off, &flush_off, &window_off))
 		return;
 	p = gproc(g, pid, true);
 	if (!p)
@@ -179,6 +183,7 @@ static void gpu_spawned(struct session *s, void *state, uint32_t pid)
 	}
 	p->file = g->inj;
 	p->flush_off = flush_off;
+	p->window_off = window_off;
 	gpu__lib_probed(g->gpu, pid);
 	dbg("pid %u: GPU activity site probed in %s before its exec", pid, g->inj);
 }
@@ -192,10 +197,19 @@ static int keep_op(void *ctx, uint32_t pid, uint64_t launch_ts)
 	return !s->cap || capture__gpu_op(s->cap, pid, launch_ts) == CAPTURE_KEEP;
 }
 
-/* Probes the library's flush site: it hands over what CUPTI holds. */
-static bool ask_flush(struct session *s, struct gproc *p)
+static void arrived_op(void *ctx, uint32_t pid, uint64_t launch_ts, bool kernel)
 {
-	p->flush = uprobe__attach(s->skel->progs.gpu_flush, p->pid, p->file, p->flush_off, false);
+	struct session *s = ctx;
+
+	if (s->cap)
+		capture__gpu_arrived(s->cap, pid, launch_ts, kernel);
+}
+
+/* Probes the library's flush site (at off): it hands over what CUPTI
+ * holds. */
+static bool ask_flush(struct session *s, struct gproc *p, uint64_t off)
+{
+	p->flush = uprobe__attach(s->skel->progs.gpu_flush, p->pid, p->file, off, false);
 	return p->flush;
 }
 
@@ -206,9 +220,12 @@ static bool window_pid(const struct gproc *p, uint32_t pid)
 
 /*
  * A capture window ended: ask the libraries of its processes for what
- * CUPTI still holds (the flush site, as at stop), so that the window's
- * GPU activity reaches its file. The library acts on the site's rising
- * edge, so the probe goes again when the file closes (gpu_window_end).
+ * CUPTI holds, so that the window's GPU activity reaches its file: the
+ * window site (completed records, every poll while probed), or with an
+ * older library the flush site (forced, as at stop: a kernel still
+ * running is handed over without times, and skipped). The library acts
+ * on the site's rising edge, so the probe goes when the file closes
+ * (gpu_window_end).
  */
 static bool gpu_window_close(struct session *s, void *state, uint32_t pid)
 {
@@ -223,7 +240,9 @@ static bool gpu_window_close(struct session *s, void *state, uint32_t pid)
 		    !gpu__collecting(g->gpu, p->pid))
 			continue;
 		gpu__flush_asked_pid(g->gpu, p->pid);
-		if (!ask_flush(s, p)) {
+		/* The window site: completed records only, every poll until
+		 * the file closes. An older library has the forced flush. */
+		if (!ask_flush(s, p, p->window_off ? p->window_off : p->flush_off)) {
 			/* Gone (its exit not read yet): what it sent is in
 			 * the ring already, read by the next tick. */
 			if (errno == ESRCH)
@@ -238,20 +257,29 @@ static bool gpu_window_close(struct session *s, void *state, uint32_t pid)
 	return asked;
 }
 
+/*
+ * Settled when every library asked answered, and, where the window site
+ * was probed (completed records only), the file has a kernel for each
+ * launch of its window: a kernel still running at the window's end comes
+ * when it ends (capture__gpu_caught_up). A launch that queues no kernel
+ * (captured into a graph, failed) keeps the file open to its time limit.
+ */
 static bool gpu_window_settled(struct session *s, void *state, uint32_t pid)
 {
 	struct gpusrc *g = state;
+	bool completed_only = false;
 	uint64_t v;
 
-	(void)s;
 	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);) {
 		struct gproc *p = (void *)(uintptr_t)v;
 
-		if (window_pid(p, pid) && p->asked && !p->exited &&
-		    !gpu__flush_answered(g->gpu, p->pid))
+		if (!window_pid(p, pid) || !p->asked || p->exited)
+			continue;
+		if (!gpu__flush_answered(g->gpu, p->pid))
 			return false;
+		completed_only |= p->window_off != 0;
 	}
-	return true;
+	return !completed_only || !s->cap || capture__gpu_caught_up(s->cap, pid);
 }
 
 static void gpu_window_end(struct session *s, void *state, uint32_t pid)
@@ -291,7 +319,7 @@ static int gpu_init(struct session *s, void **state)
 		free(g);
 		return -E2BIG;
 	}
-	gpu__set_keep(g->gpu, keep_op, s);
+	gpu__set_keep(g->gpu, keep_op, arrived_op, s);
 	*state = g;
 	return 0;
 }
@@ -352,7 +380,7 @@ static uint64_t gpu_stop(struct session *s, void *state)
 
 		if (!p->batch || !gpu__collecting(g->gpu, p->pid) || !p->flush_off)
 			continue;
-		if (!ask_flush(s, p)) {
+		if (!ask_flush(s, p, p->flush_off)) {
 			warn("pid %u: asking for the last GPU activity: %s; what it still held "
 			     "is missing", p->pid, strerror(errno));
 			continue;

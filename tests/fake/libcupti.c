@@ -24,6 +24,13 @@
  * dropped and counted; timestamps come from the registered timestamp
  * callback's clock.
  *
+ * A record is complete once the work it describes ended (the fake driver
+ * knows when each simulated operation ends, ahead of time): a default
+ * flush (cuptiActivityFlushAll(0)) returns the buffer only when every
+ * record in it is complete; a forced flush returns it anyway, and the
+ * records of work still running have no timestamps (0), as NVIDIA's
+ * CUPTI hands over a kernel still running at a forced flush.
+ *
  * CGBPF_FAKE_CUPTI_HOLDER=NAME: another tool named NAME subscribed before
  * anyone (Nsight, DCGM, Kineto), and holds CUPTI for the process's life.
  * Graphs, as CUPTI reports them: a graph launch's API record (cbid
@@ -41,6 +48,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +77,13 @@ static int g_hooked;
 static uint8_t *g_buf;
 static size_t g_size, g_used;
 static size_t g_dropped;
+/* The current buffer's records of GPU work: where each is, and when (on
+ * CLOCK_MONOTONIC) the work ends. */
+static struct pending {
+	size_t at;		/* offset in g_buf */
+	uint64_t end;
+} *g_pend;
+static size_t g_npend, g_cappend;
 static uint32_t g_burst = 1;
 static uint64_t g_api_widen;
 /* getpid() once, not per record (a syscall, which a tracer's syscall
@@ -249,6 +264,7 @@ static void complete(void)
 
 	g_buf = NULL;
 	g_size = g_used = 0;
+	g_npend = 0;
 	if (!b)
 		return;
 	pthread_mutex_unlock(&g_lock);
@@ -300,6 +316,41 @@ static void *room(size_t size)
 	memset(r, 0, size);
 	g_used += size;
 	return r;
+}
+
+/* Remembers a record of work ending at end (CLOCK_MONOTONIC) until its
+ * buffer goes. Called locked. */
+static void pending(const void *rec, uint64_t end)
+{
+	if (g_npend == g_cappend) {
+		size_t cap = g_cappend ? 2 * g_cappend : 256;
+		struct pending *p = realloc(g_pend, cap * sizeof(*p));
+
+		if (!p)
+			return;		/* then taken as complete */
+		g_pend = p;
+		g_cappend = cap;
+	}
+	g_pend[g_npend].at = (size_t)((const uint8_t *)rec - g_buf);
+	g_pend[g_npend++].end = end;
+}
+
+/* A record of running work at a forced flush: no timestamps. */
+static void unfinished(CUpti_Activity *r)
+{
+	switch (r->kind) {
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+		((CUpti_ActivityKernel10 *)r)->start = ((CUpti_ActivityKernel10 *)r)->end = 0;
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMCPY:
+		((CUpti_ActivityMemcpy6 *)r)->start = ((CUpti_ActivityMemcpy6 *)r)->end = 0;
+		break;
+	case CUPTI_ACTIVITY_KIND_MEMSET:
+		((CUpti_ActivityMemset4 *)r)->start = ((CUpti_ActivityMemset4 *)r)->end = 0;
+		break;
+	default:
+		break;
+	}
 }
 
 /* CUPTI's kernel names live as long as the process (the driver's may
@@ -362,6 +413,7 @@ static void op_record(const struct fake_activity *a, uint32_t corr)
 
 			if (!k)
 				break;
+			pending(k, a->end);
 			k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
 			k->start = stamp(a->start);
 			k->end = stamp(a->end);
@@ -388,6 +440,7 @@ static void op_record(const struct fake_activity *a, uint32_t corr)
 
 			if (!m)
 				break;
+			pending(m, a->end);
 			m->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
 			m->copyKind = (uint8_t)a->copy_kind;
 			m->srcKind = a->copy_kind == FA_HTOD || a->copy_kind == FA_HTOH ?
@@ -414,6 +467,7 @@ static void op_record(const struct fake_activity *a, uint32_t corr)
 
 			if (!m)
 				break;
+			pending(m, a->end);
 			m->kind = CUPTI_ACTIVITY_KIND_MEMSET;
 			m->value = a->value;
 			m->bytes = a->bytes;
@@ -595,14 +649,21 @@ EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
 {
 	CUptiResult r = CUPTI_SUCCESS;
 
-	/* Every record the fake writes is complete: both flushes return
-	 * the buffer in use. */
-	(void)flag;
+	uint64_t now = mono_ns();
+	bool busy = false;
+
 	pthread_mutex_lock(&g_lock);
-	if (g_done)
-		complete();
-	else
+	for (size_t i = 0; i < g_npend && g_buf; i++) {
+		if (g_pend[i].end <= now)
+			continue;
+		busy = true;
+		if (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)
+			unfinished((CUpti_Activity *)(g_buf + g_pend[i].at));
+	}
+	if (!g_done)
 		r = CUPTI_ERROR_INVALID_OPERATION;
+	else if (!busy || (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED))
+		complete();
 	pthread_mutex_unlock(&g_lock);
 	return r;
 }

@@ -220,7 +220,7 @@ def test_nvtx_library_notes_and_exports():
     dyn = subprocess.run(["nm", "-D", "--defined-only", LIB], capture_output=True, text=True,
                          check=True).stdout.split()
     # The GPU part (inject/gpu.c) is built where the CUPTI headers are.
-    gpu = ["InitializeInjection", "cgbpf_gpu_batch", "cgbpf_gpu_flush"]
+    gpu = ["InitializeInjection", "cgbpf_gpu_batch", "cgbpf_gpu_flush", "cgbpf_gpu_window"]
     got = [s for s in dyn if not re.fullmatch(r"[0-9a-f]+|[A-Za-z]", s)]
     want = ["InitializeInjectionNvtx2"]
     if os.path.exists(os.path.join(harness.OUT, "inject", "gpu_cbids.h")):
