@@ -57,20 +57,17 @@ def trace_files(d):
     return sorted(f for f in os.listdir(d) if f.endswith(".perfetto-trace"))
 
 
-def test_split_profiler_windows_per_process():
-    """Two processes under one cgbpf (-- sh -c 'a & b & wait'),
-    --capture-range cudaProfilerApi --capture-range-end repeat: b's
-    cuProfilerStop comes while a's window is open, and a's 4 launches after
-    it are all in a's file (the BPF gate counts processes, a stop closes
-    its own process's window only); b's two windows are b's files 1 and 2
-    (its own %n), a repeated start inside a window opens none; no k_out
-    launch (outside every window) in any file; sh, which makes no call,
-    gets no file."""
+def overlap(d, **env):
+    """record -- sh -c 'cap_overlap a & cap_overlap b & wait' with
+    --split-per-process --capture-range cudaProfilerApi --capture-range-end
+    repeat, files D/w.PID-N.perfetto-trace; env: the workloads' variables.
+    Returns (result, a's manifest, b's manifest, {path: (pid, n, k_in)})."""
     wl_path = need("cap_overlap")
-    d = tmpdir()
     sync = os.path.join(d, "sync")
     os.mkdir(sync)
-    script = " & ".join("CGBPF_MANIFEST=%s/m%s.json %s %s %s" % (d, role, wl_path, role, sync)
+    pre = "".join("%s=%s " % kv for kv in sorted(env.items()))
+    script = " & ".join("%sCGBPF_MANIFEST=%s/m%s.json %s %s %s" % (pre, d, role, wl_path, role,
+                                                                 sync)
                         for role in ("a", "b")) + " & wait"
     pattern = os.path.join(d, "w.%p.perfetto-trace")
     r = record(FLAGS + ["--split-per-process", "--capture-range", "cudaProfilerApi",
@@ -85,6 +82,55 @@ def test_split_profiler_windows_per_process():
         for i, n in enumerate(m["windows"]):
             want[os.path.join(d, "w.%d-%d.perfetto-trace" % (m["pid"], i + 1))] = (m["pid"], i + 1,
                                                                                    n)
+    return r, ma, mb, want
+
+
+def test_split_windows_hold_their_gpu_activity():
+    """Per process, each window's file holds the kernels its launches
+    queued (CUPTI delivers them after the window, through each process's
+    own injection library), none launched outside its windows or by the
+    other process, each with the flow from its launch; the summary's GPU
+    ops column per file equals the file's GPU operations, and nothing was
+    lost. The processes pause after their setup and windows (CAP_GAP_MS),
+    so the library collects before the first window and answers before
+    the process exits."""
+    d = tmpdir()
+    r, ma, mb, want = overlap(d, CAP_GAP_MS=300)
+    sec = r.stdout.split("** Capture windows:")[1].split("\n** ")[0]
+    check("LOST" not in sec, "no window's GPU operation came after its file closed:\n%s" % sec)
+    ops = {m.group(2): int(m.group(1)) for m in
+           re.finditer(r"^\s+\d+\s+\d+\s+\d+\s+\d+\s+[\d.]+\s+\d+\s+\d+\s+(\d+)\s+(\S+)$", sec,
+                       re.M)}
+    for path, (pid, _, n) in sorted(want.items()):
+        t = load_checked(path, pid)
+        groups = {u for u, x in t.tracks.items()
+                  if (x.name or "").startswith("GPU 0: Fake GPU") and x.pid == pid}
+        streams = {u for u, x in t.tracks.items()
+                   if x.parent_uuid in groups and (x.name or "").startswith("stream ")}
+        kernels = sorted((s for s in t.slices if s.track_uuid in streams), key=lambda s: s.ts)
+        eq([k.name for k in kernels], ["k_in"] * n, "%s: the window's kernels" % path)
+        syncs = [s for s in t.slices if s.name == "Stream synchronize"]
+        eq(ops.get(path), len(kernels) + len(syncs), "%s: the summary's GPU ops are the file's"
+           % path)
+        into = {}
+        for a, b in t.flows():
+            into.setdefault(id(b), []).append(a)
+        for k in kernels:
+            eq([a.name for a in into.get(id(k), [])], ["cuLaunchKernel"],
+               "%s: kernel at %d has the flow from its launch" % (path, k.ts))
+
+
+def test_split_profiler_windows_per_process():
+    """Two processes under one cgbpf (-- sh -c 'a & b & wait'),
+    --capture-range cudaProfilerApi --capture-range-end repeat: b's
+    cuProfilerStop comes while a's window is open, and a's 4 launches after
+    it are all in a's file (the BPF gate counts processes, a stop closes
+    its own process's window only); b's two windows are b's files 1 and 2
+    (its own %n), a repeated start inside a window opens none; no k_out
+    launch (outside every window) in any file; sh, which makes no call,
+    gets no file."""
+    d = tmpdir()
+    r, ma, mb, want = overlap(d)
     eq(trace_files(d), sorted(os.path.basename(p) for p in want),
        "one file per window per process, numbered per process; none for sh")
     rows = windows_table(r.stdout)

@@ -14,6 +14,10 @@
  *      cuProfilerStop; creates DIR/b_stopped; 1 k_out; cuProfilerStart;
  *      3 launches of k_in; cuProfilerStop; cuProfilerStart again inside
  *      (a repeated start: no new window); 1 k_out after the stop.
+ * CAP_GAP_MS in the environment: sleep that long after the first k_out
+ * launches (the injection library starts collecting meanwhile) and after
+ * each window's stop (its GPU activity reaches cgbpf before the process
+ * goes on or exits).
  * Manifest extra: "windows": [k_in launches per window], "outside": n.
  */
 #define _GNU_SOURCE
@@ -59,6 +63,16 @@ static void window(unsigned long n, bool restart)
 	CHECK(cuProfilerStop);
 }
 
+static void gap(void)
+{
+	const char *v = getenv("CAP_GAP_MS");
+	unsigned long ms = v ? strtoul(v, NULL, 10) : 0;
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+
+	while (ms && nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
 static void mark(const char *dir, const char *name)
 {
 	char path[4096];
@@ -98,6 +112,7 @@ int main(int argc, char **argv)
 	CHECK(cuModuleGetFunction, &k_out, mod, "k_out");
 	for (int i = 0; i < 2; i++, outside++)
 		launch(k_out, "k_out");
+	gap();
 	if (!strcmp(argv[1], "a")) {
 		CHECK(cuProfilerStart);
 		mark(argv[2], "a_started");
@@ -107,15 +122,18 @@ int main(int argc, char **argv)
 		win[nwin++] = 4;
 		CHECK(cuStreamSynchronize, NULL);
 		CHECK(cuProfilerStop);
+		gap();
 		launch(k_out, "k_out");
 		outside++;
 	} else {
 		await(argv[2], "a_started");
 		window(2, false);
 		mark(argv[2], "b_stopped");
+		gap();
 		launch(k_out, "k_out");
 		outside++;
 		window(3, true);
+		gap();
 		launch(k_out, "k_out");
 		outside++;
 	}
