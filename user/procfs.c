@@ -66,6 +66,7 @@ int procfs__for_each_map(pid_t pid, int (*cb)(const struct map_entry *e, void *c
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
+	errno = 0;
 	while (getline(&line, &cap, f) > 0) {
 		struct map_entry e;
 
@@ -74,7 +75,12 @@ int procfs__for_each_map(pid_t pid, int (*cb)(const struct map_entry *e, void *c
 		ret = cb(&e, ctx);
 		if (ret)
 			break;
+		errno = 0;
 	}
+	/* A read that failed part-way is not the end of the map: a caller
+	 * looking for a mapping must not take it as absent. */
+	if (!ret && ferror(f))
+		ret = errno ? -errno : -EIO;
 	free(line);
 	fclose(f);
 	return ret;

@@ -58,6 +58,7 @@ struct scan {
 	struct mapped exe, lib, libc;
 	int lib_major, lib_minor;	/* from the soname: libpython3.<minor>... */
 	bool lib_t, lib_d;	/* 't' (free-threaded), 'd' (debug) ABI flags */
+	int maps;		/* lines read */
 };
 
 /*
@@ -105,6 +106,7 @@ static int scan_map(const struct map_entry *e, void *ctx)
 	bool t, d;
 	int minor, major;
 
+	s->maps++;
 	if (e->path[0] != '/')
 		return 0;
 	base = strrchr(e->path, '/') + 1;
@@ -515,7 +517,7 @@ int pyfind__probe(int pid, struct py_proc *out, struct py_info *info, char *why,
 	const struct py_offsets *row;
 	char exe[64];
 	struct stat st;
-	int err, minor = -1;
+	int err, exe_err = 0, minor = -1;
 
 	if (!info)
 		info = &local;
@@ -532,7 +534,7 @@ int pyfind__probe(int pid, struct py_proc *out, struct py_info *info, char *why,
 		return err == -ENOENT ? -ESRCH : err;
 	}
 	/* An executable that defines _PyRuntime wins: its symbols come first. */
-	if (s.exe.found && elf_read(pid, &s.exe, -1, &ei) == 0 && ei.runtime) {
+	if (s.exe.found && (exe_err = elf_read(pid, &s.exe, -1, &ei)) == 0 && ei.runtime) {
 		m = &s.exe;
 		info->shared = false;
 	} else if (s.lib.found && s.lib_major != 3) {
@@ -552,8 +554,18 @@ int pyfind__probe(int pid, struct py_proc *out, struct py_info *info, char *why,
 			return err == -ENOENT ? -ENOTSUP : err;
 		}
 	} else {
-		say(why, whylen, "no Python interpreter (no libpython3.X.so mapped, "
-		    "the executable does not define _PyRuntime)");
+		/* Which part failed, for the -v log: a flaky "no Python" is
+		 * then told from a real one. */
+		if (!s.exe.found)
+			say(why, whylen, "no Python interpreter (no libpython3.X.so mapped; the "
+			    "executable (inode %lu) is not in the %d maps read)",
+			    (unsigned long)s.exe_ino, s.maps);
+		else if (exe_err)
+			say(why, whylen, "no Python interpreter (no libpython3.X.so mapped; "
+			    "reading the executable %s failed: %s)", s.exe.path, strerror(-exe_err));
+		else
+			say(why, whylen, "no Python interpreter (no libpython3.X.so mapped, "
+			    "the executable does not define _PyRuntime)");
 		return -ENOENT;
 	}
 	snprintf(info->path, sizeof(info->path), "%s", m->path);
