@@ -529,6 +529,15 @@ int pyfind__probe(int pid, struct py_proc *out, struct py_info *info, char *why,
 	if (stat(exe, &st) == 0)
 		s.exe_ino = st.st_ino;
 	err = procfs__for_each_map(pid, scan_map, &s);
+	/* An exec between the two reads (a launcher, a pyenv shim, exec'ing
+	 * the interpreter): the executable read is not the one mapped. Once
+	 * more, after it. */
+	if (!err && !s.exe.found && stat(exe, &st) == 0 && st.st_ino != s.exe_ino) {
+		memset(&s, 0, sizeof(s));
+		s.lib_minor = -1;
+		s.exe_ino = st.st_ino;
+		err = procfs__for_each_map(pid, scan_map, &s);
+	}
 	if (err < 0) {
 		say(why, whylen, "cannot read /proc/%d/maps: %s", pid, strerror(-err));
 		return err == -ENOENT ? -ESRCH : err;
