@@ -22,6 +22,7 @@
 #include "pysrc.h"
 #include "pyframes_rec.h"
 #include "summary.h"
+#include "sumtab.h"
 #include "symbolize.h"
 
 #define MAX_FRAMES (STACK_KERNEL_MAX + STACK_USER_MAX + PY_FRAMES_MAX)
@@ -36,7 +37,7 @@ struct stacks {
 	struct hmap warm;		/* pids whose maps the symbolizer has read */
 	uint32_t *exited;		/* exits to pass on once the rings are drained */
 	size_t nexited, capexited;
-	struct top { const char *name; uint64_t n; } *tops;
+	struct sumtab_self *tops;
 	size_t ntops, captops;
 	struct sym_frame frames[MAX_FRAMES];	/* the sample being decoded */
 	struct pysrc *py;		/* Python frames for mixed stacks; NULL: none */
@@ -178,7 +179,7 @@ static void count_self(struct stacks *s, const struct sym_frame *f)
 	}
 	if (s->ntops == s->captops) {
 		size_t nc = s->captops ? 2 * s->captops : 64;
-		struct top *t = realloc(s->tops, nc * sizeof(*t));
+		struct sumtab_self *t = realloc(s->tops, nc * sizeof(*t));
 
 		if (!t)
 			return;
@@ -381,15 +382,6 @@ struct symbolizer *stacks__symbolizer(struct stacks *s)
 	return s->sym;
 }
 
-static int cmp_tops(const void *a, const void *b)
-{
-	const struct top *x = a, *y = b;
-
-	if (x->n != y->n)
-		return x->n < y->n ? 1 : -1;
-	return strcmp(x->name, y->name);
-}
-
 void stacks__summary(struct stacks *s, uint64_t backtrace_ns, FILE *f)
 {
 	const struct stacks_stats *st = &s->st;
@@ -411,15 +403,9 @@ void stacks__summary(struct stacks *s, uint64_t backtrace_ns, FILE *f)
 			st->truncated, st->samples + st->backtraces, st->unsymbolized, st->frames);
 	if (st->python_frames)
 		fprintf(f, "   Python frames mixed in: %" PRIu64 "\n", st->python_frames);
-	if (!s->ntops)
-		return;
-	qsort(s->tops, s->ntops, sizeof(*s->tops), cmp_tops);
 	/* hmap indexes are stale after sorting: counting is over. */
 	hmap__free(&s->self);
-	fprintf(f, "\n   %8s %6s  %s\n", "Self", "%", "Function");
-	for (size_t i = 0; i < s->ntops && i < 10; i++)
-		fprintf(f, "   %8" PRIu64 " %5.1f%%  %s\n", s->tops[i].n,
-			100.0 * s->tops[i].n / st->samples, s->tops[i].name);
+	sumtab__cpu_self(f, SUMTAB_TEXT, s->tops, s->ntops, st->samples);
 }
 
 /* ---------------------------------------------------------------- source */
@@ -534,8 +520,18 @@ static bool stacks_window_close(struct session *s, void *state, uint32_t pid)
 
 static void stacks_finish(struct session *s, void *state, struct capture_info *ci)
 {
+	const struct stacks_stats *st = stacks__stats(s->stacks);
+	char v[32];
+
 	(void)state;
 	ci->stacks = s->stacks;
+	/* For `cgbpf stats`: what the samples in the trace do not say. */
+	if (s->pt && st->hz) {
+		snprintf(v, sizeof(v), "%u", st->hz);
+		pftrace__attribute(s->pt, "cgbpf.sample_hz", v);
+		snprintf(v, sizeof(v), "%d", st->cpus);
+		pftrace__attribute(s->pt, "cgbpf.sample_cpus", v);
+	}
 }
 
 static void stacks_fini(struct session *s, void *state)

@@ -314,6 +314,43 @@ static void site_rows(FILE *f, const struct sumtab_pysite *s, size_t n, uint64_t
 	}
 }
 
+static int cmp_self(const void *a, const void *b)
+{
+	const struct sumtab_self *x = a, *y = b;
+
+	if (x->n != y->n)
+		return x->n < y->n ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+void sumtab__cpu_self(FILE *f, enum sumtab_fmt fmt, struct sumtab_self *s, size_t n,
+		      uint64_t samples)
+{
+	static const char *const cols[] = { "Self", "(%)", "Function" };
+
+	if (n > 1)
+		qsort(s, n, sizeof(*s), cmp_self);
+	if (fmt != SUMTAB_TEXT) {
+		sumtab__begin(f, fmt, cols, 3);
+		for (size_t i = 0; i < n; i++) {
+			struct sumtab_cell c[3] = {
+				{ .type = SC_U64, .u = s[i].n },
+				{ .type = SC_DOUBLE, .d = pct(s[i].n, samples) },
+				{ .type = SC_STR, .s = s[i].name },
+			};
+
+			sumtab__row(f, fmt, cols, c, 3, i == 0);
+		}
+		sumtab__end(f, fmt);
+		return;
+	}
+	if (!n)
+		return;
+	fprintf(f, "\n   %8s %6s  %s\n", "Self", "%", "Function");
+	for (size_t i = 0; i < n && i < 10; i++)
+		fprintf(f, "   %8" PRIu64 " %5.1f%%  %s\n", s[i].n, pct(s[i].n, samples), s[i].name);
+}
+
 void sumtab__pysites(FILE *f, enum sumtab_fmt fmt, struct sumtab_pysite *s, size_t n)
 {
 	static const char *const cols[] = { "Time (%)", "Total Time (ns)", "Calls", "Launches",

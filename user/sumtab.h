@@ -156,6 +156,17 @@ struct sumtab_pysite {
  * n is 0. */
 void sumtab__pysites(FILE *f, enum sumtab_fmt fmt, struct sumtab_pysite *s, size_t n);
 
+/* cpu_samples: CPU samples per innermost function (self). */
+struct sumtab_self {
+	const char *name;
+	uint64_t n;
+};
+/* The Self table: text, the first 10 (record's "CPU samples" section
+ * prints its header lines first); CSV / JSON, every row. By count, then
+ * name; percentages of samples. Sorts s. */
+void sumtab__cpu_self(FILE *f, enum sumtab_fmt fmt, struct sumtab_self *s, size_t n,
+		      uint64_t samples);
+
 /* A string as a JSON string literal / as a CSV field. */
 void sumtab__json_str(FILE *f, const char *s);
 void sumtab__csv_str(FILE *f, const char *s);

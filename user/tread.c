@@ -85,8 +85,25 @@ enum {
 	ID_EVENT_NAMES = 2,
 	ID_ANNOT_NAMES = 3,
 	ID_ANNOT_STRINGS = 29,
+	ID_FUNCTION_NAMES = 5,
+	ID_FRAMES = 6,
+	ID_CALLSTACKS = 7,
+	ID_MAPPING_PATHS = 17,
+	ID_MAPPINGS = 19,
 	INTERNED_IID = 1,
 	INTERNED_STR = 2,
+	FRAME_IID = 1,
+	FRAME_FUNCTION = 2,
+	FRAME_MAPPING = 3,
+	MAP_IID = 1,
+	MAP_PATH_IDS = 7,
+	CS_IID = 1,
+	CS_FRAMES = 2,
+	PKT_PERF_SAMPLE = 66,
+	PS_CPU = 1,
+	PS_PID = 2,
+	PS_TID = 3,
+	PS_CALLSTACK = 4,
 
 	TD_UUID = 1,
 	TD_NAME = 2,
@@ -122,7 +139,11 @@ enum {
 enum { SEQ_STATE_CLEARED = 1, SEQ_NEEDS_STATE = 2 };
 enum { CLOCK_BOOTTIME = 6, CLOCK_SEQ_FIRST = 64, CLOCK_SEQ_LAST = 127 };
 enum { FLOW_IN = 1, FLOW_OUT = 2, FLOW_INOUT = 3 };
-enum intern_kind { IK_CATEGORY, IK_EVENT, IK_ANNOT_NAME, IK_STRING };
+enum intern_kind { IK_CATEGORY, IK_EVENT, IK_ANNOT_NAME, IK_STRING, IK_FUNC, IK_PATH, IK__STR };
+/* References between interned entries (samples only), kept in seq.iids
+ * as numbers: a frame's function name and mapping, a mapping's last path
+ * component, a callstack's innermost frame. */
+enum ref_kind { RK_FRAME_FUNC = IK__STR, RK_FRAME_MAP, RK_MAP_BASE, RK_CS_LEAF };
 
 /* Limits on what a trace can make the reader hold. */
 #define MAX_PACKET (64u << 20)		/* one packet, compressed or inflated */
@@ -149,8 +170,8 @@ struct seq {
 	int nclocks;
 	/* Interned strings: iid -> offset in strs + 1 (0: undefined), in an
 	 * array per kind for the small iids writers use, a map beyond. */
-	uint32_t *dense[4];
-	uint32_t ndense[4];
+	uint32_t *dense[IK__STR];
+	uint32_t ndense[IK__STR];
 	struct hmap iids;	/* kind << 60 | iid -> offset in strs */
 	char *strs;
 	size_t len, cap;
@@ -270,7 +291,7 @@ static void seq_clear(struct reader *r, struct seq *s)
 {
 	r->interned -= s->len;
 	hmap__free(&s->iids);
-	for (int k = 0; k < 4; k++)
+	for (int k = 0; k < IK__STR; k++)
 		if (s->dense[k])
 			memset(s->dense[k], 0, s->ndense[k] * sizeof(uint32_t));
 	s->len = 0;
@@ -364,6 +385,52 @@ static int intern_add(struct reader *r, struct seq *s, enum intern_kind k, const
 	return 0;
 }
 
+static uint64_t ref_key(int kind, uint64_t iid)
+{
+	return (uint64_t)kind << 60 | (iid & ((1ull << 60) - 1));
+}
+
+/* A Frame, Mapping or Callstack of InternedData: what a sample's
+ * innermost function needs of it (ref_kind). */
+static int intern_ref(struct reader *r, struct seq *s, uint32_t id, const struct pb_field *f)
+{
+	uint64_t iid = 0, a = 0, b = 0;
+	struct pb_field g;
+	int rc;
+
+	FOR_FIELDS(g, f->data, f->len, rc) {
+		if (g.id == 1 && g.wt == PB_WIRE_VARINT) {
+			iid = g.v;	/* FRAME_IID, MAP_IID, CS_IID */
+		} else if (id == ID_FRAMES && g.id == FRAME_FUNCTION && g.wt == PB_WIRE_VARINT) {
+			a = g.v;
+		} else if (id == ID_FRAMES && g.id == FRAME_MAPPING && g.wt == PB_WIRE_VARINT) {
+			b = g.v;
+		} else if ((id == ID_MAPPINGS && g.id == MAP_PATH_IDS) ||
+			   (id == ID_CALLSTACKS && g.id == CS_FRAMES)) {
+			/* Repeated: the last one (the path's last component,
+			 * the innermost frame), packed or not. */
+			if (g.wt == PB_WIRE_VARINT) {
+				a = g.v;
+			} else if (g.wt == PB_WIRE_LEN) {
+				const uint8_t *p = g.data, *e = g.data + g.len;
+
+				while (p < e)
+					if (!pb__get_varint(&p, e, &a))
+						return fail(r, "malformed packed ids");
+			}
+		}
+	}
+	if (rc < 0)
+		return fail(r, "malformed interned entry");
+	if (!iid)
+		return 0;
+	if (id == ID_FRAMES)
+		return hmap__put(&s->iids, ref_key(RK_FRAME_FUNC, iid), a) ||
+		       hmap__put(&s->iids, ref_key(RK_FRAME_MAP, iid), b) ? -ENOMEM : 0;
+	return hmap__put(&s->iids, ref_key(id == ID_MAPPINGS ? RK_MAP_BASE : RK_CS_LEAF, iid), a) ?
+		       -ENOMEM : 0;
+}
+
 static int interned(struct reader *r, struct seq *s, const struct pb_field *f)
 {
 	struct pb_field g;
@@ -385,8 +452,24 @@ static int interned(struct reader *r, struct seq *s, const struct pb_field *f)
 		case ID_ANNOT_STRINGS:
 			k = IK_STRING;
 			break;
+		case ID_FUNCTION_NAMES:
+		case ID_MAPPING_PATHS:
+			if (!r->ops->sample)
+				continue;
+			k = g.id == ID_FUNCTION_NAMES ? IK_FUNC : IK_PATH;
+			break;
+		case ID_FRAMES:
+		case ID_MAPPINGS:
+		case ID_CALLSTACKS:
+			if (!r->ops->sample)
+				continue;
+			if ((err = need_wt(r, &g, PB_WIRE_LEN, "InternedData")))
+				return err;
+			if ((err = intern_ref(r, s, g.id, &g)))
+				return err;
+			continue;
 		default:
-			continue;	/* frames, mappings ...: not resolved here */
+			continue;	/* the rest: not resolved here */
 		}
 		if ((err = need_wt(r, &g, PB_WIRE_LEN, "InternedData")))
 			return err;
@@ -400,7 +483,7 @@ static int lookup(struct reader *r, struct seq *s, enum intern_kind k, uint64_t 
 		  const char **out)
 {
 	static const char *const what[] = { "category", "event name", "annotation name",
-					    "string value" };
+					    "string value", "function name", "mapping path" };
 	uint64_t *v;
 
 	if (iid < s->ndense[k] && s->dense[k][iid]) {
@@ -1203,6 +1286,64 @@ static int compressed(struct reader *r, const struct pb_field *f, uint32_t machi
 	return err;
 }
 
+/* An interned string, or NULL where it is missing (samples are counted
+ * whatever their stacks lack). */
+static const char *soft_lookup(struct seq *s, enum intern_kind k, uint64_t iid)
+{
+	uint64_t *v;
+
+	if (!iid)
+		return NULL;
+	if (iid < s->ndense[k])
+		return s->dense[k][iid] ? s->strs + s->dense[k][iid] - 1 : NULL;
+	v = iid >= DENSE_MAX ? hmap__get(&s->iids, ref_key(k, iid)) : NULL;
+	return v ? s->strs + *v : NULL;
+}
+
+static uint64_t ref(struct seq *s, enum ref_kind k, uint64_t iid)
+{
+	uint64_t *v = iid ? hmap__get(&s->iids, ref_key(k, iid)) : NULL;
+
+	return v ? *v : 0;
+}
+
+/* A PerfSample: its innermost frame's function, else its mapping's file
+ * name (a kernel frame's: none), else "[unknown]", as record counts it. */
+static int perf_sample(struct reader *r, uint32_t machine, struct seq *s, uint64_t ts,
+		       const struct pb_field *b)
+{
+	struct tread_sample smp = { .machine = machine, .ts = ts };
+	uint64_t cs = 0, frame;
+	struct pb_field g;
+	int rc;
+
+	FOR_FIELDS(g, b->data, b->len, rc) {
+		if (g.wt != PB_WIRE_VARINT)
+			continue;
+		if (g.id == PS_CPU)
+			smp.cpu = g.v;
+		else if (g.id == PS_PID)
+			smp.pid = g.v;
+		else if (g.id == PS_TID)
+			smp.tid = g.v;
+		else if (g.id == PS_CALLSTACK)
+			cs = g.v;
+	}
+	if (rc < 0)
+		return fail(r, "malformed PerfSample");
+	frame = ref(s, RK_CS_LEAF, cs);
+	smp.leaf = soft_lookup(s, IK_FUNC, ref(s, RK_FRAME_FUNC, frame));
+	if (!smp.leaf && frame) {
+		smp.leaf = soft_lookup(s, IK_PATH, ref(s, RK_MAP_BASE, ref(s, RK_FRAME_MAP, frame)));
+		if (smp.leaf && !strcmp(smp.leaf, "kernel"))
+			smp.leaf = NULL;
+	}
+	if (!smp.leaf)
+		smp.leaf = "[unknown]";
+	smp.has_stack = frame != 0;
+	return r->ops->sample(r->ctx, &smp);
+}
+
 /* One TracePacket's fields, as found. */
 struct pkt {
 	bool has_ts, has_clock, has_seq, has_machine;
@@ -1352,6 +1493,12 @@ static int packet(struct reader *r, const uint8_t *data, size_t len, uint32_t ou
 			err = compressed(r, b, k.machine);
 			r->slen = 0;	/* the inner packets' copies are done with */
 			break;
+		case PKT_PERF_SAMPLE:
+			if (r->ops->sample && s && b->wt == PB_WIRE_LEN) {
+				err = perf_sample(r, k.machine, s, ts, b);
+				break;
+			}
+			/* fall through */
 		default:
 			if (!r->ops->other) {
 				err = 0;
@@ -1474,7 +1621,7 @@ static void free_all(struct reader *r)
 		struct seq *s = (struct seq *)(uintptr_t)v;
 
 		hmap__free(&s->iids);
-		for (int k = 0; k < 4; k++)
+		for (int k = 0; k < IK__STR; k++)
 			free(s->dense[k]);
 		free(s->strs);
 		free(s);

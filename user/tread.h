@@ -83,6 +83,15 @@ enum tread_etype {
 #define TREAD_MAX_ARGS 32
 #define TREAD_MAX_FLOWS 8
 
+/* A PerfSample (a CPU sample of cgbpf's sampler). */
+struct tread_sample {
+	uint32_t machine;
+	uint64_t ts;
+	uint32_t cpu, pid, tid;
+	bool has_stack;		/* its callstack was found */
+	const char *leaf;	/* the innermost frame's function (or file, or "[unknown]") */
+};
+
 /* A TrackEvent. */
 struct tread_event {
 	uint32_t machine;
@@ -153,6 +162,9 @@ struct tread_ops {
 	 * little-endian uint64). */
 	int (*other)(void *ctx, uint32_t machine, uint32_t seq, uint32_t field, const uint8_t *data,
 		     size_t len);
+	/* Each PerfSample, resolved (with it set, perf samples no longer go
+	 * to other). */
+	int (*sample)(void *ctx, const struct tread_sample *s);
 };
 
 /* What the read found that a caller may want to report. */

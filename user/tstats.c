@@ -156,6 +156,7 @@ enum report {
 	R_PEAK,
 	R_NCCL,
 	R_NVTX,
+	R_SAMPLES,
 	R_OSRT,
 	R_PY_SITES,
 	R_GPU_KERN,
@@ -177,6 +178,7 @@ static const struct {
 	[R_PEAK] = { "cuda_mem_peak", "Peak memory allocated per process" },
 	[R_NCCL] = { "nccl_sum", "NCCL Summary" },
 	[R_NVTX] = { "nvtx_sum", "NVTX Range Summary" },
+	[R_SAMPLES] = { "cpu_samples", "CPU samples" },
 	[R_OSRT] = { "osrt_sum", "OS Runtime Summary" },
 	[R_PY_SITES] = { "python_sites", "Python call sites" },
 	[R_GPU_KERN] = { "cuda_gpu_kern_sum", "CUDA GPU Kernel Summary" },
@@ -250,6 +252,10 @@ struct acc {
 	uint64_t copies[SUMTAB_DIRS], copy_bytes[SUMTAB_DIRS], memsets, memset_bytes;
 	struct names sys, nvtx, gpu_kern, gpu_mem;
 	struct names pysites;		/* python_sites: by the py arg */
+	struct names self;		/* cpu_samples: by innermost function (calls) */
+	uint64_t samples;
+	unsigned sample_hz, sample_cpus;	/* one trace's (cgbpf.sample_hz, _cpus); */
+	bool sample_mixed;		/* several traces said different ones */
 	struct hmap other_fn;		/* hash(name) of NCCL and NVTX functions: calls */
 	struct named gpu_other;		/* kernel names past KERNEL_ROWS */
 	/* nccl_sum, as user/ncclsum.c keeps it */
@@ -426,6 +432,7 @@ static void acc_free(struct acc *a)
 	hmap__free(&a->api_fn);
 	hmap__free(&a->other_fn);
 	names_free(&a->pysites);
+	names_free(&a->self);
 	flows_free(&a->flows);
 	gpu__free(a->g);
 	model__free(&a->model);
@@ -970,6 +977,23 @@ static int on_slice(void *ctx, const struct tread_slice *s)
 	return 0;
 }
 
+static int on_sample(void *ctx, const struct tread_sample *s)
+{
+	struct acc *a = ctx;
+	struct named *r;
+
+	/* As record counts them: those with a stack count by their
+	 * innermost frame. */
+	a->samples++;
+	if (!s->has_stack)
+		return 0;
+	r = named_get(&a->self, s->leaf, NULL);
+	if (!r)
+		return -ENOMEM;
+	r->calls++;
+	return 0;
+}
+
 static int on_attr(void *ctx, uint32_t machine, const char *key, const char *value)
 {
 	struct acc *a = ctx;
@@ -992,6 +1016,13 @@ static int on_attr(void *ctx, uint32_t machine, const char *key, const char *val
 		if (!errno && !*end && end != value && v < SUMTAB_UNKNOWN &&
 		    (a->threshold >= SUMTAB_UNKNOWN || v < a->threshold))
 			a->threshold = v;
+	} else if (!strcmp(key, "cgbpf.sample_hz") || !strcmp(key, "cgbpf.sample_cpus")) {
+		unsigned *to = key[13] == 'h' ? &a->sample_hz : &a->sample_cpus;
+		unsigned long n = strtoul(value, &end, 10);
+
+		if (*to && *to != n)
+			a->sample_mixed = true;
+		*to = (unsigned)n;
 	} else if (!strcmp(key, "cgbpf.nccl_comm")) {
 		struct sumtab_nccl_comm c;
 
@@ -1164,6 +1195,30 @@ static int print_report(struct acc *a, enum report r, enum sumtab_fmt fmt, bool 
 		else
 			sumtab__gpu_mem_size(f, fmt, rows, n);
 		break;
+	case R_SAMPLES: {
+		struct sumtab_self *ss = calloc(a->self.n ? a->self.n : 1, sizeof(*ss));
+		size_t ns = 0;
+		uint64_t v;
+
+		if (!ss) {
+			err = -ENOMEM;
+			break;
+		}
+		for (size_t it = 0; hmap__next(&a->self.map, &it, NULL, &v);) {
+			const struct named *x = (const struct named *)(uintptr_t)v;
+
+			ss[ns++] = (struct sumtab_self){ .name = x->name, .n = x->calls };
+		}
+		if (fmt == SUMTAB_TEXT) {
+			fprintf(f, "\n** CPU samples (cpu_samples):\n\n   %" PRIu64 " samples", a->samples);
+			if (a->sample_hz && !a->sample_mixed)
+				fprintf(f, " at %u Hz on %u CPU(s)", a->sample_hz, a->sample_cpus);
+			fprintf(f, " in the trace\n");
+		}
+		sumtab__cpu_self(f, fmt, ss, ns, a->samples);
+		free(ss);
+		break;
+	}
 	case R_PY_SITES: {
 		struct sumtab_pysite *ps = calloc(a->pysites.n ? a->pysites.n : 1, sizeof(*ps));
 		size_t np = 0;
@@ -1290,6 +1345,8 @@ static bool shown(const struct acc *a, enum report r)
 		return a->gpu_ops > 0;
 	if (r == R_PY_SITES)
 		return a->pysites.n > 0;
+	if (r == R_SAMPLES)
+		return a->samples > 0;
 	if (r == R_GPU_PROCS)
 		return gpu__procs(a->g) > 0;
 	return true;
@@ -1302,6 +1359,7 @@ int tstats__mem(const void *buf, size_t len, int fmt, FILE *f)
 		.event = on_event,
 		.slice = on_slice,
 		.attr = on_attr,
+		.sample = on_sample,
 	};
 	struct acc a;
 	int err = acc_init(&a);
@@ -1331,6 +1389,7 @@ int tstats__main(int argc, char **argv)
 		.event = on_event,
 		.slice = on_slice,
 		.attr = on_attr,
+		.sample = on_sample,
 	};
 	enum report order[R__COUNT];
 	enum sumtab_fmt fmt = SUMTAB_TEXT;

@@ -541,3 +541,33 @@ def test_python_sites():
     sec = got["** Python call sites (python_sites):"]
     check(re.search(r"^ +[\d.]+ +\d+ +\d+ +4  \S+/launches.py:\d+ plain$", sec, re.M),
           "plain()'s 4 launches in the table: %r" % sec)
+
+
+def test_cpu_samples():
+    """cpu_samples: the samples in the trace by their innermost function,
+    as record's CPU samples section counts them (its Self table and its
+    sample count; the rate and CPUs from the trace's attributes), from a
+    workload that spins 300 ms twice on the CPU. CSV and JSON hold every
+    row."""
+    res = harness.record(["--sample-hz", "997"], [wl("cap_profiler"), "1"],
+                         env=env_with(CAP_SPIN_MS=300))
+    eq(res.rc, 0, "record exit (stderr %r)" % res.stderr[-800:])
+    rec = sections(res.stdout)["** CPU samples:"].splitlines()
+    got = sections(stats([res.trace_path]).stdout)["** CPU samples (cpu_samples):"].splitlines()
+    head = re.match(r"^   (\d+) samples at (\d+) Hz on (\d+) CPU\(s\)$", rec[0])
+    check(head, "record's sample line: %r" % rec[0])
+    eq(got[0], "   %s samples at %s Hz on %s CPU(s) in the trace" % head.groups(),
+       "stats' sample line")
+    table = rec[rec.index(""):]
+    eq(got[got.index(""):], table, "the Self table")
+    check(re.match(r"^ +\d+ +[\d.]+%  spin$", table[2]), "spin() on top: %r" % table[2])
+    hdr, rows = csv_blocks(stats(["--report", "cpu_samples", "--format", "csv",
+                                  res.trace_path]).stdout)["cpu_samples"]
+    eq(hdr, ["Self", "(%)", "Function"], "CSV header")
+    top = [(int(r[0]), r[2]) for r in rows]
+    eq(sum(n for n, _ in top), int(head.group(1)), "CSV: every sample, by function")
+    eq(["%8d %5.1f%%  %s" % (n, 100.0 * n / int(head.group(1)), f) for n, f in top[:10]],
+       [x[3:] for x in table[2:]], "CSV: the text's rows first")
+    js = json.loads(stats(["--report", "cpu_samples", "--format", "json",
+                           res.trace_path]).stdout)["cpu_samples"]
+    eq([(r["Self"], r["Function"]) for r in js], top, "JSON rows = CSV rows")
