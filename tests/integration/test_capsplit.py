@@ -19,6 +19,7 @@ import harness
 from harness import (CGBPF, Result, check, clean_trace, env_with, eq, kill_quiet, open_gate,
                      record, tmpdir, touch, tp_clean, wait_for, wl)
 import ptrace
+from test_capture import check_launch_flows, gpu_ops_in
 
 FLAGS = ["--sample-hz", "0", "--sched", "off", "--syscall-threshold", "off"]
 
@@ -103,21 +104,10 @@ def test_split_windows_hold_their_gpu_activity():
                        re.M)}
     for path, (pid, _, n) in sorted(want.items()):
         t = load_checked(path, pid)
-        groups = {u for u, x in t.tracks.items()
-                  if (x.name or "").startswith("GPU 0: Fake GPU") and x.pid == pid}
-        streams = {u for u, x in t.tracks.items()
-                   if x.parent_uuid in groups and (x.name or "").startswith("stream ")}
-        kernels = sorted((s for s in t.slices if s.track_uuid in streams), key=lambda s: s.ts)
+        kernels, nops = gpu_ops_in(t, pid)
         eq([k.name for k in kernels], ["k_in"] * n, "%s: the window's kernels" % path)
-        syncs = [s for s in t.slices if s.name == "Stream synchronize"]
-        eq(ops.get(path), len(kernels) + len(syncs), "%s: the summary's GPU ops are the file's"
-           % path)
-        into = {}
-        for a, b in t.flows():
-            into.setdefault(id(b), []).append(a)
-        for k in kernels:
-            eq([a.name for a in into.get(id(k), [])], ["cuLaunchKernel"],
-               "%s: kernel at %d has the flow from its launch" % (path, k.ts))
+        eq(ops.get(path), nops, "%s: the summary's GPU ops are the file's" % path)
+        check_launch_flows(t, kernels, path)
 
 
 def test_split_profiler_windows_per_process():

@@ -391,6 +391,16 @@ def gpu_ops_in(t, pid):
     return kernels, len(kernels) + len(syncs)
 
 
+def check_launch_flows(t, kernels, path):
+    """Each kernel ends exactly one flow, from its cuLaunchKernel."""
+    into = {}
+    for a, b in t.flows():
+        into.setdefault(id(b), []).append(a)
+    for k in kernels:
+        eq([a.name for a in into.get(id(k), [])], ["cuLaunchKernel"],
+           "%s: kernel at %d has the flow from its launch" % (path, k.ts))
+
+
 def test_profiler_api_windows_hold_their_gpu_activity():
     """Each window's file holds the GPU work its launches queued, which
     CUPTI delivers after the window: the file waits for the injection
@@ -409,12 +419,7 @@ def test_profiler_api_windows_hold_their_gpu_activity():
         eq([k.name for k in kernels], ["k_in"] * n, "%s: the window's kernels, none of the "
            "k_out launched outside it" % path)
         eq(nops, ops[i], "%s: the summary's GPU ops are the file's" % path)
-        into = {}
-        for a, b in t.flows():
-            into.setdefault(id(b), []).append(a)
-        for k in kernels:
-            eq([a.name for a in into.get(id(k), [])], ["cuLaunchKernel"],
-               "%s: kernel at %d has the flow from its launch" % (path, k.ts))
+        check_launch_flows(t, kernels, path)
     # The summary's GPU tables count what the files hold.
     row = [l for l in r.stdout.split("cuda_gpu_kern_sum")[1].splitlines() if l.endswith(" k_in")]
     eq(len(row), 1, "k_in row in cuda_gpu_kern_sum")
