@@ -87,35 +87,19 @@
 /* ------------------------------------------------------------ probe sites */
 
 /*
- * cgbpf_gpu_batch(batch, len), cgbpf_gpu_flush() and cgbpf_gpu_window(): a
- * 5-byte nop and a ret each, exported under the names cgbpf looks up, protected so the
- * library's own calls go straight to them.
+ * cgbpf_gpu_batch(batch, len), cgbpf_gpu_flush() and cgbpf_gpu_window():
+ * a 5-byte nop and a ret each, exported under the names cgbpf looks up,
+ * protected so the library's own calls go straight to them.
  */
-__asm__(".text\n"
-	".globl " GPU_PROBE_SITE "\n"
-	".protected " GPU_PROBE_SITE "\n"
-	".type " GPU_PROBE_SITE ", @function\n"
-	".p2align 4\n"
-	GPU_PROBE_SITE ":\n"
-	"	.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"
-	"	ret\n"
-	".size " GPU_PROBE_SITE ", . - " GPU_PROBE_SITE "\n"
-	".globl " GPU_FLUSH_SITE "\n"
-	".protected " GPU_FLUSH_SITE "\n"
-	".type " GPU_FLUSH_SITE ", @function\n"
-	".p2align 4\n"
-	GPU_FLUSH_SITE ":\n"
-	"	.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"
-	"	ret\n"
-	".size " GPU_FLUSH_SITE ", . - " GPU_FLUSH_SITE "\n"
-	".globl " GPU_WINDOW_SITE "\n"
-	".protected " GPU_WINDOW_SITE "\n"
-	".type " GPU_WINDOW_SITE ", @function\n"
-	".p2align 4\n"
-	GPU_WINDOW_SITE ":\n"
-	"	.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"
-	"	ret\n"
-	".size " GPU_WINDOW_SITE ", . - " GPU_WINDOW_SITE "\n");
+#define SITE(name)                                                                         \
+	".globl " name "\n"                                                                 \
+	".protected " name "\n"                                                             \
+	".type " name ", @function\n"                                                       \
+	".p2align 4\n" name ":\n"                                                           \
+	"	.byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"                                          \
+	"	ret\n"                                                                        \
+	".size " name ", . - " name "\n"
+__asm__(".text\n" SITE(GPU_PROBE_SITE) SITE(GPU_FLUSH_SITE) SITE(GPU_WINDOW_SITE));
 
 void cgbpf_gpu_batch(const void *batch, uint32_t len);
 void cgbpf_gpu_flush(void);
@@ -1063,6 +1047,15 @@ static void stop(void)
 	pthread_mutex_unlock(&g.lock);
 }
 
+/* What CUPTI completed, to whoever has the callbacks (harmless to a tool
+ * that took them: it notices that). Called unlocked. */
+static void flush_completed(void)
+{
+	g.c.flush_all(0);
+	__atomic_add_fetch(&g.flushes, 1, __ATOMIC_RELAXED);
+	check_taken();
+}
+
 static void *watch(void *arg)
 {
 	/* Probed already: InitializeInjection started. */
@@ -1103,9 +1096,7 @@ static void *watch(void *arg)
 		/* A window ended: completed records every poll while the site
 		 * is probed; said once, after the first. */
 		if (on && win && g.collecting && g.loaded && !g.taken) {
-			g.c.flush_all(0);
-			__atomic_add_fetch(&g.flushes, 1, __ATOMIC_RELAXED);
-			check_taken();
+			flush_completed();
 			if (!was_window) {
 				pthread_mutex_lock(&g.lock);
 				status(GPU_ST_FLUSHED, 0, "completed activity sent (a window ended)");
@@ -1126,9 +1117,7 @@ static void *watch(void *arg)
 				send_batch();
 			}
 			pthread_mutex_unlock(&g.lock);
-			g.c.flush_all(0);
-			__atomic_add_fetch(&g.flushes, 1, __ATOMIC_RELAXED);
-			check_taken();
+			flush_completed();
 		}
 		was_probed = on;
 		was_flush = fl;

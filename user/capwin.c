@@ -363,17 +363,24 @@ struct capture {
 	bool failed;		/* a window's file could not be written */
 };
 
+/* pid's scope if it has one (NULL: none yet). */
+static struct scope *find_scope(const struct capture *c, uint32_t pid)
+{
+	uint64_t *v;
+
+	if (!c->env.split)
+		return (struct scope *)&c->all;
+	v = hmap__get(&c->scopes, pid);
+	return v ? (struct scope *)(uintptr_t)*v : NULL;
+}
+
 /* pid's scope; NULL on ENOMEM (its records then open no window). */
 static struct scope *scope_of(struct capture *c, uint32_t pid)
 {
-	uint64_t *v;
-	struct scope *s;
+	struct scope *s = find_scope(c, pid);
 
-	if (!c->env.split)
-		return &c->all;
-	v = hmap__get(&c->scopes, pid);
-	if (v)
-		return (struct scope *)(uintptr_t)*v;
+	if (s)
+		return s;
 	s = calloc(1, sizeof(*s));
 	if (!s || hmap__put(&c->scopes, pid, (uintptr_t)s)) {
 		free(s);
@@ -917,15 +924,10 @@ bool capture__done(const struct capture *c)
 static enum capture_keep where(const struct capture *c, uint32_t pid, uint64_t ts,
 			       size_t *file)
 {
-	const struct scope *s = &c->all;
-	uint64_t *v;
+	const struct scope *s = find_scope(c, pid);
 
-	if (c->env.split) {
-		v = hmap__get(&c->scopes, pid);
-		if (!v)
-			return CAPTURE_OUTSIDE;
-		s = (const struct scope *)(uintptr_t)*v;
-	}
+	if (!s)
+		return CAPTURE_OUTSIDE;
 	if (s->file_open && in_spans(&c->files[s->cur], ts)) {
 		*file = s->cur;
 		return CAPTURE_KEEP;
@@ -976,16 +978,9 @@ void capture__gpu_arrived(struct capture *c, uint32_t pid, uint64_t ts, bool ker
 
 bool capture__gpu_caught_up(const struct capture *c, uint32_t pid)
 {
-	const struct scope *s = &c->all;
-	const struct cap_file *f;
-	uint64_t *v;
+	const struct scope *s = find_scope(c, pid);
+	const struct cap_file *f = s && s->closing ? &c->files[s->cur] : NULL;
 
-	if (c->env.split) {
-		if (!(v = hmap__get(&c->scopes, pid)))
-			return true;
-		s = (const struct scope *)(uintptr_t)*v;
-	}
-	f = s->closing ? &c->files[s->cur] : NULL;
 	return !f || f->kernels_in >= f->launches;
 }
 

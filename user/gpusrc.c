@@ -319,7 +319,10 @@ static int gpu_init(struct session *s, void **state)
 		free(g);
 		return -E2BIG;
 	}
-	gpu__set_keep(g->gpu, keep_op, arrived_op, s);
+	/* Only with capture windows: arrived_op costs every operation a
+	 * correlation lookup. */
+	if (capture__gated(&s->o->cap))
+		gpu__set_keep(g->gpu, keep_op, arrived_op, s);
 	*state = g;
 	return 0;
 }

@@ -124,6 +124,18 @@ static int scan_map(const struct map_entry *e, void *ctx)
 	return 0;
 }
 
+/* Reads pid's maps into s, against its executable as exe names it now. */
+static int scan_maps(int pid, const char *exe, struct scan *s)
+{
+	struct stat st;
+
+	memset(s, 0, sizeof(*s));
+	s->lib_minor = -1;
+	if (stat(exe, &st) == 0)
+		s->exe_ino = st.st_ino;
+	return procfs__for_each_map(pid, scan_map, s);
+}
+
 /* What the interpreter's file says about itself. */
 struct elfinfo {
 	uint64_t bias;		/* filled by elf_read from the mapping */
@@ -522,22 +534,14 @@ int pyfind__probe(int pid, struct py_proc *out, struct py_info *info, char *why,
 	if (!info)
 		info = &local;
 	memset(info, 0, sizeof(*info));
-	memset(&s, 0, sizeof(s));
-	s.lib_minor = -1;
 	say(why, whylen, "no Python");
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
-	if (stat(exe, &st) == 0)
-		s.exe_ino = st.st_ino;
-	err = procfs__for_each_map(pid, scan_map, &s);
+	err = scan_maps(pid, exe, &s);
 	/* An exec between the two reads (a launcher, a pyenv shim, exec'ing
 	 * the interpreter): the executable read is not the one mapped. Once
 	 * more, after it. */
-	if (!err && !s.exe.found && stat(exe, &st) == 0 && st.st_ino != s.exe_ino) {
-		memset(&s, 0, sizeof(s));
-		s.lib_minor = -1;
-		s.exe_ino = st.st_ino;
-		err = procfs__for_each_map(pid, scan_map, &s);
-	}
+	if (!err && !s.exe.found && stat(exe, &st) == 0 && st.st_ino != s.exe_ino)
+		err = scan_maps(pid, exe, &s);
 	if (err < 0) {
 		say(why, whylen, "cannot read /proc/%d/maps: %s", pid, strerror(-err));
 		return err == -ENOENT ? -ESRCH : err;

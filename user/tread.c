@@ -324,6 +324,13 @@ static struct seq *seq_get(struct reader *r, uint32_t machine, uint32_t id)
 	return s;
 }
 
+/* seq.iids' key: an interned string's (enum intern_kind) or a reference's
+ * (enum ref_kind). */
+static uint64_t ref_key(int kind, uint64_t iid)
+{
+	return (uint64_t)kind << 60 | (iid & ((1ull << 60) - 1));
+}
+
 static int intern_add(struct reader *r, struct seq *s, enum intern_kind k, const struct pb_field *f)
 {
 	const uint8_t *text = NULL;
@@ -377,17 +384,12 @@ static int intern_add(struct reader *r, struct seq *s, enum intern_kind k, const
 			s->ndense[k] = nn;
 		}
 		s->dense[k][iid] = s->len + 1;
-	} else if (hmap__put(&s->iids, (uint64_t)k << 60 | (iid & ((1ull << 60) - 1)), s->len)) {
+	} else if (hmap__put(&s->iids, ref_key(k, iid), s->len)) {
 		return -ENOMEM;
 	}
 	s->len += len + 1;
 	r->interned += len + 1;
 	return 0;
-}
-
-static uint64_t ref_key(int kind, uint64_t iid)
-{
-	return (uint64_t)kind << 60 | (iid & ((1ull << 60) - 1));
 }
 
 /* A Frame, Mapping or Callstack of InternedData: what a sample's
@@ -479,23 +481,27 @@ static int interned(struct reader *r, struct seq *s, const struct pb_field *f)
 	return rc < 0 ? fail(r, "malformed InternedData") : 0;
 }
 
+/* An interned string, or NULL where it was never defined. */
+static const char *soft_lookup(struct seq *s, enum intern_kind k, uint64_t iid)
+{
+	uint64_t *v;
+
+	if (iid < s->ndense[k] && s->dense[k][iid])
+		return s->strs + s->dense[k][iid] - 1;
+	v = iid >= DENSE_MAX ? hmap__get(&s->iids, ref_key(k, iid)) : NULL;
+	return v ? s->strs + *v : NULL;
+}
+
 static int lookup(struct reader *r, struct seq *s, enum intern_kind k, uint64_t iid,
 		  const char **out)
 {
 	static const char *const what[] = { "category", "event name", "annotation name",
 					    "string value", "function name", "mapping path" };
-	uint64_t *v;
 
-	if (iid < s->ndense[k] && s->dense[k][iid]) {
-		*out = s->strs + s->dense[k][iid] - 1;
-		return 0;
-	}
-	v = iid >= DENSE_MAX ? hmap__get(&s->iids, (uint64_t)k << 60 | (iid & ((1ull << 60) - 1))) :
-			       NULL;
-	if (!v)
+	*out = soft_lookup(s, k, iid);
+	if (!*out)
 		return fail(r, "interned %s %" PRIu64 " was never defined on its sequence",
 			    what[k], iid);
-	*out = s->strs + *v;
 	return 0;
 }
 
@@ -1284,20 +1290,6 @@ static int compressed(struct reader *r, const struct pb_field *f, uint32_t machi
 	err = packets(r, r->zbuf, n, machine);
 	r->in_compressed = false;
 	return err;
-}
-
-/* An interned string, or NULL where it is missing (samples are counted
- * whatever their stacks lack). */
-static const char *soft_lookup(struct seq *s, enum intern_kind k, uint64_t iid)
-{
-	uint64_t *v;
-
-	if (!iid)
-		return NULL;
-	if (iid < s->ndense[k])
-		return s->dense[k][iid] ? s->strs + s->dense[k][iid] - 1 : NULL;
-	v = iid >= DENSE_MAX ? hmap__get(&s->iids, ref_key(k, iid)) : NULL;
-	return v ? s->strs + *v : NULL;
 }
 
 static uint64_t ref(struct seq *s, enum ref_kind k, uint64_t iid)

@@ -1017,7 +1017,7 @@ static int on_attr(void *ctx, uint32_t machine, const char *key, const char *val
 		    (a->threshold >= SUMTAB_UNKNOWN || v < a->threshold))
 			a->threshold = v;
 	} else if (!strcmp(key, "cgbpf.sample_hz") || !strcmp(key, "cgbpf.sample_cpus")) {
-		unsigned *to = key[13] == 'h' ? &a->sample_hz : &a->sample_cpus;
+		unsigned *to = !strcmp(key, "cgbpf.sample_hz") ? &a->sample_hz : &a->sample_cpus;
 		unsigned long n = strtoul(value, &end, 10);
 
 		if (*to && *to != n)
