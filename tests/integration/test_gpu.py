@@ -795,3 +795,102 @@ def tool_mid_run(idle):
         check(not problems, "trace processor and the decoder disagree:\n    %s" %
               "\n    ".join(problems))
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+# Runs train twice under one pid: A, then B once A has exited, with the
+# kernel's next pid set to A's (root: /proc/sys/kernel/ns_last_pid). Each
+# pauses after its setup until its pause file exists.
+GPU_PID_REUSE_DRIVER = r"""
+import os, sys, time
+train, tmp = sys.argv[1:3]
+
+
+def run(tag, want_pid=None):
+    pid = os.fork()
+    if pid == 0:
+        if want_pid is not None and os.getpid() != want_pid:
+            os._exit(0)
+        env = dict(os.environ, CGBPF_MANIFEST=os.path.join(tmp, tag + ".json"),
+                   CGBPF_PAUSE_FILE=os.path.join(tmp, "pause." + tag))
+        os.execve(train, [train, "--iters", "20"], env)
+    _, st = os.waitpid(pid, 0)
+    return pid, os.waitstatus_to_exitcode(st)
+
+
+a, rc = run("a")
+if rc:
+    sys.exit("A failed")
+# A moment, as between two processes of a long run (cgbpf may still be
+# reading A's exit when B forks).
+time.sleep(1)
+for _ in range(500):
+    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+        f.write(str(a - 1))
+    pid, rc = run("b", a)
+    if pid == a:
+        sys.exit(rc)
+sys.exit("pid %d was not given again" % a)
+"""
+
+
+def test_pid_reused_by_another_gpu_process():
+    """A process whose GPU activity cgbpf measured exits, and another one
+    gets its pid and loads the injection library again: cgbpf probes the
+    new process's library too (the state kept for the dead one must not
+    stand in for it), so both processes' kernels are on the timeline,
+    each with its flow."""
+    need_gpu_part()
+    if not os.path.exists(FAKE_CUPTI):
+        raise Skip("%s not built (no CUPTI headers)" % FAKE_CUPTI)
+    if not os.access("/proc/sys/kernel/ns_last_pid", os.W_OK):
+        raise Skip("cannot write /proc/sys/kernel/ns_last_pid (root in the initial pid namespace)")
+    tmp = tmpdir()
+    drv = os.path.join(tmp, "driver.py")
+    with open(drv, "w") as f:
+        f.write(GPU_PID_REUSE_DRIVER)
+    trace = os.path.join(tmp, "out.perfetto-trace")
+    out = os.path.join(tmp, "stdout")
+    with open(out, "w") as of:
+        cg = subprocess.Popen([CGBPF, "record", "-v", "--sample-hz", "0", "-o", trace, "--",
+                               "/usr/bin/python3", drv, wl("train"), tmp], stdout=of,
+                              stderr=subprocess.PIPE, text=True,
+                              env=env_with(CGBPF_CUPTI_PATH=FAKE_CUPTI))
+    lines = []
+    status = re.compile(r"pid (\d+): GPU activity: status")
+
+    def read_err():
+        # Each process goes on once its library reported to cgbpf: the
+        # first's status lets A go, the second's B.
+        n = 0
+        for line in cg.stderr:
+            lines.append(line)
+            if status.search(line) and n < 2:
+                touch(os.path.join(tmp, "pause." + "ab"[n]))
+                n += 1
+
+    rd = threading.Thread(target=read_err, daemon=True)
+    rd.start()
+    try:
+        rc = cg.wait(120)
+    finally:
+        kill_quiet(cg)
+    rd.join(10)
+    log = "".join(l for l in lines if "libbpf:" not in l)
+    ms = []
+    for tag in ("a", "b"):
+        with open(os.path.join(tmp, tag + ".json")) as f:
+            ms.append(json.load(f))
+    pid = ms[0]["pid"]
+    eq(ms[1]["pid"], pid, "A and B under one pid")
+    # (Without a status from B, B waits out its pause and fails.)
+    eq(len(re.findall(r"pid %d: GPU activity: status" % pid, log)), 2,
+       "a library status from each process under pid %d (log: %s)" % (pid, log[-1500:]))
+    eq(rc, 0, "cgbpf exit")
+    t = ptrace.load(trace)
+    clean_trace(t)
+    kernels = [s for s in fake_gpu_slices(t, pid) if not s.name.startswith("[CUDA")]
+    eq(len(kernels), sum(sum(m["kernels"].values()) for m in ms),
+       "A's and B's kernels on the timeline")
+    into = flows_into(t)
+    bad = [k.name for k in kernels if len(into.get(id(k), [])) != 1]
+    eq(bad, [], "kernels without exactly one flow from their launch")
