@@ -781,3 +781,90 @@ def test_pid_reused_by_another_python_process():
            "B's launches with B's sites")
     finally:
         kill_quiet(cg)
+
+
+# A: a fork of this driver (its interpreter found, as the driver's copy,
+# at its first API call) that execs another Python and is held by ptrace at that exec, before its
+# interpreter exists, then killed: it dies while cgbpf still looks for its
+# interpreter. B: under A's pid (ns_last_pid), this driver's own Python
+# again, running launches.py.
+LOOKING_DRIVER = r'''
+import ctypes, os, signal, sys, time
+other, wrap, tmp = sys.argv[1:4]
+libc = ctypes.CDLL(None, use_errno=True)
+
+a = os.fork()
+if a == 0:
+    # A call of the driver API: cgbpf sees the fork and finds its
+    # interpreter (the driver's copy) before the exec.
+    ctypes.CDLL("libcuda.so.1").cuDriverGetVersion(ctypes.byref(ctypes.c_int()))
+    time.sleep(0.5)
+    libc.ptrace(0, 0, None, None)   # PTRACE_TRACEME: stopped at the exec
+    os.execv(other, [other, "-c", "pass"])
+_, st = os.waitpid(a, 0)
+if not os.WIFSTOPPED(st):
+    sys.exit("A was not stopped at its exec: %r" % st)
+open(os.path.join(tmp, "pid"), "w").write(str(a))
+# cgbpf looks for A's interpreter at the exec and then at its ticks.
+time.sleep(0.5)
+os.kill(a, signal.SIGKILL)
+os.waitpid(a, 0)
+time.sleep(0.5)
+for _ in range(500):
+    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+        f.write(str(a - 1))
+    b = os.fork()
+    if b == 0:
+        if os.getpid() != a:
+            os._exit(0)
+        env = dict(os.environ, CGBPF_MANIFEST=os.path.join(tmp, "b.json"))
+        os.execve(sys.executable, [sys.executable, "-c", wrap, "--only", "nested,method",
+                                   "--threads", "1"], env)
+    _, st = os.waitpid(b, 0)
+    if b == a:
+        sys.exit(os.waitstatus_to_exitcode(st))
+sys.exit("pid %d was not given again" % a)
+'''
+
+
+def test_pid_of_a_process_that_died_before_its_interpreter_was_found():
+    """A process dies while cgbpf is still looking for its interpreter (a
+    Python held by ptrace at its exec), and another process gets its pid
+    running the same Python as the one the dead pid ran before that exec:
+    cgbpf looks at the new process afresh and its launches carry their
+    call sites (the dead pid's state, given up on, must not stand for the
+    new process)."""
+    import json
+    other = pyenv_python(12)
+    if not os.access("/proc/sys/kernel/ns_last_pid", os.W_OK):
+        raise Skip("cannot write /proc/sys/kernel/ns_last_pid (root in the initial pid namespace)")
+    tmp = tmpdir()
+    drv = os.path.join(tmp, "driver.py")
+    with open(drv, "w") as f:
+        f.write(LOOKING_DRIVER)
+    trace = os.path.join(tmp, "t.perfetto-trace")
+    r = subprocess.run([CGBPF, "record", "-v", "-o", trace, "--", debian_python(), drv, other,
+                        WRAP, tmp], capture_output=True, text=True,
+                       env=env_with(CGBPF_START_DELAY_MS="300"), timeout=120)
+    log = "\n".join(l for l in r.stderr.splitlines() if "libbpf:" not in l)
+    with open(os.path.join(tmp, "cgbpf.log"), "w") as f:
+        f.write(log)
+    eq(r.returncode, 0, "cgbpf exit (log: %s)" % log[-1500:])
+    with open(os.path.join(tmp, "pid")) as f:
+        pid = int(f.read())
+    with open(os.path.join(tmp, "b.json")) as f:
+        mb = json.load(f)
+    eq(mb["pid"], pid, "B under A's pid")
+    # Not vacuous: A's exec replaced the interpreter cgbpf had found in the
+    # fork, and none was found for the exec'ed one before A died.
+    check(re.search(r"pid %d: its interpreter changed" % pid, log),
+          "cgbpf saw A's exec replace its interpreter (log: %s)" % log[-1500:])
+    check(re.search(r"pid %d: no interpreter at its exec" % pid, log),
+          "cgbpf found no interpreter at A's exec (log: %s)" % log[-1500:])
+    t = ptrace.load(trace)
+    clean_trace(t)
+    want = [site(rec["leaf"]) for rec in mb["records"] if rec["call"] == "cuLaunchKernel"]
+    check(want, "B launched")
+    got = [x.args.get("py") or "" for sl in py_slices(t, pid).values() for x in sl
+           if x.name == "cuLaunchKernel"]
+    eq(sorted(got), sorted(want), "B's launches with B's sites")
