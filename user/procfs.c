@@ -168,6 +168,31 @@ bool procfs__alive(pid_t pid)
 	return p[2] != 'Z' && p[2] != 'X';
 }
 
+int procfs__state(pid_t pid, char *state, long *threads)
+{
+	char path[64], buf[1024], *p;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	n = read_file(path, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return n;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || !p[2])
+		return -EINVAL;
+	*state = p[2];
+	/* num_threads is field 20; the state is field 3. */
+	p += 2;
+	for (int field = 3; field < 20 && p; field++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	*threads = p ? strtol(p, NULL, 10) : -1;
+	return 0;
+}
+
 static int push(pid_t **out, size_t *n, size_t *cap, pid_t v)
 {
 	if (*n == *cap) {

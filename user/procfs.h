@@ -33,6 +33,10 @@ int procfs__comm(pid_t pid, pid_t tid, char *buf, size_t len);
  * gives "". */
 char *procfs__cmdline(pid_t pid);
 
+/* The state letter (R, S, D, Z, ...) of pid's thread-group leader and its
+ * thread count, from /proc/PID/stat. */
+int procfs__state(pid_t pid, char *state, long *threads);
+
 /* True when the process exists (a zombie counts as gone). */
 bool procfs__alive(pid_t pid);
 

@@ -569,7 +569,22 @@ int pyfind__probe(int pid, struct py_proc *out, struct py_info *info, char *why,
 	} else {
 		/* Which part failed, for the -v log: a flaky "no Python" is
 		 * then told from a real one. */
-		if (!s.exe.found)
+		char st = '?';
+		long threads = -1;
+
+		/* No memory map at all: a process that exited and was not
+		 * reaped yet (a zombie: what ran in it is gone), or one whose
+		 * leader thread exited while others live on. */
+		if (!s.exe.found && s.maps == 0 && !procfs__state(pid, &st, &threads) &&
+		    (st == 'Z' || st == 'X') && threads <= 1) {
+			say(why, whylen, "the process has exited (a zombie: its memory is gone)");
+			return -ESRCH;
+		}
+		if (!s.exe.found && s.maps == 0)
+			say(why, whylen, "no Python interpreter (no memory map: /proc/%d/maps "
+			    "empty; its leader thread is in state %c, %ld threads)", pid, st,
+			    threads);
+		else if (!s.exe.found)
 			say(why, whylen, "no Python interpreter (no libpython3.X.so mapped; the "
 			    "executable (inode %lu) is not in the %d maps read)",
 			    (unsigned long)s.exe_ino, s.maps);

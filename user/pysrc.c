@@ -61,6 +61,7 @@ struct pyp {
 	uint32_t pid;
 	enum pyp_state state;
 	uint64_t first_ns, next_ns;	/* PYP_LOOKING: when to look again */
+	uint64_t event_ns;		/* its last event read (exec, mapping, first call) */
 	struct py_proc pp;
 	struct py_info info;
 	char why[256];			/* PYP_REFUSED: pyfind's reason */
@@ -658,6 +659,13 @@ static void probe(struct pysrc *ps, struct pyp *p, uint64_t now, bool exec)
 		 * the summary if it stays so. */
 		if (err != -ENOENT && err != -ESRCH)
 			snprintf(p->why, sizeof(p->why), "%s", why);
+		/* A Python gone before cgbpf read it (its events were read
+		 * that late: a busy machine): its calls have no frames. Its
+		 * comm is still there while it is a zombie. */
+		else if (err == -ESRCH && !p->why[0] && named_python(p->pid))
+			snprintf(p->why, sizeof(p->why), "it exited before cgbpf could read its "
+				 "interpreter (%.0f ms after its last event cgbpf read)",
+				 (double)(session__now() - p->event_ns) / 1e6);
 		if (exec && err == -ENOENT && named_python(p->pid))
 			dbg("pid %u: no interpreter at its exec (%s, after %.1f ms): looked at again later",
 			    p->pid, why[0] ? why : strerror(-err), (session__now() - now) / 1e6);
@@ -712,7 +720,6 @@ static void py_proc(struct session *s, void *state, enum src_proc ev, uint32_t p
 	struct pyp *p = pyp_of(ps, pid);
 	uint64_t now = session__now();
 
-	(void)ts;
 	if (ev == SRC_PROC_EXIT) {
 		forget(ps, pid);
 		if (p) {
@@ -778,6 +785,7 @@ static void py_proc(struct session *s, void *state, enum src_proc ev, uint32_t p
 		p->state = PYP_LOOKING;	/* exec'ed another program */
 		p->first_ns = now;
 	}
+	p->event_ns = ts;
 	if (p->state == PYP_LOOKING)
 		probe(ps, p, now, ev == SRC_PROC_CHANGED);
 }

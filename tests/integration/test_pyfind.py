@@ -380,3 +380,20 @@ def test_usage():
 
 if __name__ == "__main__":
     sys.exit("run through tests/integration/run.py test_pyfind")
+
+
+def test_exited_process_not_reaped():
+    """A Python that exited and was not reaped yet (a zombie: no memory,
+    no executable): check --python says it exited, instead of that it
+    runs no Python (record says the same of a Python it read too late)."""
+    exe = pyenv_python(12)
+    p = subprocess.Popen([exe, "-c", "pass"])
+    try:
+        def zombie():
+            with open("/proc/%d/stat" % p.pid) as f:
+                return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+        wait_for(zombie, 30, "the process to exit (a zombie: not reaped)")
+        r = check_python(p.pid)
+    finally:
+        p.wait()
+    eq_refusal(r, "pid %d: the process has exited (a zombie: its memory is gone)" % p.pid)
