@@ -5,11 +5,13 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -202,10 +204,154 @@ static void offer(struct walk *w, const char *path)
 	close(fd);
 }
 
+/*
+ * Directory listings kept across calls. The loader's default directories
+ * hold thousands of entries: reading them was ~2.2 ms of the ~2.5 ms each
+ * exec's resolve took on the consumer's thread, while a launcher's forks
+ * and execs queued behind it (a pyenv shim: about 40). A listing is used
+ * again while its directory has the same inode, mtime and ctime (adding,
+ * removing or renaming an entry changes the mtime).
+ */
+struct dir_list {
+	dev_t dev;
+	ino_t ino;
+	struct timespec mtime, ctime;
+	char *names;		/* per entry: its d_type byte, its name, a NUL */
+	size_t len;
+	uint64_t used;		/* dir_clock at its last use: the oldest goes */
+};
+
+#define DIR_LISTS 32
+static struct dir_list dir_lists[DIR_LISTS];
+static uint64_t dir_clock;
+static pthread_mutex_t dir_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool same_time(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/* A copy of the kept listing of st's directory, if it is still good. */
+static char *kept_listing(const struct stat *st, size_t *len)
+{
+	char *out = NULL;
+
+	pthread_mutex_lock(&dir_lock);
+	for (size_t i = 0; i < DIR_LISTS; i++) {
+		struct dir_list *l = &dir_lists[i];
+
+		if (!l->names || l->dev != st->st_dev || l->ino != st->st_ino ||
+		    !same_time(&l->mtime, &st->st_mtim) || !same_time(&l->ctime, &st->st_ctim))
+			continue;
+		out = malloc(l->len ? l->len : 1);
+		if (out) {
+			memcpy(out, l->names, l->len);
+			*len = l->len;
+			l->used = ++dir_clock;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&dir_lock);
+	return out;
+}
+
+/*
+ * Keeps a copy of names as st's directory's listing; not for a directory
+ * changed in the last LISTING_SETTLE_S seconds: where timestamps are
+ * coarse (a clock tick), a change in the same tick as the listing would
+ * leave its mtime as it was, and the listing stale.
+ */
+#define LISTING_SETTLE_S 2
+
+static void keep_listing(const struct stat *st, const char *names, size_t len)
+{
+	struct dir_list *slot = &dir_lists[0];
+	struct timespec now;
+	char *copy;
+
+	if (clock_gettime(CLOCK_REALTIME, &now) ||
+	    now.tv_sec - st->st_mtim.tv_sec <= LISTING_SETTLE_S ||
+	    now.tv_sec - st->st_ctim.tv_sec <= LISTING_SETTLE_S)
+		return;
+	copy = malloc(len ? len : 1);
+	if (!copy)
+		return;
+	memcpy(copy, names, len);
+	pthread_mutex_lock(&dir_lock);
+	for (size_t i = 0; i < DIR_LISTS; i++) {
+		struct dir_list *l = &dir_lists[i];
+
+		if (l->names && l->dev == st->st_dev && l->ino == st->st_ino) {
+			slot = l;
+			break;
+		}
+		if (!l->names || l->used < slot->used)
+			slot = l;
+	}
+	free(slot->names);
+	*slot = (struct dir_list){ .dev = st->st_dev, .ino = st->st_ino, .mtime = st->st_mtim,
+				   .ctime = st->st_ctim, .names = copy, .len = len,
+				   .used = ++dir_clock };
+	pthread_mutex_unlock(&dir_lock);
+}
+
+/* The entries of the directory open at fd (see struct dir_list), kept or
+ * read; malloc'ed, NULL on failure. */
+static char *dir_listing(int fd, size_t *len)
+{
+	struct stat st;
+	struct dirent *e;
+	char *buf = NULL;
+	size_t cap = 0, n = 0;
+	int dfd;
+	DIR *d;
+
+	if (fstat(fd, &st))
+		return NULL;
+	if ((buf = kept_listing(&st, len)))
+		return buf;
+	dfd = dup(fd);
+	if (dfd < 0)
+		return NULL;
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return NULL;
+	}
+	while ((e = readdir(d))) {
+		size_t need = strlen(e->d_name) + 2;
+
+		if (n + need > cap) {
+			size_t nc = cap ? cap * 2 : 4096;
+			char *nb;
+
+			while (nc < n + need)
+				nc *= 2;
+			nb = realloc(buf, nc);
+			if (!nb) {
+				free(buf);
+				closedir(d);
+				return NULL;
+			}
+			buf = nb;
+			cap = nc;
+		}
+		buf[n] = (char)e->d_type;
+		memcpy(buf + n + 1, e->d_name, need - 1);
+		n += need;
+	}
+	closedir(d);
+	if (!buf && !(buf = malloc(1)))
+		return NULL;
+	keep_listing(&st, buf, n);
+	*len = n;
+	return buf;
+}
+
 static void search_dir(struct walk *w, const char *dir)
 {
-	struct dirent *e;
-	DIR *d;
+	char *list;
+	size_t len = 0;
 	int fd;
 
 	if (w->stop || dir[0] != '/' || w->ndirs >= MAX_DIRS)
@@ -220,29 +366,28 @@ static void search_dir(struct walk *w, const char *dir)
 	fd = open_at_root(w->rootfd, dir, O_RDONLY | O_DIRECTORY);
 	if (fd < 0)
 		return;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
+	list = dir_listing(fd, &len);
+	close(fd);
+	if (!list)
 		return;
-	}
 	/* Files first, then links to them ("libcuda.so.1", not the
 	 * "libcuda.so" link): the first name a file is found by names it. */
 	for (int links = 0; links < 2; links++) {
-		rewinddir(d);
-		while (!w->stop && (e = readdir(d))) {
+		for (size_t at = 0; !w->stop && at < len; at += strlen(list + at + 1) + 2) {
+			const char *name = list + at + 1;
 			char path[PATH_MAX];
 
-			if ((e->d_type == DT_LNK) != links || !wanted(w, e->d_name) ||
-			    taken(w, e->d_name))
+			if (((unsigned char)list[at] == DT_LNK) != links || !wanted(w, name) ||
+			    taken(w, name))
 				continue;
-			if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >=
+			if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >=
 			    sizeof(path))
 				continue;
-			take(w, e->d_name);
+			take(w, name);
 			offer(w, path);
 		}
 	}
-	closedir(d);
+	free(list);
 }
 
 /* A run path list ("a:$ORIGIN/../lib") searched in order; origin is the

@@ -156,6 +156,10 @@ struct symbolizer {
 	bool ksyms_read, ksyms_ok;
 	void *vdso;
 	size_t vdso_len;
+	/* Our own executable, for libdwfl's unwinder to take the machine
+	 * from (dwfl_attach_state): see attach_unwinder(). */
+	int self_fd;
+	Elf *self_elf;
 };
 
 static uint64_t now_ns(void)
@@ -1008,6 +1012,35 @@ static int fp_walk(const struct unwind_ctx *u, uint64_t *ips, int n, int max, ui
 	return n;
 }
 
+/*
+ * Attaches libdwfl's unwinder to p's Dwfl. It is given our own executable
+ * for the machine (the targets are ours): with none, libdwfl borrows the
+ * first module's backend, and a module list reported again after an exec
+ * frees that module, backend and all, under the attached state (seen:
+ * cgbpf aborted in libdwfl's state_alloc on a garbage register count
+ * while a pyenv shim's processes exec'ed).
+ */
+static bool attach_unwinder(struct symbolizer *s, struct sproc *p, pid_t pid)
+{
+	if (!s->self_elf) {
+		if (s->self_fd < 0)
+			return false;	/* tried and failed */
+		s->self_fd = -1;
+		if (elf_version(EV_CURRENT) == EV_NONE)
+			return false;
+		s->self_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+		if (s->self_fd < 0)
+			return false;
+		s->self_elf = elf_begin(s->self_fd, ELF_C_READ_MMAP, NULL);
+		if (!s->self_elf) {
+			close(s->self_fd);
+			s->self_fd = -1;
+			return false;
+		}
+	}
+	return dwfl_attach_state(p->dwfl, s->self_elf, pid, &thread_cbs, p);
+}
+
 int symbolizer__unwind(struct symbolizer *s, pid_t pid, pid_t tid, const struct sym_regs *regs,
 		       const void *stack, size_t len, uint64_t *ips, int max, bool *truncated)
 {
@@ -1037,11 +1070,8 @@ int symbolizer__unwind(struct symbolizer *s, pid_t pid, pid_t tid, const struct 
 		u.stack_hi = regs->sp + (64u << 20);
 	}
 
-	if (p->dwfl && !p->exited && !p->attached) {
-		/* elf NULL: libdwfl takes the machine from the first module. */
-		if (dwfl_attach_state(p->dwfl, NULL, pid, &thread_cbs, p))
-			p->attached = true;
-	}
+	if (p->dwfl && !p->exited && !p->attached && attach_unwinder(s, p, pid))
+		p->attached = true;
 	if (p->attached && find_mod(p, regs->ip)) {
 		p->uw = &u;
 		rc = dwfl_getthread_frames(p->dwfl, tid, frame_cb, &f);
@@ -1230,5 +1260,9 @@ void symbolizer__free(struct symbolizer *s)
 	free(s->vdso);
 	if (s->host_root >= 0)
 		close(s->host_root);
+	if (s->self_elf)
+		elf_end(s->self_elf);
+	if (s->self_fd > 0)
+		close(s->self_fd);
 	free(s);
 }

@@ -183,6 +183,7 @@ static void test_resolve(void)
 	struct ldpath_req q = { .pid = getpid(), .exe = "/bin/true", .env = env,
 				.prefixes = prefixes, .skip_system = true };
 	struct found f = { 0 };
+	int rc;
 
 	if (!mkdtemp(dir)) {
 		check(false, "mkdtemp: %s", strerror(errno));
@@ -224,6 +225,26 @@ static void test_resolve(void)
 		if (chdir(old))
 			perror("chdir");
 	}
+
+	/* Directory listings are kept across calls (one unchanged for 2 s,
+	 * not b yet): a file added to, then removed from, a directory read
+	 * before is seen each time. */
+	sleep(3);
+	snprintf(env0, sizeof(env0), "LD_LIBRARY_PATH=%s", b);
+	memset(&f, 0, sizeof(f));
+	rc = ldpath__resolve(&q, on_file, &f);
+	check(rc >= 0 && f.n == 1, "b alone: its libcuda.so.1 (%d found)", f.n);
+	snprintf(p, sizeof(p), "%s/libcuda.so.3", b);
+	write_file(p, "\x7f" "ELF fake");
+	memset(&f, 0, sizeof(f));
+	rc = ldpath__resolve(&q, on_file, &f);
+	check(rc >= 0 && has(&f, p) && f.n == 2,
+	      "a file added to a directory listed before is found (%d found)", f.n);
+	unlink(p);
+	memset(&f, 0, sizeof(f));
+	rc = ldpath__resolve(&q, on_file, &f);
+	check(rc >= 0 && !has(&f, p) && f.n == 1, "and a file removed from it is gone (%d found)",
+	      f.n);
 	snprintf(p, sizeof(p), "rm -rf %s", dir);
 	if (system(p))
 		fprintf(stderr, "could not remove %s\n", dir);
