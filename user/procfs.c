@@ -151,23 +151,6 @@ char *procfs__cmdline(pid_t pid)
 	return buf;
 }
 
-bool procfs__alive(pid_t pid)
-{
-	char path[64], buf[512], *p;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	n = read_file(path, buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
-	/* The state follows the last ')' (comm may contain parentheses). */
-	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ')
-		return false;
-	return p[2] != 'Z' && p[2] != 'X';
-}
-
 int procfs__state(pid_t pid, char *state, long *threads)
 {
 	char path[64], buf[1024], *p;
@@ -178,6 +161,7 @@ int procfs__state(pid_t pid, char *state, long *threads)
 	if (n < 0)
 		return n;
 	buf[n] = 0;
+	/* The state follows the last ')' (comm may contain parentheses). */
 	p = strrchr(buf, ')');
 	if (!p || p[1] != ' ' || !p[2])
 		return -EINVAL;
@@ -191,6 +175,14 @@ int procfs__state(pid_t pid, char *state, long *threads)
 	}
 	*threads = p ? strtol(p, NULL, 10) : -1;
 	return 0;
+}
+
+bool procfs__alive(pid_t pid)
+{
+	char state;
+	long threads;
+
+	return !procfs__state(pid, &state, &threads) && state != 'Z' && state != 'X';
 }
 
 static int push(pid_t **out, size_t *n, size_t *cap, pid_t v)

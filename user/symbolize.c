@@ -158,8 +158,9 @@ struct symbolizer {
 	size_t vdso_len;
 	/* Our own executable, for libdwfl's unwinder to take the machine
 	 * from (dwfl_attach_state): see attach_unwinder(). */
-	int self_fd;
+	int self_fd;		/* -1: not open */
 	Elf *self_elf;
+	bool self_tried;
 };
 
 static uint64_t now_ns(void)
@@ -1022,22 +1023,15 @@ static int fp_walk(const struct unwind_ctx *u, uint64_t *ips, int n, int max, ui
  */
 static bool attach_unwinder(struct symbolizer *s, struct sproc *p, pid_t pid)
 {
-	if (!s->self_elf) {
-		if (s->self_fd < 0)
-			return false;	/* tried and failed */
-		s->self_fd = -1;
-		if (elf_version(EV_CURRENT) == EV_NONE)
-			return false;
-		s->self_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-		if (s->self_fd < 0)
-			return false;
-		s->self_elf = elf_begin(s->self_fd, ELF_C_READ_MMAP, NULL);
-		if (!s->self_elf) {
-			close(s->self_fd);
-			s->self_fd = -1;
-			return false;
-		}
+	if (!s->self_tried) {
+		s->self_tried = true;
+		if (elf_version(EV_CURRENT) != EV_NONE)
+			s->self_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+		if (s->self_fd >= 0)
+			s->self_elf = elf_begin(s->self_fd, ELF_C_READ_MMAP, NULL);
 	}
+	if (!s->self_elf)
+		return false;
 	return dwfl_attach_state(p->dwfl, s->self_elf, pid, &thread_cbs, p);
 }
 
@@ -1191,6 +1185,7 @@ struct symbolizer *symbolizer__new(void)
 	if (!s)
 		return NULL;
 	s->host_root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	s->self_fd = -1;
 	s->cb.find_elf = find_elf;
 	s->cb.find_debuginfo = find_debuginfo;
 	return s;
@@ -1262,7 +1257,7 @@ void symbolizer__free(struct symbolizer *s)
 		close(s->host_root);
 	if (s->self_elf)
 		elf_end(s->self_elf);
-	if (s->self_fd > 0)
+	if (s->self_fd >= 0)
 		close(s->self_fd);
 	free(s);
 }
