@@ -44,6 +44,9 @@ enum py_mode {
 #define PY_CODE_OTHER	2	/* stdlib, site-packages, frozen */
 #define PY_CODE_SENT	3	/* BPF sent its REC_PY_CODE (bpf/pycode.bpf.c); user space has
 				 * not classified it yet: a leaf walk goes on as for no entry */
+#define PY_CODE_FREED	4	/* the process freed the code object (py_code_free): a code
+				 * object now at the address is not known; as no entry, but
+				 * user space does not mark it from older records */
 
 /* rec_py_frames.what */
 enum py_for {
@@ -90,6 +93,7 @@ enum py_stat {
 	PYS_CODES,		/* REC_PY_CODE records sent (bpf/pycode.bpf.c) */
 	PYS_CODE_FAIL,		/* a code object not described: unreadable, not a code
 				 * object, scratch busy or ring full (user space reads it) */
+	PYS_CODE_FREED,		/* code objects the process freed (py_code_free) */
 	PYS__COUNT,
 };
 

@@ -164,7 +164,7 @@ __noinline int py_frame_one(__u32 slot, __u32 tgid, __u32 max, __u32 leaf)
 		struct py_code_key k = { .tgid = tgid, .code = code };
 		__u8 *c = bpf_map_lookup_elem(&py_codes, &k);
 
-		if (!c) {
+		if (!c || *c == PY_CODE_FREED) {
 			v->unknown = 1;
 			py_code_describe(slot, tgid, code);
 		} else if (leaf && *c == PY_CODE_USER) {
@@ -288,4 +288,35 @@ out:
 	if (slot == 0)
 		scratch_give(&v->busy);
 	return ret;
+}
+
+/*
+ * The interpreter's code_dealloc (the function PyCode_Type.tp_dealloc
+ * points at, probed per process by user/pysrc.c before it fills py_procs):
+ * a code object is being freed, and its address may soon hold another. Its
+ * py_codes entry becomes PY_CODE_FREED, so the next walk that meets the
+ * address describes what is there then (REC_PY_CODE), and user space
+ * names the frames after it from that description on (user/pycode.c keeps
+ * each description with its time). py_codes_gen moves on: a thread's leaf
+ * cache (py_leafc) may hold this address as its last user code, with or
+ * without a py_codes entry (the LRU map may have dropped it).
+ */
+SEC("uprobe")
+int BPF_KPROBE(py_code_free, __u64 code)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0;
+	struct py_code_key k = { .tgid = tgid, .code = code };
+	__u64 *g;
+	__u8 *c;
+
+	if (!bpf_map_lookup_elem(&py_procs, &tgid))
+		return 0;
+	c = bpf_map_lookup_elem(&py_codes, &k);
+	if (c)
+		*(volatile __u8 *)c = PY_CODE_FREED;
+	g = bpf_map_lookup_elem(&py_codes_gen, &zero);
+	if (g)
+		__sync_fetch_and_add(g, 1);
+	py_count(PYS_CODE_FREED);
+	return 0;
 }

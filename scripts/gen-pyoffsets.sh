@@ -81,7 +81,7 @@ for minor in 8 9 10 11 12 13; do
 	done
 	u=$(grep -E '^(unicode|typename) ' <<<"$main")
 	if [ -n "$uni" ] && [ "$u" != "$uni" ]; then
-		echo "gen-pyoffsets: PyASCIIObject.state bits or tp_name differ in $v: $u vs $uni" >&2
+		echo "gen-pyoffsets: PyASCIIObject.state bits, tp_name or tp_dealloc differ in $v: $u vs $uni" >&2
 		exit 1
 	fi
 	uni=$u
@@ -91,7 +91,7 @@ for minor in 8 9 10 11 12 13; do
 done
 
 read -r _ kshift kbits cbit abit <<<"$(grep '^unicode' <<<"$uni")"
-read -r _ tpname <<<"$(grep '^typename' <<<"$uni")"
+read -r _ tpname tpdealloc <<<"$(grep '^typename' <<<"$uni")"
 {
 	cat <<HDR
 /* SPDX-License-Identifier: MIT */
@@ -121,6 +121,8 @@ HDR
 #define PY_UNICODE_ASCII_BIT $abit
 /* offsetof(PyTypeObject, tp_name), the same in every row. */
 #define PY_TYPE_NAME_OFFSET $tpname
+/* offsetof(PyTypeObject, tp_dealloc), the same in every row. */
+#define PY_TYPE_DEALLOC_OFFSET $tpdealloc
 
 static const struct py_offsets py_offsets_table[] = {
 HDR

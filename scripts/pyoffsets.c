@@ -9,7 +9,7 @@
  * Output, one line each:
  *   row <C initializer of struct py_offsets>
  *   unicode <kind shift> <kind bits> <compact bit> <ascii bit>
- *   typename <offsetof(PyTypeObject, tp_name)>
+ *   typename <offsetof(PyTypeObject, tp_name)> <offsetof(PyTypeObject, tp_dealloc)>
  *   dbg <name> <offset>     (3.13+: where _Py_DebugOffsets keeps a field)
  */
 #define PY_SSIZE_T_CLEAN
@@ -184,7 +184,8 @@ int main(void)
 	field("bytes_data", offsetof(PyBytesObject, ob_sval));
 	printf(" }\n");
 	unicode_bits();
-	printf("typename %lu\n", (unsigned long)offsetof(PyTypeObject, tp_name));
+	printf("typename %lu %lu\n", (unsigned long)offsetof(PyTypeObject, tp_name),
+	       (unsigned long)offsetof(PyTypeObject, tp_dealloc));
 
 #if PY_VERSION_HEX >= 0x030d0000
 #define DBG(name, m) printf("dbg %s %lu\n", name, (unsigned long)offsetof(_Py_DebugOffsets, m))

@@ -21,12 +21,24 @@ _Static_assert(PYC_KIND_SHIFT == PY_UNICODE_KIND_SHIFT && PYC_KIND_BITS == PY_UN
 	       PYC_COMPACT_BIT == PY_UNICODE_COMPACT_BIT && PYC_ASCII_BIT == PY_UNICODE_ASCII_BIT &&
 	       PYC_TYPE_NAME == PY_TYPE_NAME_OFFSET, "bpf/pycode_rec.h disagrees with pyoffsets.h");
 
+/*
+ * What one address held. An address keeps its descriptions newest first,
+ * each from its time on (since: the REC_PY_CODE record's time; 0 for one
+ * read from the process or seeded without a time), so that a record names
+ * the code object that was there at its own time: the samples ring is
+ * drained after the events ring, and a sample may come from before a code
+ * object was freed and another took its address.
+ */
 struct code_entry {
 	uint64_t name_ptr;	/* co_name when read: tells a reused address */
+	uint64_t since;
+	struct code_entry *older;
 	char *file, *func;
 	bool user;
 	struct py_lines lines;
 };
+
+#define VERSIONS_MAX 4		/* descriptions kept per address */
 
 /* What is known about one process. */
 struct proc_entry {
@@ -54,6 +66,17 @@ static void code_free(struct code_entry *c)
 	free(c);
 }
 
+/* c and every older description of its address. */
+static void chain_free(struct code_entry *c)
+{
+	while (c) {
+		struct code_entry *older = c->older;
+
+		code_free(c);
+		c = older;
+	}
+}
+
 static void proc_free(struct proc_entry *p)
 {
 	uint64_t k, v;
@@ -61,7 +84,7 @@ static void proc_free(struct proc_entry *p)
 	if (!p)
 		return;
 	for (size_t it = 0; hmap__next(&p->codes, &it, &k, &v);)
-		code_free((struct code_entry *)(uintptr_t)v);
+		chain_free((struct code_entry *)(uintptr_t)v);
 	hmap__free(&p->codes);
 	free(p);
 }
@@ -633,6 +656,42 @@ static bool same_code(const struct code_entry *a, const struct code_entry *b)
 	       (!a->lines.n || !memcmp(a->lines.v, b->lines.v, a->lines.n * sizeof(*a->lines.v)));
 }
 
+/*
+ * Puts c among the descriptions of its address (*head, newest first).
+ * 0: the address held the same object then already (c is freed, or its
+ * time moves the same object's earlier); 1: c is another object.
+ */
+static int add_version(uint64_t *head, struct code_entry *c)
+{
+	struct code_entry *first = (struct code_entry *)(uintptr_t)*head, **at = &first,
+			  *newer = NULL, *e;
+	int n = 0;
+
+	while (*at && (*at)->since > c->since) {
+		newer = *at;
+		at = &newer->older;
+	}
+	if (*at && same_code(*at, c)) {
+		code_free(c);
+		return 0;
+	}
+	if (newer && same_code(newer, c)) {
+		newer->since = c->since;
+		code_free(c);
+		return 0;
+	}
+	c->older = *at;
+	*at = c;
+	for (e = first; e; e = e->older)
+		if (++n == VERSIONS_MAX) {
+			chain_free(e->older);
+			e->older = NULL;
+			break;
+		}
+	*head = (uint64_t)(uintptr_t)first;
+	return 1;
+}
+
 int pycode__seed(struct pycode *pc, int pid, const struct py_proc *pp,
 		 const struct rec_py_code *r, size_t size)
 {
@@ -712,16 +771,12 @@ int pycode__seed(struct pycode *pc, int pid, const struct py_proc *pp,
 	if (err)
 		goto fail;
 	c->user = pycode__is_user(c->file, (int)(o->version >> 16 & 0xff));
+	c->since = r->hdr.ts;
 	v = hmap__get(&pe->codes, r->code);
-	if (v) {
-		struct code_entry *old = (struct code_entry *)(uintptr_t)*v;
-
-		ret = !same_code(old, c);
-		*v = (uint64_t)(uintptr_t)c;
-		code_free(old);
-	} else if ((err = hmap__put(&pe->codes, r->code, (uint64_t)(uintptr_t)c))) {
+	if (v)
+		ret = add_version(v, c);
+	else if ((err = hmap__put(&pe->codes, r->code, (uint64_t)(uintptr_t)c)))
 		goto fail;
-	}
 	return ret;
 fail:
 	code_free(c);
@@ -729,7 +784,7 @@ fail:
 }
 
 static int resolve(struct pycode *pc, int pid, const struct py_proc *pp, uint64_t code,
-		   const uint64_t *name_ptr, uint64_t lasti, struct py_sym *out)
+		   const uint64_t *name_ptr, uint64_t lasti, uint64_t ts, struct py_sym *out)
 {
 	const struct py_offsets *o = &pp->off;
 	struct proc_entry *pe;
@@ -745,11 +800,14 @@ static int resolve(struct pycode *pc, int pid, const struct py_proc *pp, uint64_
 		uint64_t old = *v;
 
 		hmap__del(&pe->codes, code, NULL);
-		code_free((struct code_entry *)(uintptr_t)old);
+		chain_free((struct code_entry *)(uintptr_t)old);
 		v = NULL;
 	}
 	if (v) {
-		c = (struct code_entry *)(uintptr_t)*v;
+		/* The newest description from before ts; else the oldest. */
+		for (c = (struct code_entry *)(uintptr_t)*v; c->older && c->since > ts;
+		     c = c->older)
+			;
 	} else {
 		if ((err = load_code(pid, pp, pe, code, &c)))
 			return err;
@@ -789,11 +847,17 @@ static int resolve(struct pycode *pc, int pid, const struct py_proc *pp, uint64_
 int pycode__resolve(struct pycode *pc, int pid, const struct py_proc *pp, uint64_t code,
 		    uint64_t lasti, struct py_sym *out)
 {
-	return resolve(pc, pid, pp, code, NULL, lasti, out);
+	return resolve(pc, pid, pp, code, NULL, lasti, UINT64_MAX, out);
+}
+
+int pycode__resolve_at(struct pycode *pc, int pid, const struct py_proc *pp, uint64_t code,
+		       uint64_t lasti, uint64_t ts, struct py_sym *out)
+{
+	return resolve(pc, pid, pp, code, NULL, lasti, ts, out);
 }
 
 int pycode__resolve_checked(struct pycode *pc, int pid, const struct py_proc *pp, uint64_t code,
 			    uint64_t name_ptr, uint64_t lasti, struct py_sym *out)
 {
-	return resolve(pc, pid, pp, code, &name_ptr, lasti, out);
+	return resolve(pc, pid, pp, code, &name_ptr, lasti, UINT64_MAX, out);
 }

@@ -49,6 +49,14 @@ void pycode__free(struct pycode *pc);
  */
 int pycode__resolve(struct pycode *pc, int pid, const struct py_proc *pp, uint64_t code,
 		    uint64_t lasti, struct py_sym *out);
+/*
+ * As pycode__resolve, for a frame read at time ts (a record's): of the code
+ * objects seeded for that address (pycode__seed keeps each with its
+ * record's time), the one there at ts: the newest seeded at or before ts,
+ * else the oldest. pycode__resolve takes the newest.
+ */
+int pycode__resolve_at(struct pycode *pc, int pid, const struct py_proc *pp, uint64_t code,
+		       uint64_t lasti, uint64_t ts, struct py_sym *out);
 
 /*
  * As pycode__resolve, for a caller that also read the code object's co_name
@@ -72,9 +80,11 @@ struct rec_py_code;
  * lengths, the table's format for the version). A string or table BPF
  * cut at its bound is completed from the process while it lives; else a
  * cut string ends in "..." and positions past a cut table have no line.
- * 0: cached; 1: cached in place of another object cached at that address
- * (freed, its address reused: the caller's own caches of it are stale);
- * -errno (-EINVAL a failed check, -ENOMEM).
+ * 0: cached, or the same object was cached for that time already; 1:
+ * cached beside another object cached at that address (freed, its address
+ * reused: the caller's own caches of the address are stale), each for its
+ * own time (r's hdr.ts; pycode__resolve_at); -errno (-EINVAL a failed
+ * check, -ENOMEM).
  */
 int pycode__seed(struct pycode *pc, int pid, const struct py_proc *pp,
 		 const struct rec_py_code *r, size_t size);

@@ -26,6 +26,8 @@
 #define PY_UNICODE_ASCII_BIT 6
 /* offsetof(PyTypeObject, tp_name), the same in every row. */
 #define PY_TYPE_NAME_OFFSET 24
+/* offsetof(PyTypeObject, tp_dealloc), the same in every row. */
+#define PY_TYPE_DEALLOC_OFFSET 48
 
 static const struct py_offsets py_offsets_table[] = {
 	{ /* 3.8 */

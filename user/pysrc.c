@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "attach.h"
 #include "cgbpf.skel.h"
 #include "hmap.h"
 #include "log.h"
@@ -30,6 +31,7 @@
 #include "procfs.h"
 #include "pycode.h"
 #include "pycode_rec.h"
+#include "pyoffsets.h"
 #include "pyfind.h"
 #include "pyframes_rec.h"
 #include "pysites.h"
@@ -72,6 +74,8 @@ struct pyp {
 	uint64_t interps_ns;		/* when counted */
 	uint32_t gen;			/* this program's number in the capture (frames' key) */
 	bool exited;			/* its process exited: the pid may come back, reused */
+	struct uprobe *freed;		/* its code_dealloc probe (py_code_free) */
+	char freed_why[160];		/* why there is none: said in the summary */
 };
 
 /* One call site (interned text) and its calls. */
@@ -110,6 +114,8 @@ struct pysrc {
 	struct hmap pend;		/* tid -> struct pend * */
 	struct hmap sites;		/* hash of text -> struct site * */
 	struct hmap frames;		/* hash of (gen, code, lasti) -> struct site * */
+	struct hmap multi;		/* hash of (gen, code): addresses that held several
+					 * code objects (the frame cache is not used for them) */
 	uint32_t gens;			/* the last pyp.gen given */
 	int fd_procs, fd_codes, fd_codes_gen, fd_stat;
 	uint64_t orphans, unresolved, records;
@@ -197,22 +203,49 @@ static struct site *site_get(struct pysrc *ps, const char *text)
 	return site_find(ps, text, true);
 }
 
+/*
+ * Sets code's class in py_codes, but not over PY_CODE_FREED: the record
+ * that asks may be from before the free, and the address may hold another
+ * code object now (the walk that meets it describes it, and its own
+ * records mark it). A free between the look and the write would be
+ * overwritten, so when py_codes_gen moved meanwhile (every free moves it)
+ * the entry goes instead: the next walk describes the address again. True
+ * when set.
+ */
+static bool set_class(struct pysrc *ps, struct pyp *p, uint64_t code, uint8_t cls)
+{
+	struct { uint32_t tgid, pad; uint64_t code; } k = { .tgid = p->pid, .code = code };
+	uint64_t g0 = 0, g1 = 0;
+	uint32_t zero = 0;
+	uint8_t cur;
+
+	if (bpf_map_lookup_elem(ps->fd_codes_gen, &zero, &g0) ||
+	    (!bpf_map_lookup_elem(ps->fd_codes, &k, &cur) && cur == PY_CODE_FREED) ||
+	    bpf_map_update_elem(ps->fd_codes, &k, &cls, BPF_ANY))
+		return false;
+	if (bpf_map_lookup_elem(ps->fd_codes_gen, &zero, &g1) || g1 != g0) {
+		bpf_map_delete_elem(ps->fd_codes, &k);
+		return false;
+	}
+	return true;
+}
+
 /* Tells the BPF walks what code is (PY_CODE_USER: the leaf walk stops
  * there), once per code object and class. */
 static void mark_code(struct pysrc *ps, struct pyp *p, uint64_t code, bool user)
 {
-	struct { uint32_t tgid, pad; uint64_t code; } k = { .tgid = p->pid, .code = code };
 	uint64_t *v = hmap__get(&p->codes, code);
 	uint8_t cls = user ? PY_CODE_USER : PY_CODE_OTHER;
+	bool changed = v != NULL;
 
 	/* A different class: the code object was freed and its address
 	 * reused. */
 	if (v && *v == cls)
 		return;
-	if (!bpf_map_update_elem(ps->fd_codes, &k, &cls, BPF_ANY))
+	if (set_class(ps, p, code, cls))
 		hmap__put(&p->codes, code, cls);
 	/* The threads' cached leaf code (py_leafc) may be this one. */
-	if (v)
+	if (changed)
 		bump_codes_gen(ps);
 }
 
@@ -220,11 +253,8 @@ static void mark_code(struct pysrc *ps, struct pyp *p, uint64_t code, bool user)
  * BPF map is an LRU hash and may have dropped it. */
 static void remark_user(struct pysrc *ps, struct pyp *p, uint64_t code)
 {
-	struct { uint32_t tgid, pad; uint64_t code; } k = { .tgid = p->pid, .code = code };
-	uint8_t cls = PY_CODE_USER;
-
-	if (!bpf_map_update_elem(ps->fd_codes, &k, &cls, BPF_ANY)) {
-		hmap__put(&p->codes, code, cls);
+	if (set_class(ps, p, code, PY_CODE_USER)) {
+		hmap__put(&p->codes, code, PY_CODE_USER);
 		ps->remarked++;
 	}
 }
@@ -237,9 +267,13 @@ static uint64_t raw_lasti(const struct py_proc *pp, const struct py_rec_frame *f
 	return f->code + pp->off.code_adaptive + (int64_t)f->lasti;
 }
 
-static int resolve(struct pysrc *ps, struct pyp *p, const struct py_rec_frame *f, struct py_sym *sym)
+/* The frame f of a record made at ts, named after the code object its
+ * address held at ts. */
+static int resolve(struct pysrc *ps, struct pyp *p, const struct py_rec_frame *f, uint64_t ts,
+		   struct py_sym *sym)
 {
-	int err = pycode__resolve(ps->pc, p->pid, &p->pp, f->code, raw_lasti(&p->pp, f), sym);
+	int err = pycode__resolve_at(ps->pc, p->pid, &p->pp, f->code, raw_lasti(&p->pp, f), ts,
+				     sym);
 
 	if (err) {
 		if (!p->unresolved)
@@ -267,25 +301,35 @@ static void fmt_site(char *buf, size_t len, const struct py_sym *sym)
  * resolve, a format and a hash of the text (pycode's own cache is keyed by
  * the code object alone and holds line tables). 0 or -errno.
  */
-static int frame_site(struct pysrc *ps, struct pyp *p, const struct py_rec_frame *f,
+static uint64_t multi_key(const struct pyp *p, uint64_t code)
+{
+	return hash__u64(code ^ hash__u64(p->gen));
+}
+
+static int frame_site(struct pysrc *ps, struct pyp *p, const struct py_rec_frame *f, uint64_t ts,
 		      struct site **out)
 {
 	uint64_t k = hash__u64(f->code ^ hash__u64((uint64_t)(uint32_t)f->lasti << 32 | p->gen)),
-		 *v = hmap__get(&ps->frames, k);
+		 *v;
+	/* An address that held several code objects: which one depends on
+	 * the record's time, not on the address alone. */
+	bool several = ps->multi.count && hmap__get(&ps->multi, multi_key(p, f->code));
 	char text[SITE_LEN];
 	struct py_sym sym;
 	int err;
 
-	if (v) {
+	if (!several && (v = hmap__get(&ps->frames, k))) {
 		*out = (void *)(uintptr_t)*v;
 		return 0;
 	}
-	if ((err = resolve(ps, p, f, &sym)))
+	if ((err = resolve(ps, p, f, ts, &sym)))
 		return err;
 	fmt_site(text, sizeof(text), &sym);
 	if (!(*out = site_get(ps, text)))
 		return -ENOMEM;
 	(*out)->user = sym.user;
+	if (several)
+		return 0;
 	if (ps->frames.count >= FRAMES_MAX)
 		hmap__free(&ps->frames);
 	hmap__put(&ps->frames, k, (uintptr_t)*out);
@@ -302,7 +346,7 @@ static void call_frames(struct pysrc *ps, struct pyp *p, const struct rec_py_fra
 
 	pd->site = pd->user = pd->stack = NULL;
 	for (int i = 0; i < r->nframes; i++) {
-		if (frame_site(ps, p, &r->frames[i], &st)) {
+		if (frame_site(ps, p, &r->frames[i], r->hdr.ts, &st)) {
 			/* The leaf is the point: without it, nothing. */
 			if (i == 0)
 				return;
@@ -356,7 +400,7 @@ static void stack_frames(struct pysrc *ps, struct pyp *p, const struct rec_py_fr
 		struct pysrc_frame *f = &pd->frames[n];
 		struct site *st;
 
-		if (resolve(ps, p, &r->frames[i], &sym)) {
+		if (resolve(ps, p, &r->frames[i], r->hdr.ts, &sym)) {
 			snprintf(text, sizeof(text), "[python] ?");
 		} else {
 			snprintf(text, sizeof(text), "%s (%s:%d)", sym.func, sym.file, sym.line);
@@ -373,9 +417,12 @@ static void stack_frames(struct pysrc *ps, struct pyp *p, const struct rec_py_fr
 
 /*
  * A code object BPF described (bpf/pycode_rec.h): into pycode's cache, so
- * that the frames record that follows resolves without the process. One
- * that replaced another at its address (freed, reused) makes the frame
- * cache, keyed by address and position, start over.
+ * that the frames record that follows resolves without the process. BPF
+ * describes an address that py_codes has no class for (none yet, or the
+ * code object there was freed: py_code_free), so the class user space
+ * remembers for it is forgotten and set again from this object. An
+ * address that held another object before is resolved by time from now
+ * on (ps->multi), not from the frame cache, keyed by address and position.
  */
 static int code_rec(struct pysrc *ps, const struct rec_py_code *r, size_t size)
 {
@@ -393,8 +440,16 @@ static int code_rec(struct pysrc *ps, const struct rec_py_code *r, size_t size)
 		return 0;
 	}
 	ps->codes++;
-	if (err > 0)
-		hmap__free(&ps->frames);
+	hmap__del(&p->codes, r->code, NULL);
+	if (err > 0) {
+		if (ps->multi.count >= FRAMES_MAX) {
+			/* Bounded (keys of gone processes stay): starts over,
+			 * with a frame cache holding none of them. */
+			hmap__free(&ps->multi);
+			hmap__free(&ps->frames);
+		}
+		hmap__put(&ps->multi, multi_key(p, r->code), 1);
+	}
 	return 0;
 }
 
@@ -440,7 +495,7 @@ static void site_frames(struct pysrc *ps, struct pyp *p, const struct rec_py_fra
 	sp->func = r->func;
 	sp->named = false;
 	for (int i = 0; i < r->nframes; i++) {
-		if (resolve(ps, p, &r->frames[i], &sym))
+		if (resolve(ps, p, &r->frames[i], r->hdr.ts, &sym))
 			continue;
 		if (sym.user || i == 0) {
 			fmt_site(sp->text, sizeof(sp->text), &sym);
@@ -633,6 +688,66 @@ static void count_interps(struct pyp *p, uint64_t now)
 		     p->info.version, n, n - 1, n > 2 ? "s" : "", PYFIND_SUBINTERP_NOTE);
 }
 
+struct find_addr {
+	uint32_t pid;
+	uint64_t addr, off;
+	char path[64];
+	bool found;
+};
+
+static int find_addr(const struct map_entry *e, void *ctx)
+{
+	struct find_addr *f = ctx;
+
+	if (f->addr < e->start || f->addr >= e->end)
+		return 0;
+	if (e->perms[2] != 'x')
+		return -EFAULT;
+	/* The file as mapped, whatever the process's mount namespace. */
+	snprintf(f->path, sizeof(f->path), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, f->pid,
+		 e->start, e->end);
+	f->off = f->addr - e->start + e->offset;
+	f->found = true;
+	return 1;
+}
+
+/*
+ * Probes p's code_dealloc, the function its PyCode_Type.tp_dealloc points
+ * at (no symbol needed: Debian's python is stripped), with py_code_free:
+ * a freed code object's address can be taken by another, and BPF must
+ * describe that one anew. Done before py_procs has the process, so no
+ * code object is described before its frees are seen. Without the probe
+ * the frames are still read, and the summary says what that risks.
+ */
+static void watch_frees(struct pysrc *ps, struct pyp *p)
+{
+	struct find_addr f = { .pid = p->pid };
+	int err;
+
+	uprobe__release(p->freed);
+	p->freed = NULL;
+	p->freed_why[0] = 0;
+	if ((err = pyfind__read((int)p->pid, p->pp.code_type + PY_TYPE_DEALLOC_OFFSET, &f.addr,
+				sizeof(f.addr)))) {
+		snprintf(p->freed_why, sizeof(p->freed_why), "PyCode_Type unreadable: %s",
+			 strerror(-err));
+	} else if ((err = procfs__for_each_map((pid_t)p->pid, find_addr, &f)) <= 0 || !f.found) {
+		snprintf(p->freed_why, sizeof(p->freed_why),
+			 "PyCode_Type.tp_dealloc (0x%" PRIx64 ") is not in an executable mapping",
+			 f.addr);
+	} else if (!(p->freed = uprobe__attach(ps->s->skel->progs.py_code_free, (pid_t)p->pid,
+					       f.path, f.off, false))) {
+		snprintf(p->freed_why, sizeof(p->freed_why), "probing code_dealloc: %s",
+			 strerror(errno));
+	}
+	if (p->freed_why[0])
+		warn("pid %u: Python code objects freed are not watched (%s): a frame whose code "
+		     "object's address held another before may be named after that one", p->pid,
+		     p->freed_why);
+	else
+		dbg("pid %u: code_dealloc probed at %s+0x%" PRIx64, p->pid, f.path, f.off);
+}
+
 /* Finds the interpreter of pid and tells BPF; quiet while looking. exec:
  * the process has just exec'ed. */
 static void probe(struct pysrc *ps, struct pyp *p, uint64_t now, bool exec)
@@ -689,6 +804,7 @@ static void probe(struct pysrc *ps, struct pyp *p, uint64_t now, bool exec)
 		}
 		return;
 	}
+	watch_frees(ps, p);
 	if (bpf_map_update_elem(ps->fd_procs, &p->pid, &p->pp, BPF_ANY)) {
 		err = -errno;
 		p->state = PYP_REFUSED;
@@ -716,6 +832,8 @@ static void forget(struct pysrc *ps, uint32_t pid)
 		bpf_map_delete_elem(ps->fd_procs, &pid);
 		bump_codes_gen(ps);
 	}
+	uprobe__release(p->freed);
+	p->freed = NULL;
 	pycode__forget(ps->pc, pid);
 	hmap__free(&p->codes);
 	p->codes = (struct hmap){ 0 };
@@ -925,6 +1043,10 @@ static void py_print(const void *ctx, const uint64_t *drops, FILE *f)
 					p->interps_max > 2 ? "s" : "", PYFIND_SUBINTERP_NOTE);
 			else if (p->state != PYP_OK)
 				fprintf(f, "   pid %u: no Python frames: %s\n", p->pid, p->why);
+			if (p->state == PYP_OK && p->freed_why[0])
+				fprintf(f, "     code objects freed not watched (%s): a frame whose "
+					   "code object took the address of another may be named "
+					   "after that one\n", p->freed_why);
 		}
 	}
 	if (!any)
@@ -970,6 +1092,7 @@ static void py_finish(struct session *s, void *state, struct capture_info *ci)
 	dbg("python: %" PRIu64 " code objects described by BPF, %" PRIu64 " taken, %" PRIu64
 	    " refused, %" PRIu64 " not described", ps->stat[PYS_CODES], ps->codes, ps->codes_bad,
 	    ps->stat[PYS_CODE_FAIL]);
+	dbg("python: %" PRIu64 " code objects freed in traced processes", ps->stat[PYS_CODE_FREED]);
 	summary__add_section(ci, py_print, ps);
 }
 
@@ -987,6 +1110,7 @@ static void py_fini(struct session *s, void *state)
 	for (size_t it = 0; hmap__next(&ps->procs, &it, NULL, &v);) {
 		struct pyp *p = (void *)(uintptr_t)v;
 
+		uprobe__release(p->freed);
 		hmap__free(&p->codes);
 		free(p);
 	}
@@ -1002,6 +1126,7 @@ static void py_fini(struct session *s, void *state)
 	hmap__free(&ps->pend);
 	hmap__free(&ps->sites);
 	hmap__free(&ps->frames);
+	hmap__free(&ps->multi);
 	pycode__free(ps->pc);
 	free(ps);
 }

@@ -11,6 +11,7 @@
  * that has exited (cut tables and names, UCS2/UCS4, refusals).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -454,6 +455,54 @@ static void test_seed(void)
 	check(pycode__seed(pc, GONE_PID, &pp, &r, size) == 1, "another object at the address: 1");
 	err = pycode__resolve(pc, GONE_PID, &pp, code, code + O->code_adaptive + 4, &s);
 	check(err == 0 && !strcmp(s.func, "Other.fn"), "the new object's name");
+
+	/* An address that held three objects, described out of time order
+	 * (the samples ring is drained after the events ring): a frame is
+	 * named after the object its address held at the frame's time. */
+	pycode__forget(pc, GONE_PID);
+	{
+		static const char *const names[] = { "first", "second", "third", "fourth",
+						     "fifth" };
+		/* Each seeded (name, time), in the order user space takes them. */
+		static const struct { int name; uint64_t ts; int want; } seeds[] = {
+			{ 1, 300, 0 }, { 0, 100, 1 }, { 0, 150, 0 }, { 2, 500, 1 },
+			{ 1, 310, 0 }, { 1, 250, 0 },
+		};
+		static const struct { uint64_t ts; int name; } at[] = {
+			{ 50, 0 }, { 100, 0 }, { 249, 0 }, { 250, 1 }, { 499, 1 }, { 500, 2 },
+			{ UINT64_MAX, 2 },
+		};
+
+		for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
+			size = mkrec(&r, &pp, &f, code, "/home/me/gen.py", names[seeds[i].name],
+				     table, sizeof(table), sizeof(table), 999);
+			r.hdr.ts = seeds[i].ts;
+			err = pycode__seed(pc, GONE_PID, &pp, &r, size);
+			check(err == seeds[i].want, "seed %s at %" PRIu64 ": %d (want %d)",
+			      names[seeds[i].name], seeds[i].ts, err, seeds[i].want);
+		}
+		for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+			err = pycode__resolve_at(pc, GONE_PID, &pp, code,
+						 code + O->code_adaptive + 4, at[i].ts, &s);
+			check(err == 0 && !strcmp(s.func, names[at[i].name]),
+			      "at %" PRIu64 ": %s (got %s, %d)", at[i].ts, names[at[i].name],
+			      err ? "-" : s.func, err);
+		}
+		/* Past VERSIONS_MAX (4) the oldest go: a frame older than
+		 * every one kept gets the oldest kept. */
+		for (int i = 3; i < 5; i++) {
+			size = mkrec(&r, &pp, &f, code, "/home/me/gen.py", names[i], table,
+				     sizeof(table), sizeof(table), 999);
+			r.hdr.ts = 600 + 100 * (uint64_t)i;
+			check(pycode__seed(pc, GONE_PID, &pp, &r, size) == 1, "seed %s", names[i]);
+		}
+		err = pycode__resolve_at(pc, GONE_PID, &pp, code, code + O->code_adaptive + 4, 50,
+					 &s);
+		check(err == 0 && !strcmp(s.func, "second"), "four kept: the oldest is second (%s)",
+		      err ? "-" : s.func);
+		err = pycode__resolve(pc, GONE_PID, &pp, code, code + O->code_adaptive + 4, &s);
+		check(err == 0 && !strcmp(s.func, "fifth"), "pycode__resolve: the newest");
+	}
 
 	/* A table cut at 3 bytes: the entry it cuts is dropped, no line past. */
 	pycode__forget(pc, GONE_PID);

@@ -23,13 +23,19 @@ makes N launches (grid size says which scenario, for a reader of the trace):
   threads    (grid 8) T threads (named "py-launch-0"..) released together
              by a barrier, each binding the context and launching N times
              from thread_body()
+  reuse      (grid 9) N functions compiled from source, each called once,
+             then freed with the module code that defined it: each code
+             object takes the address of the one before (CPython's
+             allocator), with another file (reuse_I.py), function (gen_I)
+             and line (I + 2)
 then teardown (cuCtxSynchronize, cuModuleUnload, cuCtxDestroy_v2).
 A name may come more than once (the same code again); --settle sleeps S
 seconds after each scenario (cgbpf has seen its code objects by then).
 
 Manifest (CGBPF_MANIFEST): pywl's fields (every call with leaf and user
 frame, stack, native tid) plus "scenarios": the names run, "iters",
-"thread_count", "depth", "launch_threads": [{"name", "tid"}].
+"thread_count", "depth", "launch_threads": [{"name", "tid"}], "reuse_ids": the reuse scenario's code
+objects' addresses (id()), in order.
 """
 import argparse
 import asyncio
@@ -46,7 +52,7 @@ from pywl import check, here  # noqa: E402
 import wllib  # noqa: E402
 
 SCENARIOS = ["plain", "nested", "method", "generator", "lambda", "coroutine",
-             "library", "threads"]
+             "library", "threads", "reuse"]
 
 
 def plain(gpu, n):
@@ -130,6 +136,23 @@ def threads(gpu, n, count, info):
         info.append({"name": t.name, "tid": t.native_id})
 
 
+REUSE_SRC = ("def gen_%d(gpu):\n%s"
+             "    check(gpu.cu.cuLaunchKernel(*here('cuLaunchKernel', *gpu.launch_args(grid=9))))\n")
+
+
+def reuse(gpu, n, ids):
+    for i in range(n):
+        g = {"check": check, "here": here}
+        exec(compile(REUSE_SRC % (i, "\n" * i), "reuse_%d.py" % i, "exec"), g)
+        fn = g["gen_%d" % i]
+        ids.append(id(fn.__code__))
+        fn(gpu)
+        # The function and its globals refer to each other: cleared, so
+        # that both go now, not at the next collection.
+        g.clear()
+        del fn, g
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--iters", type=int, default=3)
@@ -149,6 +172,7 @@ def main():
     gpu = pywl.Gpu()
     pywl.pause()
     info = []
+    reuse_ids = []
     for s in only:
         pywl.set_scenario(s)
         if s == "plain":
@@ -167,12 +191,14 @@ def main():
             library_user(gpu, a.iters, a.depth)
         elif s == "threads":
             threads(gpu, a.iters, a.threads, info)
+        elif s == "reuse":
+            reuse(gpu, a.iters, reuse_ids)
         if a.settle > 0:
             time.sleep(a.settle)
     pywl.set_scenario("teardown")
     gpu.close()
     pywl.write_manifest(scenarios=only, iters=a.iters, thread_count=a.threads,
-                        depth=a.depth, launch_threads=info)
+                        depth=a.depth, launch_threads=info, reuse_ids=reuse_ids)
 
 
 if __name__ == "__main__":
