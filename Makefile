@@ -285,7 +285,13 @@ $(OUT)/tests/%: tests/bpf/%.c $(OUT)/tests/%.skel.h
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(WARN) -D_GNU_SOURCE -I$(OUT)/tests -Itests/bpf $(DEPFLAGS) $< -o $@ -lbpf -lelf -lz
 
-test-bins: $(TEST_BINS)
+# An LD_AUDIT library that holds the loader after it maps libpython
+# (test_python: an interpreter found before its relocation).
+$(OUT)/tests/slowreloc.so: tests/workloads/py/slowreloc.c | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(WARN) -fPIC -shared $< -o $@
+
+test-bins: $(TEST_BINS) $(OUT)/tests/slowreloc.so
 
 # ---------------------------------------------------------------- unit tests
 # tests/unit/test_NAME.c links with every user/ module except main.c, under

@@ -50,6 +50,7 @@
 #define RETRY_SLOW_NS 1000000000ull	/* then once a second */
 #define PROBES_PER_TICK 8
 #define EXEC_WAIT_MS 50		/* the longest a python's loader is waited for at its exec */
+#define RELOC_WAIT_MS 10	/* ... and for it to relocate libpython (then: next tick) */
 #define TOP_SITES 15
 #define INTERP_CHECK_NS 250000000ull	/* interpreters counted again this often */
 #define INTERP_COUNT_MAX 1024
@@ -76,6 +77,7 @@ struct pyp {
 	bool exited;			/* its process exited: the pid may come back, reused */
 	struct uprobe *freed;		/* its code_dealloc probe (py_code_free) */
 	char freed_why[160];		/* why there is none: said in the summary */
+	bool reloc_said;		/* "found before its loader relocated it" */
 };
 
 /* One call site (interned text) and its calls. */
@@ -688,9 +690,13 @@ static void count_interps(struct pyp *p, uint64_t now)
 		     p->info.version, n, n - 1, n > 2 ? "s" : "", PYFIND_SUBINTERP_NOTE);
 }
 
+/* Where code_dealloc (addr) is mapped, and whether it is in the file
+ * PyCode_Type (type) is in. */
 struct find_addr {
 	uint32_t pid;
-	uint64_t addr, off;
+	uint64_t addr, type, off;
+	uint64_t ino[2];		/* the files of type and of addr */
+	uint32_t dev[2];
 	char path[64];
 	bool found;
 };
@@ -698,17 +704,54 @@ struct find_addr {
 static int find_addr(const struct map_entry *e, void *ctx)
 {
 	struct find_addr *f = ctx;
+	uint32_t dev = e->dev_major << 20 | e->dev_minor;
 
-	if (f->addr < e->start || f->addr >= e->end)
-		return 0;
-	if (e->perms[2] != 'x')
-		return -EFAULT;
-	/* The file as mapped, whatever the process's mount namespace. */
-	snprintf(f->path, sizeof(f->path), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, f->pid,
-		 e->start, e->end);
-	f->off = f->addr - e->start + e->offset;
-	f->found = true;
-	return 1;
+	if (f->type >= e->start && f->type < e->end) {
+		f->ino[0] = e->inode;
+		f->dev[0] = dev;
+	}
+	if (f->addr >= e->start && f->addr < e->end && e->perms[2] == 'x' && e->inode) {
+		/* The file as mapped, whatever the process's mount namespace. */
+		snprintf(f->path, sizeof(f->path), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64,
+			 f->pid, e->start, e->end);
+		f->off = f->addr - e->start + e->offset;
+		f->ino[1] = e->inode;
+		f->dev[1] = dev;
+	}
+	return 0;
+}
+
+/*
+ * code_dealloc's place in p (*f), from PyCode_Type.tp_dealloc once the
+ * loader has relocated it: a python found right at its exec may have its
+ * libpython mapped but not yet relocated (tp_dealloc still the link-time
+ * address, which no mapping holds), so it is read again for up to
+ * RELOC_WAIT_MS. Only a function in an executable mapping of PyCode_Type's
+ * own file is taken: a uprobe at a wrong address would corrupt the
+ * program. 0, -ENOENT (not there, or not yet), or -errno.
+ */
+static int find_dealloc(struct pyp *p, struct find_addr *f)
+{
+	int err = 0;
+
+	for (int i = 0; i < RELOC_WAIT_MS * 2; i++) {
+		if (i)
+			nanosleep(&(struct timespec){ .tv_nsec = 500000 }, NULL);
+		*f = (struct find_addr){ .pid = p->pid, .type = p->pp.code_type };
+		if ((err = pyfind__read((int)p->pid, f->type + PY_TYPE_DEALLOC_OFFSET, &f->addr,
+					sizeof(f->addr))))
+			return err;
+		if ((err = procfs__for_each_map((pid_t)p->pid, find_addr, f)) < 0)
+			return err;
+		f->found = f->ino[1] && f->ino[0] == f->ino[1] && f->dev[0] == f->dev[1];
+		if (f->found) {
+			if (i)
+				dbg("pid %u: PyCode_Type.tp_dealloc relocated after %.1f ms", p->pid,
+				    i * 0.5);
+			return 0;
+		}
+	}
+	return -ENOENT;
 }
 
 /*
@@ -716,25 +759,30 @@ static int find_addr(const struct map_entry *e, void *ctx)
  * at (no symbol needed: Debian's python is stripped), with py_code_free:
  * a freed code object's address can be taken by another, and BPF must
  * describe that one anew. Done before py_procs has the process, so no
- * code object is described before its frees are seen. Without the probe
- * the frames are still read, and the summary says what that risks.
+ * code object is described before its frees are seen. -EAGAIN: libpython
+ * is not relocated yet (no Python code can run before it is): looked at
+ * again at the next tick, for RETRY_FAST_NS. After that, or on another
+ * failure, the frames are read without the probe, and the summary says
+ * what that risks.
  */
-static void watch_frees(struct pysrc *ps, struct pyp *p)
+static int watch_frees(struct pysrc *ps, struct pyp *p, uint64_t now)
 {
-	struct find_addr f = { .pid = p->pid };
+	struct find_addr f;
 	int err;
 
 	uprobe__release(p->freed);
 	p->freed = NULL;
 	p->freed_why[0] = 0;
-	if ((err = pyfind__read((int)p->pid, p->pp.code_type + PY_TYPE_DEALLOC_OFFSET, &f.addr,
-				sizeof(f.addr)))) {
+	err = find_dealloc(p, &f);
+	if (err == -ENOENT && now - p->first_ns < RETRY_FAST_NS)
+		return -EAGAIN;
+	if (err == -ENOENT) {
+		snprintf(p->freed_why, sizeof(p->freed_why),
+			 "PyCode_Type.tp_dealloc (0x%" PRIx64 ") is not in the interpreter's code",
+			 f.addr);
+	} else if (err) {
 		snprintf(p->freed_why, sizeof(p->freed_why), "PyCode_Type unreadable: %s",
 			 strerror(-err));
-	} else if ((err = procfs__for_each_map((pid_t)p->pid, find_addr, &f)) <= 0 || !f.found) {
-		snprintf(p->freed_why, sizeof(p->freed_why),
-			 "PyCode_Type.tp_dealloc (0x%" PRIx64 ") is not in an executable mapping",
-			 f.addr);
 	} else if (!(p->freed = uprobe__attach(ps->s->skel->progs.py_code_free, (pid_t)p->pid,
 					       f.path, f.off, false))) {
 		snprintf(p->freed_why, sizeof(p->freed_why), "probing code_dealloc: %s",
@@ -746,6 +794,7 @@ static void watch_frees(struct pysrc *ps, struct pyp *p)
 		     p->freed_why);
 	else
 		dbg("pid %u: code_dealloc probed at %s+0x%" PRIx64, p->pid, f.path, f.off);
+	return 0;
 }
 
 /* Finds the interpreter of pid and tells BPF; quiet while looking. exec:
@@ -804,10 +853,19 @@ static void probe(struct pysrc *ps, struct pyp *p, uint64_t now, bool exec)
 		}
 		return;
 	}
-	watch_frees(ps, p);
+	if (watch_frees(ps, p, now) == -EAGAIN) {
+		if (!p->reloc_said)
+			dbg("pid %u: Python %s found before its loader relocated it: looked at "
+			    "again", p->pid, p->info.version);
+		p->reloc_said = true;
+		p->next_ns = now;
+		return;
+	}
 	if (bpf_map_update_elem(ps->fd_procs, &p->pid, &p->pp, BPF_ANY)) {
 		err = -errno;
 		p->state = PYP_REFUSED;
+		uprobe__release(p->freed);
+		p->freed = NULL;
 		snprintf(p->why, sizeof(p->why), "cannot tell the BPF programs: %s", strerror(-err));
 		warn("pid %u: Python frames: %s", p->pid, p->why);
 		return;

@@ -16,7 +16,7 @@ import subprocess
 import time
 
 import ptrace
-from harness import (CGBPF, REPO, Skip, check, clean_trace, env_with, eq, kill_quiet, record,
+from harness import (CGBPF, OUT, REPO, Skip, check, clean_trace, env_with, eq, kill_quiet, record,
                      tmpdir, touch, traced_funcs, wait_for)
 
 PY = os.path.join(REPO, "tests", "workloads", "py")
@@ -193,9 +193,12 @@ def trace_processor_args(path, pid):
     return [(a.strip('"'), b.strip('"')) for a, b in rows]
 
 
-def check_reuse(m):
+def check_reuse(m, log):
     """The reuse scenario's code objects really took each other's address
-    (else its launches prove nothing about it)."""
+    (else its launches prove nothing about it), and cgbpf watched the
+    interpreter's frees (a python found at its exec has its libpython mapped
+    but maybe not yet relocated: PyCode_Type.tp_dealloc is read again)."""
+    check("freed are not watched" not in log, "code_dealloc probed: %r" % log[-1500:])
     ids = m.get("reuse_ids") or []
     if "reuse" in m.get("scenarios", []):
         check(len(ids) >= 2 and len(set(ids)) < len(ids),
@@ -213,7 +216,7 @@ def versions_test(python, version):
     eq(n, sum(1 for rec in m["records"] if rec["call"] == "cuLaunchKernel"),
        "launches checked")
     check(n >= 30, "launches in the manifest: %d" % n)
-    check_reuse(m)
+    check_reuse(m, r.stderr)
     check_summary(r, m, version)
     tp = trace_processor_args(r.trace_path, m["pid"])
     if tp is not None:
@@ -345,6 +348,30 @@ def test_backtraces_mix_python_frames():
                           "Python frame %r under %r" % (f, s.callstack[i - 1]))
             checked += 1
     check(checked >= 6, "backtraces checked: %d" % checked)
+
+
+def test_found_before_relocation():
+    """A python whose loader has mapped libpython but not relocated it
+    (an LD_AUDIT library holds it there for 1.5 s: build/tests/slowreloc.so)
+    is looked at again until it is, so code_dealloc is probed at its real
+    address, and calls from code objects that take each other's address
+    (reuse) are named after each."""
+    exe = pyenv_python(12)
+    audit = os.path.join(OUT, "tests", "slowreloc.so")
+    if not os.path.exists(audit):
+        raise Skip("no %s (make test-bins)" % audit)
+    tmp = tmpdir()
+    man = os.path.join(tmp, "manifest.json")
+    r = record_py([], [exe, LAUNCHES, "--only", "plain,reuse"], tmp,
+                  env=env_with(CGBPF_MANIFEST=man, LD_AUDIT=audit, SLOWRELOC_MS="1500"))
+    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-600:])
+    check("found before its loader relocated it" in r.stderr,
+          "the interpreter was found before its relocation: %r" % r.stderr[-1500:])
+    m = r.manifest()
+    clean_trace(r.trace)
+    n = check_sites(r.trace, m)
+    eq(n, 6, "launches checked")
+    check_reuse(m, r.stderr)
 
 
 def test_python_off_and_stack():
@@ -519,7 +546,7 @@ def _short_lived_test(python, version):
            "py.user of " + what)
         n += 1
     check(n >= 30, "launches checked: %d" % n)
-    check_reuse(m)
+    check_reuse(m, r.stderr)
     check("frames not resolved" not in sec, "every frame resolved: %r" % sec[-800:])
     # The summary's tables: each launch site with its exact counts.
     want = {}
