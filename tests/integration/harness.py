@@ -60,6 +60,47 @@ def wl(name):
     return os.path.join(WL, name)
 
 
+NS_LAST_PID = "/proc/sys/kernel/ns_last_pid"
+
+# For the pid-reuse tests' drivers (Python run by the workload, not by the
+# harness): fork_at(pid, child) forks until the kernel gives pid again
+# (NS_LAST_PID set to pid - 1 before each fork), runs child() in that
+# process (child must exec or exit), and returns its wait status; None
+# when pid did not come back in 500 forks. Other forks exit at once.
+FORK_AT = r'''
+import os
+
+
+def fork_at(pid, child):
+    for _ in range(500):
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(pid - 1))
+        c = os.fork()
+        if c == 0:
+            if os.getpid() != pid:
+                os._exit(0)
+            child()
+            os._exit(127)
+        _, st = os.waitpid(c, 0)
+        if c == pid:
+            return st
+    return None
+'''
+
+
+def pid_reuse_driver(text):
+    """A tmpdir holding driver.py (text, after FORK_AT) for a test that
+    needs a pid given twice: (tmp, driver's path). Skip without a writable
+    NS_LAST_PID."""
+    if not os.access(NS_LAST_PID, os.W_OK):
+        raise Skip("cannot write %s (root in the initial pid namespace)" % NS_LAST_PID)
+    tmp = tmpdir()
+    drv = os.path.join(tmp, "driver.py")
+    with open(drv, "w") as f:
+        f.write(FORK_AT + text)
+    return tmp, drv
+
+
 def env_with(**kw):
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = FAKE

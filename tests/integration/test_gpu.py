@@ -12,7 +12,7 @@ import threading
 
 import harness
 from harness import (CGBPF, Skip, api_counts, check, clean_trace, env_with, eq, expected_calls,
-                     kill_quiet, start, tmpdir, touch, wait_for, wl)
+                     kill_quiet, pid_reuse_driver, start, tmpdir, touch, wait_for, wl)
 import ptrace
 
 LIB = os.path.join(harness.OUT, "inject", "libcgbpf-inject.so")
@@ -798,38 +798,32 @@ def tool_mid_run(idle):
 
 
 # Runs train twice under one pid: A, then B once A has exited, with the
-# kernel's next pid set to A's (root: /proc/sys/kernel/ns_last_pid). Each
-# pauses after its setup until its pause file exists.
+# kernel's next pid set to A's (harness.fork_at). Each pauses after its
+# setup until its pause file exists.
 GPU_PID_REUSE_DRIVER = r"""
-import os, sys, time
+import sys, time
 train, tmp = sys.argv[1:3]
 
 
-def run(tag, want_pid=None):
-    pid = os.fork()
-    if pid == 0:
-        if want_pid is not None and os.getpid() != want_pid:
-            os._exit(0)
-        env = dict(os.environ, CGBPF_MANIFEST=os.path.join(tmp, tag + ".json"),
-                   CGBPF_PAUSE_FILE=os.path.join(tmp, "pause." + tag))
-        os.execve(train, [train, "--iters", "20"], env)
-    _, st = os.waitpid(pid, 0)
-    return pid, os.waitstatus_to_exitcode(st)
+def exec_train(tag):
+    env = dict(os.environ, CGBPF_MANIFEST=os.path.join(tmp, tag + ".json"),
+               CGBPF_PAUSE_FILE=os.path.join(tmp, "pause." + tag))
+    os.execve(train, [train, "--iters", "20"], env)
 
 
-a, rc = run("a")
-if rc:
+a = os.fork()
+if a == 0:
+    exec_train("a")
+_, st = os.waitpid(a, 0)
+if os.waitstatus_to_exitcode(st):
     sys.exit("A failed")
 # A moment, as between two processes of a long run (cgbpf may still be
 # reading A's exit when B forks).
 time.sleep(1)
-for _ in range(500):
-    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
-        f.write(str(a - 1))
-    pid, rc = run("b", a)
-    if pid == a:
-        sys.exit(rc)
-sys.exit("pid %d was not given again" % a)
+st = fork_at(a, lambda: exec_train("b"))
+if st is None:
+    sys.exit("pid %d was not given again" % a)
+sys.exit(os.waitstatus_to_exitcode(st))
 """
 
 
@@ -842,12 +836,7 @@ def test_pid_reused_by_another_gpu_process():
     need_gpu_part()
     if not os.path.exists(FAKE_CUPTI):
         raise Skip("%s not built (no CUPTI headers)" % FAKE_CUPTI)
-    if not os.access("/proc/sys/kernel/ns_last_pid", os.W_OK):
-        raise Skip("cannot write /proc/sys/kernel/ns_last_pid (root in the initial pid namespace)")
-    tmp = tmpdir()
-    drv = os.path.join(tmp, "driver.py")
-    with open(drv, "w") as f:
-        f.write(GPU_PID_REUSE_DRIVER)
+    tmp, drv = pid_reuse_driver(GPU_PID_REUSE_DRIVER)
     trace = os.path.join(tmp, "out.perfetto-trace")
     out = os.path.join(tmp, "stdout")
     with open(out, "w") as of:

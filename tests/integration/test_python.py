@@ -16,8 +16,8 @@ import subprocess
 import time
 
 import ptrace
-from harness import (CGBPF, OUT, REPO, Skip, check, clean_trace, env_with, eq, kill_quiet, record,
-                     tmpdir, touch, traced_funcs, wait_for)
+from harness import (CGBPF, OUT, REPO, Skip, check, clean_trace, env_with, eq, kill_quiet,
+                     pid_reuse_driver, record, tmpdir, touch, traced_funcs, wait_for)
 
 PY = os.path.join(REPO, "tests", "workloads", "py")
 LAUNCHES = os.path.join(PY, "launches.py")
@@ -353,8 +353,9 @@ def test_backtraces_mix_python_frames():
 def test_found_before_relocation():
     """A python whose loader has mapped libpython but not relocated it
     (an LD_AUDIT library holds it there for 1.5 s: build/tests/slowreloc.so)
-    is looked at again until it is, so code_dealloc is probed at its real
-    address, and calls from code objects that take each other's address
+    is looked at again until it is (cgbpf waits up to 2 s), so code_dealloc
+    is probed at its real address, and calls from code objects that take
+    each other's address
     (reuse) are named after each."""
     exe = pyenv_python(12)
     audit = os.path.join(OUT, "tests", "slowreloc.so")
@@ -372,6 +373,31 @@ def test_found_before_relocation():
     n = check_sites(r.trace, m)
     eq(n, 6, "launches checked")
     check_reuse(m, r.stderr)
+
+
+def test_gives_up_on_an_unrelocated_interpreter():
+    """Held 2.5 s unrelocated, past the 2 s cgbpf waits: it reads the
+    frames without the code_dealloc probe and says so, in stderr and in the
+    summary; calls from code objects that keep their address are named."""
+    exe = pyenv_python(12)
+    audit = os.path.join(OUT, "tests", "slowreloc.so")
+    if not os.path.exists(audit):
+        raise Skip("no %s (make test-bins)" % audit)
+    tmp = tmpdir()
+    man = os.path.join(tmp, "manifest.json")
+    summary = os.path.join(tmp, "summary.txt")
+    r = record_py(["--summary-file", summary], [exe, LAUNCHES, "--only", "plain,nested"], tmp,
+                  env=env_with(CGBPF_MANIFEST=man, LD_AUDIT=audit, SLOWRELOC_MS="2500"))
+    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-600:])
+    want = "Python code objects freed are not watched (PyCode_Type.tp_dealloc (0x"
+    check(want in r.stderr, "stderr says the frees are not watched: %r" % r.stderr[-1500:])
+    with open(summary) as f:
+        sec = summary_section(f.read())
+    check("code objects freed not watched (PyCode_Type.tp_dealloc" in sec,
+          "the summary says so: %r" % sec[:800])
+    m = r.manifest()
+    clean_trace(r.trace)
+    eq(check_sites(r.trace, m), 6, "launches checked")
 
 
 def test_python_off_and_stack():
@@ -722,9 +748,10 @@ def test_subinterpreter_313():
 
 
 # Runs launches.py twice under one pid: A, then B once A has exited, with
-# the kernel's next pid set to A's (root: /proc/sys/kernel/ns_last_pid).
+# the kernel's next pid set to A's (root: /proc/sys/kernel/ns_last_pid; B
+# is spawned, not forked, so the loop is its own, not harness.fork_at).
 PID_REUSE_DRIVER = r'''
-import os, subprocess, sys, time
+import subprocess, sys, time
 py, wrap, tmp = sys.argv[1:4]
 
 
@@ -766,12 +793,7 @@ def test_pid_reused_by_another_python_process():
     the new one's)."""
     import json
     exe = pyenv_python(12)
-    if not os.access("/proc/sys/kernel/ns_last_pid", os.W_OK):
-        raise Skip("cannot write /proc/sys/kernel/ns_last_pid (root in the initial pid namespace)")
-    tmp = tmpdir()
-    drv = os.path.join(tmp, "driver.py")
-    with open(drv, "w") as f:
-        f.write(PID_REUSE_DRIVER)
+    tmp, drv = pid_reuse_driver(PID_REUSE_DRIVER)
     trace = os.path.join(tmp, "t.perfetto-trace")
     log = os.path.join(tmp, "cgbpf.log")
     with open(log, "w") as lf:
@@ -831,10 +853,10 @@ def test_pid_reused_by_another_python_process():
 # A: a fork of this driver (its interpreter found, as the driver's copy,
 # at its first API call) that execs another Python and is held by ptrace at that exec, before its
 # interpreter exists, then killed: it dies while cgbpf still looks for its
-# interpreter. B: under A's pid (ns_last_pid), this driver's own Python
-# again, running launches.py.
+# interpreter. B: under A's pid (harness.fork_at), this driver's own
+# Python again, running launches.py.
 LOOKING_DRIVER = r'''
-import ctypes, os, signal, sys, time
+import ctypes, signal, sys, time
 other, wrap, tmp = sys.argv[1:4]
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -855,20 +877,18 @@ time.sleep(0.5)
 os.kill(a, signal.SIGKILL)
 os.waitpid(a, 0)
 time.sleep(0.5)
-for _ in range(500):
-    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
-        f.write(str(a - 1))
-    b = os.fork()
-    if b == 0:
-        if os.getpid() != a:
-            os._exit(0)
-        env = dict(os.environ, CGBPF_MANIFEST=os.path.join(tmp, "b.json"))
-        os.execve(sys.executable, [sys.executable, "-c", wrap, "--only", "nested,method",
-                                   "--threads", "1"], env)
-    _, st = os.waitpid(b, 0)
-    if b == a:
-        sys.exit(os.waitstatus_to_exitcode(st))
-sys.exit("pid %d was not given again" % a)
+
+
+def exec_b():
+    env = dict(os.environ, CGBPF_MANIFEST=os.path.join(tmp, "b.json"))
+    os.execve(sys.executable, [sys.executable, "-c", wrap, "--only", "nested,method",
+                               "--threads", "1"], env)
+
+
+st = fork_at(a, exec_b)
+if st is None:
+    sys.exit("pid %d was not given again" % a)
+sys.exit(os.waitstatus_to_exitcode(st))
 '''
 
 
@@ -881,12 +901,7 @@ def test_pid_of_a_process_that_died_before_its_interpreter_was_found():
     new process)."""
     import json
     other = pyenv_python(12)
-    if not os.access("/proc/sys/kernel/ns_last_pid", os.W_OK):
-        raise Skip("cannot write /proc/sys/kernel/ns_last_pid (root in the initial pid namespace)")
-    tmp = tmpdir()
-    drv = os.path.join(tmp, "driver.py")
-    with open(drv, "w") as f:
-        f.write(LOOKING_DRIVER)
+    tmp, drv = pid_reuse_driver(LOOKING_DRIVER)
     trace = os.path.join(tmp, "t.perfetto-trace")
     r = subprocess.run([CGBPF, "record", "-v", "-o", trace, "--", debian_python(), drv, other,
                         WRAP, tmp], capture_output=True, text=True,
