@@ -296,6 +296,12 @@ static void fmt_site(char *buf, size_t len, const struct py_sym *sym)
 
 #define FRAMES_MAX (1u << 20)	/* frame cache entries before it starts over */
 
+/* ps->multi's key of a code object address of p. */
+static uint64_t multi_key(const struct pyp *p, uint64_t code)
+{
+	return hash__u64(code ^ hash__u64(p->gen));
+}
+
 /*
  * The site of a frame: from the frame cache, keyed by (program, code
  * object, position) (pyp.gen: a new one when the process exits or execs,
@@ -303,11 +309,6 @@ static void fmt_site(char *buf, size_t len, const struct py_sym *sym)
  * resolve, a format and a hash of the text (pycode's own cache is keyed by
  * the code object alone and holds line tables). 0 or -errno.
  */
-static uint64_t multi_key(const struct pyp *p, uint64_t code)
-{
-	return hash__u64(code ^ hash__u64(p->gen));
-}
-
 static int frame_site(struct pysrc *ps, struct pyp *p, const struct py_rec_frame *f, uint64_t ts,
 		      struct site **out)
 {
@@ -698,7 +699,6 @@ struct find_addr {
 	uint64_t ino[2];		/* the files of type and of addr */
 	uint32_t dev[2];
 	char path[64];
-	bool found;
 };
 
 static int find_addr(const struct map_entry *e, void *ctx)
@@ -725,16 +725,17 @@ static int find_addr(const struct map_entry *e, void *ctx)
  * code_dealloc's place in p (*f), from PyCode_Type.tp_dealloc once the
  * loader has relocated it: a python found right at its exec may have its
  * libpython mapped but not yet relocated (tp_dealloc still the link-time
- * address, which no mapping holds), so it is read again for up to
- * RELOC_WAIT_MS. Only a function in an executable mapping of PyCode_Type's
- * own file is taken: a uprobe at a wrong address would corrupt the
- * program. 0, -ENOENT (not there, or not yet), or -errno.
+ * address, which no mapping holds), so at an exec it is read again for up
+ * to RELOC_WAIT_MS (at a tick, once: the next tick looks again). Only a
+ * function in an executable mapping of PyCode_Type's own file is taken: a
+ * uprobe at a wrong address would corrupt the program. 0, -ENOENT (not
+ * there, or not yet), or -errno.
  */
-static int find_dealloc(struct pyp *p, struct find_addr *f)
+static int find_dealloc(struct pyp *p, struct find_addr *f, bool exec)
 {
 	int err = 0;
 
-	for (int i = 0; i < RELOC_WAIT_MS * 2; i++) {
+	for (int i = 0; i < (exec ? RELOC_WAIT_MS * 2 : 1); i++) {
 		if (i)
 			nanosleep(&(struct timespec){ .tv_nsec = 500000 }, NULL);
 		*f = (struct find_addr){ .pid = p->pid, .type = p->pp.code_type };
@@ -743,8 +744,7 @@ static int find_dealloc(struct pyp *p, struct find_addr *f)
 			return err;
 		if ((err = procfs__for_each_map((pid_t)p->pid, find_addr, f)) < 0)
 			return err;
-		f->found = f->ino[1] && f->ino[0] == f->ino[1] && f->dev[0] == f->dev[1];
-		if (f->found) {
+		if (f->ino[1] && f->ino[0] == f->ino[1] && f->dev[0] == f->dev[1]) {
 			if (i)
 				dbg("pid %u: PyCode_Type.tp_dealloc relocated after %.1f ms", p->pid,
 				    i * 0.5);
@@ -759,13 +759,14 @@ static int find_dealloc(struct pyp *p, struct find_addr *f)
  * at (no symbol needed: Debian's python is stripped), with py_code_free:
  * a freed code object's address can be taken by another, and BPF must
  * describe that one anew. Done before py_procs has the process, so no
- * code object is described before its frees are seen. -EAGAIN: libpython
+ * code object is described before its frees are seen. exec: the process
+ * has just exec'ed (its loader may be relocating now). -EAGAIN: libpython
  * is not relocated yet (no Python code can run before it is): looked at
  * again at the next tick, for RETRY_FAST_NS. After that, or on another
  * failure, the frames are read without the probe, and the summary says
  * what that risks.
  */
-static int watch_frees(struct pysrc *ps, struct pyp *p, uint64_t now)
+static int watch_frees(struct pysrc *ps, struct pyp *p, uint64_t now, bool exec)
 {
 	struct find_addr f;
 	int err;
@@ -773,7 +774,7 @@ static int watch_frees(struct pysrc *ps, struct pyp *p, uint64_t now)
 	uprobe__release(p->freed);
 	p->freed = NULL;
 	p->freed_why[0] = 0;
-	err = find_dealloc(p, &f);
+	err = find_dealloc(p, &f, exec);
 	if (err == -ENOENT && now - p->first_ns < RETRY_FAST_NS)
 		return -EAGAIN;
 	if (err == -ENOENT) {
@@ -853,7 +854,7 @@ static void probe(struct pysrc *ps, struct pyp *p, uint64_t now, bool exec)
 		}
 		return;
 	}
-	if (watch_frees(ps, p, now) == -EAGAIN) {
+	if (watch_frees(ps, p, now, exec) == -EAGAIN) {
 		if (!p->reloc_said)
 			dbg("pid %u: Python %s found before its loader relocated it: looked at "
 			    "again", p->pid, p->info.version);

@@ -350,22 +350,28 @@ def test_backtraces_mix_python_frames():
     check(checked >= 6, "backtraces checked: %d" % checked)
 
 
-def test_found_before_relocation():
-    """A python whose loader has mapped libpython but not relocated it
-    (an LD_AUDIT library holds it there for 1.5 s: build/tests/slowreloc.so)
-    is looked at again until it is (cgbpf waits up to 2 s), so code_dealloc
-    is probed at its real address, and calls from code objects that take
-    each other's address
-    (reuse) are named after each."""
+def record_unrelocated(ms, only, tmp, extra=()):
+    """record_py of launches.py --only ONLY on pyenv 3.12, its loader held
+    ms milliseconds after it maps libpython, before relocating it (the
+    LD_AUDIT library build/tests/slowreloc.so). A Result."""
     exe = pyenv_python(12)
     audit = os.path.join(OUT, "tests", "slowreloc.so")
     if not os.path.exists(audit):
         raise Skip("no %s (make test-bins)" % audit)
-    tmp = tmpdir()
     man = os.path.join(tmp, "manifest.json")
-    r = record_py([], [exe, LAUNCHES, "--only", "plain,reuse"], tmp,
-                  env=env_with(CGBPF_MANIFEST=man, LD_AUDIT=audit, SLOWRELOC_MS="1500"))
+    r = record_py(list(extra), [exe, LAUNCHES, "--only", only], tmp,
+                  env=env_with(CGBPF_MANIFEST=man, LD_AUDIT=audit, SLOWRELOC_MS=str(ms)))
     eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-600:])
+    return r
+
+
+def test_found_before_relocation():
+    """A python whose loader has mapped libpython but not relocated it
+    (held there for 1.5 s) is looked at again until it is (cgbpf waits up
+    to 2 s), so code_dealloc is probed at its real address, and calls from
+    code objects that take each other's address (reuse) are named after
+    each."""
+    r = record_unrelocated(1500, "plain,reuse", tmpdir())
     check("found before its loader relocated it" in r.stderr,
           "the interpreter was found before its relocation: %r" % r.stderr[-1500:])
     m = r.manifest()
@@ -379,16 +385,9 @@ def test_gives_up_on_an_unrelocated_interpreter():
     """Held 2.5 s unrelocated, past the 2 s cgbpf waits: it reads the
     frames without the code_dealloc probe and says so, in stderr and in the
     summary; calls from code objects that keep their address are named."""
-    exe = pyenv_python(12)
-    audit = os.path.join(OUT, "tests", "slowreloc.so")
-    if not os.path.exists(audit):
-        raise Skip("no %s (make test-bins)" % audit)
     tmp = tmpdir()
-    man = os.path.join(tmp, "manifest.json")
     summary = os.path.join(tmp, "summary.txt")
-    r = record_py(["--summary-file", summary], [exe, LAUNCHES, "--only", "plain,nested"], tmp,
-                  env=env_with(CGBPF_MANIFEST=man, LD_AUDIT=audit, SLOWRELOC_MS="2500"))
-    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-600:])
+    r = record_unrelocated(2500, "plain,nested", tmp, ["--summary-file", summary])
     want = "Python code objects freed are not watched (PyCode_Type.tp_dealloc (0x"
     check(want in r.stderr, "stderr says the frees are not watched: %r" % r.stderr[-1500:])
     with open(summary) as f:
