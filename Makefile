@@ -18,10 +18,14 @@ msg = @printf '  %-9s %s\n' "$(1)" "$(2)";
 endif
 
 .DEFAULT_GOAL := all
+# As many jobs as CPUs unless -j was given.
+ifeq ($(filter -j% j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all portable inject test-bins deps test unit-test integration-test demo bench bench-bins stacks stack-bins clean install \
-	fuzz fuzz-bins fuzz-run asan asan-test
+.PHONY: all portable inject test-bins deps test unit-test integration-test demo demo-bins bench bench-bins stacks stack-bins clean install \
+	fuzz fuzz-bins fuzz-run asan asan-test layers
 
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
@@ -59,18 +63,33 @@ $(OUT)/cgbpf.skel.h: $(OUT)/cgbpf.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< name cgbpf_bpf > $@
 
 # ---------------------------------------------------------------- cgbpf
-USER_SRCS := $(wildcard user/*.c)
-USER_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRCS))
+# user/ is layered in folders (docs/design.md); every source is compiled
+# once per flavour, and everything that needs user/ code links those
+# objects (the binary) or an archive of them (tests, benches):
+#   release   $(OUT)/obj/      gcc $(CFLAGS): cgbpf, the benches
+#   san       $(OUT)/san/      gcc -O1, ASan+UBSan, any report aborts: the
+#                              unit tests and make asan's cgbpf
+#   fuzz      $(OUT)/fuzz/obj/ clang, ASan+UBSan, libFuzzer coverage
+USER_SRCS := $(sort $(shell find user -name '*.c'))
+USER_LIB_SRCS := $(filter-out user/cli/main.c,$(USER_SRCS))
+USER_OBJS := $(patsubst user/%.c,$(OUT)/obj/%.o,$(USER_SRCS))
+USER_LIB_OBJS := $(patsubst user/%.c,$(OUT)/obj/%.o,$(USER_LIB_SRCS))
 LIBS_STATIC := -Wl,-Bstatic -lbpf -lelf -lz -lzstd -Wl,-Bdynamic
 LDFLAGS_CGBPF := -static
 
-$(OUT)/user/%.o: user/%.c $(OUT)/cgbpf.skel.h | $(OUT)/user
+$(OUT)/obj/%.o: user/%.c $(OUT)/cgbpf.skel.h
 	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS_CGBPF) $(DEPFLAGS) -c $< -o $@
+
+# Everything but main.o, for the benches that drive modules alone.
+$(OUT)/obj/libcgbpf.a: $(USER_LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 # libdw (the symbolizer) statically too; its debuginfod client (a dlopen of
 # libdebuginfod) is wrapped out: no network lookups, no dlopen in a static
-# binary (see user/symbolize.c).
+# binary (see user/lib/elf/symbolize.c).
 LIBS_DW := -ldw -lelf -lz -lzstd -llzma -lbz2
 DW_WRAP := -Wl,--wrap=__libdwfl_debuginfod_find_debuginfo \
 	-Wl,--wrap=__libdwfl_debuginfod_find_executable -Wl,--wrap=__libdwfl_debuginfod_end
@@ -79,7 +98,25 @@ $(OUT)/cgbpf: $(USER_OBJS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS_CGBPF) $(DW_WRAP) $^ -o $@ -lbpf $(LIBS_DW) -lstdc++ -lm -lpthread
 
-all: $(OUT)/cgbpf fakes workloads unit-bins stacks stack-bins inject test-bins
+# ---------------------------------------------------------------- san flavour
+SAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+SAN_OBJS := $(patsubst user/%.c,$(OUT)/san/%.o,$(USER_SRCS))
+SAN_LIB_OBJS := $(patsubst user/%.c,$(OUT)/san/%.o,$(USER_LIB_SRCS))
+
+$(OUT)/san/%.o: user/%.c $(OUT)/cgbpf.skel.h
+	$(call msg,CC-SAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(SAN_CFLAGS) $(WARN) $(CPPFLAGS_CGBPF) $(DEPFLAGS) -c $< -o $@
+
+$(OUT)/san/libcgbpf.a: $(SAN_LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+# What a user needs: the binary, the injection library, the portable folder.
+all: $(OUT)/cgbpf inject portable
+
+# What the tests need besides.
+test-bins: fakes workloads unit-bins stacks stack-bins
 
 # ---------------------------------------------------------------- fakes
 # Frame pointers give every exported function a "push %rbp" first
@@ -294,17 +331,15 @@ $(OUT)/tests/slowreloc.so: tests/workloads/py/slowreloc.c | $(OUT)/tests
 test-bins: $(TEST_BINS) $(OUT)/tests/slowreloc.so
 
 # ---------------------------------------------------------------- unit tests
-# tests/unit/test_NAME.c links with every user/ module except main.c, under
-# ASan and UBSan.
+# tests/unit/test_NAME.c, built in the san flavour, links the archive of
+# every user/ module but main.c.
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/unit/%,$(UNIT_SRCS))
-UNIT_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer $(WARN) \
-	$(CPPFLAGS_CGBPF) -Itests/unit
-UNIT_LIB_SRCS := $(filter-out user/main.c,$(USER_SRCS))
+UNIT_CFLAGS := $(SAN_CFLAGS) $(WARN) $(CPPFLAGS_CGBPF) -Itests/unit
 
-$(OUT)/unit/%: tests/unit/%.c $(UNIT_LIB_SRCS) $(OUT)/cgbpf.skel.h | $(OUT)/unit
+$(OUT)/unit/%: tests/unit/%.c $(OUT)/san/libcgbpf.a | $(OUT)/unit
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(UNIT_CFLAGS) $(DEPFLAGS) $< $(UNIT_LIB_SRCS) -o $@ -lbpf -ldw -lelf -lz -lzstd -llzma -lbz2 -lstdc++ -lm -lpthread
+	$(Q)$(CC) $(UNIT_CFLAGS) $(DEPFLAGS) $< $(OUT)/san/libcgbpf.a -o $@ -lbpf $(LIBS_DW) -lstdc++ -lm -lpthread
 
 unit-bins: $(UNIT_BINS)
 
@@ -382,19 +417,19 @@ $(OUT)/bench/%: bench/%.c $(OUT)/bench/%.skel.h
 
 # bench/symbolize.c: the unwinder and symbolizer alone (no BPF), on the
 # chain binaries of tests/stacks.
-$(OUT)/bench/symbolize: bench/symbolize.c $(filter-out $(OUT)/user/main.o,$(USER_OBJS)) | $(OUT)/bench
+$(OUT)/bench/symbolize: bench/symbolize.c $(OUT)/obj/libcgbpf.a | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS_CGBPF) -Itests/stacks $(DEPFLAGS) -static $(DW_WRAP) \
 		$^ -o $@ -lbpf $(LIBS_DW) -lstdc++ -lm -lpthread
 
-# bench/gpubytes.c: GPU activity records through user/gpu.c alone.
-$(OUT)/bench/gpubytes: bench/gpubytes.c $(filter-out $(OUT)/user/main.o,$(USER_OBJS)) | $(OUT)/bench
+# bench/gpubytes.c: GPU activity records through user/sources/gpu/gpu.c alone.
+$(OUT)/bench/gpubytes: bench/gpubytes.c $(OUT)/obj/libcgbpf.a | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS_CGBPF) $(DEPFLAGS) -static $(DW_WRAP) \
 		$^ -o $@ -lbpf $(LIBS_DW) -lstdc++ -lm -lpthread
 
 # bench/pycode.c: CPython discovery and code-object symbolization alone.
-$(OUT)/bench/pycode: bench/pycode.c $(filter-out $(OUT)/user/main.o,$(USER_OBJS)) | $(OUT)/bench
+$(OUT)/bench/pycode: bench/pycode.c $(OUT)/obj/libcgbpf.a | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(WARN) $(CPPFLAGS_CGBPF) $(DEPFLAGS) -static $(DW_WRAP) \
 		$^ -o $@ -lbpf $(LIBS_DW) -lstdc++ -lm -lpthread
@@ -414,21 +449,23 @@ FUZZ_SRCS := $(wildcard fuzz/fuzz_*.c)
 FUZZ_BINS := $(patsubst fuzz/%.c,$(OUT)/fuzz/%,$(FUZZ_SRCS))
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS := -O1 -g $(FUZZ_SAN) $(WARN) $(CPPFLAGS_CGBPF) -Ifuzz
-FUZZ_OBJS := $(patsubst user/%.c,$(OUT)/fuzz/obj/%.o,$(filter-out user/main.c,$(USER_SRCS)))
+FUZZ_OBJS := $(patsubst user/%.c,$(OUT)/fuzz/obj/%.o,$(USER_LIB_SRCS))
 FUZZ_SECONDS ?= 60
 
-$(OUT)/fuzz/obj/%.o: user/%.c $(OUT)/cgbpf.skel.h | $(OUT)/fuzz/obj
+$(OUT)/fuzz/obj/%.o: user/%.c $(OUT)/cgbpf.skel.h
 	$(call msg,CC-FUZZ,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(DEPFLAGS) -c $< -o $@
 
-# A harness that #includes a user/ module (to reach its static functions)
-# names it here and is linked without that module's object.
-FUZZ_INCLUDES_elf := symbolize
+$(OUT)/fuzz/libcgbpf.a: $(FUZZ_OBJS) | $(OUT)/fuzz
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(OUT)/fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_OBJS) | $(OUT)/fuzz
+# A harness that #includes a user/ module (to reach its static functions)
+# defines every symbol of it, so the archive's copy is never pulled in.
+$(OUT)/fuzz/fuzz_%: fuzz/fuzz_%.c $(OUT)/fuzz/libcgbpf.a | $(OUT)/fuzz
 	$(call msg,FUZZ,$@)
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(DEPFLAGS) $< \
-		$(filter-out $(patsubst %,$(OUT)/fuzz/obj/%.o,$(FUZZ_INCLUDES_$*)),$(FUZZ_OBJS)) -o $@ \
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(DEPFLAGS) $< $(OUT)/fuzz/libcgbpf.a -o $@ \
 		-lbpf $(LIBS_DW) -lstdc++ -lm -lpthread
 
 fuzz: deps
@@ -440,57 +477,46 @@ fuzz-bins: $(FUZZ_BINS)
 fuzz-run: fuzz
 	$(Q)bash fuzz/run.sh $(OUT) $(FUZZ_SECONDS)
 
-$(OUT)/fuzz $(OUT)/fuzz/obj:
+$(OUT)/fuzz:
 	$(Q)mkdir -p $@
 
 # ---------------------------------------------------------------- sanitized cgbpf
-# cgbpf built with ASan and UBSan (any report aborts) into $(ASAN_OUT), for
-# a pass of integration tests against it (tests/asan.sh; the harness runs
-# CGBPF_BIN instead of $(OUT)/cgbpf). Linked dynamically: the sanitizer
-# runtimes do not link statically.
-ASAN_OUT ?= build-asan
-ASAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+# cgbpf in the san flavour, for a pass of integration tests against it
+# (tests/asan.sh; the harness runs CGBPF_BIN instead of $(OUT)/cgbpf).
+# Linked dynamically: the sanitizer runtimes do not link statically.
 
-asan:
-	$(Q)$(MAKE) --no-print-directory OUT=$(ASAN_OUT) CFLAGS="$(ASAN_CFLAGS)" LDFLAGS_CGBPF= \
-		$(ASAN_OUT)/cgbpf inject
+$(OUT)/san/cgbpf: $(SAN_OBJS)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SAN_CFLAGS) $(DW_WRAP) $^ -o $@ -lbpf $(LIBS_DW) -lstdc++ -lm -lpthread
+
+asan: $(OUT)/san/cgbpf inject
 
 # The fast integration pass against it (the workloads and fakes of $(OUT)).
 asan-test: deps
-	$(Q)$(MAKE) --no-print-directory all asan
-	$(Q)ASAN_OUT=$(ASAN_OUT) bash tests/asan.sh
-
-# ---------------------------------------------------------------- portable
-# $(OUT)/portable: cgbpf (static) and the injection library, checked to need
-# nothing a GPU host may lack; copy the folder there (tests/gpu/README.md).
-portable: $(OUT)/cgbpf inject
-	$(call msg,PORTABLE,$(OUT)/portable)
-	$(Q)bash scripts/portable.sh $(OUT) $(OUT)/portable
-
-all: portable
-
-# ---------------------------------------------------------------- entry points
-deps:
-	$(Q)bash scripts/install-deps.sh
-
-test: deps
-	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory all test-bins
 	$(Q)bash tests/run.sh
 
+# The demo needs the binary, the injection library, the fakes and its workload.
+demo-bins: $(OUT)/cgbpf inject fakes $(OUT)/workloads/demo
+
 demo: deps
-	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory demo-bins
 	$(Q)bash scripts/demo.sh
 
 bench:
 	$(Q)bash scripts/install-deps.sh --bench
-	$(Q)$(MAKE) --no-print-directory all bench-bins
+	$(Q)$(MAKE) --no-print-directory all test-bins bench-bins
 	$(Q)bash bench/run.sh
 
-clean:
-	$(call msg,CLEAN,$(OUT) $(ASAN_OUT))
-	$(Q)rm -rf $(OUT) $(ASAN_OUT)
+# The layer rule of user/ (docs/design.md), also a suite of make test.
+layers: $(USER_OBJS)
+	$(Q)$(PYTHON) scripts/check-layers.py $(OUT)
 
-$(OUT)/bpf $(OUT)/user $(OUT)/fake $(OUT)/workloads $(OUT)/unit $(OUT)/stacks $(OUT)/inject $(OUT)/tests:
+clean:
+	$(call msg,CLEAN,$(OUT))
+	$(Q)rm -rf $(OUT)
+
+$(OUT)/bpf $(OUT)/fake $(OUT)/workloads $(OUT)/unit $(OUT)/stacks $(OUT)/inject $(OUT)/tests:
 	$(Q)mkdir -p $@
 
--include $(wildcard $(OUT)/*/*.d $(OUT)/fuzz/obj/*.d)
+-include $(shell find $(OUT) -name '*.d' 2>/dev/null)

@@ -34,7 +34,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "bare.skel.h"
-#include "uprobe_multi.h"
+#include "core/uprobe_multi.h"
 
 static volatile sig_atomic_t stop;
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # cgbpf export --format kineto-json on traces of growing size (issue 13):
 # events written per second and the exporter's peak memory, which must
-# not grow with the trace (two streaming passes, user/export.c). Each
+# not grow with the trace (two streaming passes, user/trace/export.c). Each
 # trace is a real capture: tests/workloads/gpu_rate launching LAUNCHES
 # kernels as fast as it can under `cgbpf record -p`, with the fake CUPTI
 # making K kernel records per launch (CGBPF_FAKE_CUPTI_BURST, as

@@ -15,12 +15,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
-#include "cuda.h"
-#include "gpu.h"
+#include "sources/cuda/cuda.h"
+#include "sources/gpu/gpu.h"
 #include "gpu_rec.h"
-#include "model.h"
-#include "perfetto.h"
-#include "pfsink.h"
+#include "core/model.h"
+#include "out/perfetto.h"
+#include "out/pfsink.h"
 
 #define PID 4300001
 #define NAMES 8

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Cost of CPython discovery and code-object symbolization in user space
- * (user/pyfind.c, user/pycode.c), no BPF:
+ * (user/sources/python/pyfind.c, user/sources/python/pycode.c), no BPF:
  *
  *   make build/bench/pycode && build/bench/pycode [ROUNDS [PYTHON]]
  *
@@ -30,8 +30,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "pycode.h"
-#include "pyfind.h"
+#include "sources/python/pycode.h"
+#include "sources/python/pyfind.h"
 
 #define MAX_FRAMES 256
 #define HOT_LOOPS 2000

@@ -97,7 +97,7 @@ static uint64_t clock_ns(clockid_t c)
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-/* As user/ustr.c: page by page, up to the NUL. */
+/* As user/core/ustr.c: page by page, up to the NUL. */
 static bool read_remote(uint64_t addr, char *buf, size_t cap)
 {
 	size_t want = 4096 - (addr & 4095);

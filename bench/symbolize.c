@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Cost of the user-space unwinder and symbolizer (user/symbolize.c), no BPF:
+ * Cost of the user-space unwinder and symbolizer (user/lib/elf/symbolize.c), no BPF:
  *
  *   make stacks build/bench/symbolize && build/bench/symbolize [ROUNDS]
  *
@@ -32,8 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "capture.h"
-#include "procfs.h"
-#include "symbolize.h"
+#include "lib/procfs.h"
+#include "lib/elf/symbolize.h"
 
 #define MAX_FRAMES 64
 

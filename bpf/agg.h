@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Monitor aggregates shared by BPF (bpf/agg.bpf.h) and user/monitor.c. */
+/* Monitor aggregates shared by BPF (bpf/agg.bpf.h) and user/capture/monitor.c. */
 #ifndef CGBPF_AGG_H
 #define CGBPF_AGG_H
 

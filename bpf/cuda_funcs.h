@@ -2,7 +2,7 @@
 /*
  * The CUDA driver API functions cgbpf probes: one line per exported symbol.
  * X(symbol, class, flags). The class says how user space reads the
- * arguments (user/cuda.c); the flags refine it. Adding a function is one
+ * arguments (user/sources/cuda/cuda.c); the flags refine it. Adding a function is one
  * line here; the BPF side is generic and never needs to change for it.
  */
 #ifndef CGBPF_CUDA_FUNCS_H

@@ -3,7 +3,7 @@
  * The CUDA runtime API functions cgbpf probes (libcudart.so.*, or a static
  * copy inside an executable): one line per symbol, X(symbol, class, flags).
  * Signatures from cuda_runtime_api.h (and crt/device_functions.h for the
- * __cuda* entry points nvcc 13 generates); user/cudart.c decodes them.
+ * __cuda* entry points nvcc 13 generates); user/sources/cuda/cudart.c decodes them.
  */
 #ifndef CGBPF_CUDART_FUNCS_H
 #define CGBPF_CUDART_FUNCS_H

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Binary records written by the BPF programs into the ring buffer and read
- * by user/ingest.c. Fixed-width types, explicit padding, no pointers: the
+ * by user/core/ingest.c. Fixed-width types, explicit padding, no pointers: the
  * layout is the same for the BPF target and x86_64 user space.
  */
 #ifndef CGBPF_EVENTS_H
@@ -58,7 +58,7 @@ struct rec_hdr {
 };
 
 /*
- * Attach cookie of a call probe, set by user/attach.c:
+ * Attach cookie of a call probe, set by user/core/attach.c:
  *   bits  0..15 function id within its library
  *   bits 16..19 library (enum rec_lib)
  *   bits 20..23 how the entry probe reads arguments (enum probe_kind)
@@ -127,7 +127,7 @@ struct rec_call_exit {
  * cannot be read at the call's entry. The entry then sends STR_PENDING and
  * the return probe, after the library has read the string, sends it again
  * (STR_LATE); if even that fails, STR_UNREAD with its address, and user
- * space reads it from the process (user/ustr.c). STR_UNREADABLE is set by
+ * space reads it from the process (user/core/ustr.c). STR_UNREADABLE is set by
  * user space only, never by BPF: str is then "(unreadable at 0x...)".
  */
 #define STR_PENDING	0x01	/* entry: not read yet, the return probe sends it (str empty) */

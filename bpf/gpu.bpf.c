@@ -3,7 +3,7 @@
  * GPU activity from cgbpf's injection library (inject/gpu.c): a uprobe on
  * its probe site cgbpf_gpu_batch(batch, len) copies the batch of entries
  * (bpf/gpu_rec.h) into the events ring as it is. The probe's presence is
- * also the library's signal to collect. user/gpusrc.c attaches it per
+ * also the library's signal to collect. user/sources/gpu/gpusrc.c attaches it per
  * process; the second site, cgbpf_gpu_flush, is probed at stop to ask for
  * a flush and needs no work here.
  */

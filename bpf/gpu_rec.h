@@ -7,7 +7,7 @@
  * its probe site cgbpf_gpu_batch(batch, len) (a 5-byte nop that does
  * nothing unless probed). cgbpf's uprobe on that site (bpf/gpu.bpf.c)
  * copies the batch, as it is, into the events ring as one REC_GPU_BATCH
- * record; user space splits it (user/gpu.c). No file, socket or shared
+ * record; user space splits it (user/sources/gpu/gpu.c). No file, socket or shared
  * memory links the library to cgbpf: the library knows it is watched by
  * reading its own probe site (a probe replaces the nop's first byte in the
  * process's view of the page) and collects only then.
@@ -20,7 +20,7 @@
  * fixed-width fields, naturally aligned.
  *
  * The library is the traced process's code: user space validates every
- * field it uses (user/ingest.c) and never trusts a size or an index.
+ * field it uses (user/core/ingest.c) and never trusts a size or an index.
  */
 #ifndef CGBPF_GPU_REC_H
 #define CGBPF_GPU_REC_H

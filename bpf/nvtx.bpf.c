@@ -252,7 +252,7 @@ SEC("usdt") int nvtx_register_string(struct pt_regs *ctx) { return emit(ctx, NV_
 
 /*
  * Legacy applications linked against libnvToolsExt.so.1: uprobes on its
- * exported functions (user/nvtx.c attaches them), the same records. An
+ * exported functions (user/sources/nvtx/nvtx.c attaches them), the same records. An
  * nvtxEventAttributes_t is read whole: its fields' offsets are NVTX's ABI
  * (version 2 struct, 48 bytes).
  */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* NVTX records (bpf/nvtx.bpf.c -> user/nvtx.c), one per USDT probe of
+/* NVTX records (bpf/nvtx.bpf.c -> user/sources/nvtx/nvtx.c), one per USDT probe of
  * libcgbpf-nvtx.so (inject/cgbpf_nvtx_probes.h has the probes' contract). */
 #ifndef CGBPF_NVTX_REC_H
 #define CGBPF_NVTX_REC_H

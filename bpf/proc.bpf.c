@@ -3,7 +3,7 @@
  * Process life of the targets: forks (children of a target become targets
  * in the kernel, before they can run a single instruction), execs, exits,
  * and executable file mappings of the libraries cgbpf probes. Files user
- * space found in advance (user/ldpath.c) carry their probes before they
+ * space found in advance (user/lib/elf/ldpath.c) carry their probes before they
  * are mapped; a mapping reported here of a file nobody predicted (a
  * container's private copy, a dlopen by absolute path) is probed at once.
  * Nothing here signals or stops a process.

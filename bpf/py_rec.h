@@ -3,10 +3,10 @@
  * Python frames (issue 12): what user space tells the BPF programs about a
  * target's CPython interpreter, shared by BPF and user space.
  *
- * User space (user/pyfind.c) finds the interpreter in a target (a
+ * User space (user/sources/python/pyfind.c) finds the interpreter in a target (a
  * libpython3.X.so mapping or a python binary that exports _PyRuntime),
  * identifies its version and picks its row of the offsets table
- * (user/pyoffsets.h, generated from each version's own headers), checks
+ * (user/sources/python/pyoffsets.h, generated from each version's own headers), checks
  * it against what the process itself publishes where it can (3.13's
  * _Py_DebugOffsets), and only then puts a struct py_proc in the BPF map
  * keyed by tgid. No entry: the BPF side reads no Python frames. A version

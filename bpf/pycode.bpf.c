@@ -4,7 +4,7 @@
  * position of a code object, read once per code object and process when a
  * frame walk first meets it (bpf/python.bpf.c calls py_code_describe()).
  * Raw reads only: the strings' state words and data, the line table's
- * bytes, the types' addresses; user/pycode.c checks and decodes them.
+ * bytes, the types' addresses; user/sources/python/pycode.c checks and decodes them.
  *
  * The record is built in a per-CPU scratch (its own, with a lock word:
  * the walk that calls this holds py_scratch) and sent with its variable

@@ -2,7 +2,7 @@
 /*
  * REC_PY_CODE (issue 12): a CPython code object described by BPF the first
  * time a frame walk meets it in a process (bpf/pycode.bpf.c), so that user
- * space (user/pycode.c) can name every position of it without reading the
+ * space (user/sources/python/pycode.c) can name every position of it without reading the
  * process, which a short program has left by the time the consumer takes
  * its records.
  *
@@ -31,8 +31,8 @@
 #define PYC_DATA_MAX	(PYC_FILE_MAX + 2 * PYC_NAME_MAX + PYC_TABLE_MAX)
 
 /*
- * PyASCIIObject.state, as user/pyoffsets.h has it for every supported
- * version (user/pycode.c checks the two agree at compile time): BPF needs
+ * PyASCIIObject.state, as user/sources/python/pyoffsets.h has it for every supported
+ * version (user/sources/python/pycode.c checks the two agree at compile time): BPF needs
  * the kind and the ascii bit to know where a compact string's data is and
  * how many bytes it has.
  */

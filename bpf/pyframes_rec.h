@@ -17,7 +17,7 @@
  * rec_call_enter_py, below).
  *
  * A frame is the code object's address and where the frame is in it; user
- * space (user/pycode.c) turns that into file, function and line and
+ * space (user/sources/python/pycode.c) turns that into file, function and line and
  * checks that the address is a code object. Innermost frame first.
  */
 #ifndef CGBPF_PYFRAMES_REC_H
@@ -113,7 +113,7 @@ struct rec_py_frames {
  * code object user space marked as user code (py_codes): the common case
  * needs that one frame only, so it rides in the call record's tail (hdr.size
  * says so) instead of a REC_PY_FRAMES of its own: one ring record per
- * call, not two. User space (user/pysrc.c) turns it back into the
+ * call, not two. User space (user/sources/python/pysrc.c) turns it back into the
  * REC_PY_FRAMES record (one frame, PYR_CALL, PY_MODE_LEAF, not truncated)
  * that would have come before the call.
  */

@@ -292,11 +292,11 @@ out:
 
 /*
  * The interpreter's code_dealloc (the function PyCode_Type.tp_dealloc
- * points at, probed per process by user/pysrc.c before it fills py_procs):
+ * points at, probed per process by user/sources/python/pysrc.c before it fills py_procs):
  * a code object is being freed, and its address may soon hold another. Its
  * py_codes entry becomes PY_CODE_FREED, so the next walk that meets the
  * address describes what is there then (REC_PY_CODE), and user space
- * names the frames after it from that description on (user/pycode.c keeps
+ * names the frames after it from that description on (user/sources/python/pycode.c keeps
  * each description with its time). py_codes_gen moves on: a thread's leaf
  * cache (py_leafc) may hold this address as its last user code, with or
  * without a py_codes entry (the LRU map may have dropped it).

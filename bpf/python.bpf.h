@@ -24,7 +24,7 @@
 /* --python: enum py_mode. Off, the verifier removes every reader. */
 const volatile __u8 py_mode __weak = PY_MODE_OFF;
 
-/* tgid -> its interpreter, filled by user space (user/pysrc.c). */
+/* tgid -> its interpreter, filled by user space (user/sources/python/pysrc.c). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
@@ -60,7 +60,7 @@ struct {
 
 /*
  * Code objects user space has resolved, per process: PY_CODE_USER for the
- * user's own code (user/pycode.c's rule), PY_CODE_OTHER for the rest
+ * user's own code (user/sources/python/pycode.c's rule), PY_CODE_OTHER for the rest
  * (PY_CODE_SENT: described, not classified yet; PY_CODE_FREED: freed). The
  * leaf walk stops at the first PY_CODE_USER frame; until user space has
  * seen a code object, walks go up to PY_LEAF_MAX frames and user space

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Syscall records (bpf/syscalls.bpf.c -> user/syscalls.c): one record per
+ * Syscall records (bpf/syscalls.bpf.c -> user/sources/syscalls/syscalls.c): one record per
  * syscall of a target thread that lasted at least the threshold, sent at
  * its exit. Fixed-width types, explicit padding, no pointers.
  */

@@ -11,7 +11,7 @@
 #include "fuzz.h"
 
 #define main cgbpf_main
-#include "../user/main.c"
+#include "../user/cli/main.c"
 #undef main
 
 static FILE *devnull;

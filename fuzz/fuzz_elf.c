@@ -20,11 +20,11 @@
 #include <unistd.h>
 #include "fuzz.h"
 
-#include "../user/symbolize.c"
+#include "../user/lib/elf/symbolize.c"
 
-#include "debugfile.h"
-#include "elfsym.h"
-#include "ldpath.h"
+#include "lib/elf/debugfile.h"
+#include "lib/elf/elfsym.h"
+#include "lib/elf/ldpath.h"
 
 static int memfd = -1, rootfd = -1;
 static char mem_path[64], root_dir[64];

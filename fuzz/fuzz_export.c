@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * cgbpf export --format kineto-json (user/export.c) on a trace from
+ * cgbpf export --format kineto-json (user/trace/export.c) on a trace from
  * anywhere: its track names and descriptions, args and categories are
  * parsed (GPU and stream numbers, NCCL communicator labels, launch
  * configurations) and every string goes through the JSON escaping of
- * user/jsonw.c. One input is one trace, read from memory; the JSON goes
+ * user/lib/jsonw.c. One input is one trace, read from memory; the JSON goes
  * to /dev/null through a stdio stream.
  */
 #include <stdio.h>
-#include "export.h"
+#include "trace/export.h"
 #include "fuzz.h"
 
 static FILE *out;

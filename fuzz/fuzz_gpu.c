@@ -22,14 +22,14 @@
  */
 #include <stdio.h>
 #include <sys/mman.h>
-#include "cuda.h"
+#include "sources/cuda/cuda.h"
 #include "cudart_funcs.h"
 #include "events.h"
 #include "fuzz.h"
-#include "gpu.h"
-#include "model.h"
-#include "perfetto.h"
-#include "pfsink.h"
+#include "sources/gpu/gpu.h"
+#include "core/model.h"
+#include "out/perfetto.h"
+#include "out/pfsink.h"
 
 enum {
 	F_SUMMARY_ONLY = 1,	/* no Perfetto writer */

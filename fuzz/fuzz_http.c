@@ -6,7 +6,7 @@
  * that size, so a read past what arrived is a report.
  */
 #include "fuzz.h"
-#include "http.h"
+#include "lib/http.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

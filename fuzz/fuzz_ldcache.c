@@ -7,7 +7,7 @@
  */
 #include <stdbool.h>
 #include "fuzz.h"
-#include "ldpath.h"
+#include "lib/elf/ldpath.h"
 
 struct seen {
 	size_t entries;

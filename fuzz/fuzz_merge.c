@@ -10,7 +10,7 @@
  */
 #include <stdio.h>
 #include "fuzz.h"
-#include "merge.h"
+#include "trace/merge.h"
 
 static FILE *devnull;
 

@@ -14,10 +14,10 @@
 #include <stdalign.h>
 #include "events.h"
 #include "fuzz.h"
-#include "ingest.h"
-#include "pycode.h"
+#include "core/ingest.h"
+#include "sources/python/pycode.h"
 #include "pycode_rec.h"
-#include "pyfind.h"
+#include "sources/python/pyfind.h"
 
 #define GONE_PID 0x3ffffff0	/* above any pid_max */
 

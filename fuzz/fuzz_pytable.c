@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * CPython line tables (user/pycode.c): bytes a traced process controls
+ * CPython line tables (user/sources/python/pycode.c): bytes a traced process controls
  * (co_lnotab, co_linetable), decoded for every version's format. Input:
  * one byte choosing the version (3.8 + byte % 6), four bytes of
  * co_firstlineno, then the table. The decoded ranges must be sorted and
  * disjoint, and every lookup must land in one or give -1.
  */
 #include "fuzz.h"
-#include "pycode.h"
+#include "sources/python/pycode.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -25,21 +25,21 @@
 #include <unistd.h>
 #include "events.h"
 #include "fuzz.h"
-#include "gpu.h"
-#include "ingest.h"
-#include "model.h"
-#include "ncclpf.h"
-#include "ncclsum.h"
-#include "nvtx.h"
+#include "sources/gpu/gpu.h"
+#include "core/ingest.h"
+#include "core/model.h"
+#include "sources/nccl/ncclpf.h"
+#include "sources/nccl/ncclsum.h"
+#include "sources/nvtx/nvtx.h"
 #include "nvtx_rec.h"
-#include "perfetto.h"
-#include "pfsink.h"
-#include "pfstacks.h"
+#include "out/perfetto.h"
+#include "out/pfsink.h"
+#include "sources/stacks/pfstacks.h"
 #include "sched_rec.h"
-#include "schedtrace.h"
-#include "stacks.h"
-#include "summary.h"
-#include "syscalls.h"
+#include "sources/sched/schedtrace.h"
+#include "sources/stacks/stacks.h"
+#include "out/summary.h"
+#include "sources/syscalls/syscalls.h"
 
 enum {
 	F_SCHED_TARGETS = 1,	/* --sched targets instead of all */
@@ -109,7 +109,7 @@ static void map_ids(uint8_t *rec, size_t size)
  * needs BPF (attaching, the targets map). */
 static bool self_exited;
 
-/* The GPU activity of this input (user/gpu.c). */
+/* The GPU activity of this input (user/sources/gpu/gpu.c). */
 static struct gpu *gpu;
 
 static void dispatch(struct nvtx *nv, bool monitor, const void *data, size_t size,

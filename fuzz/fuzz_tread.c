@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * The trace reader (user/tread.c) that `cgbpf stats` and `cgbpf export`
+ * The trace reader (user/trace/tread.c) that `cgbpf stats` and `cgbpf export`
  * run on saved traces (files from other hosts, or anyone's): one input is
  * one trace, read from memory. The callbacks read every string and arg
  * they are given, so ASan sees any that points outside its copy. Then
- * `cgbpf stats`' own reading of it (user/tstats.c: args, labels,
+ * `cgbpf stats`' own reading of it (user/trace/tstats.c: args, labels,
  * attributes) with every table printed, in the format the input's
  * length picks.
  */
 #include "fuzz.h"
-#include "tread.h"
-#include "tstats.h"
+#include "trace/tread.h"
+#include "trace/tstats.h"
 
 static volatile size_t sink;
 static FILE *devnull;

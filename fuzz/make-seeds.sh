@@ -25,7 +25,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 out=${OUT:-build}
-asan=${ASAN_OUT:-build-asan}
+asan=${ASAN_OUT:-${OUT:-build}/san}
 seeds=fuzz/corpus
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

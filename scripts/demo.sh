@@ -14,6 +14,6 @@ fi
 echo "demo: recording $out/workloads/demo (fake libcuda and libnccl from $out/fake; no GPU needed):"
 echo "      two ranks of a data-parallel loop, NCCL all-reduces, NVTX ranges per step and phase,"
 echo "      GPU kernels and copies from the fake CUPTI on stream tracks, with flows from their launches"
-LD_LIBRARY_PATH=$top/$out/fake "$out/cgbpf" record -o demo.perfetto-trace -- "$out/workloads/demo"
+LD_LIBRARY_PATH=$top/$out/fake "$out/cgbpf" record --force -o demo.perfetto-trace -- "$out/workloads/demo"
 echo
 echo "demo: open $top/demo.perfetto-trace at https://ui.perfetto.dev"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Regenerates user/pyoffsets.h: for each CPython 3.8..3.13, compiles
+# Regenerates user/sources/python/pyoffsets.h: for each CPython 3.8..3.13, compiles
 # scripts/pyoffsets.c against that version's own headers (Py_BUILD_CORE,
 # Include and Include/internal) and records the offsets it prints. The rows
 # are facts from the headers, committed, so builds without these
@@ -18,7 +18,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
-out=$root/user/pyoffsets.h
+out=$root/user/sources/python/pyoffsets.h
 check=0
 while [ $# -gt 0 ]; do
 	case $1 in

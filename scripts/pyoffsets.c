@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Prints one row of user/pyoffsets.h: the offsets of every struct
+ * Prints one row of user/sources/python/pyoffsets.h: the offsets of every struct
  * py_offsets field (bpf/py_rec.h) for the CPython whose headers it is
  * compiled against. Built and run by scripts/gen-pyoffsets.sh, once per
  * installed version, with -DPy_BUILD_CORE and that version's Include and

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # A fast pass of integration tests against cgbpf built with ASan and UBSan
-# (make asan -> build-asan/cgbpf; make asan-test runs both): the record
+# (make asan -> build/san/cgbpf; make asan-test runs both): the record
 # path with the driver, NCCL and NVTX decoders and their strings, syscalls,
 # a private mount namespace, the monitor and its endpoint, merge, export
 # (its errors and hostile names) and the CLI's errors.
@@ -12,7 +12,7 @@
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-asan=${ASAN_OUT:-build-asan}
+asan=${ASAN_OUT:-${OUT:-build}/san}
 if [ ! -x "$asan/cgbpf" ]; then
 	echo "not ok - $asan/cgbpf missing: run make asan first"
 	echo "0 passed, 1 failed"

@@ -11,7 +11,7 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(REPO, os.environ.get("OUT", "build"))
-# CGBPF_BIN: another build of cgbpf to test (make asan's build-asan/cgbpf);
+# CGBPF_BIN: another build of cgbpf to test (make asan's build/san/cgbpf);
 # the workloads and fakes still come from OUT.
 CGBPF = os.path.abspath(os.environ.get("CGBPF_BIN") or os.path.join(OUT, "cgbpf"))
 FAKE = os.path.join(OUT, "fake")

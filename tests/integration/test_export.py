@@ -31,7 +31,7 @@ HOST_CATS = {"cuda_runtime", "cuda_driver", "cpu_op", "user_annotation"}
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 SYNC_CAT = "cuda_sync"
 # Kineto's names of CUPTI's synchronization types (cupti_strings.cpp
-# syncTypeString) by cgbpf's slice names (user/gpupf.c).
+# syncTypeString) by cgbpf's slice names (user/sources/gpu/gpupf.c).
 SYNC_KINDS = {"Event synchronize": "Event Sync", "Stream wait event": "Stream Wait Event",
               "Stream synchronize": "Stream Sync", "Context synchronize": "Context Sync",
               "CUDA synchronization": "Unknown Sync"}

@@ -245,14 +245,14 @@ def u64_patch(data, off, old, new):
 
 
 def pydbg313(name):
-    """A PYDBG313_* offset from user/pyoffsets.h (the generated table)."""
-    with open(os.path.join(REPO, "user", "pyoffsets.h")) as f:
+    """A PYDBG313_* offset from user/sources/python/pyoffsets.h (the generated table)."""
+    with open(os.path.join(REPO, "user", "sources", "python", "pyoffsets.h")) as f:
         m = re.search(r"#define PYDBG313_%s (\d+)" % name, f.read())
     return int(m.group(1))
 
 
 def row313(field):
-    with open(os.path.join(REPO, "user", "pyoffsets.h")) as f:
+    with open(os.path.join(REPO, "user", "sources", "python", "pyoffsets.h")) as f:
         text = f.read()
     row = text[text.index("/* 3.13 */"):]
     return int(re.search(r"\.%s = (\d+)," % field, row).group(1))
@@ -322,7 +322,7 @@ def test_found_in_another_mount_namespace():
 
 
 def test_offsets_table_matches_headers():
-    # user/pyoffsets.h is what the installed versions' own headers say.
+    # user/sources/python/pyoffsets.h is what the installed versions' own headers say.
     for minor in range(8, 14):
         pyenv_python(minor)
     if not shutil.which("cc"):

@@ -41,7 +41,7 @@ WRAP = ("import sys, time\n"
         "    time.sleep(1.5)\n") % (PY, LAUNCHES)
 
 
-TOP_SITES = 15  # rows of each call-site table (user/pysrc.c)
+TOP_SITES = 15  # rows of each call-site table (user/sources/python/pysrc.c)
 
 
 def pyenv_python(minor):

@@ -17,8 +17,8 @@ SPIN_MS, SYNC_MS = 400, 60
 
 def temporary_symbolizer():
     """The stacks branch carries a frame-pointer-only stand-in for the
-    libdwfl symbolizer (user/symbolize.c), marked TEMPORARY in its header."""
-    with open(os.path.join(REPO, "user", "symbolize.c")) as f:
+    libdwfl symbolizer (user/lib/elf/symbolize.c), marked TEMPORARY in its header."""
+    with open(os.path.join(REPO, "user", "lib", "elf", "symbolize.c")) as f:
         return "TEMPORARY" in f.read(2000)
 
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # Unit test of the trace-level Perfetto writer: runs test_perfetto, which
-# writes traces through user/perfetto.h and says what each must hold, then
+# writes traces through user/out/perfetto.h and says what each must hold, then
 # decodes every trace two independent ways: with the stock protoc against
 # the project's subset of Perfetto's schema (tests/lib/perfetto_subset.proto,
 # checked against the full schema by tests/lib/check_subset.py), and with

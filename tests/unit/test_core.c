@@ -35,12 +35,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cuda.h"
-#include "elfsym.h"
-#include "hmap.h"
-#include "outfile.h"
-#include "procfs.h"
-#include "stats.h"
+#include "sources/cuda/cuda.h"
+#include "lib/elf/elfsym.h"
+#include "lib/hmap.h"
+#include "lib/outfile.h"
+#include "lib/procfs.h"
+#include "lib/stats.h"
 #include "tap.h"
 
 extern char **environ;

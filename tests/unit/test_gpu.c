@@ -2,7 +2,7 @@
 /*
  * Unit tests of GPU activity in user space (user/gpu*.c) on hand-built
  * REC_GPU_BATCH records (bpf/gpu_rec.h) and API calls built through the
- * model as the uprobes' records would build them (user/cuda.c decodes
+ * model as the uprobes' records would build them (user/sources/cuda/cuda.c decodes
  * them): decoding and validation of everything the traced process
  * writes, the order slices are written in, the link from each call to
  * the GPU work it queued, the summary's tables, and the estimate for a
@@ -22,13 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda.h"
-#include "gpu.h"
-#include "gpu_int.h"
+#include "sources/cuda/cuda.h"
+#include "sources/gpu/gpu.h"
+#include "sources/gpu/gpu_int.h"
 #include "gpu_rec.h"
-#include "model.h"
-#include "perfetto.h"
-#include "pfsink.h"
+#include "core/model.h"
+#include "out/perfetto.h"
+#include "out/pfsink.h"
 #include "tap.h"
 
 /* Pids and tids no live process has: the model names them "pid N". */
@@ -848,7 +848,7 @@ static void test_summary_only(void)
 }
 
 /*
- * The correlation table (user/gpu.c): ids are the process's to choose.
+ * The correlation table (user/sources/gpu/gpu.c): ids are the process's to choose.
  * Ids aimed at one slot are remembered up to the probe bound and no
  * further, in bounded time; later ids still find their call; past
  * CORR_MAX puts the oldest are forgotten unless put again.

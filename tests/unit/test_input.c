@@ -13,18 +13,18 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "apilib.h"
-#include "config.h"
+#include "core/apilib.h"
+#include "cli/config.h"
 #include "events.h"
-#include "http.h"
-#include "ingest.h"
-#include "ldpath.h"
-#include "log.h"
-#include "model.h"
-#include "nvtx.h"
+#include "lib/http.h"
+#include "core/ingest.h"
+#include "lib/elf/ldpath.h"
+#include "lib/log.h"
+#include "core/model.h"
+#include "sources/nvtx/nvtx.h"
 #include "nvtx_rec.h"
 #include "pyframes_rec.h"
-#include "pysrc.h"
+#include "sources/python/pysrc.h"
 #include "tap.h"
 
 static int http(const char *s, struct http_req *r)

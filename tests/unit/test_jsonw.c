@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-/* user/jsonw.c: escaping of hostile strings, invalid UTF-8 replaced per
+/* user/lib/jsonw.c: escaping of hostile strings, invalid UTF-8 replaced per
  * maximal subpart (the expected strings are what CPython's
  * bytes.decode("utf-8", "replace") gives, then json.dumps with
  * ensure_ascii=False), microsecond timestamps, doubles. */
 #include <stdlib.h>
 #include <string.h>
-#include "jsonw.h"
+#include "lib/jsonw.h"
 #include "tap.h"
 
 static char *out;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of user/ldpath.c: the ld.so.cache parser (a built image, the
+ * Unit tests of user/lib/elf/ldpath.c: the ld.so.cache parser (a built image, the
  * machine's own cache, damaged images) and the resolution order of
  * LD_LIBRARY_PATH entries (absolute, relative to the process's working
  * directory), file names that only look like libraries, links after files.
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "ldpath.h"
+#include "lib/elf/ldpath.h"
 #include "tap.h"
 
 /* glibc's new cache format: a 48-byte header, then 24-byte entries, then

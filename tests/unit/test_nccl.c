@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the NCCL decoder and summary (user/nccl.c, user/ncclsum.c)
+ * Unit tests of the NCCL decoder and summary (user/sources/nccl/nccl.c, user/sources/nccl/ncclsum.c)
  * on hand-made call records: attach cookies against nccl.h's argument
  * positions (written out here from the toolkit's header), communicator
  * ids shared across processes, groups, nested calls, results, and the
@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apilib.h"
-#include "model.h"
-#include "nccl.h"
-#include "ncclsum.h"
+#include "core/apilib.h"
+#include "core/model.h"
+#include "sources/nccl/nccl.h"
+#include "sources/nccl/ncclsum.h"
 #include "tap.h"
 
 /* Pids and tids no live process has: the model names them "pid N". */

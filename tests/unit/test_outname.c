@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of user/outname.c, the -o pattern expansion: every code, the
+ * Unit tests of user/lib/outname.c, the -o pattern expansion: every code, the
  * errors (unknown code, unterminated %q{), values from a process made
  * harmless, and the /proc/PID/environ reader against a child whose
  * environment this test sets itself.
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "outname.h"
+#include "lib/outname.h"
 #include "tap.h"
 
 /* A fake environment: NAME=value pairs. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the protobuf encoder (user/pb.h).
+ * Unit tests of the protobuf encoder (user/lib/pb.h).
  *
  * Usage: test_pb [DIR]
  * Checks exact encodings and nested lengths in memory, then writes the
@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pb.h"
+#include "lib/pb.h"
 #include "tap.h"
 
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the trace-level Perfetto writer (user/perfetto.h).
+ * Unit tests of the trace-level Perfetto writer (user/out/perfetto.h).
  *
  * Usage: test_perfetto [DIR]
  * Writes traces through the public API into DIR, each NAME.perfetto-trace
@@ -31,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "perfetto.h"
+#include "out/perfetto.h"
 #include "tap.h"
 
 static const char *outdir;
@@ -905,7 +905,7 @@ static void cleanup_tmpdir(void)
 
 /*
  * One writer, a file removed at start and a new one at the same path
- * (capture windows, user/capwin.c): descriptors written before and while
+ * (capture windows, user/out/capwin.c): descriptors written before and while
  * paused are in the new file, slices written before or while paused are
  * not, and a sequence used in both starts over (its interned names mean
  * nothing in the new file).

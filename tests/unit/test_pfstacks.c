@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit test of the CPU sample writer (user/pfstacks.c) and of backtraces
+ * Unit test of the CPU sample writer (user/sources/stacks/pfstacks.c) and of backtraces
  * on slice ends (pftrace__end_stack).
  *
  * Usage: test_pfstacks DIR
@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "model.h"
-#include "pfstacks.h"
-#include "perfetto.h"
+#include "core/model.h"
+#include "sources/stacks/pfstacks.h"
+#include "out/perfetto.h"
 #include "tap.h"
 
 #define T0 1000000000ull

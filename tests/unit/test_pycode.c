@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of user/pycode.c: the line-table decoders of 3.8-3.13 against
+ * Unit tests of user/sources/python/pycode.c: the line-table decoders of 3.8-3.13 against
  * the line CPython itself gives every instruction of real code objects
  * (tests/unit/pycode_fixtures.h, made by tests/unit/pycode/gen.py with
  * each version), damaged tables, the user-code rule, and pycode__resolve
@@ -18,11 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "ingest.h"
-#include "pycode.h"
+#include "core/ingest.h"
+#include "sources/python/pycode.h"
 #include "pycode_rec.h"
-#include "pyfind.h"
-#include "pyoffsets.h"
+#include "sources/python/pyfind.h"
+#include "sources/python/pyoffsets.h"
 #include "pycode_fixtures.h"
 #include "tap.h"
 

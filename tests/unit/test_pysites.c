@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* user/pysites.c: the monitor's Python call-site table: top N by time,
+/* user/sources/python/pysites.c: the monitor's Python call-site table: top N by time,
  * the rest and evicted sites in "other", totals kept, the per-process
  * bound, label escaping, processes forgotten after two sweeps. */
 #include <stdlib.h>
 #include <string.h>
-#include "pysites.h"
+#include "sources/python/pysites.h"
 #include "tap.h"
 
 static char *text;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of string arguments BPF could not read at a call's entry
- * (user/ustr.c, model__string): reading them from a live process (this
+ * (user/core/ustr.c, model__string): reading them from a live process (this
  * one), a string that ends just before an unreadable page, the
  * "(unreadable at 0x...)" placeholder and its count, and the model's
  * order of events when the string comes with the return: the call
@@ -16,11 +16,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "apilib.h"
-#include "cuda.h"
-#include "model.h"
+#include "core/apilib.h"
+#include "sources/cuda/cuda.h"
+#include "core/model.h"
 #include "tap.h"
-#include "ustr.h"
+#include "core/ustr.h"
 
 #define PAGE 4096
 

@@ -30,8 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "../stacks/capture.h"
-#include "debugfile.h"
-#include "symbolize.h"
+#include "lib/elf/debugfile.h"
+#include "lib/elf/symbolize.h"
 #include "tap.h"
 
 #define MAX_FRAMES 64

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of user/syscalls.c: the name table, futex op and fd
+ * Unit tests of user/sources/syscalls/syscalls.c: the name table, futex op and fd
  * decoding, record -> model event (annotations), and the summary table.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "model.h"
-#include "syscalls.h"
+#include "core/model.h"
+#include "sources/syscalls/syscalls.h"
 #include "tap.h"
 
 static struct syscall_ev last;

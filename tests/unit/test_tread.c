@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the trace reader (user/tread.h): traces written by
- * cgbpf's own writer (user/perfetto.h) into a memfd and read back, and
+ * Unit tests of the trace reader (user/trace/tread.h): traces written by
+ * cgbpf's own writer (user/out/perfetto.h) into a memfd and read back, and
  * hand-made packets (pb.h) for what the writer never produces: compressed
  * packets, machine ids, sequences sharing an id across machines, and
  * malformed input, which must give an error, never a wrong answer.
@@ -14,12 +14,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
-#include "log.h"
-#include "pb.h"
-#include "perfetto.h"
+#include "lib/log.h"
+#include "lib/pb.h"
+#include "out/perfetto.h"
 #include "tap.h"
-#include "tread.h"
-#include "version.h"
+#include "trace/tread.h"
+#include "lib/version.h"
 
 #define MAXREC 12000
 

@@ -45,7 +45,7 @@ Manifest:
            "func": co_qualname where the version has it, else co_name,
            "firstlineno": co_firstlineno, "user": bool}
 
-"user" follows the rule documented in docs/python.md (user/pycode.c):
+"user" follows the rule documented in docs/python.md (user/sources/python/pycode.c):
 a file is not user code when it starts with "<" (e.g. "<frozen ...>"),
 when a path component is "site-packages" or "dist-packages", or when it
 lies under a "lib/pythonX.Y" (or lib64/pythonX.Y) directory of the

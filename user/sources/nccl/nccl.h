@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The NCCL domain: its function table, the decoding of its calls and what
+ * the decoder learns per process (communicators) and per thread (groups),
+ * shared with the NCCL Perfetto sink (user/sources/nccl/ncclpf.c) and summary
+ * (user/sources/nccl/ncclsum.c).
+ */
+#ifndef CGBPF_NCCL_H
+#define CGBPF_NCCL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "core/model.h"
+#include "sources/nccl/nccl_funcs.h"
+
+struct nccl_func {
+	const char *name;
+	uint8_t cls;		/* enum nccl_class */
+	uint8_t coll;		/* enum nccl_coll */
+	int8_t count, dtype, redop, root, comm, stream;	/* argument indexes, -1: none */
+};
+
+extern const struct nccl_func nccl_funcs[NC_FN__COUNT];
+
+/*
+ * A communicator as one process sees it. Objects live until the model is
+ * freed (a destroyed one leaves the handle map only), so sinks may keep
+ * pointers to them until then.
+ */
+struct nccl_comm {
+	uint64_t handle;	/* ncclComm_t */
+	uint64_t id;		/* the same in every rank's process; 0: unknown */
+	uint32_t pid;
+	uint32_t ordinal;	/* per process, from 1 */
+	int rank, nranks;	/* -1: unknown */
+	uint32_t splits;	/* ncclCommSplit calls made on it */
+	bool destroyed;
+	bool described;		/* its Perfetto track is written */
+	bool stale;		/* rank or size learned after the track was written */
+	char label[64];		/* "3fa2 rank 1/4" */
+	struct nccl_comm *next;	/* the process's list */
+};
+
+/* What the decoder made of one call, for the sinks. */
+struct nccl_call {
+	uint64_t ts;		/* with func: which call this is */
+	uint16_t func;
+	bool nested;		/* NCCL calling its own API (ncclBcast -> ncclBroadcast) */
+	bool grouped;		/* enqueued inside ncclGroupStart/End */
+	bool group_open;	/* this ncclGroupStart opened the outermost group */
+	bool group_close;	/* this ncclGroupEnd closed it */
+	uint64_t count, bytes;	/* count and count x datatype size */
+	int dtype, redop, root;	/* -1: none */
+	struct nccl_comm *comm;	/* NULL: the call has none */
+	/* group_close: the group, from its ncclGroupStart's entry. */
+	uint64_t group_ts;
+	uint32_t group_ops;
+	uint64_t group_bytes;
+};
+
+/* The decoded form of NCCL call c of thread t, from its entry until its
+ * call_end event; NULL for other calls or on ENOMEM. */
+const struct nccl_call *nccl__call(const struct thread *t, const struct call *c);
+/* Bytes of one element of a ncclDataType_t; 0 when unknown. */
+unsigned nccl__dtype_size(int dtype);
+/* "float32", or NULL when unknown. */
+const char *nccl__dtype_name(int dtype);
+/* "ncclInvalidArgument", or NULL when unknown. */
+const char *nccl__result_name(int64_t code);
+/* The short id shown in track names: 4 hex digits of the 64-bit id. */
+static inline unsigned nccl__short_id(uint64_t id)
+{
+	return (unsigned)(id >> 48);
+}
+/* The first communicator of process p's list (creation order). */
+struct nccl_comm *nccl__comms(const struct proc *p);
+
+#endif

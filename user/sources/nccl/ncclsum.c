@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: MIT
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "sources/nccl/nccl.h"
+#include "sources/nccl/ncclsum.h"
+#include "lib/stats.h"
+#include "lib/sumtab.h"
+
+struct op_sum {
+	uint64_t calls;		/* returned, not nested */
+	uint64_t errors;
+	uint64_t grouped;	/* enqueued in a group */
+	uint64_t bytes;		/* successful calls, grouped ones included */
+	struct stats time;	/* successful calls outside groups */
+	/* Bandwidth over timed calls on communicators of known size. */
+	uint64_t bw_time;
+	double size, bus_size;
+	uint64_t unknown_size;	/* timed calls left out of the bandwidth */
+};
+
+struct ncclsum {
+	const struct model *m;
+	struct op_sum ops[NC_FN__COUNT];
+	struct stats groups;
+	uint64_t group_ops, group_bytes;
+	uint64_t nested;
+};
+
+struct ncclsum *ncclsum__new(const struct model *m)
+{
+	struct ncclsum *s = calloc(1, sizeof(*s));
+
+	if (s)
+		s->m = m;
+	return s;
+}
+
+void ncclsum__free(struct ncclsum *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < NC_FN__COUNT; i++)
+		stats__free(&s->ops[i].time);
+	stats__free(&s->groups);
+	free(s);
+}
+
+double ncclsum__size_factor(int coll, int nranks)
+{
+	switch (coll) {
+	case NCOLL_ALLGATHER:
+	case NCOLL_REDUCESCATTER:
+	case NCOLL_ALLTOALL:
+		return nranks;
+	}
+	return 1;
+}
+
+double ncclsum__bus_factor(int coll, int nranks)
+{
+	double n = nranks;
+
+	if (nranks < 1)
+		return 0;
+	switch (coll) {
+	case NCOLL_ALLREDUCE:
+		return 2 * (n - 1) / n;
+	case NCOLL_ALLGATHER:
+	case NCOLL_REDUCESCATTER:
+	case NCOLL_ALLTOALL:
+		return (n - 1) / n;
+	}
+	return 1;
+}
+
+static void on_end(void *ctx, struct thread *t, struct call *c)
+{
+	struct ncclsum *s = ctx;
+	const struct nccl_call *nc;
+	const struct nccl_func *f;
+	struct op_sum *o;
+	bool ok;
+	uint64_t dur;
+
+	if (c->lib != LIB_NCCL || !c->ended || !(nc = nccl__call(t, c)))
+		return;
+	if (nc->nested) {
+		s->nested++;
+		return;
+	}
+	f = &nccl_funcs[c->func];
+	o = &s->ops[c->func];
+	ok = c->ret == 0;
+	dur = c->end_ts - c->ts;
+	o->calls++;
+	if (c->ret)
+		o->errors++;
+	if (nc->group_close) {
+		stats__add(&s->groups, c->end_ts - nc->group_ts);
+		s->group_ops += nc->group_ops;
+		s->group_bytes += nc->group_bytes;
+	}
+	if ((f->cls != NC_C_COLL && f->cls != NC_C_P2P) || !ok)
+		return;
+	o->bytes += nc->bytes;
+	if (nc->grouped) {
+		o->grouped++;
+		return;
+	}
+	stats__add(&o->time, dur);
+	if (!nc->comm || nc->comm->nranks < 1) {
+		o->unknown_size++;
+		return;
+	}
+	o->bw_time += dur;
+	o->size += nc->bytes * ncclsum__size_factor(f->coll, nc->comm->nranks);
+	o->bus_size += nc->bytes * ncclsum__size_factor(f->coll, nc->comm->nranks) *
+		       ncclsum__bus_factor(f->coll, nc->comm->nranks);
+}
+
+struct sink ncclsum__sink(struct ncclsum *s)
+{
+	return (struct sink){ .ctx = s, .call_end = on_end };
+}
+
+/* Every communicator of every traced process, for sumtab; NULL with *n
+ * 0 when there is none (or on ENOMEM). */
+static struct sumtab_nccl_comm *comms(const struct ncclsum *s, size_t *n)
+{
+	struct sumtab_nccl_comm *all = NULL;
+	const struct nccl_comm *c;
+	size_t cap = 0;
+	uint64_t v;
+
+	*n = 0;
+	for (size_t it = 0; hmap__next(&s->m->procs, &it, NULL, &v);)
+		for (c = nccl__comms((const struct proc *)(uintptr_t)v); c; c = c->next) {
+			if (*n == cap) {
+				size_t nc = cap ? cap * 2 : 16;
+				struct sumtab_nccl_comm *a = realloc(all, nc * sizeof(*a));
+
+				if (!a) {
+					free(all);
+					*n = 0;
+					return NULL;
+				}
+				all = a;
+				cap = nc;
+			}
+			all[(*n)++] = (struct sumtab_nccl_comm){ .id = c->id, .handle = c->handle,
+								 .rank = c->rank, .nranks = c->nranks,
+								 .pid = c->pid };
+		}
+	return all;
+}
+
+void ncclsum__describe(const struct ncclsum *s, struct pftrace *pt)
+{
+	struct sumtab_nccl_comm *all;
+	size_t n;
+
+	if (!s || !pt)
+		return;
+	all = comms(s, &n);
+	/* nccl_sum lists the communicators as the capture ended: cgbpf stats
+	 * reads them here (id handle rank nranks pid). */
+	for (size_t i = 0; i < n; i++) {
+		char v[96];
+
+		snprintf(v, sizeof(v), "%" PRIx64 " %" PRIx64 " %d %d %u", all[i].id, all[i].handle,
+			 all[i].rank, all[i].nranks, all[i].pid);
+		pftrace__attribute(pt, "cgbpf.nccl_comm", v);
+	}
+	free(all);
+}
+
+void ncclsum__print(const void *ctx, FILE *f)
+{
+	/* Medians sort their samples in place. */
+	struct ncclsum *s = (struct ncclsum *)ctx;
+	struct sumtab_nccl_op ops[NC_FN__COUNT];
+	struct sumtab_nccl t = { .ops = ops, .nops = NC_FN__COUNT, .groups = &s->groups,
+				 .group_ops = s->group_ops, .group_bytes = s->group_bytes,
+				 .nested = s->nested };
+
+	for (int i = 0; i < NC_FN__COUNT; i++) {
+		struct op_sum *o = &s->ops[i];
+
+		ops[i] = (struct sumtab_nccl_op){
+			.name = nccl_funcs[i].name,
+			.transfer = nccl_funcs[i].cls == NC_C_COLL || nccl_funcs[i].cls == NC_C_P2P,
+			.calls = o->calls, .errors = o->errors, .grouped = o->grouped,
+			.bytes = o->bytes, .time = &o->time, .bw_time = o->bw_time,
+			.unknown_size = o->unknown_size, .size = o->size, .bus_size = o->bus_size,
+		};
+	}
+	t.comms = comms(s, &t.ncomms);
+	sumtab__nccl(f, SUMTAB_TEXT, &t);
+	free(t.comms);
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The "NCCL Summary" section: per collective / point-to-point function,
+ * calls, bytes, host-side time and nccl-tests' algorithm and bus
+ * bandwidth; groups; communicators and their ranks.
+ */
+#ifndef CGBPF_NCCLSUM_H
+#define CGBPF_NCCLSUM_H
+
+#include <stdio.h>
+#include "core/model.h"
+
+struct ncclsum;
+
+/* A summary of m's NCCL calls; m must outlive it (the communicator list
+ * is read from m's processes when printing). NULL on ENOMEM. */
+struct ncclsum *ncclsum__new(const struct model *m);
+/* Frees; accepts NULL. */
+void ncclsum__free(struct ncclsum *s);
+/* The sink feeding s. */
+struct sink ncclsum__sink(struct ncclsum *s);
+/* Prints the section (nothing when no NCCL call was seen); ctx is the
+ * struct ncclsum (a capture_info lib_section hook). */
+void ncclsum__print(const void *ctx, FILE *f);
+/* Writes the communicators nccl_sum lists into the trace (attributes
+ * cgbpf.nccl_comm), for cgbpf stats. Accepts NULL. */
+void ncclsum__describe(const struct ncclsum *s, struct pftrace *pt);
+/* nccl-tests' size multiplier (n for all-gather, reduce-scatter and
+ * all-to-all, whose count is per rank; 1 otherwise) and bus-bandwidth
+ * factor of a collective (enum nccl_coll) on n ranks. */
+double ncclsum__size_factor(int coll, int nranks);
+double ncclsum__bus_factor(int coll, int nranks);
+
+#endif

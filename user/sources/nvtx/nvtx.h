@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * NVTX: the records of cgbpf's injection library (bpf/nvtx.bpf.c) into
+ * Perfetto slices, async slices and instants, thread and category names,
+ * and the nvtx_sum summary table.
+ */
+#ifndef CGBPF_NVTX_H
+#define CGBPF_NVTX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include "core/model.h"
+#include "out/perfetto.h"
+
+struct nvtx;
+struct rec_nvtx;
+
+/* NULL on ENOMEM; pt may be NULL (--summary-only). */
+struct nvtx *nvtx__new(struct model *m, struct pftrace *pt);
+void nvtx__free(struct nvtx *n);
+/* A validated REC_NVTX record of size bytes. */
+void nvtx__record(struct nvtx *n, const struct rec_nvtx *r, size_t size);
+/* A process exited: its open ranges end with it. */
+void nvtx__proc_exit(struct nvtx *n, uint32_t pid, uint64_t ts);
+/* Ranges still open at the end of the capture end there. */
+void nvtx__finish(struct nvtx *n, uint64_t ts);
+/* "** NVTX Range Summary (nvtx_sum)"; a capture_info.lib_section. */
+void nvtx__print(const void *ctx, FILE *f);
+/* Whether a file's base name is cgbpf's injection library's (either name). */
+bool nvtx__is_injection_lib(const char *base);
+
+/* The injection library next to this cgbpf binary or in its install
+ * location, or NULL (buf holds the path). */
+const char *nvtx__injection_path(char *buf, size_t len);
+
+#endif

@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: MIT
+#include "core/source.h"
+
+/*
+ * The event sources of a capture, in the order record.c calls them
+ * (user/core/source.h). The scheduler comes first: its programs share a
+ * tracepoint (sched_process_exit) with the core's and must see a target
+ * before the core forgets it. Stacks come before NVTX so that a process's
+ * maps are read before anything else that exits it. Python comes before
+ * stacks: a backtrace's or sample's Python frames arrive first and the
+ * stacks source takes them (pysrc__take_stack).
+ */
+const struct source *const sources[] = {
+	&src_sched,
+	&src_python,
+	&src_stacks,
+	&src_syscalls,
+	&src_nvtx,
+	&src_gpu,
+	NULL,
+};
