@@ -21,6 +21,7 @@
 #include "core/model.h"
 #include "out/perfetto.h"
 #include "out/pfsink.h"
+#include "sources/sources.h"
 
 #define PID 4300001
 #define NAMES 8
@@ -188,6 +189,7 @@ flush:
 
 int main(int argc, char **argv)
 {
+	sources__init();
 	uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 200000, cpu0, cpu1;
 	uint64_t calls, both;
 

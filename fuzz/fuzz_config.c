@@ -19,6 +19,7 @@ static FILE *devnull;
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	fuzz_quiet();
+	sources__init();
 	devnull = fopen("/dev/null", "we");
 	if (!devnull)
 		abort();
@@ -46,7 +47,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	stderr = devnull;
 	monitor_args(ac, av, &o, &mo, true);
 	stderr = saved;
-	fuzz_quiet();	/* -v in the file raised it */
+	fuzz_quiet();
+	sources__init();	/* -v in the file raised it */
 	free_list(o.comms, o.ncomm);
 	free_list(o.cgroups, o.ncgroup);
 	config__free(av, ac);

@@ -109,6 +109,7 @@ static void rm_root(void)
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	fuzz_quiet();
+	sources__init();
 	elf_version(EV_CURRENT);
 	unsetenv("DEBUGINFOD_URLS");
 	memfd = memfd_create("fuzz-elf", MFD_CLOEXEC);

@@ -16,6 +16,7 @@ static FILE *out;
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	fuzz_quiet();
+	sources__init();
 	out = fopen("/dev/null", "we");
 	if (!out)
 		abort();

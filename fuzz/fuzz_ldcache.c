@@ -28,6 +28,7 @@ static int entry(const char *name, const char *path, void *ctx)
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	fuzz_quiet();
+	sources__init();
 	return 0;
 }
 

@@ -17,6 +17,7 @@ static FILE *devnull;
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	fuzz_quiet();
+	sources__init();
 	devnull = fopen("/dev/null", "we");
 	if (!devnull)
 		abort();

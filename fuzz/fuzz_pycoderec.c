@@ -26,6 +26,7 @@ static struct pycode *pc;
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	fuzz_quiet();
+	sources__init();
 	pc = pycode__new();
 	if (!pc)
 		abort();

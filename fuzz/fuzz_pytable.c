@@ -12,6 +12,7 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	fuzz_quiet();
+	sources__init();
 	return 0;
 }
 

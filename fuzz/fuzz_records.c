@@ -55,6 +55,7 @@ static uint32_t self;
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	fuzz_quiet();
+	sources__init();
 	self = getpid();
 	devnull = fopen("/dev/null", "we");
 	stacks = stacks__new(&model);

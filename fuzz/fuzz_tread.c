@@ -66,6 +66,7 @@ static int on_other(void *ctx, uint32_t machine, uint32_t seq, uint32_t field,
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	fuzz_quiet();
+	sources__init();
 	devnull = fopen("/dev/null", "we");
 	if (!devnull)
 		abort();

@@ -92,7 +92,7 @@ def test_nccl_symbols_resolve_and_attach():
     check_lib(NCCL, ["ncclAllReduce", "ncclGetVersion", "ncclCommInitRank", "pncclAllReduce"])
 
 
-# cgbpf's NCCL table (user/sources/nccl/nccl_funcs.h). NCCL spells all-to-all
+# cgbpf's NCCL table (bpf/nccl_funcs.h). NCCL spells all-to-all
 # ncclAlltoAll; it is exported since 2.28 (absent from older builds).
 NCCL_TABLE = ["ncclAllReduce", "ncclBroadcast", "ncclBcast", "ncclReduce", "ncclAllGather",
               "ncclReduceScatter", "ncclAlltoAll", "ncclSend", "ncclRecv", "ncclGroupStart",

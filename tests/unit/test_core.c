@@ -42,6 +42,7 @@
 #include "lib/procfs.h"
 #include "lib/stats.h"
 #include "tap.h"
+#include "sources/sources.h"
 
 extern char **environ;
 
@@ -1778,6 +1779,7 @@ static void rm_tmpdir(void)
 
 int main(int argc, char **argv)
 {
+	sources__init();
 	const char *t = getenv("TMPDIR");
 
 	/* Keep the ok/not ok lines in order with sanitizer reports on stderr,

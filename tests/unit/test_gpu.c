@@ -30,6 +30,7 @@
 #include "out/perfetto.h"
 #include "out/pfsink.h"
 #include "tap.h"
+#include "sources/sources.h"
 
 /* Pids and tids no live process has: the model names them "pid N". */
 #define PID_M 4200001	/* measured */
@@ -1010,6 +1011,7 @@ static void test_taken(void)
 
 int main(int argc, char **argv)
 {
+	sources__init();
 	if (argc != 2) {
 		fprintf(stderr, "usage: test_gpu DIR (tests/unit/check_gpu.sh runs it)\n");
 		return 2;

@@ -26,6 +26,7 @@
 #include "pyframes_rec.h"
 #include "sources/python/pysrc.h"
 #include "tap.h"
+#include "sources/sources.h"
 
 static int http(const char *s, struct http_req *r)
 {
@@ -325,6 +326,7 @@ static void test_fifo(void)
 
 int main(void)
 {
+	sources__init();
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	log_verbosity = LOG_ERR;
 	test_http();

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "lib/jsonw.h"
 #include "tap.h"
+#include "sources/sources.h"
 
 static char *out;
 static size_t outlen;
@@ -50,6 +51,7 @@ static void dbl_case(double d, const char *want)
 
 int main(void)
 {
+	sources__init();
 	S("plain name", "\"plain name\"", "printable ASCII as is");
 	S("a\"b\\c/d", "\"a\\\"b\\\\c/d\"", "quote and backslash escaped");
 	S("\b\f\n\r\t", "\"\\b\\f\\n\\r\\t\"", "short escapes");

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "lib/elf/ldpath.h"
 #include "tap.h"
+#include "sources/sources.h"
 
 /* glibc's new cache format: a 48-byte header, then 24-byte entries, then
  * the strings; offsets count from the header. Flags: ELF libc6 (3) with
@@ -252,6 +253,7 @@ static void test_resolve(void)
 
 int main(void)
 {
+	sources__init();
 	test_cache();
 	test_resolve();
 	printf("%d passed, %d failed\n", n_pass, n_fail);

@@ -17,6 +17,7 @@
 #include "sources/nccl/nccl.h"
 #include "sources/nccl/ncclsum.h"
 #include "tap.h"
+#include "sources/sources.h"
 
 /* Pids and tids no live process has: the model names them "pid N". */
 #define PID_A 4100001
@@ -295,6 +296,7 @@ static void test_summary(void)
 
 int main(void)
 {
+	sources__init();
 	struct sink s = { .call_begin = on_begin, .call_end = on_end };
 	struct sink ss;
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "lib/outname.h"
 #include "tap.h"
+#include "sources/sources.h"
 
 /* A fake environment: NAME=value pairs. */
 static int fake_env(void *ctx, pid_t pid, const char *name, char *buf, size_t n)
@@ -115,6 +116,7 @@ static void test_env_reader(void)
 
 int main(void)
 {
+	sources__init();
 	struct outname_ctx c = { .pid = 4242, .seq = 2, .host = "node-a", .env = fake_env,
 				 .env_ctx = env_kv };
 	struct outname_ctx empty = c;

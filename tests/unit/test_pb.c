@@ -21,6 +21,7 @@
 
 #include "lib/pb.h"
 #include "tap.h"
+#include "sources/sources.h"
 
 
 
@@ -740,6 +741,7 @@ static void test_fixtures(const char *dir)
 
 int main(int argc, char **argv)
 {
+	sources__init();
 	/* Keep the ok/not ok lines in order with sanitizer reports on stderr. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	test_varints();

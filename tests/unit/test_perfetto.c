@@ -33,6 +33,7 @@
 
 #include "out/perfetto.h"
 #include "tap.h"
+#include "sources/sources.h"
 
 static const char *outdir;
 
@@ -954,6 +955,7 @@ static void test_pause_resume(void)
 
 int main(int argc, char **argv)
 {
+	sources__init();
 	/* Keep the ok/not ok lines in order with sanitizer reports on stderr. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc > 1) {

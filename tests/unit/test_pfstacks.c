@@ -15,6 +15,7 @@
 #include "sources/stacks/pfstacks.h"
 #include "out/perfetto.h"
 #include "tap.h"
+#include "sources/sources.h"
 
 #define T0 1000000000ull
 #define NUNIQUE 70000	/* distinct frames: more than one interning generation */
@@ -32,6 +33,7 @@ static struct sym_frame frame(const char *fn, const char *mod, uint64_t start, u
 
 int main(int argc, char **argv)
 {
+	sources__init();
 	char path[4096];
 	struct proc p = { .pid = 100 };
 	struct thread t = { .tid = 101, .proc = &p };

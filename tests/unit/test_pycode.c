@@ -25,6 +25,7 @@
 #include "sources/python/pyoffsets.h"
 #include "pycode_fixtures.h"
 #include "tap.h"
+#include "sources/sources.h"
 
 static void test_fixtures(void)
 {
@@ -596,6 +597,7 @@ static void test_seed(void)
 
 int main(void)
 {
+	sources__init();
 	test_fixtures();
 	test_damaged();
 	test_user_rule();

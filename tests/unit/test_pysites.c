@@ -6,6 +6,7 @@
 #include <string.h>
 #include "sources/python/pysites.h"
 #include "tap.h"
+#include "sources/sources.h"
 
 static char *text;
 static size_t tlen;
@@ -66,6 +67,7 @@ static bool alive_all(uint32_t pid)
 
 int main(void)
 {
+	sources__init();
 	struct pysites *ps = pysites__new(2);
 	char site[64];
 	uint64_t calls = 0;

@@ -21,6 +21,7 @@
 #include "core/model.h"
 #include "tap.h"
 #include "core/ustr.h"
+#include "sources/sources.h"
 
 #define PAGE 4096
 
@@ -319,6 +320,7 @@ static void test_exec_args(void)
 
 int main(int argc, char **argv)
 {
+	sources__init();
 	struct sink s = { .call_begin = on_begin, .call_end = on_end };
 
 	pid = getpid();

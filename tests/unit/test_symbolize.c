@@ -33,6 +33,7 @@
 #include "lib/elf/debugfile.h"
 #include "lib/elf/symbolize.h"
 #include "tap.h"
+#include "sources/sources.h"
 
 #define MAX_FRAMES 64
 
@@ -918,6 +919,7 @@ static double secs(void)
 
 int main(int argc, char **argv)
 {
+	sources__init();
 	char self[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	size_t i;

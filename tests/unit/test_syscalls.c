@@ -9,6 +9,7 @@
 #include "core/model.h"
 #include "sources/syscalls/syscalls.h"
 #include "tap.h"
+#include "sources/sources.h"
 
 static struct syscall_ev last;
 static int nev;
@@ -213,6 +214,7 @@ static void test_summary(void)
 
 int main(void)
 {
+	sources__init();
 	test_names();
 	test_futex();
 	test_fd_names();

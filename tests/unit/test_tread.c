@@ -20,6 +20,7 @@
 #include "tap.h"
 #include "trace/tread.h"
 #include "lib/version.h"
+#include "sources/sources.h"
 
 #define MAXREC 12000
 
@@ -570,6 +571,7 @@ static void test_malformed(void)
 
 int main(void)
 {
+	sources__init();
 	log_verbosity = getenv("TREAD_VERBOSE") ? LOG_DEBUG : -1;
 	test_writer_roundtrip();
 	test_machines();

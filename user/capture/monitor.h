@@ -11,23 +11,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "core/opts.h"
 
 #define MONITOR_DEFAULT_LISTEN "127.0.0.1:9464"
 /* Created (0700) when the flight recorder is on and no --dump-dir is given. */
 #define MONITOR_DEFAULT_DUMP_DIR "/var/lib/cgbpf"
-
-struct monitor_opts {
-	const char *listen;		/* ADDR:PORT of the metrics endpoint */
-	uint64_t interval_ns;		/* housekeeping of the aggregates */
-	const char *dump_dir;		/* where dumps go; NULL: the default */
-	uint64_t flight_ns;		/* keep this much history; 0: no flight recorder */
-	uint64_t flight_bytes;		/* memory for it (ring + one dump's snapshot) */
-	uint64_t trigger_slow_ns;	/* NCCL/sync calls at least this long dump; 0: off */
-	bool trigger_errors;		/* a call returning an error dumps */
-	bool trigger_exit;		/* a traced process dying abnormally dumps */
-	unsigned python_sites;		/* --python-sites N: top N call sites per process; 0: off */
-	unsigned python_site_sample;	/* --python-site-sample K: one call in K is sampled */
-};
 
 struct monitor;
 struct cgbpf_bpf;

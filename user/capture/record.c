@@ -64,14 +64,6 @@ static void on_signal(int sig)
 	stop_requested = sig;
 }
 
-uint64_t session__now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 
 /* ---------------------------------------------------------------- checks */
 
@@ -424,14 +416,6 @@ static void proc_event(struct session *r, enum src_proc ev, uint32_t pid, uint64
 			r->src[i]->proc(r, r->src_state[i], ev, pid, ts);
 }
 
-void *session__source(const struct session *s, const struct source *src)
-{
-	for (size_t i = 0; i < s->nsrc; i++)
-		if (s->src[i] == src)
-			return s->src_state[i];
-	return NULL;
-}
-
 /*
  * A library file probed only once a process had mapped it (nobody could
  * predict its path): how long after the mapping its probes were live is
@@ -593,7 +577,9 @@ static int handle_ctl(void *ctx, void *data, size_t size)
  * this many. */
 #define CTL_EVERY 512
 
-int session__handle(void *ctx, void *data, size_t size)
+/* The events ring's callback (s->handle): validates a record and gives it
+ * to the core or the source that takes its type. */
+static int handle_record(void *ctx, void *data, size_t size)
 {
 	struct session *r = ctx;
 	const struct rec_hdr *h = data;
@@ -615,7 +601,7 @@ int session__handle(void *ctx, void *data, size_t size)
 	/* --python leaf: a call record carrying its leaf frame is the frame
 	 * record, then the call (bpf/pyframes_rec.h). */
 	if ((pysz = pysrc__split_call(data, size, &pyfr, &call))) {
-		session__handle(ctx, &pyfr, pysz);
+		handle_record(ctx, &pyfr, pysz);
 		h = data = &call;
 		size = sizeof(call);
 	}
@@ -883,7 +869,7 @@ static int open_bpf(struct session *r)
 			return err;
 		}
 	}
-	r->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), session__handle, r, NULL);
+	r->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), handle_record, r, NULL);
 	/* The ctl ring twice: in rb for its wakeups, alone to be read in
 	 * the middle of rb's backlog. Both read and advance the consumer
 	 * position the kernel shares, one at a time (one thread). */
@@ -1049,7 +1035,7 @@ static void flush_sources(struct session *r)
 
 int record__run(const struct record_opts *o)
 {
-	struct session r = { .o = o, .child = -1 };
+	struct session r = { .o = o, .child = -1, .handle = handle_record };
 	struct traceout out = { 0 };
 	struct capture_info ci = { 0 };
 	struct sigaction sa = { .sa_handler = on_signal };

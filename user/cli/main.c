@@ -10,6 +10,7 @@
 #include <time.h>
 #include "lib/log.h"
 #include "core/apilib.h"
+#include "sources/sources.h"
 #include "cli/check.h"
 #include "sources/python/pycheck.h"
 #include "cli/config.h"
@@ -20,6 +21,7 @@
 #include "pyframes_rec.h"
 #include "sources/python/pysites.h"
 #include "capture/record.h"
+#include "out/capwin.h"
 #include "trace/tstats.h"
 #include "lib/version.h"
 
@@ -1033,6 +1035,7 @@ static int cmd_merge(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	sources__init();
 	if (argc < 2) {
 		fputs(usage_main, stderr);
 		return 2;

@@ -3,18 +3,19 @@
 #include <stdio.h>
 #include <string.h>
 #include "core/apilib.h"
+#include "cuda_funcs.h"
+#include "cudart_funcs.h"
+#include "nccl_funcs.h"
 
-extern const struct api_lib cuda_lib;
-extern const struct api_lib cudart_lib;
-extern const struct api_lib nccl_lib;
-extern const struct api_lib nvtx_lib;
+/* Filled by the source layer at start (user/sources/sources.c): the
+ * descriptors and their decoders live with their sources, above core. */
+static const struct api_lib *libs[LIB__COUNT];
 
-static const struct api_lib *const libs[LIB__COUNT] = {
-	[LIB_CUDA] = &cuda_lib,
-	[LIB_CUDART] = &cudart_lib,
-	[LIB_NCCL] = &nccl_lib,
-	[LIB_NVTX] = &nvtx_lib,
-};
+void apilib__register(const struct api_lib *lib)
+{
+	if (lib && lib->id < LIB__COUNT)
+		libs[lib->id] = lib;
+}
 
 const struct api_lib *apilib__get(unsigned id)
 {
@@ -88,4 +89,105 @@ void apilib__mask_names(uint32_t mask, char *buf, size_t len)
 	}
 	if (!off)
 		snprintf(buf, len, "none");
+}
+
+/* ---------------------------------------------------------------- capture classes */
+
+static int cuda_class(uint16_t func)
+{
+#define C(sym, cls, flags) [CU_FN_##sym] = cls,
+	static const uint8_t cls[] = { CU_FUNCS(C) };
+#undef C
+#define S(sym, cls, flags) [CU_FN_##sym] = #sym,
+	static const char *const names[] = { CU_FUNCS(S) };
+#undef S
+
+	if (func >= CU_FN__COUNT)
+		return CAP_NONE;
+	if (func == CU_FN_cuProfilerStart)
+		return CAP_ON | CAP_PASS;
+	if (func == CU_FN_cuProfilerStop)
+		return CAP_OFF | CAP_PASS;
+	switch (cls[func]) {
+	case CU_C_INIT:
+	case CU_C_CTX_CREATE:
+	case CU_C_MODULE_LOAD:
+	case CU_C_LIBRARY_LOAD:
+	case CU_C_GET_FUNCTION:
+	case CU_C_KERNEL_GET_FUNCTION:
+	case CU_C_ALLOC:
+	case CU_C_FREE:
+	case CU_C_STREAM_CREATE:
+		return CAP_PASS;
+	case CU_C_STREAM:
+		/* cuStreamDestroy forgets a stream; synchronizations wait. */
+		return !strncmp(names[func], "cuStreamDestroy", 15) ? CAP_PASS : CAP_NONE;
+	}
+	return CAP_NONE;
+}
+
+static int cudart_class(uint16_t func)
+{
+#define C(sym, cls, flags) [CRT_FN_##sym] = cls,
+	static const uint8_t cls[] = { CRT_FUNCS(C) };
+#undef C
+
+	if (func >= CRT_FN__COUNT)
+		return CAP_NONE;
+	if (func == CRT_FN_cudaProfilerStart)
+		return CAP_ON | CAP_PASS;
+	if (func == CRT_FN_cudaProfilerStop)
+		return CAP_OFF | CAP_PASS;
+	if (func == CRT_FN_cudaStreamDestroy)
+		return CAP_PASS;
+	switch (cls[func]) {
+	case CRT_C_GET_KERNEL:
+	case CRT_C_ALLOC:
+	case CRT_C_FREE:
+	case CRT_C_STREAM_CREATE:
+	case CRT_C_SET_DEVICE:
+		return CAP_PASS;
+	}
+	return CAP_NONE;
+}
+
+static int nccl_class(uint16_t func)
+{
+#define C(sym, cls, ...) [NC_FN_##sym] = cls,
+	static const uint8_t cls[] = { NCCL_FUNCS(C) };
+#undef C
+
+	if (func >= NC_FN__COUNT)
+		return CAP_NONE;
+	switch (cls[func]) {
+	case NC_C_INIT_RANK:
+	case NC_C_INIT_ALL:
+	case NC_C_SPLIT:
+	case NC_C_FREE:
+	case NC_C_COUNT:
+	case NC_C_USER_RANK:
+		return CAP_PASS;
+	}
+	return CAP_NONE;
+}
+
+int apilib__capture_class(uint8_t lib, uint16_t func)
+{
+	switch (lib) {
+	case LIB_CUDA:
+		return cuda_class(func);
+	case LIB_CUDART:
+		return cudart_class(func);
+	case LIB_NCCL:
+		return nccl_class(func);
+	}
+	return CAP_NONE;
+}
+
+uint64_t apilib__capture_cookie(uint8_t lib, uint16_t func)
+{
+	int c = apilib__capture_class(lib, func);
+
+	return (c & CAP_PASS ? CK_PASS : 0) | (c & CAP_ON ? CK_TRIG_ON : 0) |
+	       (c & CAP_OFF ? CK_TRIG_OFF : 0);
 }

@@ -44,6 +44,9 @@ struct api_lib {
 #define TRACE_BIT(lib)	(1u << (lib))
 #define TRACE_ALL	((1u << LIB__COUNT) - 1)
 
+/* Makes lib the descriptor of its id (called for each library by
+ * sources__init(), user/sources/sources.h, before any other call here). */
+void apilib__register(const struct api_lib *lib);
 /* The descriptor of a library id; NULL when this build has none. */
 const struct api_lib *apilib__get(unsigned id);
 /* The enabled library whose watch prefixes match path's file name, or
@@ -54,5 +57,15 @@ const struct api_lib *apilib__for_path(const char *path, uint32_t mask);
 int apilib__parse_trace(const char *list, uint32_t *mask, char *err, size_t len);
 /* "cuda,cudart,nccl,nvtx": the names of a mask, for messages. */
 void apilib__mask_names(uint32_t mask, char *buf, size_t len);
+
+/* What a call does to capture windows (user/out/capwin.h): CAP_PASS, its
+ * return reaches the model outside windows too (it creates or frees what
+ * later calls name); CAP_ON / CAP_OFF, it opens / closes a
+ * cudaProfilerApi range. */
+enum { CAP_NONE = 0, CAP_PASS = 1, CAP_ON = 2, CAP_OFF = 4 };
+int apilib__capture_class(uint8_t lib, uint16_t func);
+/* The attach cookie's capture bits of a function (bpf/events.h CK_PASS,
+ * CK_TRIG_*). */
+uint64_t apilib__capture_cookie(uint8_t lib, uint16_t func);
 
 #endif

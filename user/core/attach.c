@@ -16,7 +16,6 @@
 #include <bpf/libbpf.h>
 #include "core/apilib.h"
 #include "core/attach.h"
-#include "out/capwin.h"
 #include "cgbpf.skel.h"
 #include "lib/elf/elfsym.h"
 #include "lib/hmap.h"
@@ -528,7 +527,7 @@ static int read_syms(const struct api_lib *lib, struct lib_file *f, const char *
 			continue;
 		err = hmap__put(&offs, off, fn);
 		f->offs[f->n] = off;
-		f->cookies[f->n] = lib->cookie(fn) | capture__cookie(lib->id, fn);
+		f->cookies[f->n] = lib->cookie(fn) | apilib__capture_cookie(lib->id, fn);
 		f->n++;
 	}
 	hmap__free(&offs);

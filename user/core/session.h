@@ -78,12 +78,13 @@ struct session {
 	void *src_state[SESSION_SOURCES];
 	size_t nsrc;
 	int8_t src_of[REC__COUNT];	/* index in src, -1: the core's */
+	/* The events ring's callback (the capture runner's): validates a
+	 * record and gives it to the core or the source that takes its type.
+	 * A source adds its own rings to s->rb with it (ctx s) when their
+	 * records take that path. */
+	int (*handle)(void *ctx, void *data, size_t size);
 };
 
-/* The events ring's callback: validates a record and gives it to the
- * core or the source that takes its type. A source adds its own rings to
- * s->rb with it when their records take that path. */
-int session__handle(void *ctx, void *data, size_t size);
 /* BOOTTIME now, ns: the clock of every record. */
 uint64_t session__now(void);
 /* The state of the source named name when it is on, else NULL. */

@@ -14,11 +14,9 @@
 #include <string.h>
 #include <bpf/bpf.h>
 #include "out/capwin.h"
-#include "cuda_funcs.h"
-#include "cudart_funcs.h"
+#include "core/apilib.h"
 #include "lib/log.h"
 #include "core/model.h"
-#include "sources/nccl/nccl_funcs.h"
 #include "lib/outname.h"
 #include "out/pfsplit.h"
 #include "out/perfetto.h"
@@ -194,113 +192,10 @@ int capture__file_name(const char *pattern, bool numbered, unsigned seq, int pid
 	return outname__expand(pattern, &ctx, buf, len, msg, msglen) ? -EINVAL : 0;
 }
 
-/* ---------------------------------------------------------------- cookies */
-
-enum { CAP_NONE = 0, CAP_PASS = 1, CAP_ON = 2, CAP_OFF = 4 };
-
-static int cuda_class(uint16_t func)
-{
-#define C(sym, cls, flags) [CU_FN_##sym] = cls,
-	static const uint8_t cls[] = { CU_FUNCS(C) };
-#undef C
-#define S(sym, cls, flags) [CU_FN_##sym] = #sym,
-	static const char *const names[] = { CU_FUNCS(S) };
-#undef S
-
-	if (func >= CU_FN__COUNT)
-		return CAP_NONE;
-	if (func == CU_FN_cuProfilerStart)
-		return CAP_ON | CAP_PASS;
-	if (func == CU_FN_cuProfilerStop)
-		return CAP_OFF | CAP_PASS;
-	switch (cls[func]) {
-	case CU_C_INIT:
-	case CU_C_CTX_CREATE:
-	case CU_C_MODULE_LOAD:
-	case CU_C_LIBRARY_LOAD:
-	case CU_C_GET_FUNCTION:
-	case CU_C_KERNEL_GET_FUNCTION:
-	case CU_C_ALLOC:
-	case CU_C_FREE:
-	case CU_C_STREAM_CREATE:
-		return CAP_PASS;
-	case CU_C_STREAM:
-		/* cuStreamDestroy forgets a stream; synchronizations wait. */
-		return !strncmp(names[func], "cuStreamDestroy", 15) ? CAP_PASS : CAP_NONE;
-	}
-	return CAP_NONE;
-}
-
-static int cudart_class(uint16_t func)
-{
-#define C(sym, cls, flags) [CRT_FN_##sym] = cls,
-	static const uint8_t cls[] = { CRT_FUNCS(C) };
-#undef C
-
-	if (func >= CRT_FN__COUNT)
-		return CAP_NONE;
-	if (func == CRT_FN_cudaProfilerStart)
-		return CAP_ON | CAP_PASS;
-	if (func == CRT_FN_cudaProfilerStop)
-		return CAP_OFF | CAP_PASS;
-	if (func == CRT_FN_cudaStreamDestroy)
-		return CAP_PASS;
-	switch (cls[func]) {
-	case CRT_C_GET_KERNEL:
-	case CRT_C_ALLOC:
-	case CRT_C_FREE:
-	case CRT_C_STREAM_CREATE:
-	case CRT_C_SET_DEVICE:
-		return CAP_PASS;
-	}
-	return CAP_NONE;
-}
-
-static int nccl_class(uint16_t func)
-{
-#define C(sym, cls, ...) [NC_FN_##sym] = cls,
-	static const uint8_t cls[] = { NCCL_FUNCS(C) };
-#undef C
-
-	if (func >= NC_FN__COUNT)
-		return CAP_NONE;
-	switch (cls[func]) {
-	case NC_C_INIT_RANK:
-	case NC_C_INIT_ALL:
-	case NC_C_SPLIT:
-	case NC_C_FREE:
-	case NC_C_COUNT:
-	case NC_C_USER_RANK:
-		return CAP_PASS;
-	}
-	return CAP_NONE;
-}
-
-static int cap_class(uint8_t lib, uint16_t func)
-{
-	switch (lib) {
-	case LIB_CUDA:
-		return cuda_class(func);
-	case LIB_CUDART:
-		return cudart_class(func);
-	case LIB_NCCL:
-		return nccl_class(func);
-	}
-	return CAP_NONE;
-}
-
-uint64_t capture__cookie(uint8_t lib, uint16_t func)
-{
-	int c = cap_class(lib, func);
-
-	return (c & CAP_PASS ? CK_PASS : 0) | (c & CAP_ON ? CK_TRIG_ON : 0) |
-	       (c & CAP_OFF ? CK_TRIG_OFF : 0);
-}
-
 /* Whether a call's return reaches the model outside a window. */
 static bool keeps(uint8_t lib, uint16_t func)
 {
-	return cap_class(lib, func) & CAP_PASS;
+	return apilib__capture_class(lib, func) & CAP_PASS;
 }
 
 /* ---------------------------------------------------------------- windows */
@@ -756,7 +651,7 @@ void capture__call_enter(struct capture *c, const struct rec_call_enter *r)
 	}
 	if (c->o->range != CAPTURE_RANGE_PROFILER)
 		return;
-	cls = cap_class(r->lib, r->func);
+	cls = apilib__capture_class(r->lib, r->func);
 	if ((cls & CAP_ON) && (s = scope_of(c, r->hdr.pid)) && !s->open) {
 		s->open = 1;
 		hmap__put(&c->open_pids, r->hdr.pid, 1);
@@ -774,7 +669,7 @@ void capture__call_exit(struct capture *c, const struct rec_call_exit *r)
 	struct scope *s;
 	uint64_t *v;
 
-	if (!c || c->o->range != CAPTURE_RANGE_PROFILER || !(cap_class(r->lib, r->func) & CAP_OFF))
+	if (!c || c->o->range != CAPTURE_RANGE_PROFILER || !(apilib__capture_class(r->lib, r->func) & CAP_OFF))
 		return;
 	v = hmap__get(&c->range_tids, r->hdr.tid);
 	if (v && *v > 1) {

@@ -14,26 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "capture_rec.h"
-
-enum capture_range {
-	CAPTURE_RANGE_NONE = 0,
-	CAPTURE_RANGE_PROFILER,	/* cudaProfilerApi */
-	CAPTURE_RANGE_NVTX,
-};
-
-struct capture_opts {
-	uint64_t delay_ns;		/* --delay */
-	enum capture_range range;	/* --capture-range */
-	char nvtx_name[CAPTURE_NAME_MAX];	/* --nvtx-capture RANGE */
-	char nvtx_domain[CAPTURE_NAME_MAX];	/* @DOMAIN; "" = any */
-	bool nvtx_given;
-	bool end_given;			/* --capture-range-end */
-	bool repeat;			/* repeat[:N]; else stop */
-	uint32_t repeat_max;		/* N; 0: no limit */
-	bool schedule;			/* --schedule */
-	uint32_t wait, warmup, active, cycles;	/* cycles 0: no limit */
-	uint32_t skip_first;		/* steps before the first cycle */
-};
+#include "core/opts.h"
 
 /* Option parsers: 0, or -EINVAL with a message for the user in msg. */
 int capture__parse_range(const char *s, struct capture_opts *c, char *msg, size_t len);
@@ -53,9 +34,6 @@ bool capture__numbered(const struct capture_opts *c);
 /* pid < 0: the -- COMMAND -pid, whose %q variables are cgbpf's own. */
 int capture__file_name(const char *pattern, bool numbered, unsigned seq, int pid, char *buf,
 		       size_t len, char *msg, size_t msglen);
-
-/* Cookie bits of a probed function (bpf/events.h CK_PASS, CK_TRIG_*). */
-uint64_t capture__cookie(uint8_t lib, uint16_t func);
 
 struct capture;
 struct model;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "core/source.h"
+#include "sources/sources.h"
 
 /*
  * The event sources of a capture, in the order record.c calls them
@@ -19,3 +19,11 @@ const struct source *const sources[] = {
 	&src_gpu,
 	NULL,
 };
+
+void sources__init(void)
+{
+	static const struct api_lib *const libs[] = { &cuda_lib, &cudart_lib, &nccl_lib, &nvtx_lib };
+
+	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
+		apilib__register(libs[i]);
+}

@@ -44,7 +44,7 @@
 #include "lib/log.h"
 #include "core/model.h"
 #include "sources/nccl/nccl.h"
-#include "sources/nccl/nccl_funcs.h"
+#include "nccl_funcs.h"
 #include "sources/nccl/ncclsum.h"
 #include "lib/outfile.h"
 #include "lib/stats.h"

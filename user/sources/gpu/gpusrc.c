@@ -30,7 +30,7 @@
 #include "core/attach.h"
 #include "sources/nvtx/nvtx.h"
 #include "lib/procfs.h"
-#include "capture/record.h"
+#include "core/opts.h"
 #include "core/session.h"
 #include "core/source.h"
 #include "out/summary.h"

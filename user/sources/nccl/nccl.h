@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "core/model.h"
-#include "sources/nccl/nccl_funcs.h"
+#include "nccl_funcs.h"
 
 struct nccl_func {
 	const char *name;

@@ -16,7 +16,7 @@
 #include "sources/nvtx/nvtx.h"
 #include "nvtx_rec.h"
 #include "out/pfsink.h"
-#include "capture/record.h"
+#include "core/opts.h"
 #include "core/session.h"
 #include "core/source.h"
 #include "lib/stats.h"

@@ -37,7 +37,7 @@
 #include "sources/python/pysites.h"
 #include "pysites_rec.h"
 #include "sources/python/pysrc.h"
-#include "capture/record.h"
+#include "core/opts.h"
 #include "core/session.h"
 #include "core/source.h"
 #include "lib/stats.h"

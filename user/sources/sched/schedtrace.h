@@ -14,7 +14,7 @@
 #include "lib/hmap.h"
 #include "core/model.h"
 #include "out/perfetto.h"
-#include "capture/record.h"
+#include "core/opts.h"
 
 struct cgbpf_bpf;
 struct schedtrace;

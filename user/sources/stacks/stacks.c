@@ -15,7 +15,7 @@
 #include "core/apilib.h"
 #include "cgbpf.skel.h"
 #include "sources/stacks/pfstacks.h"
-#include "capture/record.h"
+#include "core/opts.h"
 #include "core/session.h"
 #include "core/source.h"
 #include "sources/stacks/stacks.h"
@@ -473,7 +473,7 @@ static int stacks_start(struct session *s, void *state)
 	s->stacks->py = session__source(s, &src_python);
 	if (!s->o->sample_hz)
 		return 0;
-	if (ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.samples), session__handle, s)) {
+	if (ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.samples), s->handle, s)) {
 		err = -errno ? -errno : -ENOMEM;
 		err("setting up the samples' ring buffer: %s", strerror(-err));
 		return err;

@@ -9,7 +9,7 @@
 #include <bpf/libbpf.h>
 #include "cgbpf.skel.h"
 #include "lib/log.h"
-#include "capture/record.h"
+#include "core/opts.h"
 #include "core/session.h"
 #include "core/source.h"
 #include "sources/syscalls/syscalls.h"
