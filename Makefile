@@ -493,6 +493,10 @@ asan: $(OUT)/san/cgbpf inject
 
 # The fast integration pass against it (the workloads and fakes of $(OUT)).
 asan-test: deps
+	$(Q)$(MAKE) --no-print-directory all test-bins asan
+	$(Q)ASAN_OUT=$(OUT)/san bash tests/asan.sh
+
+test: deps
 	$(Q)$(MAKE) --no-print-directory all test-bins
 	$(Q)bash tests/run.sh
 
