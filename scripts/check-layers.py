@@ -244,9 +244,11 @@ def main():
         print(line)
     if bad:
         print("check-layers: %d violations of the layer rule (docs/design.md)" % len(bad))
+        print("layers: 0 passed, 1 failed")
         return 1
     print("check-layers: %d files, %d include and %d call edges, all downward, no circle"
           % (len(files), n_inc, n_sym))
+    print("layers: 1 passed, 0 failed")
     return 0
 
 
