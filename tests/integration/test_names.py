@@ -14,7 +14,7 @@ from harness import (CGBPF, api_counts, check, clean_trace, eq, env_with, expect
 # Scheduler data and CPU samples are off with --split-per-process; the
 # same options keep the single-file runs here small.
 FLAGS = ["--sample-hz", "0", "--sched", "off"]
-CGBPF_NS = 4   # UUID_CGBPF's namespace (user/out/pfsink.h): cgbpf's own tracks
+CGBPF_NS = 4   # UUID_CGBPF's namespace (user/out/tracks.h): cgbpf's own tracks
 
 
 def tp_check(path, pid):

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include "events.h"
 #include "lib/hmap.h"
-#include "out/perfetto.h"
+#include "lib/annot.h"
 #include "lib/elf/symbolize.h"
 
 #define CALL_DEPTH 16		/* open calls per thread (runtime -> driver nests) */
@@ -96,6 +96,7 @@ struct call {
 };
 
 struct proc;
+struct pfseq;		/* the Perfetto writer's, opaque here */
 
 struct thread {
 	uint32_t tid;

@@ -12,7 +12,6 @@
 #include "lib/outfile.h"
 #include "lib/pb.h"
 #include "out/perfetto.h"
-#include "out/pfsplit.h"
 #include "lib/version.h"
 
 /* Field numbers, from perfetto_trace.proto. */
@@ -132,6 +131,7 @@ struct pftrace {
 	struct pfseq **seqs;
 	size_t nseqs, capseqs;
 	struct pfsplit *split;	/* a router (--split-per-process): writes nothing itself */
+	const struct pf_router_ops *route;	/* the split's side, with split */
 	/* Capture windows (pftrace__pause / __resume): the track descriptors
 	 * written so far, their packet bodies after the timestamp, for a new
 	 * file; keep: remember them at all. */
@@ -148,8 +148,9 @@ struct pftrace {
 	do {                                                                       \
 		if ((pt)->split) {                                                 \
 			struct pftrace *router_ = (pt);                            \
-			for (size_t i_ = 0; (pt = pfsplit__file(router_->split, i_)) || \
-					    i_ < pfsplit__nfiles(router_->split); i_++) \
+			for (size_t i_ = 0;                                        \
+			     (pt = router_->route->file(router_->split, i_)) ||    \
+			     i_ < router_->route->nfiles(router_->split); i_++)    \
 				if (pt)                                            \
 					stmt;                                      \
 			return;                                                    \
@@ -162,8 +163,10 @@ struct pftrace {
 	do {                                                                       \
 		if ((pt)->split) {                                                 \
 			struct pftrace *router_ = (pt);                            \
-			for (size_t i_ = 0; pfsplit__route_desc(router_->split, uuid, \
-						parent, pid, i_, &pt); i_++)       \
+			for (size_t i_ = 0;                                        \
+			     router_->route->route_desc(router_->split, uuid,      \
+							parent, pid, i_, &pt);     \
+			     i_++)                                                 \
 				if (pt)                                            \
 					stmt;                                      \
 			return;                                                    \
@@ -195,7 +198,7 @@ struct pftrace *pftrace__create(const char *path)
 	return pt;
 }
 
-struct pftrace *pftrace__router(struct pfsplit *split)
+struct pftrace *pftrace__router(const struct pf_router_ops *ops, struct pfsplit *split)
 {
 	struct pftrace *pt = calloc(1, sizeof(*pt));
 
@@ -205,6 +208,7 @@ struct pftrace *pftrace__router(struct pfsplit *split)
 	pb__init(&pt->out);
 	pt->next_seq = META_SEQ + 1;
 	pt->split = split;
+	pt->route = ops;
 	return pt;
 }
 
@@ -247,7 +251,7 @@ struct pftrace *pftrace__fdopen(int fd)
 
 int pftrace__error(const struct pftrace *pt)
 {
-	return pt->split ? pfsplit__error(pt->split) : pt->err;
+	return pt->split ? pt->route->error(pt->split) : pt->err;
 }
 
 uint64_t pftrace__bytes(const struct pftrace *pt)
@@ -257,8 +261,8 @@ uint64_t pftrace__bytes(const struct pftrace *pt)
 	if (pt->split) {
 		const struct pftrace *f;
 
-		for (size_t i = 0; i < pfsplit__nfiles(pt->split); i++)
-			if ((f = pfsplit__file(pt->split, i)))
+		for (size_t i = 0; i < pt->route->nfiles(pt->split); i++)
+			if ((f = pt->route->file(pt->split, i)))
 				n += pftrace__bytes(f);
 		return n;
 	}
@@ -297,8 +301,8 @@ int pftrace__flush(struct pftrace *pt)
 		int err = 0;
 		struct pftrace *f;
 
-		for (size_t i = 0; i < pfsplit__nfiles(pt->split); i++)
-			if ((f = pfsplit__file(pt->split, i)) && pftrace__flush(f) && !err)
+		for (size_t i = 0; i < pt->route->nfiles(pt->split); i++)
+			if ((f = pt->route->file(pt->split, i)) && pftrace__flush(f) && !err)
 				err = pftrace__error(f);
 		return err;
 	}
@@ -342,7 +346,7 @@ void pftrace__discard(struct pftrace *pt, const char *path)
 	if (!pt)
 		return;
 	if (pt->split) {
-		pfsplit__close(pt->split, true);
+		pt->route->close(pt->split, true);
 		pt->split = NULL;
 		pftrace__close(pt);
 		return;
@@ -360,7 +364,7 @@ int pftrace__close(struct pftrace *pt)
 	if (!pt)
 		return 0;
 	if (pt->split) {
-		err = pfsplit__close(pt->split, false);
+		err = pt->route->close(pt->split, false);
 	} else if (pt->fd < 0) {
 		/* Paused: the error of the last file, if any. Pending: never
 		 * given a file, so nothing to write. */
@@ -706,7 +710,7 @@ void pftrace__counter_track(struct pftrace *pt, uint64_t uuid, uint64_t parent,
 	struct pb *pb = &pt->out;
 
 	if (pt->split)
-		pfsplit__global_desc(pt->split, true, uuid, parent, name, NULL, unit);
+		pt->route->global_desc(pt->split, true, uuid, parent, name, NULL, unit);
 	FOR_DESC(pt, uuid, parent, 0, pftrace__counter_track(pt, uuid, parent, name, unit));
 	if (pt->err)
 		return;
@@ -723,7 +727,7 @@ void pftrace__track_desc(struct pftrace *pt, uint64_t uuid, uint64_t parent, con
 			 const char *description)
 {
 	if (pt->split)
-		pfsplit__global_desc(pt->split, false, uuid, parent, name, description, 0);
+		pt->route->global_desc(pt->split, false, uuid, parent, name, description, 0);
 	FOR_DESC(pt, uuid, parent, 0, pftrace__track_desc(pt, uuid, parent, name, description));
 	if (pt->err)
 		return;
@@ -897,8 +901,8 @@ static void event(struct pftrace *pt, struct pfseq *s, uint64_t ts, int type, ui
 		struct pftrace *fpt;
 		struct pfseq *fs;
 
-		for (size_t i = 0; pfsplit__route_event(pt->split, s, s->track, track, ts, i, &fpt,
-							 &fs); i++)
+		for (size_t i = 0; pt->route->route_event(pt->split, s, s->track, track, ts, i,
+							    &fpt, &fs); i++)
 			event(fpt, fs, ts, type, track, cat, name, a, n, counter, value, cs, flow);
 		return;
 	}

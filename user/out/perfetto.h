@@ -18,20 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-enum pf_atype { PA_UINT, PA_INT, PA_STR, PA_PTR, PA_BOOL, PA_DOUBLE };
-
-/* A debug annotation: name and typed value. Strings are interned. */
-struct pf_annot {
-	const char *name;
-	enum pf_atype type;
-	union {
-		uint64_t u;
-		int64_t i;
-		const char *s;
-		double d;
-	};
-};
+#include "lib/annot.h"
 
 /*
  * Flow arrows (trace processor's flow table) on a slice's begin event.
@@ -61,11 +48,38 @@ struct pfseq;
  * user's); NULL with errno set. */
 struct pftrace *pftrace__create(const char *path);
 struct pfsplit;
+/* How a router reaches its files: the split (user/out/pfsplit.c) fills
+ * one in, and the writer calls it through these, never by name. */
+struct pf_router_ops {
+	/* The i-th file a descriptor of uuid goes to: pid's file when pid
+	 * is not 0, else its parent's owner, every file for a track of no
+	 * process (also remembered for files opened later). false past the
+	 * last. */
+	bool (*route_desc)(struct pfsplit *sp, uint64_t uuid, uint64_t parent, int pid,
+			   size_t i, struct pftrace **pt);
+	/* Remembers a descriptor of no process for the files opened later. */
+	void (*global_desc)(struct pfsplit *sp, bool counter, uint64_t uuid, uint64_t parent,
+			    const char *name, const char *desc, int unit);
+	/* The i-th (file, sequence) an event on the router's sequence s
+	 * (default track seq_track) on track (0: the default) goes to. */
+	bool (*route_event)(struct pfsplit *sp, const struct pfseq *s, uint64_t seq_track,
+			    uint64_t track, uint64_t ts, size_t i, struct pftrace **pt,
+			    struct pfseq **cs);
+	/* The i-th file (NULL: its process's file could not be created) and
+	 * how many there are. */
+	struct pftrace *(*file)(struct pfsplit *sp, size_t i);
+	size_t (*nfiles)(const struct pfsplit *sp);
+	/* Closes every file, saying which it wrote; the first error (a file
+	 * that could not be created included). discard: remove them instead. */
+	int (*close)(struct pfsplit *sp, bool discard);
+	/* The first error of a file, 0 if none. */
+	int (*error)(const struct pfsplit *sp);
+};
 /* A router for --split-per-process (user/out/pfsplit.h): writes nothing
  * itself, sends each descriptor and event to the file of the process it
- * belongs to; raw packets (pftrace__packet_begin) are refused. NULL on
- * ENOMEM. pftrace__close closes its files. */
-struct pftrace *pftrace__router(struct pfsplit *split);
+ * belongs to, through ops on split; raw packets (pftrace__packet_begin)
+ * are refused. NULL on ENOMEM. pftrace__close closes its files. */
+struct pftrace *pftrace__router(const struct pf_router_ops *ops, struct pfsplit *split);
 /* A writer with no file yet: it buffers every packet in memory until
  * pftrace__set_fd gives it one (the next flush writes them); closed
  * without one, it writes nothing. NULL on ENOMEM. */

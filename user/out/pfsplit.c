@@ -10,8 +10,8 @@
 #include "lib/log.h"
 #include "lib/outfile.h"
 #include "out/perfetto.h"
-#include "out/pfsink.h"
 #include "out/pfsplit.h"
+#include "out/tracks.h"
 
 #define OWNER_ALL UINT64_MAX
 
@@ -49,33 +49,6 @@ struct pfsplit {
 	bool windows;		/* capture windows name and open the files */
 };
 
-static int remembered_env(void *ctx, pid_t pid, const char *name, char *buf, size_t n);
-
-struct pftrace *pfsplit__new(const char *pattern, const struct outname_ctx *ctx, bool replace)
-{
-	struct pfsplit *sp = calloc(1, sizeof(*sp));
-	struct pftrace *pt;
-
-	if (!sp || !(sp->pattern = strdup(pattern))) {
-		free(sp);
-		errno = ENOMEM;
-		return NULL;
-	}
-	sp->ctx = *ctx;
-	sp->ctx.missing_empty = true;
-	sp->replace = replace;
-	sp->uses_q = outname__uses(pattern, 'q');
-	sp->ctx.env = remembered_env;
-	sp->ctx.env_ctx = sp;
-	pt = pftrace__router(sp);
-	if (!pt) {
-		free(sp->pattern);
-		free(sp);
-		errno = ENOMEM;
-	}
-	return pt;
-}
-
 static uint64_t owner_of(struct pfsplit *sp, uint64_t uuid)
 {
 	uint64_t *v;
@@ -86,8 +59,8 @@ static uint64_t owner_of(struct pfsplit *sp, uint64_t uuid)
 	if (v)
 		return *v;
 	/* A process's track names its pid, described or not. */
-	if (uuid >> 56 == 1)
-		return uuid & ((1ull << 56) - 1);
+	if (UUID_IS_PROCESS(uuid))
+		return UUID_PID(uuid);
 	return OWNER_ALL;
 }
 
@@ -349,21 +322,33 @@ static void rename_file(struct pfsplit *sp, struct file *f)
 	f->path = np;
 }
 
-bool pfsplit__route_desc(struct pfsplit *sp, uint64_t uuid, uint64_t parent, int pid,
-			 size_t i, struct pftrace **pt)
+/* The router's side (struct pf_router_ops, user/out/perfetto.h): the
+ * writer calls these through router_ops, set by pfsplit__new. */
+static struct pftrace *file_at(struct pfsplit *sp, size_t i)
+{
+	return i < sp->nfiles ? sp->files[i].pt : NULL;
+}
+
+static size_t file_count(const struct pfsplit *sp)
+{
+	return sp->nfiles;
+}
+
+static bool route_desc(struct pfsplit *sp, uint64_t uuid, uint64_t parent, int pid, size_t i,
+		       struct pftrace **pt)
 {
 	uint64_t owner = pid ? (uint64_t)(uint32_t)pid : owner_of(sp, parent);
 
 	if (!i)
 		hmap__put(&sp->owner, uuid, owner);
 	if (owner == OWNER_ALL) {
-		*pt = pfsplit__file(sp, i);
+		*pt = file_at(sp, i);
 		return *pt != NULL || i < sp->nfiles;
 	}
 	if (i)
 		return false;
 	*pt = file_for(sp, owner, false);
-	if (*pt && pid && uuid >> 56 == 1 && sp->uses_q) {
+	if (*pt && pid && UUID_IS_PROCESS(uuid) && sp->uses_q) {
 		struct file *f = &sp->files[*hmap__get(&sp->by_pid, owner) - 1];
 
 		if (f->named)
@@ -372,8 +357,8 @@ bool pfsplit__route_desc(struct pfsplit *sp, uint64_t uuid, uint64_t parent, int
 	return true;	/* *pt NULL: that process's file failed; nothing written */
 }
 
-void pfsplit__global_desc(struct pfsplit *sp, bool counter, uint64_t uuid, uint64_t parent,
-			  const char *name, const char *desc, int unit)
+static void global_desc(struct pfsplit *sp, bool counter, uint64_t uuid, uint64_t parent,
+			const char *name, const char *desc, int unit)
 {
 	struct gdesc *g;
 
@@ -420,9 +405,9 @@ static struct pfseq *seq_in(struct file *f, const struct pfseq *s, uint64_t trac
 	return cs;
 }
 
-bool pfsplit__route_event(struct pfsplit *sp, const struct pfseq *s, uint64_t seq_track,
-			  uint64_t track, uint64_t ts, size_t i, struct pftrace **pt,
-			  struct pfseq **cs)
+static bool route_event(struct pfsplit *sp, const struct pfseq *s, uint64_t seq_track,
+			uint64_t track, uint64_t ts, size_t i, struct pftrace **pt,
+			struct pfseq **cs)
 {
 	uint64_t owner = owner_of(sp, track ? track : seq_track);
 	/* cgbpf's own notes about a process (its sequence is no process's)
@@ -445,22 +430,12 @@ bool pfsplit__route_event(struct pfsplit *sp, const struct pfseq *s, uint64_t se
 	*pt = f->pt;
 	*cs = seq_in(f, s, seq_track, ts);
 	if (!*cs)
-		return owner == OWNER_ALL ? pfsplit__route_event(sp, s, seq_track, track, ts,
-								   i + 1, pt, cs) : false;
+		return owner == OWNER_ALL ? route_event(sp, s, seq_track, track, ts, i + 1, pt,
+							 cs) : false;
 	return true;
 }
 
-struct pftrace *pfsplit__file(struct pfsplit *sp, size_t i)
-{
-	return i < sp->nfiles ? sp->files[i].pt : NULL;
-}
-
-size_t pfsplit__nfiles(const struct pfsplit *sp)
-{
-	return sp->nfiles;
-}
-
-int pfsplit__error(const struct pfsplit *sp)
+static int split_error(const struct pfsplit *sp)
 {
 	for (size_t i = 0; i < sp->nfiles; i++)
 		if (sp->files[i].pt && pftrace__error(sp->files[i].pt))
@@ -468,7 +443,7 @@ int pfsplit__error(const struct pfsplit *sp)
 	return 0;
 }
 
-int pfsplit__close(struct pfsplit *sp, bool discard)
+static int split_close(struct pfsplit *sp, bool discard)
 {
 	int err = 0;
 
@@ -527,6 +502,41 @@ int pfsplit__close(struct pfsplit *sp, bool discard)
 	free(sp->pattern);
 	free(sp);
 	return err;
+}
+
+static const struct pf_router_ops router_ops = {
+	.route_desc = route_desc,
+	.global_desc = global_desc,
+	.route_event = route_event,
+	.file = file_at,
+	.nfiles = file_count,
+	.close = split_close,
+	.error = split_error,
+};
+
+struct pftrace *pfsplit__new(const char *pattern, const struct outname_ctx *ctx, bool replace)
+{
+	struct pfsplit *sp = calloc(1, sizeof(*sp));
+	struct pftrace *pt;
+
+	if (!sp || !(sp->pattern = strdup(pattern))) {
+		free(sp);
+		errno = ENOMEM;
+		return NULL;
+	}
+	sp->ctx = *ctx;
+	sp->ctx.missing_empty = true;
+	sp->replace = replace;
+	sp->uses_q = outname__uses(pattern, 'q');
+	sp->ctx.env = remembered_env;
+	sp->ctx.env_ctx = sp;
+	pt = pftrace__router(&router_ops, sp);
+	if (!pt) {
+		free(sp->pattern);
+		free(sp);
+		errno = ENOMEM;
+	}
+	return pt;
 }
 
 void pfsplit__windows(struct pftrace *router)

@@ -14,14 +14,10 @@
 #define CGBPF_PFSPLIT_H
 
 #include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <sys/types.h>
 #include "lib/outname.h"
 
 struct pftrace;
-struct pfseq;
-struct pfsplit;
 
 /* A router trace writing one file per process, named by pattern (which
  * must pass outname__check; its %q are read from each process's
@@ -47,29 +43,5 @@ int pfsplit__window_open(struct pftrace *router, pid_t pid, const char *pattern,
 /* Ends pid's window file (a last clock snapshot, flushed, closed); 0 or
  * -errno, said already. */
 int pfsplit__window_close(struct pftrace *router, pid_t pid);
-
-/* For perfetto.c, the router's side. The i-th file a descriptor of uuid
- * goes to: pid's file when pid is not 0, else its parent's owner, every
- * file for a track of no process (also remembered for files opened
- * later). false past the last. */
-bool pfsplit__route_desc(struct pfsplit *sp, uint64_t uuid, uint64_t parent, int pid,
-			 size_t i, struct pftrace **pt);
-/* Remembers a descriptor of no process for the files opened later. */
-void pfsplit__global_desc(struct pfsplit *sp, bool counter, uint64_t uuid, uint64_t parent,
-			  const char *name, const char *desc, int unit);
-/* The i-th (file, sequence) an event on the router's sequence s (default
- * track seq_track) on track (0: the default) goes to. */
-bool pfsplit__route_event(struct pfsplit *sp, const struct pfseq *s, uint64_t seq_track,
-			  uint64_t track, uint64_t ts, size_t i, struct pftrace **pt,
-			  struct pfseq **cs);
-/* The i-th file (NULL: its process's file could not be created) and how
- * many there are. */
-struct pftrace *pfsplit__file(struct pfsplit *sp, size_t i);
-size_t pfsplit__nfiles(const struct pfsplit *sp);
-/* Closes every file, saying which it wrote; the first error (a file that
- * could not be created included). discard: remove them instead. */
-int pfsplit__close(struct pfsplit *sp, bool discard);
-/* The first error of a file, 0 if none. */
-int pfsplit__error(const struct pfsplit *sp);
 
 #endif

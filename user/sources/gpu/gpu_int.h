@@ -21,7 +21,7 @@
 /* Lanes of one stream's track: records that overlap on a stream (or
  * arrive after later ones were written) go to the next lane. */
 #define GPU_LANES 4
-/* Track uuid kinds under UUID_GPU (user/out/pfsink.h). */
+/* Track uuid kinds under UUID_GPU (user/out/tracks.h). */
 enum gpu_track {
 	GT_DEVICE = 0,		/* idx: device */
 	GT_LANE = 1,		/* idx: lane number in the process */

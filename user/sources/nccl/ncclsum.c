@@ -6,6 +6,7 @@
 #include "sources/nccl/ncclsum.h"
 #include "lib/stats.h"
 #include "lib/sumtab.h"
+#include "out/perfetto.h"
 
 struct op_sum {
 	uint64_t calls;		/* returned, not nested */

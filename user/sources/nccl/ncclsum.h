@@ -11,6 +11,7 @@
 #include "core/model.h"
 
 struct ncclsum;
+struct pftrace;
 
 /* A summary of m's NCCL calls; m must outlive it (the communicator list
  * is read from m's processes when printing). NULL on ENOMEM. */
