@@ -11,7 +11,7 @@
 #include "lib/outname.h"
 #include "out/perfetto.h"
 #include "out/pfsplit.h"
-#include "capture/record.h"
+#include "core/opts.h"
 #include "capture/traceout.h"
 
 static pid_t first_target(const struct record_opts *o)
