@@ -10,7 +10,7 @@
  * the walk that calls this holds py_scratch) and sent with its variable
  * size. Every part is cut at its bound (PYC_*_MAX).
  */
-#include "python.bpf.h"
+#include "pymaps.bpf.h"
 #include "stacks.bpf.h"
 #include "pycode.bpf.h"
 #include "pycode_rec.h"

@@ -38,7 +38,7 @@ enum py_mode {
 	PY_MODE_STACK,		/* calls: the whole stack (up to PY_FRAMES_MAX) */
 };
 
-/* Values of the py_codes map (bpf/python.bpf.h): what user space found a
+/* Values of the py_codes map (bpf/pymaps.bpf.h): what user space found a
  * code object to be. */
 #define PY_CODE_USER	1	/* the user's own code: a leaf walk stops there */
 #define PY_CODE_OTHER	2	/* stdlib, site-packages, frozen */

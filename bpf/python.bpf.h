@@ -7,7 +7,8 @@
  * --python leaf call from known user code, in the call's own record
  * (py_leaf(), struct rec_call_enter_py). Included by
  * calls.bpf.c (API calls, slow-call backtraces) and stacks.bpf.c (CPU
- * samples); the maps are __weak, linked into one copy.
+ * samples); the maps are __weak, linked into one copy. The maps the code
+ * describer (bpf/pycode.bpf.c) shares are in bpf/pymaps.bpf.h.
  *
  * Fail closed: a process without a py_procs entry gets nothing; any read
  * that fails drops the whole record and counts why (py_stat). User space
@@ -20,17 +21,10 @@
 #include "common.bpf.h"
 #include "py_rec.h"
 #include "pyframes_rec.h"
+#include "pymaps.bpf.h"
 
 /* --python: enum py_mode. Off, the verifier removes every reader. */
 const volatile __u8 py_mode __weak = PY_MODE_OFF;
-
-/* tgid -> its interpreter, filled by user space (user/sources/python/pysrc.c). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, struct py_proc);
-} py_procs SEC(".maps") __weak;
 
 /*
  * pid_tgid -> the thread's PyThreadState, found by walking the
@@ -57,33 +51,6 @@ struct {
 #define PY_INTERP_MAX	4	/* interpreters walked (subinterpreters) */
 #define PY_THREADS_MAX	256	/* thread states walked per interpreter */
 #define PY_SHIMS_MAX	32	/* 3.12+ C-stack shim frames skipped per walk */
-
-/*
- * Code objects user space has resolved, per process: PY_CODE_USER for the
- * user's own code (user/sources/python/pycode.c's rule), PY_CODE_OTHER for the rest
- * (PY_CODE_SENT: described, not classified yet; PY_CODE_FREED: freed). The
- * leaf walk stops at the first PY_CODE_USER frame; until user space has
- * seen a code object, walks go up to PY_LEAF_MAX frames and user space
- * picks the user frame itself. A record with a code object user space has
- * not seen wakes it up at once, so that it reads the object while the
- * process still lives (a program that exits within the consumer's 50 ms
- * poll would otherwise take its code objects with it). A code object the
- * process frees turns its entry into PY_CODE_FREED (py_code_free, on the
- * interpreter's code_dealloc), so a code object that takes the address
- * later is described again, never named after the one before.
- */
-struct py_code_key {
-	__u32 tgid;
-	__u32 pad;
-	__u64 code;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct py_code_key);
-	__type(value, __u8);
-} py_codes SEC(".maps") __weak;
 
 /*
  * py_leaf()'s per-thread cache (task storage: cheaper than a hash lookup
@@ -121,14 +88,6 @@ struct {
 	__type(value, __u64);
 } py_codes_gen SEC(".maps") __weak;
 
-/* Counts per enum py_stat, per CPU. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, PYS__COUNT);
-	__type(key, __u32);
-	__type(value, __u64);
-} py_stat SEC(".maps") __weak;
-
 #define PY_BUF 256	/* bytes of a frame (or thread state window) read at once */
 
 /* Slot 0: uprobes (calls, backtraces), with the lock word; slot 1: the
@@ -151,14 +110,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct py_scratch_v);
 } py_scratch SEC(".maps") __weak;
-
-static __always_inline void py_count(__u32 what)
-{
-	__u64 *n = bpf_map_lookup_elem(&py_stat, &what);
-
-	if (n)
-		__sync_fetch_and_add(n, 1);
-}
 
 /* What py_emit() sends and how far it walks, in one word. */
 #define PY_SPEC(what, lib, func, max, leaf) \
