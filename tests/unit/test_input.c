@@ -24,7 +24,6 @@
 #include "sources/nvtx/nvtx.h"
 #include "nvtx_rec.h"
 #include "pyframes_rec.h"
-#include "sources/python/pysrc.h"
 #include "tap.h"
 #include "sources/sources.h"
 
@@ -129,9 +128,9 @@ static void test_call_py(const struct rec_call_enter *plain)
 	check(ingest__check(&cp, sizeof(cp) - 8) == -EINVAL,
 	      "ingest: a call entry of neither size is refused");
 	cp.call.hdr.size = sizeof(cp);
-	check(pysrc__split_call(plain, sizeof(*plain), &fr, &call) == 0,
+	check(src_python.split(plain, sizeof(*plain), &fr, &call) == 0,
 	      "split: a plain call entry is left alone");
-	n = pysrc__split_call(&cp, sizeof(cp), &fr, &call);
+	n = src_python.split(&cp, sizeof(cp), &fr, &call);
 	check(n == offsetof(struct rec_py_frames, frames) + sizeof(struct py_rec_frame) &&
 	      !ingest__check(&fr, n), "split: the frame record (%zu bytes) passes ingest", n);
 	check(fr.hdr.type == REC_PY_FRAMES && fr.hdr.size == n && fr.hdr.pid == 7 &&

@@ -32,7 +32,6 @@
 #include "out/pfsink.h"
 #include "lib/procfs.h"
 #include "pyframes_rec.h"
-#include "sources/python/pysrc.h"
 #include "out/pfsplit.h"
 #include "sources/stacks/pfstacks.h"
 #include "capture/record.h"
@@ -584,9 +583,7 @@ static int handle_record(void *ctx, void *data, size_t size)
 	struct session *r = ctx;
 	const struct rec_hdr *h = data;
 	struct rec_string sbuf;
-	struct rec_py_frames pyfr;
-	struct rec_call_enter call;
-	size_t pysz;
+	uint64_t first[SRC_SPLIT_MAX / 8], rest[SRC_SPLIT_MAX / 8];
 
 	if (r->ctl_rb && ++r->since_ctl >= CTL_EVERY) {
 		r->since_ctl = 0;
@@ -598,12 +595,17 @@ static int handle_record(void *ctx, void *data, size_t size)
 		r->invalid++;
 		return 0;
 	}
-	/* --python leaf: a call record carrying its leaf frame is the frame
-	 * record, then the call (bpf/pyframes_rec.h). */
-	if ((pysz = pysrc__split_call(data, size, &pyfr, &call))) {
-		handle_record(ctx, &pyfr, pysz);
-		h = data = &call;
-		size = sizeof(call);
+	/* A record that stands for two (--python leaf: a call record carrying
+	 * its leaf frame, bpf/pyframes_rec.h) is the first, then the second. */
+	for (size_t i = 0; i < r->nsrc; i++) {
+		size_t n;
+
+		if (r->src[i]->split && (n = r->src[i]->split(data, size, first, rest))) {
+			handle_record(ctx, first, n);
+			h = data = rest;
+			size = h->size;
+			break;
+		}
 	}
 	r->records++;
 	/* Before the flight recorder keeps it: the process may be gone by a dump. */
@@ -1064,6 +1066,7 @@ int record__run(const struct record_opts *o)
 		r.mon = monitor__new(o->monitor);
 		if (!r.mon)
 			return 1;
+		r.pysites = monitor__pysites(r.mon);
 	}
 	/* Open the outputs first: a typo in -o must not cost a capture. */
 	if (o->summary_path && !o->no_summary) {
@@ -1442,6 +1445,7 @@ cleanup:
 	if (r.mon) {
 		monitor__free(r.mon);	/* waits for a dump being written */
 		r.mon = NULL;
+		r.pysites = NULL;
 		if (ret == 0)
 			info("monitor stopped");
 	}

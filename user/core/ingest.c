@@ -10,11 +10,10 @@
 #include "pycode_rec.h"
 #include "pyframes_rec.h"
 #include "pysites_rec.h"
-#include "sources/stacks/stacks.h"
+#include "stack_rec.h"
 #include "syscalls_rec.h"
 
-/* The smallest record of a type on the events ring; 0: not one of its. */
-static size_t min_size(unsigned type)
+size_t ingest__min_size(unsigned type)
 {
 	switch (type) {
 	case REC_CALL_ENTER:
@@ -32,7 +31,7 @@ static size_t min_size(unsigned type)
 		return sizeof(struct rec_mmap);
 	case REC_STACK_SAMPLE:
 	case REC_STACK_BT:
-		return stacks__min_size();
+		return offsetof(struct rec_stack, data);
 	case REC_SYSCALL:
 		return REC_SYSCALL_BASE_SIZE;
 	case REC_TRIGGER:
@@ -66,7 +65,7 @@ int ingest__check(const void *data, size_t size)
 	const struct rec_hdr *h = data;
 	size_t need;
 
-	if (size < sizeof(*h) || h->size != size || !(need = min_size(h->type)) || size < need)
+	if (size < sizeof(*h) || h->size != size || !(need = ingest__min_size(h->type)) || size < need)
 		return -EINVAL;
 	switch (h->type) {
 	case REC_CALL_ENTER: {

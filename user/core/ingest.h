@@ -18,5 +18,8 @@
  * their own ring and checks (schedtrace__handle); stack records are
  * checked further by stacks__record. */
 int ingest__check(const void *data, size_t size);
+/* The smallest record of a type on the events ring (a stack record's:
+ * its fixed part, without the stack copy); 0: not one of its. */
+size_t ingest__min_size(unsigned type);
 
 #endif

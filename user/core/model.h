@@ -34,6 +34,15 @@ struct stack {
 	struct sym_frame *frames;
 };
 
+/* A resolved Python frame of a stack, mixed in by
+ * user/sources/stacks/stacks.c: "function (file:line)", living as long as
+ * the capture; entry: the outermost frame of one run of the eval loop
+ * (_PyEval_EvalFrameDefault), where it joins the native stack. */
+struct py_stack_frame {
+	const char *name;
+	bool entry;
+};
+
 /* What a CUDA call does to the GPU's queues, set by the library decoders
  * (user/sources/cuda/cuda.c, user/sources/cuda/cudart.c) at its entry: user/sources/gpu/gpu.c links the calls
  * that queue work to the GPU activity they caused, and estimates that
@@ -199,6 +208,13 @@ struct model {
 	 * begin (user/sources/python/pysrc.c); NULL: none. */
 	void (*call_py)(void *ctx, const struct thread *t, struct call *c);
 	void *call_py_ctx;
+	/* The Python frames of tid's stack record being decoded now
+	 * (user/sources/stacks/stacks.c: a sample, or the backtrace of call
+	 * lib/func), innermost first, taken once: their count (0: none) and
+	 * *frames (user/sources/python/pysrc.c); NULL: none. */
+	int (*stack_py)(void *ctx, uint32_t tid, bool sample, uint8_t lib, uint16_t func,
+			const struct py_stack_frame **frames);
+	void *stack_py_ctx;
 };
 
 /* Initializes an empty model with the built-in library decoders. */

@@ -28,6 +28,7 @@ struct pftrace;
 struct pfseq;
 struct stacks;
 struct monitor;
+struct pysites;
 struct late_attach;
 struct source;
 
@@ -47,6 +48,8 @@ struct session {
 	struct pfseq *meta;		/* cgbpf's own events (drops) */
 	struct stacks *stacks;		/* the symbolizer, CPU samples and backtraces */
 	struct monitor *mon;		/* `cgbpf monitor` */
+	struct pysites *pysites;	/* monitor --python-sites: the monitor's table of
+					 * sampled Python call sites, or NULL */
 	struct capture *cap;		/* capture windows (user/out/capwin.h), or NULL */
 	struct hmap live;		/* tgid -> 1 for targets alive */
 	struct hmap traced;		/* tgid -> 1 for every target, alive or gone */

@@ -22,6 +22,14 @@
  *   spawn    -- CMD is about to start: set what CMD's environment needs;
  *   spawned  -- CMD is forked as pid and waits, before its exec: probes
  *            bound to it on files it will map can be placed now;
+ *   split    a record that user/core/ingest.c passed, before anything
+ *            else sees it, when it stands for two (records the source's
+ *            BPF sends as one): writes the first into first and the
+ *            second into rest (SRC_SPLIT_MAX bytes each), each with its
+ *            header's size, and returns the first's size; 0: not such a
+ *            record, nothing written. The first is handled as a record,
+ *            then the second in the record's place. No state: a split
+ *            is the record's layout alone;
  *   record   one record of a type listed in types[], validated by
  *            user/core/ingest.c; returns -EINVAL for a record it rejects
  *            (counted as malformed);
@@ -61,6 +69,7 @@ enum src_proc {
 };
 
 #define SRC_TYPES 4
+#define SRC_SPLIT_MAX 256	/* bytes of each record split() writes */
 
 struct source {
 	const char *name;
@@ -71,6 +80,7 @@ struct source {
 	int (*start)(struct session *s, void *state);
 	void (*spawn)(struct session *s, void *state, const char *cmd);
 	void (*spawned)(struct session *s, void *state, uint32_t pid);
+	size_t (*split)(const void *data, size_t size, void *first, void *rest);
 	int (*record)(struct session *s, void *state, const void *data, size_t size);
 	void (*proc)(struct session *s, void *state, enum src_proc ev, uint32_t pid, uint64_t ts);
 	void (*tick)(struct session *s, void *state, uint64_t now);

@@ -7,7 +7,8 @@
  * carries as arguments, "py" and, when the innermost frame is not the
  * user's own code, "py.user"; keeps the "Python call sites" summary
  * table; hands the frames of slow-call backtraces and CPU samples to the
- * stacks source for mixed stacks (user/sources/stacks/stacks.c).
+ * stacks source for mixed stacks (user/sources/stacks/stacks.c), through
+ * the model's stack_py hook.
  *
  * A record comes right before the record it belongs to on its thread
  * (bpf/pyframes_rec.h): a call's site waits in the thread's pending slot
@@ -27,7 +28,6 @@
 #include "lib/hmap.h"
 #include "lib/log.h"
 #include "core/model.h"
-#include "capture/monitor.h"
 #include "lib/procfs.h"
 #include "sources/python/pycode.h"
 #include "pycode_rec.h"
@@ -36,7 +36,6 @@
 #include "pyframes_rec.h"
 #include "sources/python/pysites.h"
 #include "pysites_rec.h"
-#include "sources/python/pysrc.h"
 #include "core/opts.h"
 #include "core/session.h"
 #include "core/source.h"
@@ -104,7 +103,7 @@ struct pend {
 	int nframes;			/* bt / sample */
 	uint8_t st_lib;			/* bt: the call's */
 	uint16_t st_func;
-	struct pysrc_frame frames[PY_FRAMES_MAX];
+	struct py_stack_frame frames[PY_FRAMES_MAX];
 	bool has_bt, has_sample;
 };
 
@@ -391,7 +390,8 @@ static void call_frames(struct pysrc *ps, struct pyp *p, const struct rec_py_fra
 	}
 }
 
-/* Frames of a backtrace or sample, resolved, for user/sources/stacks/stacks.c. */
+/* Frames of a backtrace or sample, resolved, for user/sources/stacks/stacks.c
+ * (take_stack). */
 static void stack_frames(struct pysrc *ps, struct pyp *p, const struct rec_py_frames *r,
 			 struct pend *pd)
 {
@@ -400,7 +400,7 @@ static void stack_frames(struct pysrc *ps, struct pyp *p, const struct rec_py_fr
 	int n = 0;
 
 	for (int i = 0; i < r->nframes; i++) {
-		struct pysrc_frame *f = &pd->frames[n];
+		struct py_stack_frame *f = &pd->frames[n];
 		struct site *st;
 
 		if (resolve(ps, p, &r->frames[i], r->hdr.ts, &sym)) {
@@ -570,10 +570,12 @@ static int py_rec(struct session *s, void *state, const void *data, size_t size)
 	return 0;
 }
 
-int pysrc__take_stack(struct pysrc *ps, uint32_t tid, bool sample, uint8_t lib, uint16_t func,
-		      const struct pysrc_frame **frames)
+/* The model's stack_py hook: the frames stack_frames() kept for tid's
+ * sample or backtrace of lib/func, once. */
+static int take_stack(void *ctx, uint32_t tid, bool sample, uint8_t lib, uint16_t func,
+		      const struct py_stack_frame **frames)
 {
-	struct pend *pd = ps ? pend_of(ps, tid, false) : NULL;
+	struct pend *pd = pend_of(ctx, tid, false);
 	int n;
 
 	if (!pd || !(sample ? pd->has_sample : pd->has_bt))
@@ -586,10 +588,20 @@ int pysrc__take_stack(struct pysrc *ps, uint32_t tid, bool sample, uint8_t lib, 
 	return n;
 }
 
-size_t pysrc__split_call(const void *data, size_t size, struct rec_py_frames *fr,
-			 struct rec_call_enter *call)
+_Static_assert(offsetof(struct rec_py_frames, frames) + sizeof(struct py_rec_frame) <=
+		       SRC_SPLIT_MAX && sizeof(struct rec_call_enter) <= SRC_SPLIT_MAX,
+	       "py_split()'s records fit the runner's buffers");
+
+/*
+ * The split hook: a REC_CALL_ENTER that carries its leaf frame (struct
+ * rec_call_enter_py, --python leaf) is the REC_PY_FRAMES record it stands
+ * for (that one frame, as if sent before the call), then the plain call.
+ */
+static size_t py_split(const void *data, size_t size, void *first, void *rest)
 {
 	const struct rec_call_enter_py *cp = data;
+	struct rec_py_frames *fr = first;
+	struct rec_call_enter *call = rest;
 
 	if (size != sizeof(*cp) || cp->call.hdr.type != REC_CALL_ENTER)
 		return 0;
@@ -1024,6 +1036,8 @@ static int py_init(struct session *s, void **state)
 	}
 	s->model.call_py = call_py;
 	s->model.call_py_ctx = ps;
+	s->model.stack_py = take_stack;
+	s->model.stack_py_ctx = ps;
 	*state = ps;
 	return 0;
 }
@@ -1046,7 +1060,7 @@ static int py_start(struct session *s, void *state)
 	ps->fd_codes = bpf_map__fd(s->skel->maps.py_codes);
 	ps->fd_codes_gen = bpf_map__fd(s->skel->maps.py_codes_gen);
 	ps->fd_stat = bpf_map__fd(s->skel->maps.py_stat);
-	ps->sites_out = monitor__pysites(s->mon);
+	ps->sites_out = s->pysites;
 	return 0;
 }
 
@@ -1197,6 +1211,7 @@ const struct source src_python = {
 	.init = py_init,
 	.prepare = py_prepare,
 	.start = py_start,
+	.split = py_split,
 	.record = py_rec,
 	.proc = py_proc,
 	.tick = py_tick,

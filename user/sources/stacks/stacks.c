@@ -13,13 +13,13 @@
 #include "core/reaper.h"
 #include "lib/procfs.h"
 #include "core/apilib.h"
+#include "core/ingest.h"
 #include "cgbpf.skel.h"
 #include "sources/stacks/pfstacks.h"
 #include "core/opts.h"
 #include "core/session.h"
 #include "core/source.h"
 #include "sources/stacks/stacks.h"
-#include "sources/python/pysrc.h"
 #include "pyframes_rec.h"
 #include "out/summary.h"
 #include "lib/sumtab.h"
@@ -40,7 +40,6 @@ struct stacks {
 	struct sumtab_self *tops;
 	size_t ntops, captops;
 	struct sym_frame frames[MAX_FRAMES];	/* the sample being decoded */
-	struct pysrc *py;		/* Python frames for mixed stacks; NULL: none */
 	struct sym_frame mixed[MAX_FRAMES];
 };
 
@@ -130,11 +129,6 @@ int stacks__start_sampling(struct stacks *s, struct bpf_program *prog, uint32_t 
 	return 0;
 }
 
-size_t stacks__min_size(void)
-{
-	return offsetof(struct rec_stack, data);
-}
-
 /* Symbolizes one frame. Return addresses (every frame but the innermost)
  * are looked up at ip - 1: a call at the very end of a function returns
  * past its last byte. */
@@ -199,18 +193,20 @@ static bool is_eval_loop(const struct sym_frame *f)
 
 /*
  * Mixed stacks (issue 12): the Python frames sent right before this
- * record (user/sources/python/pysrc.c) go above the native frame of the eval loop that
- * runs them: one Python frame per _PyEval_EvalFrameDefault before 3.11,
- * from 3.11 every frame up to the entry frame that call began with. A
- * Python frame is a frame of the module "[python]" named "function
- * (file:line)". Frames left over (a native unwind that stopped short of
- * the eval loop) go at the outer end. Returns the new frame count.
+ * record (the model's stack_py hook: user/sources/python/pysrc.c) go
+ * above the native frame of the eval loop that runs them: one Python
+ * frame per _PyEval_EvalFrameDefault before 3.11, from 3.11 every frame
+ * up to the entry frame that call began with. A Python frame is a frame
+ * of the module "[python]" named "function (file:line)". Frames left over
+ * (a native unwind that stopped short of the eval loop) go at the outer
+ * end. Returns the new frame count.
  */
 static int mix_python(struct stacks *s, const struct rec_stack *r, int nkernel, int n)
 {
-	const struct pysrc_frame *py;
-	int np = pysrc__take_stack(s->py, r->hdr.tid, r->hdr.type == REC_STACK_SAMPLE, r->lib,
-				   r->func, &py), j = 0, k = 0;
+	const struct py_stack_frame *py;
+	int np = s->m->stack_py ? s->m->stack_py(s->m->stack_py_ctx, r->hdr.tid,
+						 r->hdr.type == REC_STACK_SAMPLE, r->lib, r->func,
+						 &py) : 0, j = 0, k = 0;
 
 	if (np <= 0)
 		return n;
@@ -239,7 +235,7 @@ int stacks__record(struct stacks *s, const struct rec_stack *r, size_t size)
 	bool truncated = false;
 	struct stack st = { 0 };
 
-	if (size != offsetof(struct rec_stack, data) + r->copy_len ||
+	if (size != ingest__min_size(r->hdr.type) + r->copy_len ||
 	    r->nuser > STACK_USER_MAX || r->nkernel > STACK_KERNEL_MAX)
 		return -EINVAL;
 	for (int i = 0; i < r->nkernel; i++)
@@ -470,7 +466,6 @@ static int stacks_start(struct session *s, void *state)
 	int err;
 
 	(void)state;
-	s->stacks->py = session__source(s, &src_python);
 	if (!s->o->sample_hz)
 		return 0;
 	if (ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.samples), s->handle, s)) {

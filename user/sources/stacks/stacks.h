@@ -35,8 +35,6 @@ void stacks__free(struct stacks *s);
 /* Opens a CPU-clock perf event per online CPU at hz and attaches prog to
  * each. 0 or -errno (with a message printed). */
 int stacks__start_sampling(struct stacks *s, struct bpf_program *prog, uint32_t hz);
-/* Minimum size of a stack record, for validation before stacks__record(). */
-size_t stacks__min_size(void);
 /* Decodes a REC_STACK_SAMPLE / REC_STACK_BT record of size bytes (header
  * already checked); 0, or -EINVAL for a malformed one. */
 int stacks__record(struct stacks *s, const struct rec_stack *r, size_t size);
