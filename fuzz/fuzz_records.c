@@ -64,6 +64,20 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+/* The stacks and syscalls sources' summary sections (their finish hooks
+ * in a capture), with the thresholds this harness runs with. */
+static void stacks_section(const void *ctx, const uint64_t *drops, FILE *f)
+{
+	(void)drops;
+	stacks__summary((struct stacks *)ctx, 100000, f);
+}
+
+static void syscalls_section(const void *ctx, const uint64_t *drops, FILE *f)
+{
+	(void)drops;
+	syssum__print((struct syssum *)ctx, 1000, f);
+}
+
 static uint32_t map_id(uint32_t id)
 {
 	/* Above PID_MAX_LIMIT (4194304): never a live process. */
@@ -210,6 +224,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct summary *sum;
 	struct ncclsum *ns;
+	struct syssum *sys;
 	struct nvtx *nv;
 	struct pftrace *pt = NULL;
 	struct pfstacks *ps = NULL;
@@ -246,10 +261,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	sum = summary__new();
 	ns = ncclsum__new(&model);
+	sys = syssum__new();
 	nv = nvtx__new(&model, pt);
 	st = schedtrace__new(pt, &model, flags & F_SCHED_TARGETS ? SCHED_TARGETS : SCHED_ALL, &live);
 	gpu = gpu__new(&model, pt);
-	if (!sum || !ns || !nv || !st || !gpu)
+	if (!sum || !ns || !sys || !nv || !st || !gpu)
 		abort();
 	sk = gpu__sink(gpu);
 	model__add_sink(&model, &sk);
@@ -258,7 +274,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	model__add_sink(&model, &sk);
 	sk = ncclsum__sink(ns);
 	model__add_sink(&model, &sk);
-	summary__set_syscall_threshold(sum, 1000);
+	sk = syssum__sink(sys);
+	model__add_sink(&model, &sk);
 
 	while (size >= 2) {
 		size_t len = data[0] | (size_t)data[1] << 8;
@@ -297,15 +314,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			pftrace__flush(pt);
 	}
 
-	ci.stacks = stacks;
 	gpu__finish(gpu, last_ts + 1);
-	summary__add_section(&ci, schedtrace__print, st);
-	summary__add_section(&ci, gpu__print, gpu);
-	ci.lib_section[LIB_NCCL] = ncclsum__print;
-	ci.lib_section_ctx[LIB_NCCL] = ns;
-	ci.lib_section[LIB_NVTX] = nvtx__print;
-	ci.lib_section_ctx[LIB_NVTX] = nv;
-	ci.backtrace_ns = 100000;
+	summary__add_section(&ci, SUMMARY_LIB + LIB_NCCL, ncclsum__print, ns);
+	summary__add_section(&ci, SUMMARY_LIB + LIB_NVTX, nvtx__print, nv);
+	summary__add_section(&ci, SUMMARY_CPU, stacks_section, stacks);
+	summary__add_section(&ci, SUMMARY_OS, syscalls_section, sys);
+	summary__add_section(&ci, SUMMARY_OTHER, schedtrace__print, st);
+	summary__add_section(&ci, SUMMARY_OTHER, gpu__print, gpu);
 	schedtrace__flush(st);
 	summary__print(sum, &model, &ci, devnull);
 	if (pt) {
@@ -318,6 +333,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	schedtrace__free(st);
 	summary__free(sum);
 	ncclsum__free(ns);
+	syssum__free(sys);
 	nvtx__free(nv);
 	gpu__free(gpu);
 	model__free(&model);

@@ -254,7 +254,7 @@ static void test_nvtx_reused_id(void)
 	r.hdr.ts = 2000;
 	nvtx__record(n, &r, r.hdr.size);
 	f = open_memstream(&text, &len);
-	nvtx__print(n, f);
+	nvtx__print(n, NULL, f);
 	fclose(f);
 	check(text && strstr(text, "StartEnd") && strstr(text, "0 marks; 1 pops/ends"),
 	      "nvtx: a range started twice under one id ends once, the other is counted "

@@ -270,7 +270,7 @@ static void test_summary(void)
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 
-	ncclsum__print(sum, f);
+	ncclsum__print(sum, NULL, f);
 	fclose(f);
 	/* All-reduce on 4 ranks: 1 timed call of 4000 B in 1000 ns, two
 	 * grouped (128 B each): algbw 4000 / 1000 = 4 GB/s, busbw x 2*3/4. */

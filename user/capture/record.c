@@ -24,8 +24,6 @@
 #include "core/model.h"
 #include "capture/monitor.h"
 #include "agg.h"
-#include "sources/nccl/ncclpf.h"
-#include "sources/nccl/ncclsum.h"
 #include "sources/nvtx/nvtx.h"
 #include "nvtx_rec.h"
 #include "lib/outfile.h"
@@ -1093,17 +1091,12 @@ int record__run(const struct record_opts *o)
 	}
 	model__init(&r.model);
 	r.summary = summary__new();
-	r.ncclsum = ncclsum__new(&r.model);
-	if (!r.summary || !r.ncclsum) {
+	if (!r.summary) {
 		err("out of memory");
 		goto cleanup;
 	}
 	if (r.pt) {
-		sk = ncclpf__sink_before(r.pt);
-		model__add_sink(&r.model, &sk);
 		sk = pfsink__sink(r.pt);
-		model__add_sink(&r.model, &sk);
-		sk = ncclpf__sink_after(r.pt);
 		model__add_sink(&r.model, &sk);
 	}
 	memset(r.src_of, -1, sizeof(r.src_of));
@@ -1126,9 +1119,6 @@ int record__run(const struct record_opts *o)
 	}
 	sk = summary__sink(r.summary);
 	model__add_sink(&r.model, &sk);
-	sk = ncclsum__sink(r.ncclsum);
-	model__add_sink(&r.model, &sk);
-	summary__set_syscall_threshold(r.summary, o->syscall_threshold_ns);
 	log__hook_libbpf();
 	{
 		struct stat st;
@@ -1371,17 +1361,13 @@ cleanup:
 		ci.records = r.records;
 		/* First: it ends a window still open, before the sources end. */
 		capture__finish(r.cap, end, &ci);
-		ci.lib_section[LIB_NCCL] = ncclsum__print;
-		ci.lib_section_ctx[LIB_NCCL] = r.ncclsum;
 		for (size_t i = 0; i < r.nsrc; i++)
 			if (r.src[i]->finish)
 				r.src[i]->finish(&r, r.src_state[i], &ci);
-		ci.backtrace_ns = o->backtrace_threshold_ns;
 		ci.invalid = r.invalid;
 		ci.duration_ns = end - t0;
 		read_drops(&r, ci.drops);
 		if (r.pt && ret == 0) {
-			ncclsum__describe(r.ncclsum, r.pt);
 			flush_sources(&r);
 			report_drops(&r, end, true);
 			pftrace__clock_snapshot(r.pt);
@@ -1514,7 +1500,6 @@ cleanup:
 	cgbpf_bpf__destroy(r.skel);
 	capture__free(r.cap);
 	summary__free(r.summary);
-	ncclsum__free(r.ncclsum);
 	model__free(&r.model);
 	hmap__free(&r.live);
 	hmap__free(&r.traced);

@@ -38,6 +38,9 @@ struct api_lib {
 	/* Whether a file is probed once for every process that maps it, even
 	 * when targets have probes of their own (NULL: never). */
 	bool (*shared_file)(const char *display);
+	/* Whether a function sets memory (cuMemset*, cudaMemset*), counted
+	 * as a memset in the summary (NULL: none does). */
+	bool (*is_memset)(uint16_t func);
 };
 
 /* Bit of a library in a --trace mask. */

@@ -30,6 +30,16 @@ int model__add_sink(struct model *m, const struct sink *s)
 	return 0;
 }
 
+int model__add_sink_first(struct model *m, const struct sink *s)
+{
+	if (m->nsinks == MAX_SINKS)
+		return -E2BIG;
+	memmove(&m->sinks[1], &m->sinks[0], m->nsinks * sizeof(m->sinks[0]));
+	m->sinks[0] = *s;
+	m->nsinks++;
+	return 0;
+}
+
 static void free_names(struct hmap *h)
 {
 	uint64_t v;

@@ -140,7 +140,25 @@ struct proc {
 };
 
 struct model;
-struct syscall_ev;	/* user/sources/syscalls/syscalls.h */
+
+#define SYS_ANNOTS 6
+
+/* One recorded syscall as sinks see it (decoded by
+ * user/sources/syscalls/syscalls.c). */
+struct syscall_ev {
+	uint32_t nr;
+	const char *name;	/* "ioctl"; "syscall_NNN" when unknown */
+	uint64_t ts, end_ts;	/* entry, exit (BOOTTIME ns) */
+	int64_t ret;
+	uint64_t args[3];
+	const char *target;	/* ioctl: the fd's file ("/dev/nvidiactl"), else NULL */
+	const char *op;		/* futex: "FUTEX_WAIT_PRIVATE", else NULL */
+	/* Annotations for trace writers: arguments at the begin, results at the end. */
+	int nbegin, nend;
+	struct pf_annot begin[SYS_ANNOTS];
+	struct pf_annot end[SYS_ANNOTS];
+	char namebuf[24], targetbuf[96], opbuf[64];
+};
 
 /* Model events; each sink implements what it needs (NULL = ignore). */
 struct sink {
@@ -223,6 +241,10 @@ void model__init(struct model *m);
 void model__free(struct model *m);
 /* Adds a sink; events are delivered in the order sinks were added. */
 int model__add_sink(struct model *m, const struct sink *s);
+/* Adds a sink ahead of those added so far: for a trace writer whose
+ * slices must enclose the ones the sinks after it write
+ * (user/sources/nccl/ncclpf.c's group slice around the thread's). */
+int model__add_sink_first(struct model *m, const struct sink *s);
 
 /* The process / thread for a pid / tid, created (and announced to sinks)
  * on first use from /proc. NULL only on ENOMEM. */

@@ -23,7 +23,6 @@ struct cgbpf_bpf;
 struct attach;
 struct ring_buffer;
 struct summary;
-struct ncclsum;
 struct pftrace;
 struct pfseq;
 struct stacks;
@@ -42,7 +41,6 @@ struct session {
 	struct hmap fork_probed;	/* children whose probes the ctl ring's copy attached */
 	struct model model;
 	struct summary *summary;
-	struct ncclsum *ncclsum;
 	struct pftrace *pt;		/* NULL with --summary-only */
 	FILE *summary_f;		/* --summary-file, open from the start */
 	struct pfseq *meta;		/* cgbpf's own events (drops) */

@@ -98,6 +98,7 @@ struct source {
 extern const struct source *const sources[];
 
 /* The sources, defined in their own files. */
+extern const struct source src_nccl;		/* user/sources/nccl/ncclsrc.c */
 extern const struct source src_stacks;		/* user/sources/stacks/stacks.c */
 extern const struct source src_sched;		/* user/sources/sched/schedtrace.c */
 extern const struct source src_syscalls;	/* user/sources/syscalls/syscalls.c */

@@ -972,7 +972,7 @@ void capture__finish(struct capture *c, uint64_t ts, struct capture_info *ci)
 			     "the capture ended inside its window)", cur(c, s)->path, s->pid,
 			     cur(c, s)->steps, cur(c, s)->calls);
 	}
-	summary__add_section(ci, print_section, c);
+	summary__add_section(ci, SUMMARY_OTHER, print_section, c);
 }
 
 void capture__free(struct capture *c)

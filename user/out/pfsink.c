@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <string.h>
 #include "out/pfsink.h"
-#include "sources/syscalls/syscalls.h"
 
 static const char *const counter_names[CTR__COUNT] = {
 	[CTR_GPU_MEM] = "GPU memory (cuMemAlloc)",

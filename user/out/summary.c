@@ -4,15 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/apilib.h"
-#include "sources/cuda/cuda.h"
-#include "sources/cuda/cudart.h"
 #include "lib/hmap.h"
-#include "sources/stacks/stacks.h"
 #include "lib/stats.h"
 #include "lib/log.h"
 #include "out/summary.h"
 #include "lib/sumtab.h"
-#include "sources/syscalls/syscalls.h"
 
 struct kernel_count {
 	char *name;
@@ -25,14 +21,13 @@ struct summary {
 	struct stats *inner[LIB__COUNT];	/* CUDA API calls made inside another one */
 	uint16_t nfuncs[LIB__COUNT];
 	const char **names[LIB__COUNT];		/* per function: its name in the trace */
+	bool (*is_memset[LIB__COUNT])(uint16_t func);	/* the libraries' (core/apilib.h) */
 	struct hmap kernels;			/* hash(name) -> struct kernel_count * */
 	uint64_t unnamed_launches;
 	uint64_t launches;
 	uint64_t copies[DIR__COUNT], copy_bytes[DIR__COUNT];
 	uint64_t memsets, memset_bytes;
 	uint64_t errors;
-	struct syssum *sys;			/* user/sources/syscalls/syscalls.c */
-	uint64_t syscall_threshold_ns;
 };
 
 struct summary *summary__new(void)
@@ -41,14 +36,13 @@ struct summary *summary__new(void)
 
 	if (!s)
 		return NULL;
-	s->sys = syssum__new();
-	s->syscall_threshold_ns = UINT64_MAX;
 	for (unsigned l = 0; l < LIB__COUNT; l++) {
 		const struct api_lib *lib = apilib__get(l);
 
 		if (!lib || !lib->nfuncs)
 			continue;
 		s->nfuncs[l] = lib->nfuncs;
+		s->is_memset[l] = lib->is_memset;
 		s->funcs[l] = calloc(lib->nfuncs, sizeof(struct stats));
 		s->names[l] = calloc(lib->nfuncs, sizeof(char *));
 		if (!s->funcs[l] || !s->names[l])
@@ -59,8 +53,6 @@ struct summary *summary__new(void)
 				goto fail;
 		}
 	}
-	if (!s->sys)
-		goto fail;
 	return s;
 fail:
 	summary__free(s);
@@ -90,7 +82,6 @@ void summary__free(struct summary *s)
 		free(k);
 	}
 	hmap__free(&s->kernels);
-	syssum__free(s->sys);
 	free(s);
 }
 
@@ -158,26 +149,15 @@ static void on_end(void *ctx, struct thread *t, struct call *c)
 	if (c->dir != DIR_NONE && c->ret == 0) {
 		s->copies[c->dir]++;
 		s->copy_bytes[c->dir] += c->bytes;
-	} else if (((c->lib == LIB_CUDA && cuda_funcs[c->func].cls == CU_C_MEMSET) ||
-		    (c->lib == LIB_CUDART && cudart__is_memset(c->func))) && c->ret == 0) {
+	} else if (s->is_memset[c->lib] && s->is_memset[c->lib](c->func) && c->ret == 0) {
 		s->memsets++;
 		s->memset_bytes += c->bytes;
 	}
 }
 
-static void on_syscall(void *ctx, struct thread *t, const struct syscall_ev *e)
-{
-	syssum__add(((struct summary *)ctx)->sys, e);
-}
-
 struct sink summary__sink(struct summary *s)
 {
-	return (struct sink){ .ctx = s, .call_end = on_end, .syscall = on_syscall };
-}
-
-void summary__set_syscall_threshold(struct summary *s, uint64_t ns)
-{
-	s->syscall_threshold_ns = ns;
+	return (struct sink){ .ctx = s, .call_end = on_end };
 }
 
 struct row {
@@ -318,14 +298,10 @@ void summary__print(struct summary *s, const struct model *m, const struct captu
 	print_api(s, f);
 	print_kernels(s, f);
 	print_memory(s, m, f);
-	for (int l = 0; l < LIB__COUNT; l++)
-		if (ci->lib_section[l])
-			ci->lib_section[l](ci->lib_section_ctx[l], f);
-	if (ci->stacks)
-		stacks__summary(ci->stacks, ci->backtrace_ns, f);
-	syssum__print(s->sys, s->syscall_threshold_ns, f);
-	for (size_t i = 0; i < ci->nsections; i++)
-		ci->sections[i].print(ci->sections[i].ctx, ci->drops, f);
+	for (int p = 0; p < SUMMARY__PLACES; p++)
+		for (size_t i = 0; i < ci->nsections; i++)
+			if (ci->sections[i].place == (enum summary_place)p)
+				ci->sections[i].print(ci->sections[i].ctx, ci->drops, f);
 	fprintf(f, "\n** Capture:\n\n");
 	fprintf(f, "   duration %.3f s, %" PRIu64 " records, %zu library file(s), %zu probes\n",
 		ci->duration_ns / 1e9, ci->records, ci->lib_files, ci->probes);
@@ -379,7 +355,7 @@ void summary__print(struct summary *s, const struct model *m, const struct captu
 		fprintf(f, "   %" PRIu64 " calls returned an error\n", s->errors);
 }
 
-void summary__add_section(struct capture_info *ci,
+void summary__add_section(struct capture_info *ci, enum summary_place place,
 			  void (*print)(const void *ctx, const uint64_t *drops, FILE *f),
 			  const void *ctx)
 {
@@ -389,6 +365,7 @@ void summary__add_section(struct capture_info *ci,
 		warn("summary: more than %zu source sections; one is left out", max);
 		return;
 	}
+	ci->sections[ci->nsections].place = place;
 	ci->sections[ci->nsections].print = print;
 	ci->sections[ci->nsections++].ctx = ctx;
 }

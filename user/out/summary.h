@@ -9,7 +9,6 @@
 #include "core/model.h"
 
 struct summary;
-struct stacks;
 
 /* What the capture itself knows, printed with the tables. */
 /* A library file probed only after a process had mapped it: calls the
@@ -19,6 +18,17 @@ struct late_attach {
 	char comm[16];
 	char file[64];
 	uint64_t window_ns;	/* from the mapping's return to the probes in place */
+};
+
+/* Where a section is printed: after the CUDA API, kernel and memory
+ * tables, place by place in this order, the sections of one place in the
+ * order they were added; then "Capture". */
+enum summary_place {
+	SUMMARY_LIB,				/* + enum rec_lib: an API library's */
+	SUMMARY_CPU = SUMMARY_LIB + LIB__COUNT,	/* CPU samples and backtraces */
+	SUMMARY_OS,				/* syscalls */
+	SUMMARY_OTHER,				/* capture windows, then the sources' */
+	SUMMARY__PLACES,
 };
 
 struct capture_info {
@@ -32,18 +42,14 @@ struct capture_info {
 	const struct late_attach *late;	/* mappings that came before their probes */
 	size_t nlate;
 	uint64_t forks_unprobed;	/* forked children that exited before their probes */
-	struct stacks *stacks;		/* CPU samples and backtraces, or NULL */
-	uint64_t backtrace_ns;		/* --backtrace-threshold; UINT64_MAX: off */
-	/* The sources' sections (user/core/source.h), printed before "Capture". */
+	/* The sections of the sources (user/core/source.h, their finish hook)
+	 * and of the capture windows (user/out/capwin.c). */
 	struct {
+		enum summary_place place;
 		void (*print)(const void *ctx, const uint64_t *drops, FILE *f);
 		const void *ctx;
-	} sections[8];
+	} sections[16];
 	size_t nsections;
-	/* Sections of the API libraries (user/sources/nccl/ncclsum.c), printed after the
-	 * memory tables; NULL where a library has none. */
-	void (*lib_section[LIB__COUNT])(const void *ctx, FILE *f);
-	const void *lib_section_ctx[LIB__COUNT];
 };
 
 struct summary *summary__new(void);
@@ -51,14 +57,13 @@ struct summary *summary__new(void);
 void summary__free(struct summary *s);
 /* The sink feeding s. */
 struct sink summary__sink(struct summary *s);
-/* Prints the tables; model gives processes (peak memory) and counts of
- * unmatched events. */
+/* Prints the tables, ci's sections and the capture's counts; model gives
+ * processes (peak memory) and counts of unmatched events. */
 void summary__print(struct summary *s, const struct model *m, const struct capture_info *ci,
 		    FILE *f);
-/* The --syscall-threshold in force (UINT64_MAX: off), for the syscall table. */
-void summary__set_syscall_threshold(struct summary *s, uint64_t ns);
-/* Adds a source's section to ci (at most 8; more are dropped, loudly). */
-void summary__add_section(struct capture_info *ci,
+/* Adds a section to ci, printed at place (at most 16; more are dropped,
+ * loudly); print gets ctx and ci's drops. */
+void summary__add_section(struct capture_info *ci, enum summary_place place,
 			  void (*print)(const void *ctx, const uint64_t *drops, FILE *f),
 			  const void *ctx);
 /* Calls counted for (lib, func) (for tests). */

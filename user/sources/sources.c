@@ -3,14 +3,17 @@
 
 /*
  * The event sources of a capture, in the order record.c calls them
- * (user/core/source.h). The scheduler comes first: its programs share a
- * tracepoint (sched_process_exit) with the core's and must see a target
- * before the core forgets it. Stacks come before NVTX so that a process's
- * maps are read before anything else that exits it. Python comes before
- * stacks: a backtrace's or sample's Python frames arrive first and the
- * stacks source takes them (the model's stack_py hook, user/core/model.h).
+ * (user/core/source.h). NCCL comes first, with no programs: its trace
+ * sinks must go around the trace writer's, the only sink when its init runs
+ * (user/sources/nccl/ncclsrc.c). The scheduler comes first of those with
+ * programs: they share a tracepoint (sched_process_exit) with the core's
+ * and must see a target before the core forgets it. Stacks come before
+ * NVTX so that a process's maps are read before anything else that exits
+ * it. Python comes before stacks: a backtrace's or sample's Python frames
+ * arrive first and the stacks source takes them (the model's stack_py hook, user/core/model.h).
  */
 const struct source *const sources[] = {
+	&src_nccl,
 	&src_sched,
 	&src_python,
 	&src_stacks,

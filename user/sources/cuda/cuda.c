@@ -516,6 +516,12 @@ static void agg_cfg(uint16_t func, struct agg_cfg *c)
 
 static const char *const watch[] = { "libcuda.so", NULL };
 
+/* cuMemset*: bytes counted as a memset in the summary. */
+static bool is_memset(uint16_t func)
+{
+	return func < CU_FN__COUNT && cuda_funcs[func].cls == CU_C_MEMSET;
+}
+
 const struct api_lib cuda_lib = {
 	.id = LIB_CUDA,
 	.name = "cuda",
@@ -526,4 +532,5 @@ const struct api_lib cuda_lib = {
 	.cookie = cuda__cookie,
 	.ops = &cuda_ops,
 	.agg_cfg = agg_cfg,
+	.is_memset = is_memset,
 };

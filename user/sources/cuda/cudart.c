@@ -447,4 +447,5 @@ const struct api_lib cudart_lib = {
 	.cookie = cookie,
 	.ops = &ops,
 	.agg_cfg = agg_cfg,
+	.is_memset = cudart__is_memset,
 };

@@ -474,8 +474,8 @@ static void gpu_finish(struct session *s, void *state, struct capture_info *ci)
 
 	(void)s;
 	gpu__finish(g->gpu, session__now());
-	summary__add_section(ci, gpu__print, g->gpu);
-	summary__add_section(ci, gpu_print, state);
+	summary__add_section(ci, SUMMARY_OTHER, gpu__print, g->gpu);
+	summary__add_section(ci, SUMMARY_OTHER, gpu_print, state);
 }
 
 static void gpu_fini(struct session *s, void *state)

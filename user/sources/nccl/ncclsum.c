@@ -176,7 +176,7 @@ void ncclsum__describe(const struct ncclsum *s, struct pftrace *pt)
 	free(all);
 }
 
-void ncclsum__print(const void *ctx, FILE *f)
+void ncclsum__print(const void *ctx, const uint64_t *drops, FILE *f)
 {
 	/* Medians sort their samples in place. */
 	struct ncclsum *s = (struct ncclsum *)ctx;
@@ -185,6 +185,7 @@ void ncclsum__print(const void *ctx, FILE *f)
 				 .group_ops = s->group_ops, .group_bytes = s->group_bytes,
 				 .nested = s->nested };
 
+	(void)drops;
 	for (int i = 0; i < NC_FN__COUNT; i++) {
 		struct op_sum *o = &s->ops[i];
 

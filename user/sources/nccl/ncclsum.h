@@ -21,8 +21,8 @@ void ncclsum__free(struct ncclsum *s);
 /* The sink feeding s. */
 struct sink ncclsum__sink(struct ncclsum *s);
 /* Prints the section (nothing when no NCCL call was seen); ctx is the
- * struct ncclsum (a capture_info lib_section hook). */
-void ncclsum__print(const void *ctx, FILE *f);
+ * struct ncclsum (a summary section, user/out/summary.h). */
+void ncclsum__print(const void *ctx, const uint64_t *drops, FILE *f);
 /* Writes the communicators nccl_sum lists into the trace (attributes
  * cgbpf.nccl_comm), for cgbpf stats. Accepts NULL. */
 void ncclsum__describe(const struct ncclsum *s, struct pftrace *pt);

@@ -800,7 +800,7 @@ void nvtx__finish(struct nvtx *n, uint64_t ts)
 
 /* ------------------------------------------------------------ summary */
 
-void nvtx__print(const void *ctx, FILE *f)
+void nvtx__print(const void *ctx, const uint64_t *drops, FILE *f)
 {
 	const struct nvtx *n = ctx;
 	struct sumtab_row *rows;
@@ -808,6 +808,7 @@ void nvtx__print(const void *ctx, FILE *f)
 	uint64_t v;
 	size_t nr = 0;
 
+	(void)drops;
 	rows = calloc(n->rows.count ? n->rows.count : 1, sizeof(*rows));
 	names = calloc(n->rows.count ? n->rows.count : 1, sizeof(*names));
 	if (!rows || !names) {
@@ -884,8 +885,7 @@ static void nvtx_finish(struct session *s, void *state, struct capture_info *ci)
 		const struct nvtx *n = state;
 		char v[24];
 
-		ci->lib_section[LIB_NVTX] = nvtx__print;
-		ci->lib_section_ctx[LIB_NVTX] = state;
+		summary__add_section(ci, SUMMARY_LIB + LIB_NVTX, nvtx__print, state);
 		/* The one nvtx_sum number the ranges in the trace do not tell. */
 		snprintf(v, sizeof(v), "%" PRIu64, n->unmatched);
 		if (s->pt)

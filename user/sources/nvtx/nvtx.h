@@ -25,8 +25,9 @@ void nvtx__record(struct nvtx *n, const struct rec_nvtx *r, size_t size);
 void nvtx__proc_exit(struct nvtx *n, uint32_t pid, uint64_t ts);
 /* Ranges still open at the end of the capture end there. */
 void nvtx__finish(struct nvtx *n, uint64_t ts);
-/* "** NVTX Range Summary (nvtx_sum)"; a capture_info.lib_section. */
-void nvtx__print(const void *ctx, FILE *f);
+/* "** NVTX Range Summary (nvtx_sum)"; ctx is the struct nvtx (a summary
+ * section, user/out/summary.h). */
+void nvtx__print(const void *ctx, const uint64_t *drops, FILE *f);
 /* Whether a file's base name is cgbpf's injection library's (either name). */
 bool nvtx__is_injection_lib(const char *base);
 

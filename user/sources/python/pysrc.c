@@ -1166,7 +1166,7 @@ static void py_finish(struct session *s, void *state, struct capture_info *ci)
 	    " refused, %" PRIu64 " not described", ps->stat[PYS_CODES], ps->codes, ps->codes_bad,
 	    ps->stat[PYS_CODE_FAIL]);
 	dbg("python: %" PRIu64 " code objects freed in traced processes", ps->stat[PYS_CODE_FREED]);
-	summary__add_section(ci, py_print, ps);
+	summary__add_section(ci, SUMMARY_OTHER, py_print, ps);
 }
 
 static void py_fini(struct session *s, void *state)

@@ -1006,7 +1006,7 @@ static void sched_flush(struct session *s, void *state)
 static void sched_finish(struct session *s, void *state, struct capture_info *ci)
 {
 	(void)s;
-	summary__add_section(ci, schedtrace__print, state);
+	summary__add_section(ci, SUMMARY_OTHER, schedtrace__print, state);
 }
 
 static void sched_fini(struct session *s, void *state)

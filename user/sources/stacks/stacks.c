@@ -513,13 +513,22 @@ static bool stacks_window_close(struct session *s, void *state, uint32_t pid)
 	return s->o->sample_hz > 0;
 }
 
+/* The "CPU samples" section; ctx is the session. */
+static void stacks_print(const void *ctx, const uint64_t *drops, FILE *f)
+{
+	const struct session *s = ctx;
+
+	(void)drops;
+	stacks__summary(s->stacks, s->o->backtrace_threshold_ns, f);
+}
+
 static void stacks_finish(struct session *s, void *state, struct capture_info *ci)
 {
 	const struct stacks_stats *st = stacks__stats(s->stacks);
 	char v[32];
 
 	(void)state;
-	ci->stacks = s->stacks;
+	summary__add_section(ci, SUMMARY_CPU, stacks_print, s);
 	/* For `cgbpf stats`: what the samples in the trace do not say. */
 	if (s->pt && st->hz) {
 		snprintf(v, sizeof(v), "%u", st->hz);

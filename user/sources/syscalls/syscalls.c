@@ -12,6 +12,7 @@
 #include "core/opts.h"
 #include "core/session.h"
 #include "core/source.h"
+#include "out/summary.h"
 #include "sources/syscalls/syscalls.h"
 
 #define NSYSCALLS (sizeof(syscall_names) / sizeof(syscall_names[0]))
@@ -212,6 +213,17 @@ void syssum__add(struct syssum *s, const struct syscall_ev *e)
 	s->total_calls++;
 }
 
+static void on_syscall(void *ctx, struct thread *t, const struct syscall_ev *e)
+{
+	(void)t;
+	syssum__add(ctx, e);
+}
+
+struct sink syssum__sink(struct syssum *s)
+{
+	return (struct sink){ .ctx = s, .syscall = on_syscall };
+}
+
 uint64_t syssum__calls(const struct syssum *s, uint32_t nr)
 {
 	return s->by_nr[nr < NSYSCALLS ? nr : NSYSCALLS].n;
@@ -244,15 +256,37 @@ void syssum__print(struct syssum *s, uint64_t threshold_ns, FILE *f)
 
 /* ---------------------------------------------------------------- source */
 
-static bool sys_wanted(const struct record_opts *o)
+static bool sys_traced(const struct record_opts *o)
 {
 	return o->syscall_threshold_ns != THRESHOLD_OFF;
+}
+
+/* Always on, tracepoints or not: with --syscall-threshold off the
+ * summary's table says that syscalls were not traced. */
+static int sys_init(struct session *s, void **state)
+{
+	struct syssum *sum = syssum__new();
+	struct sink sk;
+
+	if (!sum) {
+		err("out of memory");
+		return -ENOMEM;
+	}
+	sk = syssum__sink(sum);
+	if (model__add_sink(&s->model, &sk)) {
+		err("too many model sinks for the syscall summary");
+		syssum__free(sum);
+		return -E2BIG;
+	}
+	*state = sum;
+	return 0;
 }
 
 static int sys_prepare(struct session *s, void *state)
 {
 	(void)state;
-	s->skel->rodata->syscall_threshold_ns = s->o->syscall_threshold_ns;
+	if (sys_traced(s->o))
+		s->skel->rodata->syscall_threshold_ns = s->o->syscall_threshold_ns;
 	return 0;
 }
 
@@ -264,6 +298,8 @@ static int sys_start(struct session *s, void *state)
 	int err;
 
 	(void)state;
+	if (!sys_traced(s->o))
+		return 0;
 	skel->links.syscall_enter = bpf_program__attach(skel->progs.syscall_enter);
 	skel->links.syscall_exit = bpf_program__attach(skel->progs.syscall_exit);
 	if (!skel->links.syscall_enter || !skel->links.syscall_exit) {
@@ -283,11 +319,34 @@ static int sys_rec(struct session *s, void *state, const void *data, size_t size
 	return 0;
 }
 
+/* The table; ctx is the session. */
+static void sys_print(const void *ctx, const uint64_t *drops, FILE *f)
+{
+	const struct session *s = ctx;
+
+	(void)drops;
+	syssum__print(session__source(s, &src_syscalls), s->o->syscall_threshold_ns, f);
+}
+
+static void sys_finish(struct session *s, void *state, struct capture_info *ci)
+{
+	(void)state;
+	summary__add_section(ci, SUMMARY_OS, sys_print, s);
+}
+
+static void sys_fini(struct session *s, void *state)
+{
+	(void)s;
+	syssum__free(state);
+}
+
 const struct source src_syscalls = {
 	.name = "syscalls",
 	.types = { REC_SYSCALL },
-	.wanted = sys_wanted,
+	.init = sys_init,
 	.prepare = sys_prepare,
 	.start = sys_start,
 	.record = sys_rec,
+	.finish = sys_finish,
+	.fini = sys_fini,
 };

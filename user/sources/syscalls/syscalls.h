@@ -11,26 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "core/model.h"
-#include "out/perfetto.h"
 #include "syscalls_rec.h"
-
-#define SYS_ANNOTS 6
-
-/* One recorded syscall as sinks see it. */
-struct syscall_ev {
-	uint32_t nr;
-	const char *name;	/* "ioctl"; "syscall_NNN" when unknown */
-	uint64_t ts, end_ts;	/* entry, exit (BOOTTIME ns) */
-	int64_t ret;
-	uint64_t args[3];
-	const char *target;	/* ioctl: the fd's file ("/dev/nvidiactl"), else NULL */
-	const char *op;		/* futex: "FUTEX_WAIT_PRIVATE", else NULL */
-	/* Annotations for trace writers: arguments at the begin, results at the end. */
-	int nbegin, nend;
-	struct pf_annot begin[SYS_ANNOTS];
-	struct pf_annot end[SYS_ANNOTS];
-	char namebuf[24], targetbuf[96], opbuf[64];
-};
 
 /* Decodes a validated REC_SYSCALL record and hands it to the sinks. */
 void model__syscall(struct model *m, const struct rec_syscall *r);
@@ -50,6 +31,8 @@ struct syssum *syssum__new(void);
 /* Frees; accepts NULL. */
 void syssum__free(struct syssum *s);
 void syssum__add(struct syssum *s, const struct syscall_ev *e);
+/* The sink feeding s (syssum__add for each syscall). */
+struct sink syssum__sink(struct syssum *s);
 /* Prints the table; threshold_ns is the recording threshold (THRESHOLD_OFF:
  * syscalls were not traced). */
 void syssum__print(struct syssum *s, uint64_t threshold_ns, FILE *f);

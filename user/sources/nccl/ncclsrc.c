@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The NCCL source. NCCL's calls come through the core's API probes and
+ * are decoded by user/sources/nccl/nccl.c (the library's descriptor); this
+ * source adds what a capture makes of them: the trace's group slices and
+ * communicator tracks (user/sources/nccl/ncclpf.c), the "NCCL Summary"
+ * section (user/sources/nccl/ncclsum.c), and the communicators written
+ * into the trace for cgbpf stats.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include "lib/log.h"
+#include "core/session.h"
+#include "core/source.h"
+#include "out/summary.h"
+#include "sources/nccl/ncclpf.h"
+#include "sources/nccl/ncclsum.h"
+
+struct ncclsrc {
+	struct ncclsum *sum;
+	bool last_flush;	/* finish came: the next flush is the trace's last */
+};
+
+/*
+ * The trace's sinks go around the thread's own (user/out/pfsink.c, which
+ * record.c adds before any source's): the group slice opens before the
+ * ncclGroupStart slice and closes after the ncclGroupEnd slice. This
+ * source is first in the table (user/sources/sources.c), so that sink is
+ * the only one yet and the "after" sink comes right behind it.
+ */
+static int nccl_init(struct session *s, void **state)
+{
+	struct ncclsrc *n = calloc(1, sizeof(*n));
+	struct sink before, after, sum;
+
+	if (n)
+		n->sum = ncclsum__new(&s->model);
+	if (!n || !n->sum) {
+		free(n);
+		err("out of memory");
+		return -ENOMEM;
+	}
+	sum = ncclsum__sink(n->sum);
+	if (s->pt) {
+		before = ncclpf__sink_before(s->pt);
+		after = ncclpf__sink_after(s->pt);
+		if (model__add_sink_first(&s->model, &before) ||
+		    model__add_sink(&s->model, &after))
+			goto full;
+	}
+	if (model__add_sink(&s->model, &sum))
+		goto full;
+	*state = n;
+	return 0;
+full:
+	err("too many model sinks for NCCL");
+	ncclsum__free(n->sum);
+	free(n);
+	return -E2BIG;
+}
+
+/* The communicators as the capture ended, for cgbpf stats: at the flush
+ * that follows finish, the trace's last (user/capture/record.c), which
+ * comes only when the capture ran. */
+static void nccl_flush(struct session *s, void *state)
+{
+	struct ncclsrc *n = state;
+
+	if (!n->last_flush)
+		return;
+	n->last_flush = false;
+	ncclsum__describe(n->sum, s->pt);
+}
+
+static void nccl_finish(struct session *s, void *state, struct capture_info *ci)
+{
+	struct ncclsrc *n = state;
+
+	(void)s;
+	summary__add_section(ci, SUMMARY_LIB + LIB_NCCL, ncclsum__print, n->sum);
+	n->last_flush = true;
+}
+
+static void nccl_fini(struct session *s, void *state)
+{
+	struct ncclsrc *n = state;
+
+	(void)s;
+	ncclsum__free(n->sum);
+	free(n);
+}
+
+const struct source src_nccl = {
+	.name = "nccl",
+	.init = nccl_init,
+	.flush = nccl_flush,
+	.finish = nccl_finish,
+	.fini = nccl_fini,
+};
