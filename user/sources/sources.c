@@ -10,7 +10,8 @@
  * and must see a target before the core forgets it. Stacks come before
  * NVTX so that a process's maps are read before anything else that exits
  * it. Python comes before stacks: a backtrace's or sample's Python frames
- * arrive first and the stacks source takes them (the model's stack_py hook, user/core/model.h).
+ * arrive first and the stacks source takes them (the model's stack_py
+ * hook, user/core/model.h).
  */
 const struct source *const sources[] = {
 	&src_nccl,
