@@ -1033,18 +1033,23 @@ static void flush_sources(struct session *r)
 			r->src[i]->flush(r, r->src_state[i]);
 }
 
-int record__run(const struct record_opts *o)
-{
-	struct session r = { .o = o, .child = -1, .handle = handle_record };
-	struct traceout out = { 0 };
-	struct capture_info ci = { 0 };
-	struct sigaction sa = { .sa_handler = on_signal };
-	struct sink sk;
-	uint64_t t0 = session__now(), last_flush, last_scan, last_system_scan, deadline = 0;
-	int release_fd = -1, err = 0, ret = 1;
-	bool timed_out = false;
+/* One run of record__run: the session and what its steps hand on. */
+struct run {
+	struct session r;
+	struct traceout out;
+	struct capture_info ci;
+	uint64_t t0;		/* the capture's start (the trace's first event) */
+	uint64_t deadline;	/* --duration's end; 0: none */
+	int release_fd;		/* -- CMD waits until this is written */
+	bool timed_out;		/* --duration or the windows ended it, not the targets */
+};
 
-	err = check_caps();
+/* What can fail before any BPF work: privileges, BTF, the pids given.
+ * 0, or the exit code after saying why. */
+static int check_targets(const struct record_opts *o)
+{
+	int err = check_caps();
+
 	if (!err)
 		err = check_btf();
 	if (err)
@@ -1059,454 +1064,606 @@ int record__run(const struct record_opts *o)
 			return 1;
 		}
 	}
-	/* Check what can fail before the BPF work: the port, the dump dir. */
+	return 0;
+}
+
+/* The monitor's port and dump dir, the summary file and the trace,
+ * opened before the BPF work: a typo in -o must not cost a capture. 0,
+ * or the exit code after saying why (nothing left behind). */
+static int open_outputs(struct run *run)
+{
+	struct session *r = &run->r;
+	const struct record_opts *o = r->o;
+	int ret;
+
 	if (o->monitor) {
-		r.mon = monitor__new(o->monitor);
-		if (!r.mon)
+		r->mon = monitor__new(o->monitor);
+		if (!r->mon)
 			return 1;
-		r.pysites = monitor__pysites(r.mon);
+		r->pysites = monitor__pysites(r->mon);
 	}
-	/* Open the outputs first: a typo in -o must not cost a capture. */
 	if (o->summary_path && !o->no_summary) {
-		r.summary_f = outfile__fopen_new(o->summary_path, OUTFILE_MODE, o->force);
-		if (!r.summary_f && errno == EEXIST && !o->force) {
+		r->summary_f = outfile__fopen_new(o->summary_path, OUTFILE_MODE, o->force);
+		if (!r->summary_f && errno == EEXIST && !o->force) {
 			err("%s exists: cgbpf does not overwrite it without --force", o->summary_path);
 			return 2;
 		}
-		if (!r.summary_f) {
+		if (!r->summary_f) {
 			err("cannot write %s: %s", o->summary_path, outfile__strerror(-errno));
 			return 1;
 		}
 	}
 	if (!o->summary_only) {
-		ret = traceout__open(&out, o, &r.pt);
+		ret = traceout__open(&run->out, o, &r->pt);
 		if (ret) {
-			if (r.summary_f) {
-				outfile__discard(fileno(r.summary_f), o->summary_path);
-				fclose(r.summary_f);
+			if (r->summary_f) {
+				outfile__discard(fileno(r->summary_f), o->summary_path);
+				fclose(r->summary_f);
 			}
 			return ret;
 		}
-		ret = 1;
 	}
-	model__init(&r.model);
-	r.summary = summary__new();
-	if (!r.summary) {
+	return 0;
+}
+
+/* The model and its sinks, and the wanted sources' states: the trace
+ * writer's sink first, the summary's after every source's. 0 or -1 after
+ * saying why. */
+static int init_sources(struct session *r)
+{
+	struct sink sk;
+
+	model__init(&r->model);
+	r->summary = summary__new();
+	if (!r->summary) {
 		err("out of memory");
-		goto cleanup;
+		return -1;
 	}
-	if (r.pt) {
-		sk = pfsink__sink(r.pt);
-		model__add_sink(&r.model, &sk);
+	if (r->pt) {
+		sk = pfsink__sink(r->pt);
+		model__add_sink(&r->model, &sk);
 	}
-	memset(r.src_of, -1, sizeof(r.src_of));
+	memset(r->src_of, -1, sizeof(r->src_of));
 	for (size_t i = 0; sources[i]; i++) {
 		const struct source *src = sources[i];
 
-		if (src->wanted && !src->wanted(o))
+		if (src->wanted && !src->wanted(r->o))
 			continue;
-		if (r.nsrc == SESSION_SOURCES) {
+		if (r->nsrc == SESSION_SOURCES) {
 			err("too many event sources (%s)", src->name);
-			goto cleanup;
+			return -1;
 		}
-		r.src[r.nsrc] = src;
-		if (src->init && src->init(&r, &r.src_state[r.nsrc]))
-			goto cleanup;	/* it said why */
+		r->src[r->nsrc] = src;
+		if (src->init && src->init(r, &r->src_state[r->nsrc]))
+			return -1;	/* it said why */
 		for (int k = 0; k < SRC_TYPES && src->types[k]; k++)
 			if (src->types[k] < REC__COUNT)
-				r.src_of[src->types[k]] = r.nsrc;
-		r.nsrc++;
+				r->src_of[src->types[k]] = r->nsrc;
+		r->nsrc++;
 	}
-	sk = summary__sink(r.summary);
-	model__add_sink(&r.model, &sk);
-	log__hook_libbpf();
-	{
-		struct stat st;
+	sk = summary__sink(r->summary);
+	model__add_sink(&r->model, &sk);
+	return 0;
+}
 
-		if (!stat("/", &st)) {
-			r.root_dev = st.st_dev;
-			r.root_ino = st.st_ino;
-		}
+/* The BPF object, the capture windows and the monitor's aggregates. 0 or
+ * -1 after saying why. */
+static int open_capture(struct run *run)
+{
+	struct session *r = &run->r;
+	const struct record_opts *o = r->o;
+	struct stat st;
+
+	log__hook_libbpf();
+	if (!stat("/", &st)) {
+		r->root_dev = st.st_dev;
+		r->root_ino = st.st_ino;
 	}
-	if (resolve_cgroups(&r) || open_bpf(&r))
-		goto cleanup;
+	if (resolve_cgroups(r) || open_bpf(r))
+		return -1;
 	if (capture__gated(&o->cap)) {
 		struct capture_env env = {
-			.o = &o->cap, .m = &r.model, .pt = r.pt, .pattern = o->output,
-			.made = r.pt && !out.split ? traceout__current(&out) : NULL,
-			.split = out.split,
+			.o = &o->cap, .m = &r->model, .pt = r->pt, .pattern = o->output,
+			.made = r->pt && !run->out.split ? traceout__current(&run->out) : NULL,
+			.split = run->out.split,
 			.pid = o->npids ? o->pids[0] : 0, .force = o->force,
-			.gate_fd = bpf_map__fd(r.skel->maps.gate), .flush = flush_for_capture,
-			.flush_ctx = &r, .window_close = window_close,
+			.gate_fd = bpf_map__fd(r->skel->maps.gate), .flush = flush_for_capture,
+			.flush_ctx = r, .window_close = window_close,
 			.window_settled = window_settled, .window_end = window_end,
 		};
 
 		/* Before anything is described: the descriptors are kept for
 		 * every file. */
-		r.cap = capture__new(&env, session__now());
-		if (!r.cap) {
+		r->cap = capture__new(&env, session__now());
+		if (!r->cap) {
 			err("capture windows: %s", strerror(errno));
-			goto cleanup;
+			return -1;
 		}
 	}
-	if (r.mon && monitor__start(r.mon, r.skel, &r.model, r.attach))
-		goto cleanup;
+	if (r->mon && monitor__start(r->mon, r->skel, &r->model, r->attach))
+		return -1;
+	return 0;
+}
+
+static void set_signals(const struct session *r)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	if (r.mon) {
+	if (r->mon) {
 		struct sigaction su = { .sa_handler = on_usr1 };
 
 		sigaction(SIGUSR1, &su, NULL);
 	}
 	signal(SIGPIPE, SIG_IGN);
+}
 
-	t0 = session__now();
-	if (r.pt)
-		describe_cgbpf(&r, t0);
+/* -- CMD forked, waiting for its release, with the sources told. 0, or
+ * the exit code after saying why. */
+static int spawn_command(struct run *run)
+{
+	struct session *r = &run->r;
+	const struct record_opts *o = r->o;
+	int err;
 
-	if (o->cmd) {
-		for (size_t i = 0; i < r.nsrc; i++)
-			if (r.src[i]->spawn)
-				r.src[i]->spawn(&r, r.src_state[i], o->cmd[0]);
-		r.child = spawn(o->cmd, &release_fd);
-		if (r.child < 0) {
-			err("cannot start %s: %s", o->cmd[0], strerror(-r.child));
-			goto cleanup;
-		}
-		add_target(&r, r.child);
-		for (size_t i = 0; i < r.nsrc; i++)
-			if (r.src[i]->spawned)
-				r.src[i]->spawned(&r, r.src_state[i], (uint32_t)r.child);
-		/* Before it runs: a name taken or unusable costs no capture.
-		 * Capture windows name their files when they open them. */
-		if (r.cap)
-			capture__set_pid(r.cap, r.child);
-		err = r.cap ? 0 : traceout__named(&out, r.child);
-		if (err) {
-			ret = err;
-			goto cleanup;
-		}
+	for (size_t i = 0; i < r->nsrc; i++)
+		if (r->src[i]->spawn)
+			r->src[i]->spawn(r, r->src_state[i], o->cmd[0]);
+	r->child = spawn(o->cmd, &run->release_fd);
+	if (r->child < 0) {
+		err("cannot start %s: %s", o->cmd[0], strerror(-r->child));
+		return 1;
 	}
+	add_target(r, r->child);
+	for (size_t i = 0; i < r->nsrc; i++)
+		if (r->src[i]->spawned)
+			r->src[i]->spawned(r, r->src_state[i], (uint32_t)r->child);
+	/* Before it runs: a name taken or unusable costs no capture.
+	 * Capture windows name their files when they open them. */
+	if (r->cap)
+		capture__set_pid(r->cap, r->child);
+	err = r->cap ? 0 : traceout__named(&run->out, r->child);
+	return err;
+}
+
+/* The -p targets (and with --follow their descendants), then every
+ * target's libraries probed: the files its loader would load, before it
+ * maps them, and what it maps already. */
+static void add_given_targets(struct session *r)
+{
+	const struct record_opts *o = r->o;
+	uint64_t pid;
+
 	for (size_t i = 0; i < o->npids; i++) {
-		if (o->all && !passes_filters(&r, o->pids[i])) {
+		if (o->all && !passes_filters(r, o->pids[i])) {
 			warn("pid %d does not pass --comm/--cgroup: not traced", o->pids[i]);
 			continue;
 		}
-		add_target(&r, o->pids[i]);
-		model__proc(&r.model, o->pids[i]);
+		add_target(r, o->pids[i]);
+		model__proc(&r->model, o->pids[i]);
 		if (o->follow) {
 			pid_t *kids;
 			size_t nkids;
 
 			if (!procfs__descendants(o->pids[i], &kids, &nkids)) {
 				for (size_t k = 0; k < nkids; k++)
-					add_target(&r, kids[k]);
+					add_target(r, kids[k]);
 				free(kids);
 			}
 		}
 	}
-	{
-		uint64_t pid;
-
-		/* Probe, before they map them, the files each target's loader
-		 * would load; then what they map already. */
-		for (size_t it = 0; hmap__next(&r.live, &it, &pid, NULL);) {
-			if ((pid_t)pid != r.child) {
-				attach__resolve(r.attach, pid, NULL, NULL, false);
-				/* What it maps already, for the sources. */
-				proc_event(&r, SRC_PROC_CHANGED, pid, session__now());
-			}
-			scan(&r, pid);
+	for (size_t it = 0; hmap__next(&r->live, &it, &pid, NULL);) {
+		if ((pid_t)pid != r->child) {
+			attach__resolve(r->attach, pid, NULL, NULL, false);
+			/* What it maps already, for the sources. */
+			proc_event(r, SRC_PROC_CHANGED, pid, session__now());
 		}
+		scan(r, pid);
 	}
-	if (o->all && !o->npids) {
-		size_t n;
+}
 
-		/* The host's own libraries, for processes to come. */
-		attach__resolve(r.attach, 0, NULL, NULL, false);
-		n = scan_all(&r, true);
+/* -a without -p: the host's own libraries, for processes to come, and
+ * every process that maps one already. */
+static void add_system(struct session *r)
+{
+	const struct record_opts *o = r->o;
+	size_t n;
 
-		update_mmap_watch(&r);
-		info("tracing every process that loads a traced library%s%s, now or later "
-		     "(%zu already do, %zu library file(s) probed)",
-		     o->ncomm ? ", named as --comm says" : "",
-		     o->ncgroup ? ", in the --cgroup cgroups" : "", n, attach__files(r.attach));
+	attach__resolve(r->attach, 0, NULL, NULL, false);
+	n = scan_all(r, true);
+	update_mmap_watch(r);
+	info("tracing every process that loads a traced library%s%s, now or later "
+	     "(%zu already do, %zu library file(s) probed)",
+	     o->ncomm ? ", named as --comm says" : "",
+	     o->ncgroup ? ", in the --cgroup cgroups" : "", n, attach__files(r->attach));
+}
+
+/* CMD's libraries, found as its loader will find them, and a runtime
+ * linked into CMD itself (nvcc's default) are probed before it execs;
+ * then it is released. */
+static void release_command(struct run *run)
+{
+	struct session *r = &run->r;
+	char exe[PATH_MAX];
+
+	if (find_exe(r->o->cmd[0], exe, sizeof(exe))) {
+		attach__resolve(r->attach, r->child, exe, environ, false);
+		attach__exe(r->attach, exe, r->child);
 	}
-	/* CMD's libraries, found as its loader will find them, and a runtime
-	 * linked into CMD itself (nvcc's default) are probed before it execs. */
-	if (o->cmd) {
-		char exe[PATH_MAX];
-
-		if (find_exe(o->cmd[0], exe, sizeof(exe))) {
-			attach__resolve(r.attach, r.child, exe, environ, false);
-			attach__exe(r.attach, exe, r.child);
-		}
-	}
-	if (release_fd >= 0) {
-		if (write(release_fd, "g", 1) != 1)
+	if (run->release_fd >= 0) {
+		if (write(run->release_fd, "g", 1) != 1)
 			warn("releasing the command: %s", strerror(errno));
-		close(release_fd);
-		release_fd = -1;
+		close(run->release_fd);
+		run->release_fd = -1;
 	}
+}
+
+/* Everything traced from now on: targets added, probed, -- CMD released.
+ * 0, or the exit code after saying why. */
+static int start_targets(struct run *run)
+{
+	struct session *r = &run->r;
+	const struct record_opts *o = r->o;
+	int err;
+
+	if (o->cmd) {
+		err = spawn_command(run);
+		if (err)
+			return err;
+	}
+	add_given_targets(r);
+	if (o->all && !o->npids)
+		add_system(r);
 	if (o->cmd)
-		info("tracing %s (pid %d); Ctrl-C stops", o->cmd[0], r.child);
+		release_command(run);
+	if (o->cmd)
+		info("tracing %s (pid %d); Ctrl-C stops", o->cmd[0], r->child);
 	else if (o->all && !o->npids)
 		info(o->monitor ? "monitoring; metrics at http://%s/metrics; SIGTERM stops" :
 		     "system-wide capture running; Ctrl-C stops%s", o->monitor ? o->monitor->listen : "");
 	else
 		info("tracing %zu process(es)%s; Ctrl-C stops", o->npids,
-		     attach__files(r.attach) ? "" :
+		     attach__files(r->attach) ? "" :
 		     " (no traced library loaded yet: waiting for one)");
-	/* --duration counts from here: attaching (slow under load) is not
-	 * taken out of the time traced. */
-	capture__start(r.cap, session__now());
-	if (o->duration_ns)
-		deadline = session__now() + o->cap.delay_ns + o->duration_ns;
-	last_flush = last_scan = last_system_scan = t0;
+	return 0;
+}
 
+/* The ring loop: drains, ticks the sources and windows, flushes, scans,
+ * until Ctrl-C, --duration, the windows' end or the targets' exit. */
+static void run_loop(struct run *run)
+{
+	struct session *r = &run->r;
+	const struct record_opts *o = r->o;
+	uint64_t last_flush, last_scan, last_system_scan;
+
+	last_flush = last_scan = last_system_scan = run->t0;
 	while (!stop_requested) {
 		uint64_t now;
-		int n = ring_buffer__poll(r.rb, POLL_MS);
+		int n = ring_buffer__poll(r->rb, POLL_MS);
 
 		if (n < 0 && n != -EINTR) {
 			err("reading the ring buffer: %s", strerror(-n));
 			break;
 		}
 		/* Records are submitted without wakeups: drain on every timeout. */
-		ring_buffer__consume(r.rb);
+		ring_buffer__consume(r->rb);
 		now = session__now();
-		for (size_t i = 0; i < r.nsrc; i++)
-			if (r.src[i]->tick)
-				r.src[i]->tick(&r, r.src_state[i], now);
-		capture__tick(r.cap, now);
-		if (capture__done(r.cap)) {
+		for (size_t i = 0; i < r->nsrc; i++)
+			if (r->src[i]->tick)
+				r->src[i]->tick(r, r->src_state[i], now);
+		capture__tick(r->cap, now);
+		if (capture__done(r->cap)) {
 			info("capture windows done: stopping");
-			timed_out = true;	/* a -- COMMAND keeps running, as with --duration */
+			run->timed_out = true;	/* a -- COMMAND keeps running, as with --duration */
 			break;
 		}
-		if (r.pt && now - last_flush >= FLUSH_NS) {
-			report_drops(&r, now, false);
-			flush_sources(&r);
-			if (pftrace__flush(r.pt)) {
-				r.fatal = pftrace__error(r.pt);
+		if (r->pt && now - last_flush >= FLUSH_NS) {
+			report_drops(r, now, false);
+			flush_sources(r);
+			if (pftrace__flush(r->pt)) {
+				r->fatal = pftrace__error(r->pt);
 				break;
 			}
 			last_flush = now;
 		}
-		if (r.pt && pftrace__error(r.pt)) {
-			r.fatal = pftrace__error(r.pt);
+		if (r->pt && pftrace__error(r->pt)) {
+			r->fatal = pftrace__error(r->pt);
 			break;
 		}
-		if (now - last_scan >= SCAN_NS || !r.live.count) {
-			sweep(&r);
+		if (now - last_scan >= SCAN_NS || !r->live.count) {
+			sweep(r);
 			last_scan = now;
 		}
-		if (r.mon) {
+		if (r->mon) {
 			if (dump_requested) {
 				dump_requested = 0;
-				monitor__trigger(r.mon, "signal");
+				monitor__trigger(r->mon, "signal");
 			}
-			monitor__tick(r.mon, now);
+			monitor__tick(r->mon, now);
 		}
 		if (o->all && !o->npids && now - last_system_scan >= SYSTEM_SCAN_NS) {
-			size_t n = scan_all(&r, false);
+			size_t found = scan_all(r, false);
 
-			if (n)
+			if (found)
 				warn("%zu process(es) mapping a traced library were found by the "
 				     "periodic scan, not when they mapped it: their first calls may "
-				     "be missing", n);
+				     "be missing", found);
 			last_system_scan = now;
 		}
-		if (o->all && o->cmd && r.child_reaped) {
+		if (o->all && o->cmd && r->child_reaped) {
 			info("%s exited", o->cmd[0]);
 			break;
 		}
-		if (!r.live.count && !o->all) {
+		if (!r->live.count && !o->all) {
 			info("all traced processes exited");
 			break;
 		}
-		if (deadline && now >= deadline) {
-			timed_out = true;
+		if (run->deadline && now >= run->deadline) {
+			run->timed_out = true;
 			break;
 		}
 	}
-	/* The last records of exiting targets may still be in the ring; a
-	 * source may hold data elsewhere and ask for time to bring it. */
-	ring_buffer__consume(r.rb);
-	{
-		uint64_t wait = 0, until;
+}
 
-		for (size_t i = 0; i < r.nsrc; i++) {
-			uint64_t w = r.src[i]->stop ? r.src[i]->stop(&r, r.src_state[i]) : 0;
+/* The last records of exiting targets may still be in the ring; a
+ * source may hold data elsewhere and ask for time to bring it. */
+static void drain_sources(struct session *r)
+{
+	uint64_t wait = 0, until;
 
-			if (w > wait)
-				wait = w;
-		}
-		until = session__now() + wait;
-		while (wait && session__now() < until && !sources_settled(&r)) {
-			ring_buffer__poll(r.rb, 10);
-			ring_buffer__consume(r.rb);
-		}
-		ring_buffer__consume(r.rb);
+	ring_buffer__consume(r->rb);
+	for (size_t i = 0; i < r->nsrc; i++) {
+		uint64_t w = r->src[i]->stop ? r->src[i]->stop(r, r->src_state[i]) : 0;
+
+		if (w > wait)
+			wait = w;
 	}
-	ret = 0;
+	until = session__now() + wait;
+	while (wait && session__now() < until && !sources_settled(r)) {
+		ring_buffer__poll(r->rb, 10);
+		ring_buffer__consume(r->rb);
+	}
+	ring_buffer__consume(r->rb);
+}
 
-cleanup:
-	if (release_fd >= 0)
-		close(release_fd);	/* the command never runs */
-	if (r.skel) {
+/* The capture info the summary prints: windows and sources finished,
+ * counts, drops; with a capture that ran, the trace's last events. */
+static void finish_capture(struct run *run, int ret)
+{
+	struct session *r = &run->r;
+	struct capture_info *ci = &run->ci;
+
+	if (r->skel) {
 		uint64_t end = session__now();
 
-		ci.records = r.records;
+		ci->records = r->records;
 		/* First: it ends a window still open, before the sources end. */
-		capture__finish(r.cap, end, &ci);
-		for (size_t i = 0; i < r.nsrc; i++)
-			if (r.src[i]->finish)
-				r.src[i]->finish(&r, r.src_state[i], &ci);
-		ci.invalid = r.invalid;
-		ci.duration_ns = end - t0;
-		read_drops(&r, ci.drops);
-		if (r.pt && ret == 0) {
-			flush_sources(&r);
-			report_drops(&r, end, true);
-			pftrace__clock_snapshot(r.pt);
+		capture__finish(r->cap, end, ci);
+		for (size_t i = 0; i < r->nsrc; i++)
+			if (r->src[i]->finish)
+				r->src[i]->finish(r, r->src_state[i], ci);
+		ci->invalid = r->invalid;
+		ci->duration_ns = end - run->t0;
+		read_drops(r, ci->drops);
+		if (r->pt && ret == 0) {
+			flush_sources(r);
+			report_drops(r, end, true);
+			pftrace__clock_snapshot(r->pt);
 		}
 	}
-	if (r.attach) {
-		ci.lib_files = attach__files(r.attach);
-		ci.probes = attach__probes(r.attach);
-		ci.late = r.late;
-		ci.nlate = r.nlate;
-		ci.forks_unprobed = r.forks_unprobed;
-		if (ret == 0 && !attach__seen_mapped(r.attach) && !r.lib_mapped) {
+	if (r->attach) {
+		ci->lib_files = attach__files(r->attach);
+		ci->probes = attach__probes(r->attach);
+		ci->late = r->late;
+		ci->nlate = r->nlate;
+		ci->forks_unprobed = r->forks_unprobed;
+		if (ret == 0 && !attach__seen_mapped(r->attach) && !r->lib_mapped) {
 			char names[64];
 
-			apilib__mask_names(o->trace_mask, names, sizeof(names));
+			apilib__mask_names(r->o->trace_mask, names, sizeof(names));
 			info("no traced process loaded a traced library (--trace %s): the trace "
 			     "holds no API calls", names);
 		}
 	}
-	/* A capture that failed before it began leaves no empty trace or
-	 * summary behind, as one that fails its first checks does. */
-	if (ret && !r.meta && !r.fatal) {
-		pftrace__discard(r.pt, traceout__current(&out));
-		r.pt = NULL;
-		if (r.summary_f) {
-			outfile__discard(fileno(r.summary_f), o->summary_path);
-			fclose(r.summary_f);
-			r.summary_f = NULL;
+}
+
+/* The trace closed (or, for a capture that failed before it began,
+ * removed with the summary file, as one that fails its first checks
+ * leaves nothing), its path and size for the summary. Returns ret, or 1
+ * when a file could not be written. */
+static int close_trace(struct run *run, int ret)
+{
+	struct session *r = &run->r;
+	struct capture_info *ci = &run->ci;
+	const struct record_opts *o = r->o;
+
+	if (ret && !r->meta && !r->fatal) {
+		pftrace__discard(r->pt, traceout__current(&run->out));
+		r->pt = NULL;
+		if (r->summary_f) {
+			outfile__discard(fileno(r->summary_f), o->summary_path);
+			fclose(r->summary_f);
+			r->summary_f = NULL;
 		}
 	}
-	if (r.pt) {
-		int e = pftrace__close(r.pt);
+	if (r->pt) {
+		int e = pftrace__close(r->pt);
 
-		if (!r.fatal)
-			r.fatal = e;
-		traceout__abandon(&out);
-		ci.trace_path = out.split ? NULL : out.path;	/* split: pfsplit names them */
+		if (!r->fatal)
+			r->fatal = e;
+		traceout__abandon(&run->out);
+		ci->trace_path = run->out.split ? NULL : run->out.path;	/* split: pfsplit names them */
 		/* Capture windows list their files in their own section. */
-		if (r.cap && (out.split || capture__numbered(&o->cap) || !capture__files(r.cap)))
-			ci.trace_path = NULL;
-		else if (r.cap)
-			ci.trace_path = capture__file_path(r.cap, 0);
-		if (ci.trace_path) {
+		if (r->cap && (run->out.split || capture__numbered(&o->cap) || !capture__files(r->cap)))
+			ci->trace_path = NULL;
+		else if (r->cap)
+			ci->trace_path = capture__file_path(r->cap, 0);
+		if (ci->trace_path) {
 			struct stat st;
 
-			if (!stat(ci.trace_path, &st))
-				ci.trace_bytes = st.st_size;
+			if (!stat(ci->trace_path, &st))
+				ci->trace_bytes = st.st_size;
 		}
 	}
-	if (capture__failed(r.cap) && !r.fatal) {
+	if (capture__failed(r->cap) && !r->fatal) {
 		err("a capture window's trace could not be written (see above)");
 		ret = 1;
-	} else if (r.fatal && out.split) {
+	} else if (r->fatal && run->out.split) {
 		err("not every process's trace was written (see above)");
 		ret = 1;
-	} else if (r.fatal) {
+	} else if (r->fatal) {
 		err("writing %s failed: %s; the trace holds everything written before the error "
-		    "and is valid", out.path, strerror(-r.fatal));
+		    "and is valid", run->out.path, strerror(-r->fatal));
 		ret = 1;
 	}
-	if (r.mon) {
-		monitor__free(r.mon);	/* waits for a dump being written */
-		r.mon = NULL;
-		r.pysites = NULL;
-		if (ret == 0)
-			info("monitor stopped");
-	}
+	return ret;
+}
+
+/* The summary on stdout and in --summary-file, then which files were
+ * written. Returns ret, or 1 when the summary file could not be written. */
+static int print_summary(struct run *run, int ret)
+{
+	struct session *r = &run->r;
+	const struct record_opts *o = r->o;
+
 	if (ret == 0 && !o->no_summary) {
-		summary__print(r.summary, &r.model, &ci, stdout);
+		summary__print(r->summary, &r->model, &run->ci, stdout);
 		fflush(stdout);
-		if (r.summary_f) {
+		if (r->summary_f) {
 			bool bad;
 
-			summary__print(r.summary, &r.model, &ci, r.summary_f);
-			bad = fflush(r.summary_f) || ferror(r.summary_f);
-			if (fclose(r.summary_f) || bad) {
+			summary__print(r->summary, &r->model, &run->ci, r->summary_f);
+			bad = fflush(r->summary_f) || ferror(r->summary_f);
+			if (fclose(r->summary_f) || bad) {
 				err("writing %s failed: %s", o->summary_path, strerror(errno));
 				ret = 1;
 			}
-			r.summary_f = NULL;
+			r->summary_f = NULL;
 		}
 	}
-	if (r.summary_f)
-		fclose(r.summary_f);
-	if (ret == 0 && r.pt && r.cap && !capture__files(r.cap))
+	if (r->summary_f)
+		fclose(r->summary_f);
+	if (ret == 0 && r->pt && r->cap && !capture__files(r->cap))
 		info("no capture window opened: no trace written");
-	else if (ret == 0 && r.pt && r.cap && (out.split || capture__numbered(&o->cap)))
+	else if (ret == 0 && r->pt && r->cap && (run->out.split || capture__numbered(&o->cap)))
 		info("wrote %zu file(s): open them at https://ui.perfetto.dev",
-		     capture__files(r.cap));
-	else if (ret == 0 && r.pt && !out.split)
+		     capture__files(r->cap));
+	else if (ret == 0 && r->pt && !run->out.split)
 		info("wrote %s: open it at https://ui.perfetto.dev",
-		     r.cap ? capture__file_path(r.cap, 0) : out.path);
-	if (ret == 0 && r.child > 0 && !r.child_reaped &&
-	    waitpid(r.child, &r.child_status, WNOHANG) > 0)
-		r.child_reaped = true;
-	if (ret == 0 && r.child > 0 && !r.child_reaped) {
-		if (timed_out && procfs__alive(r.child)) {
+		     r->cap ? capture__file_path(r->cap, 0) : run->out.path);
+	return ret;
+}
+
+/* -- CMD reaped, or left running when --duration ended the capture.
+ * Returns ret, or with a capture that succeeded the command's own exit
+ * code. */
+static int wait_command(struct run *run, int ret)
+{
+	struct session *r = &run->r;
+	const struct record_opts *o = r->o;
+
+	if (ret == 0 && r->child > 0 && !r->child_reaped &&
+	    waitpid(r->child, &r->child_status, WNOHANG) > 0)
+		r->child_reaped = true;
+	if (ret == 0 && r->child > 0 && !r->child_reaped) {
+		if (run->timed_out && procfs__alive(r->child)) {
 			/* --duration ended the capture, not the command. */
 			info("%s (pid %d) keeps running; the capture ended after --duration",
-			     o->cmd[0], r.child);
-			r.child = -1;
+			     o->cmd[0], r->child);
+			r->child = -1;
 		} else {
 			/* A terminal's Ctrl-C reached the command too (same process
 			 * group); SIGTERM was for cgbpf alone: pass it on. Without a
 			 * signal the command exited and only needs reaping. */
 			if (stop_requested == SIGTERM)
-				kill(r.child, SIGTERM);
+				kill(r->child, SIGTERM);
 			if (stop_requested)
 				info("waiting for %s (pid %d) to exit; Ctrl-C again to leave it",
-				     o->cmd[0], r.child);
-			if (waitpid(r.child, &r.child_status, 0) > 0)
-				r.child_reaped = true;
+				     o->cmd[0], r->child);
+			if (waitpid(r->child, &r->child_status, 0) > 0)
+				r->child_reaped = true;
 		}
 	}
-	if (ret == 0 && r.child_reaped)
-		ret = WIFEXITED(r.child_status) ? WEXITSTATUS(r.child_status) :
-						  128 + WTERMSIG(r.child_status);
-	ring_buffer__free(r.rb);
-	ring_buffer__free(r.ctl_rb);
-	hmap__free(&r.fork_probed);
+	if (ret == 0 && r->child_reaped)
+		ret = WIFEXITED(r->child_status) ? WEXITSTATUS(r->child_status) :
+						   128 + WTERMSIG(r->child_status);
+	return ret;
+}
+
+static void free_session(struct session *r)
+{
+	ring_buffer__free(r->rb);
+	ring_buffer__free(r->ctl_rb);
+	hmap__free(&r->fork_probed);
 	/* Before the BPF object: sources hold links to its programs. */
-	for (size_t i = r.nsrc; i-- > 0;)
-		if (r.src[i]->fini)
-			r.src[i]->fini(&r, r.src_state[i]);
-	attach__free(r.attach);
-	for (size_t i = 0; i < r.ncg; i++) {
-		close(r.cg_fd[i]);
-		free(r.cg_rel[i]);
+	for (size_t i = r->nsrc; i-- > 0;)
+		if (r->src[i]->fini)
+			r->src[i]->fini(r, r->src_state[i]);
+	attach__free(r->attach);
+	for (size_t i = 0; i < r->ncg; i++) {
+		close(r->cg_fd[i]);
+		free(r->cg_rel[i]);
 	}
-	cgbpf_bpf__destroy(r.skel);
-	capture__free(r.cap);
-	summary__free(r.summary);
-	model__free(&r.model);
-	hmap__free(&r.live);
-	hmap__free(&r.traced);
-	hmap__free(&r.waiting);
-	hmap__free(&r.seen);
-	free(r.late);
-	hmap__free(&r.forked);
-	hmap__free(&r.forked_win);
+	cgbpf_bpf__destroy(r->skel);
+	capture__free(r->cap);
+	summary__free(r->summary);
+	model__free(&r->model);
+	hmap__free(&r->live);
+	hmap__free(&r->traced);
+	hmap__free(&r->waiting);
+	hmap__free(&r->seen);
+	free(r->late);
+	hmap__free(&r->forked);
+	hmap__free(&r->forked_win);
+}
+
+int record__run(const struct record_opts *o)
+{
+	struct run run = { .r = { .o = o, .child = -1, .handle = handle_record },
+			   .t0 = session__now(), .release_fd = -1 };
+	struct session *r = &run.r;
+	int ret;
+
+	ret = check_targets(o);
+	if (!ret)
+		ret = open_outputs(&run);
+	if (ret)
+		return ret;
+	ret = 1;
+	if (init_sources(r) || open_capture(&run))
+		goto cleanup;
+	set_signals(r);
+	run.t0 = session__now();
+	if (r->pt)
+		describe_cgbpf(r, run.t0);
+	ret = start_targets(&run);
+	if (ret)
+		goto cleanup;
+	ret = 1;
+	/* --duration counts from here: attaching (slow under load) is not
+	 * taken out of the time traced. */
+	capture__start(r->cap, session__now());
+	if (o->duration_ns)
+		run.deadline = session__now() + o->cap.delay_ns + o->duration_ns;
+	run_loop(&run);
+	drain_sources(r);
+	ret = 0;
+
+cleanup:
+	if (run.release_fd >= 0)
+		close(run.release_fd);	/* the command never runs */
+	finish_capture(&run, ret);
+	ret = close_trace(&run, ret);
+	if (r->mon) {
+		monitor__free(r->mon);	/* waits for a dump being written */
+		r->mon = NULL;
+		r->pysites = NULL;
+		if (ret == 0)
+			info("monitor stopped");
+	}
+	ret = print_summary(&run, ret);
+	ret = wait_command(&run, ret);
+	free_session(r);
 	return ret;
 }
