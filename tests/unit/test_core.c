@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of the small user-space modules: hmap.h, stats.h, procfs.h,
- * elfsym.h and cuda.h. No root and no BPF; run from the repository root
- * (build/fake/libcuda.so.1 is found relative to it; its checks skip,
- * saying so, when it is missing).
+ * elfsym.h, symbolize.h's demangler and cuda.h. No root and no BPF; run
+ * from the repository root (build/fake/libcuda.so.1 is found relative to
+ * it; its checks skip, saying so, when it is missing).
  *
  * Every expected value is computed independently of the module under test:
  * a reference array for the map, a sort and a two-pass sum for the
@@ -37,6 +37,7 @@
 
 #include "sources/cuda/cuda.h"
 #include "lib/elf/elfsym.h"
+#include "lib/elf/symbolize.h"
 #include "lib/hmap.h"
 #include "lib/outfile.h"
 #include "lib/procfs.h"
@@ -1503,19 +1504,19 @@ static void test_demangle(void)
 	static const char *const plain[] = { "vector_add", "cuLaunchKernel", "_Zbogus", "_Z", "_", "" };
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char *d = cuda__demangle(cases[i].in);
+		char *d = symbolizer__demangle_dup(cases[i].in);
 
-		if (!check(d && !strcmp(d, cases[i].out), "cuda: demangle %s is c++filt's \"%s\"",
+		if (!check(d && !strcmp(d, cases[i].out), "demangle %s is c++filt's \"%s\"",
 			   cases[i].in, cases[i].out))
 			printf("#   got \"%s\"\n", d ? d : "(null)");
 		free(d);
 	}
 	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
-		char *d = cuda__demangle(plain[i]);
+		char *d = symbolizer__demangle_dup(plain[i]);
 
 		/* A copy the caller frees: not the argument itself. */
 		check(d && d != plain[i] && !strcmp(d, plain[i]),
-		      "cuda: demangle of \"%s\" (not a mangled C++ name) is a copy of it", plain[i]);
+		      "demangle of \"%s\" (not a mangled C++ name) is a copy of it", plain[i]);
 		free(d);
 	}
 }

@@ -24,7 +24,7 @@
 
 #include "sources/cuda/cuda.h"
 #include "sources/gpu/gpu.h"
-#include "sources/gpu/gpu_int.h"
+#include "sources/gpu/gpuproc.h"
 #include "gpu_rec.h"
 #include "core/model.h"
 #include "out/perfetto.h"
@@ -324,7 +324,7 @@ static void sync_op(struct batch *b, uint32_t pid, uint32_t corr, uint32_t type,
 
 static struct gpu_proc *proc_of(uint32_t pid)
 {
-	return gpu__proc_find(g, pid);
+	return gpuproc__find(g, pid);
 }
 
 /* ---------------------------------------------------------------- measured */

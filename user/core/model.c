@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,6 +236,29 @@ bool model__inside_cuda_api(const struct thread *t, const struct call *c)
 		if (t->stack[i].lib == LIB_CUDA || t->stack[i].lib == LIB_CUDART)
 			return true;
 	return false;
+}
+
+/* "stream N": an ordinal per process in order of first sight, so the
+ * value is stable, short and interns well. */
+const char *model__stream_name(struct proc *p, uint64_t h, bool ptsz, char *buf, size_t len)
+{
+	uint64_t *v;
+
+	if (h == 0)
+		return ptsz ? "per-thread default" : "default";
+	if (h == 1)
+		return "legacy default";
+	if (h == 2)
+		return "per-thread default";
+	v = hmap__get(&p->streams, h);
+	if (!v) {
+		if (hmap__put(&p->streams, h, p->next_stream))
+			return "stream ?";
+		v = hmap__get(&p->streams, h);
+		p->next_stream++;
+	}
+	snprintf(buf, len, "stream %" PRIu64, *v);
+	return buf;
 }
 
 const char *model__func_name(const struct model *m, uint8_t lib, uint16_t func)

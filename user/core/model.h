@@ -310,6 +310,11 @@ static inline bool model__muted(const struct model *m, const struct thread *t)
 	return m->muted || (m->proc_mute && t->proc->muted);
 }
 
+/* "stream N" (per-process ordinal of stream handle h), "default", ...;
+ * may format into buf. ptsz: a per-thread-default-stream entry point.
+ * The API slices' arguments and the estimated GPU tracks name streams
+ * alike. */
+const char *model__stream_name(struct proc *p, uint64_t h, bool ptsz, char *buf, size_t len);
 /* Name of a function of a library ("cuLaunchKernel"). */
 const char *model__func_name(const struct model *m, uint8_t lib, uint16_t func);
 

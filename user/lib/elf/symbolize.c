@@ -861,6 +861,13 @@ char *symbolizer__demangle(const char *name)
 	return NULL;
 }
 
+char *symbolizer__demangle_dup(const char *name)
+{
+	char *d = symbolizer__demangle(name);
+
+	return d ? d : strdup(name);
+}
+
 static void cache_flush(struct symbolizer *s)
 {
 	hmap__free(&s->syms);

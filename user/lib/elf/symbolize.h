@@ -82,5 +82,8 @@ void symbolizer__proc_exit(struct symbolizer *s, pid_t pid);
 /* The demangled form (malloc'ed) of a mangled C++ name ("_Z..."); NULL
  * when name is not one, cannot be demangled, or on ENOMEM. */
 char *symbolizer__demangle(const char *name);
+/* The same, else a copy of name: malloc'ed either way (kernel names
+ * CUDA and CUPTI hand over); NULL on ENOMEM. */
+char *symbolizer__demangle_dup(const char *name);
 
 #endif

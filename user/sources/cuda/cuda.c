@@ -12,13 +12,6 @@
 const struct func_desc cuda_funcs[CU_FN__COUNT] = { CU_FUNCS(CU_FUNC_DESC) };
 #undef CU_FUNC_DESC
 
-char *cuda__demangle(const char *name)
-{
-	char *d = symbolizer__demangle(name);
-
-	return d ? d : strdup(name);
-}
-
 uint64_t cuda__cookie(uint16_t func)
 {
 	const struct func_desc *f = &cuda_funcs[func];
@@ -120,29 +113,6 @@ void cuda__annot_s(struct pf_annot *a, int *n, const char *name, const char *v)
 	(*n)++;
 }
 
-/* "stream N": an ordinal per process in order of first sight, so the
- * value is stable, short and interns well. */
-const char *cuda__stream_name(struct proc *p, uint64_t h, bool ptsz, char *buf, size_t len)
-{
-	uint64_t *v;
-
-	if (h == 0)
-		return ptsz ? "per-thread default" : "default";
-	if (h == 1)
-		return "legacy default";
-	if (h == 2)
-		return "per-thread default";
-	v = hmap__get(&p->streams, h);
-	if (!v) {
-		if (hmap__put(&p->streams, h, p->next_stream))
-			return "stream ?";
-		v = hmap__get(&p->streams, h);
-		p->next_stream++;
-	}
-	snprintf(buf, len, "stream %" PRIu64, *v);
-	return buf;
-}
-
 static const char *const dir_names[DIR__COUNT] = { "", "HtoD", "DtoH", "DtoD", "any", "HtoH" };
 
 const char *cuda__dir_name(enum copy_dir d)
@@ -162,7 +132,7 @@ static bool is_ptsz(uint16_t func)
 static void annot_stream(struct proc *p, struct call *c, uint64_t h)
 {
 	cuda__annot_s(c->begin, &c->nbegin, "stream",
-		cuda__stream_name(p, h, is_ptsz(c->func), c->scratch[2], sizeof(c->scratch[2])));
+		model__stream_name(p, h, is_ptsz(c->func), c->scratch[2], sizeof(c->scratch[2])));
 }
 
 #define LAUNCH_FMT_SLOTS 64
@@ -201,7 +171,7 @@ const char *cuda__launch_fmt(struct proc *p, struct call *c, const uint32_t g[3]
 	memcpy(slot->key, key, sizeof(key));
 	snprintf(slot->str, sizeof(slot->str), "<<<(%u,%u,%u), (%u,%u,%u), %u, %s>>>", g[0],
 		 g[1], g[2], b[0], b[1], b[2], smem,
-		 cuda__stream_name(p, stream, ptsz, c->scratch[2], sizeof(c->scratch[2])));
+		 model__stream_name(p, stream, ptsz, c->scratch[2], sizeof(c->scratch[2])));
 	return slot->str;
 }
 
@@ -382,7 +352,7 @@ static void enter(struct model *m, struct thread *t, struct call *c)
 /* Remembers handle -> demangled name for later launches. */
 void cuda__remember_name(struct proc *p, uint64_t handle, const char *name)
 {
-	char *d = cuda__demangle(name);
+	char *d = symbolizer__demangle_dup(name);
 	uint64_t old;
 
 	if (!d)
@@ -473,8 +443,8 @@ static void exit_(struct model *m, struct thread *t, struct call *c)
 	case CU_C_STREAM_CREATE:
 		if (c->has_out)
 			cuda__annot_s(c->end, n, "stream",
-				cuda__stream_name(p, c->out, false, c->scratch[2],
-					    sizeof(c->scratch[2])));
+				model__stream_name(p, c->out, false, c->scratch[2],
+					     sizeof(c->scratch[2])));
 		break;
 	}
 }

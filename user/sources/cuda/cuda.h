@@ -31,17 +31,12 @@ void cuda__decode_exit(struct model *m, struct thread *t, struct call *c,
 		       const struct func_desc *f);
 /* "CUDA_ERROR_INVALID_VALUE" or NULL when the code is not known. */
 const char *cuda__result_name(int64_t code);
-/* Demangled C++ name (malloc'ed) or a copy of name; NULL on ENOMEM. */
-char *cuda__demangle(const char *name);
 
 /* Helpers shared with the runtime API decoder (user/sources/cuda/cudart.c). */
 /* Appends an annotation to a[*n] unless the array is full. */
 void cuda__annot_u(struct pf_annot *a, int *n, const char *name, uint64_t v);
 void cuda__annot_p(struct pf_annot *a, int *n, const char *name, uint64_t v);
 void cuda__annot_s(struct pf_annot *a, int *n, const char *name, const char *v);
-/* "stream N" (per-process ordinal of stream handle h), "default", ...;
- * may format into buf. ptsz: a per-thread-default-stream entry point. */
-const char *cuda__stream_name(struct proc *p, uint64_t h, bool ptsz, char *buf, size_t len);
 /* "<<<(gx,gy,gz), (bx,by,bz), smem, stream>>>", cached per process. */
 const char *cuda__launch_fmt(struct proc *p, struct call *c, const uint32_t g[3],
 			     const uint32_t b[3], uint32_t smem, uint64_t stream, bool ptsz);

@@ -150,8 +150,8 @@ static enum copy_dir copy_dir(uint64_t kind)
 static void annot_stream(struct proc *p, struct call *c, uint64_t h)
 {
 	cuda__annot_s(c->begin, &c->nbegin, "stream",
-		      cuda__stream_name(p, h, crt_funcs[c->func].flags & CRT_F_PTSZ,
-					c->scratch[2], sizeof(c->scratch[2])));
+		      model__stream_name(p, h, crt_funcs[c->func].flags & CRT_F_PTSZ,
+					 c->scratch[2], sizeof(c->scratch[2])));
 }
 
 static void decode_launch(struct model *m, struct proc *p, struct call *c, const uint32_t g[3],
@@ -395,8 +395,8 @@ static void exit_(struct model *m, struct thread *t, struct call *c)
 	case CRT_C_STREAM_CREATE:
 		if (c->has_out)
 			cuda__annot_s(c->end, n, "stream",
-				      cuda__stream_name(p, c->out, false, c->scratch[2],
-							sizeof(c->scratch[2])));
+				      model__stream_name(p, c->out, false, c->scratch[2],
+							 sizeof(c->scratch[2])));
 		break;
 	}
 }

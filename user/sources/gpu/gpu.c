@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * GPU activity: the injection library's batches (bpf/gpu_rec.h) checked
- * entry by entry, the per-process model they build, the link from each
- * GPU operation to the API call that queued it, and the order operations
- * are written in (user/sources/gpu/gpupf.c) and counted (user/sources/gpu/gpusum.c).
+ * entry by entry, the per-process model they build (its tables:
+ * user/sources/gpu/gpuproc.c), the link from each GPU operation to the
+ * API call that queued it, and the order operations are written in
+ * (user/sources/gpu/gpupf.c) and counted (user/sources/gpu/gpusum.c).
  *
  * Flows. The API slice of a launch is written when the call begins, long
  * before CUPTI's records of it arrive, and at that time cgbpf does not
@@ -30,9 +31,14 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sources/cuda/cuda.h"
-#include "sources/gpu/gpu_int.h"
+#include "sources/gpu/gpu.h"
+#include "sources/gpu/gpuest.h"
+#include "sources/gpu/gpupf.h"
+#include "sources/gpu/gpuproc.h"
+#include "sources/gpu/gpusum.h"
+#include "lib/elf/symbolize.h"
 #include "lib/log.h"
+#include "lib/sumtab.h"
 
 #define REORDER_NS (2000ull * 1000000)	/* how late a record may come and still be in order */
 #define PENDING_MAX (1u << 17)		/* operations waiting per process */
@@ -41,156 +47,18 @@
 #define CALLS_KEEP_NS (60ull * 1000000000)
 #define NAMES_MAX (1u << 16)		/* kernel names per process */
 #define NAME_BYTES_MAX (16u << 20)
-#define STREAMS_MAX 4096		/* streams per process; more share one track */
 #define MAX_DURATION_NS (24ull * 3600 * 1000000000)
 
 /* ---------------------------------------------------------------- processes */
 
-struct gpu_proc *gpu__proc_find(const struct gpu *g, uint32_t pid)
-{
-	uint64_t *v = hmap__get(&g->procs, pid);
-
-	return v ? (void *)(uintptr_t)*v : NULL;
-}
-
-/* pid's, added if new; announce: make it known to the model (a capture;
- * not cgbpf stats, whose pids are not this machine's). */
-static struct gpu_proc *proc_get(struct gpu *g, uint32_t pid, bool announce)
-{
-	struct gpu_proc *p = gpu__proc_find(g, pid);
-
-	if (p)
-		return p;
-	p = calloc(1, sizeof(*p));
-	if (!p || hmap__put(&g->procs, pid, (uintptr_t)p)) {
-		free(p);
-		return NULL;
-	}
-	p->pid = pid;
-	p->corr_seed = hash__u64(pid ^ (uint64_t)(uintptr_t)g);
-	/* Its tracks hang under its process track: make it known. */
-	if (announce)
-		model__proc(g->m, pid);
-	return p;
-}
-
-struct gpu_proc *gpu__proc(struct gpu *g, uint32_t pid)
-{
-	return proc_get(g, pid, true);
-}
-
-struct gpu_dev *gpu__dev(struct gpu_proc *p, uint8_t index)
-{
-	struct gpu_dev *d = p->devs[index];
-
-	if (d)
-		return d;
-	d = calloc(1, sizeof(*d));
-	if (!d)
-		return NULL;
-	d->index = index;
-	p->devs[index] = d;
-	return d;
-}
-
-static uint64_t stream_hash(uint8_t device, uint32_t context, uint32_t id)
-{
-	return hash__u64(((uint64_t)device << 32 | context) ^ hash__u64(id));
-}
-
-struct gstream *gpu__stream(struct gpu_proc *p, uint8_t device, uint32_t context, uint32_t id)
-{
-	uint64_t h = stream_hash(device, context, id);
-	struct gstream *s;
-	uint64_t *v;
-
-	for (; (v = hmap__get(&p->streams, h)); h++) {
-		s = (void *)(uintptr_t)*v;
-		if (s->device == device && s->context == context && s->id == id)
-			return s;
-	}
-	/* The process chooses its stream ids: past the bound they share a
-	 * track ("other streams"), so memory stays bounded. */
-	if (p->streams.count >= STREAMS_MAX && !(context == UINT32_MAX && id == UINT32_MAX))
-		return gpu__stream(p, device, UINT32_MAX, UINT32_MAX);
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return NULL;
-	s->device = device;
-	s->context = context;
-	s->id = id;
-	if (hmap__put(&p->streams, h, (uintptr_t)s)) {
-		free(s);
-		return NULL;
-	}
-	return s;
-}
-
-static void free_names(struct hmap *h)
-{
-	uint64_t v;
-
-	for (size_t it = 0; hmap__next(h, &it, NULL, &v);)
-		free((void *)(uintptr_t)v);
-	hmap__free(h);
-}
-
-/* What only writing the trace needs: gone when the process is. */
-static void free_bulk(struct gpu_proc *p)
-{
-	uint64_t v;
-
-	free_names(&p->names);
-	p->name_bytes = 0;
-	free_names(&p->streams);
-	for (size_t it = 0; hmap__next(&p->threads, &it, NULL, &v);) {
-		struct gpu_thread *t = (void *)(uintptr_t)v;
-
-		free(t->calls);
-		free(t);
-	}
-	hmap__free(&p->threads);
-	free(p->corr_tab);
-	p->corr_tab = NULL;
-	p->corr_slots = p->corr_count = 0;
-	free(p->corr_fifo);
-	p->corr_fifo = NULL;
-	p->corr_head = p->corr_n = p->corr_cap = 0;
-	free(p->run);
-	p->run = NULL;
-	p->run_head = p->run_n = p->run_cap = 0;
-	free(p->heap);
-	p->heap = NULL;
-	p->nheap = p->heap_n = p->capheap = 0;
-	memset(p->sync_lanes, 0, sizeof(p->sync_lanes));
-}
-
+/* Frees all that is kept of a process, its estimate too. */
 static void free_proc(struct gpu_proc *p)
 {
-	free_bulk(p);
-	for (int i = 0; i < GPU_DEVS; i++)
-		free(p->devs[i]);
-	for (int i = 0; i < GPU_ST__COUNT; i++)
-		free(p->status_text[i]);
 	gpuest__free(p);
-	free(p);
+	gpuproc__free(p);
 }
 
 /* ---------------------------------------------------------------- names */
-
-const char *gpu__kernel_name(const struct gpu_proc *p, const struct gpu_op *op, char *buf,
-			     size_t len)
-{
-	uint64_t *v;
-
-	if (!op->k.name_id)
-		return "(unnamed kernel)";
-	v = hmap__get(&p->names, op->k.name_id);
-	if (v)
-		return (const char *)(uintptr_t)*v;
-	snprintf(buf, len, "kernel #%" PRIu32 " (name not received)", op->k.name_id);
-	return buf;
-}
 
 static void set_name(struct gpu *g, struct gpu_proc *p, uint32_t id, const char *text)
 {
@@ -203,7 +71,7 @@ static void set_name(struct gpu *g, struct gpu_proc *p, uint32_t id, const char 
 		g->names_dropped++;
 		return;
 	}
-	d = cuda__demangle(text);
+	d = symbolizer__demangle_dup(text);
 	if (!d)
 		return;
 	if (hmap__del(&p->names, id, &old))
@@ -213,39 +81,6 @@ static void set_name(struct gpu *g, struct gpu_proc *p, uint32_t id, const char 
 		return;
 	}
 	p->name_bytes += strlen(d) + 1;
-}
-
-static const char *const copy_ops[] = {
-	[GPU_COPY_UNKNOWN] = "[CUDA memcpy Unknown]",
-	[GPU_COPY_HTOD] = "[CUDA memcpy Host-to-Device]",
-	[GPU_COPY_DTOH] = "[CUDA memcpy Device-to-Host]",
-	[GPU_COPY_HTOA] = "[CUDA memcpy Host-to-Array]",
-	[GPU_COPY_ATOH] = "[CUDA memcpy Array-to-Host]",
-	[GPU_COPY_ATOA] = "[CUDA memcpy Array-to-Array]",
-	[GPU_COPY_ATOD] = "[CUDA memcpy Array-to-Device]",
-	[GPU_COPY_DTOA] = "[CUDA memcpy Device-to-Array]",
-	[GPU_COPY_DTOD] = "[CUDA memcpy Device-to-Device]",
-	[GPU_COPY_HTOH] = "[CUDA memcpy Host-to-Host]",
-	[GPU_COPY_PTOP] = "[CUDA memcpy Peer-to-Peer]",
-};
-
-static const char *const copy_kinds[] = {
-	[GPU_COPY_UNKNOWN] = "unknown", [GPU_COPY_HTOD] = "HtoD", [GPU_COPY_DTOH] = "DtoH",
-	[GPU_COPY_HTOA] = "HtoA", [GPU_COPY_ATOH] = "AtoH", [GPU_COPY_ATOA] = "AtoA",
-	[GPU_COPY_ATOD] = "AtoD", [GPU_COPY_DTOA] = "DtoA", [GPU_COPY_DTOD] = "DtoD",
-	[GPU_COPY_HTOH] = "HtoH", [GPU_COPY_PTOP] = "peer",
-};
-
-const char *gpu__copy_kind(uint8_t k)
-{
-	return k <= GPU_COPY_PTOP ? copy_kinds[k] : copy_kinds[GPU_COPY_UNKNOWN];
-}
-
-const char *gpu__op_name(const struct gpu_op *op)
-{
-	if (op->kind == GPU_MEMSET)
-		return "[CUDA memset]";
-	return op->copy_kind <= GPU_COPY_PTOP ? copy_ops[op->copy_kind] : copy_ops[0];
 }
 
 /* ---------------------------------------------------------------- calls and correlation */
@@ -262,7 +97,7 @@ static uint64_t call_flow(void *ctx, const struct thread *t, const struct call *
 	struct gpu *g = ctx;
 	struct gpu_proc *p;
 
-	if (!queues_work(c) || !(p = gpu__proc_find(g, t->proc->pid)) || !p->collecting ||
+	if (!queues_work(c) || !(p = gpuproc__find(g, t->proc->pid)) || !p->collecting ||
 	    model__inside_cuda_api(t, c))
 		return 0;
 	return ++g->flows;
@@ -620,7 +455,7 @@ static void release_one(struct gpu *g, struct gpu_proc *p, const struct gpu_op *
 
 	if (g->keep && !g->keep(g->keep_ctx, p->pid, launch_ts(c, op)))
 		return;
-	d = op->kind == GPU_SYNC ? NULL : gpu__dev(p, op->device);
+	d = op->kind == GPU_SYNC ? NULL : gpuproc__dev(p, op->device);
 	if (d) {
 		late = d->ops && op->start < d->last_start;
 		if (!d->described)
@@ -984,7 +819,7 @@ static void on_entry(struct gpu *g, struct gpu_proc *p, const struct rec_hdr *h,
 		/* Activity entries name devices by a byte. */
 		if (d.id >= GPU_DEVS || !memchr(d.name, 0, sizeof(d.name)))
 			goto bad;
-		dev = gpu__dev(p, d.id);
+		dev = gpuproc__dev(p, d.id);
 		if (!dev)
 			return;
 		if (!dev->known || strcmp(dev->name, d.name) || memcmp(dev->uuid, d.uuid, 16))
@@ -1027,7 +862,7 @@ static void on_entry(struct gpu *g, struct gpu_proc *p, const struct rec_hdr *h,
 		if (size < sizeof(s))
 			goto bad;
 		memcpy(&s, e, sizeof(s));
-		gs = gpu__stream(p, s.device, s.context, s.stream);
+		gs = gpuproc__stream(p, s.device, s.context, s.stream);
 		if (gs && (!gs->has_priority || gs->priority != s.priority)) {
 			gs->has_priority = true;
 			gs->priority = s.priority;
@@ -1063,7 +898,7 @@ int gpu__record(struct gpu *g, const void *data, size_t size)
 		g->bad_batches++;
 		return -EINVAL;
 	}
-	p = gpu__proc(g, h.pid);
+	p = gpuproc__get(g, h.pid, true);
 	if (!p)
 		return 0;
 	g->batches++;
@@ -1099,7 +934,7 @@ static void on_end(void *ctx, struct thread *t, struct call *c)
 
 	if ((c->lib != LIB_CUDA && c->lib != LIB_CUDART) || model__inside_cuda_api(t, c))
 		return;
-	p = gpu__proc(g, t->proc->pid);
+	p = gpuproc__get(g, t->proc->pid, true);
 	if (!p)
 		return;
 	p->api_calls++;
@@ -1185,12 +1020,12 @@ static void proc_end(struct gpu *g, struct gpu_proc *p)
 
 void gpu__proc_exit(struct gpu *g, uint32_t pid, uint64_t ts)
 {
-	struct gpu_proc *p = gpu__proc_find(g, pid);
+	struct gpu_proc *p = gpuproc__find(g, pid);
 
 	if (!p)
 		return;
 	proc_end(g, p);
-	free_bulk(p);
+	gpuproc__free_bulk(p);
 	p->exited = true;
 	p->collecting = false;
 }
@@ -1235,7 +1070,7 @@ void gpu__release(struct gpu *g, uint32_t pid)
 
 void gpu__flush_asked_pid(struct gpu *g, uint32_t pid)
 {
-	struct gpu_proc *p = gpu__proc_find(g, pid);
+	struct gpu_proc *p = gpuproc__find(g, pid);
 
 	if (p)
 		p->flush_answered = false;
@@ -1318,8 +1153,8 @@ void gpu__finish(struct gpu *g, uint64_t ts)
 
 void gpu__replay_device(struct gpu *g, uint32_t pid, uint8_t index, const char *name)
 {
-	struct gpu_proc *p = proc_get(g, pid, false);
-	struct gpu_dev *d = p ? gpu__dev(p, index) : NULL;
+	struct gpu_proc *p = gpuproc__get(g, pid, false);
+	struct gpu_dev *d = p ? gpuproc__dev(p, index) : NULL;
 
 	if (!d)
 		return;
@@ -1330,7 +1165,7 @@ void gpu__replay_device(struct gpu *g, uint32_t pid, uint8_t index, const char *
 void gpu__replay_op(struct gpu *g, const struct gpu_replay_op *r)
 {
 	static const uint8_t kinds[] = { GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_SYNC };
-	struct gpu_proc *p = proc_get(g, r->pid, false);
+	struct gpu_proc *p = gpuproc__get(g, r->pid, false);
 	struct gpu_op op = { .start = r->start, .end = r->end, .device = r->device };
 	struct gpu_corr c = { .call_ts = r->call_ts, .tid = r->tid, .ops = !r->first };
 	struct gpu_dev *d = NULL;
@@ -1340,7 +1175,7 @@ void gpu__replay_op(struct gpu *g, const struct gpu_replay_op *r)
 		return;
 	op.kind = kinds[r->kind];
 	/* As release_one counts it. */
-	if (op.kind != GPU_SYNC && !(d = gpu__dev(p, op.device)))
+	if (op.kind != GPU_SYNC && !(d = gpuproc__dev(p, op.device)))
 		return;
 	if (d)
 		late = d->ops && op.start < d->last_start;
@@ -1360,7 +1195,7 @@ void gpu__replay_op(struct gpu *g, const struct gpu_replay_op *r)
 
 void gpu__replay_comm(struct gpu *g, uint32_t pid, const char *comm)
 {
-	struct gpu_proc *p = gpu__proc_find(g, pid);
+	struct gpu_proc *p = gpuproc__find(g, pid);
 
 	if (p)
 		snprintf(p->comm, sizeof(p->comm), "%s", comm);
@@ -1368,7 +1203,7 @@ void gpu__replay_comm(struct gpu *g, uint32_t pid, const char *comm)
 
 void gpu__replay_status(struct gpu *g, uint32_t pid, const char *what, const char *detail)
 {
-	struct gpu_proc *p = proc_get(g, pid, false);
+	struct gpu_proc *p = gpuproc__get(g, pid, false);
 	const char *e;
 	int c, err = 0, n = 0;
 
@@ -1400,7 +1235,7 @@ void gpu__replay_status(struct gpu *g, uint32_t pid, const char *what, const cha
 
 void gpu__replay_est(struct gpu *g, uint32_t pid, uint64_t stream, uint64_t ns, uint64_t launches)
 {
-	struct gpu_proc *p = proc_get(g, pid, false);
+	struct gpu_proc *p = gpuproc__get(g, pid, false);
 
 	if (p)
 		gpuest__replay_span(p, stream, ns, launches);
@@ -1414,7 +1249,7 @@ void gpu__replay_attr(struct gpu *g, const char *key, const char *value)
 	if (!strcmp(key, "cgbpf.gpu_process") &&
 	    sscanf(value, "%" SCNu32 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64, &pid, &a, &b,
 		   &c, &d) == 5) {
-		struct gpu_proc *p = proc_get(g, pid, false);
+		struct gpu_proc *p = gpuproc__get(g, pid, false);
 
 		if (!p)
 			return;
@@ -1437,6 +1272,14 @@ void gpu__print_procs(const struct gpu *g, int fmt, FILE *f)
 		gpusum__procs_rows(g, fmt, f);
 	else if (g->procs.count)
 		gpusum__print_procs(g, f);
+}
+
+void gpu__print_timeline(const struct gpu *g, int fmt, FILE *f)
+{
+	if (fmt != SUMTAB_TEXT)
+		gpusum__timeline_rows(g, fmt, f);
+	else if (g->first_ts)
+		gpusum__print_timeline(g, f);
 }
 
 size_t gpu__procs(const struct gpu *g)
@@ -1464,21 +1307,21 @@ uint64_t gpu__lost(const struct gpu *g)
 
 bool gpu__measured(const struct gpu *g, uint32_t pid)
 {
-	const struct gpu_proc *p = gpu__proc_find(g, pid);
+	const struct gpu_proc *p = gpuproc__find(g, pid);
 
 	return p && p->measured;
 }
 
 bool gpu__collecting(const struct gpu *g, uint32_t pid)
 {
-	const struct gpu_proc *p = gpu__proc_find(g, pid);
+	const struct gpu_proc *p = gpuproc__find(g, pid);
 
 	return p && p->collecting;
 }
 
 bool gpu__flush_answered(const struct gpu *g, uint32_t pid)
 {
-	const struct gpu_proc *p = gpu__proc_find(g, pid);
+	const struct gpu_proc *p = gpuproc__find(g, pid);
 
 	return p && p->flush_answered;
 }

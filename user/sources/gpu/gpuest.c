@@ -23,8 +23,8 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sources/cuda/cuda.h"
-#include "sources/gpu/gpu_int.h"
+#include "sources/gpu/gpuest.h"
+#include "sources/gpu/gpupf.h"
 #include "out/pfsink.h"
 
 #define EST_WAIT_NS 10000	/* a synchronization this long waited for the GPU */
@@ -84,17 +84,17 @@ static void describe(struct gpu *g, struct gpu_proc *p, struct est_proc *e, stru
 	const char *sn;
 
 	if (!e->group_described) {
-		pftrace__track_desc(g->pt, gpu__track_uuid(GT_EST_GROUP, p->pid, 0),
+		pftrace__track_desc(g->pt, gpupf__track_uuid(GT_EST_GROUP, p->pid, 0),
 				    UUID_PROCESS(p->pid), "GPU (estimate from API calls)",
 				    "GPU activity was not measured: spans in which each stream had "
 				    "work queued, from launches to the synchronizations that waited "
 				    "for them (docs/gpu-activity.md)");
 		e->group_described = true;
 	}
-	sn = mp ? cuda__stream_name(mp, s->handle, false, buf, sizeof(buf)) : "stream ?";
+	sn = mp ? model__stream_name(mp, s->handle, false, buf, sizeof(buf)) : "stream ?";
 	snprintf(name, sizeof(name), "%s (estimate)", sn);
-	pftrace__track_desc(g->pt, gpu__track_uuid(GT_EST_STREAM, p->pid, s->idx),
-			    gpu__track_uuid(GT_EST_GROUP, p->pid, 0), name,
+	pftrace__track_desc(g->pt, gpupf__track_uuid(GT_EST_STREAM, p->pid, s->idx),
+			    gpupf__track_uuid(GT_EST_GROUP, p->pid, 0), name,
 			    "an upper bound of the stream's busy time, not measured");
 	s->described = true;
 }
@@ -131,7 +131,7 @@ static void span(struct gpu *g, struct gpu_proc *p, struct est_proc *e, struct e
 	if (!s->described)
 		describe(g, p, e, s);
 	if (!s->seq)
-		s->seq = pftrace__seq(g->pt, gpu__track_uuid(GT_EST_STREAM, p->pid, s->idx), start);
+		s->seq = pftrace__seq(g->pt, gpupf__track_uuid(GT_EST_STREAM, p->pid, s->idx), start);
 	if (!s->seq)
 		return;
 	pftrace__begin(g->pt, s->seq, start, "GPU work queued (estimate)", a, 3);

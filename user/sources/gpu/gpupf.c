@@ -22,10 +22,10 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include "sources/gpu/gpu_int.h"
+#include "sources/gpu/gpupf.h"
 #include "out/pfsink.h"
 
-uint64_t gpu__track_uuid(enum gpu_track kind, uint32_t pid, uint32_t idx)
+uint64_t gpupf__track_uuid(enum gpu_track kind, uint32_t pid, uint32_t idx)
 {
 	return UUID_GPU((uint64_t)(kind & 0xf) << 52 | (uint64_t)pid << 20 | (idx & 0xfffff));
 }
@@ -52,7 +52,7 @@ void gpupf__device(struct gpu *g, struct gpu_proc *p, struct gpu_dev *d)
 		snprintf(desc, sizeof(desc), "device %u (not described by the injection library)",
 			 d->index);
 	}
-	pftrace__track_desc(g->pt, gpu__track_uuid(GT_DEVICE, p->pid, d->index),
+	pftrace__track_desc(g->pt, gpupf__track_uuid(GT_DEVICE, p->pid, d->index),
 			    UUID_PROCESS(p->pid), name, desc);
 	d->described = true;
 }
@@ -61,7 +61,7 @@ static void info_track(struct gpu *g, struct gpu_proc *p)
 {
 	if (p->info_described)
 		return;
-	pftrace__track_desc(g->pt, gpu__track_uuid(GT_INFO, p->pid, 0), UUID_PROCESS(p->pid),
+	pftrace__track_desc(g->pt, gpupf__track_uuid(GT_INFO, p->pid, 0), UUID_PROCESS(p->pid),
 			    "GPU activity (CUPTI)",
 			    "what cgbpf's injection library could measure, and why not");
 	p->info_described = true;
@@ -71,7 +71,7 @@ static struct pfseq *info_seq(struct gpu *g, struct gpu_proc *p, uint64_t ts)
 {
 	info_track(g, p);
 	if (!p->info_seq)
-		p->info_seq = pftrace__seq(g->pt, gpu__track_uuid(GT_INFO, p->pid, 0), ts);
+		p->info_seq = pftrace__seq(g->pt, gpupf__track_uuid(GT_INFO, p->pid, 0), ts);
 	return p->info_seq;
 }
 
@@ -98,7 +98,7 @@ void gpupf__status_args(struct gpu *g, struct gpu_proc *p, uint64_t ts, const ch
 
 void gpupf__lost(struct gpu *g, struct gpu_proc *p, uint64_t ts)
 {
-	uint64_t uuid = gpu__track_uuid(GT_LOST, p->pid, 0), total = 0;
+	uint64_t uuid = gpupf__track_uuid(GT_LOST, p->pid, 0), total = 0;
 	struct pfseq *s;
 
 	if (!g->pt || !(s = info_seq(g, p, ts)))
@@ -128,14 +128,14 @@ static void describe_lane(struct gpu *g, struct gpu_proc *p, const struct gstrea
 			 lane ? " (overlapping)" : "");
 	snprintf(desc, sizeof(desc), "CUPTI stream %" PRIu32 " of context %" PRIu32 ", lane %d",
 		 s->id, s->context, lane);
-	pftrace__track_desc(g->pt, gpu__track_uuid(GT_LANE, p->pid, l->idx),
-			    gpu__track_uuid(GT_DEVICE, p->pid, s->device), name, desc);
+	pftrace__track_desc(g->pt, gpupf__track_uuid(GT_LANE, p->pid, l->idx),
+			    gpupf__track_uuid(GT_DEVICE, p->pid, s->device), name, desc);
 	l->described = true;
 }
 
 static void describe_sync(struct gpu *g, struct gpu_proc *p, struct gpu_lane *l, int lane)
 {
-	pftrace__track_desc(g->pt, gpu__track_uuid(GT_SYNC, p->pid, l->idx), UUID_PROCESS(p->pid),
+	pftrace__track_desc(g->pt, gpupf__track_uuid(GT_SYNC, p->pid, l->idx), UUID_PROCESS(p->pid),
 			    lane ? "CUDA synchronization (overlapping)" : "CUDA synchronization",
 			    "host waits CUPTI recorded (CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)");
 	l->described = true;
@@ -158,6 +158,42 @@ static const char *const mem_kinds[] = {
 static const char *mem_kind(uint8_t k)
 {
 	return k < sizeof(mem_kinds) / sizeof(mem_kinds[0]) ? mem_kinds[k] : "unknown";
+}
+
+static const char *const copy_ops[] = {
+	[GPU_COPY_UNKNOWN] = "[CUDA memcpy Unknown]",
+	[GPU_COPY_HTOD] = "[CUDA memcpy Host-to-Device]",
+	[GPU_COPY_DTOH] = "[CUDA memcpy Device-to-Host]",
+	[GPU_COPY_HTOA] = "[CUDA memcpy Host-to-Array]",
+	[GPU_COPY_ATOH] = "[CUDA memcpy Array-to-Host]",
+	[GPU_COPY_ATOA] = "[CUDA memcpy Array-to-Array]",
+	[GPU_COPY_ATOD] = "[CUDA memcpy Array-to-Device]",
+	[GPU_COPY_DTOA] = "[CUDA memcpy Device-to-Array]",
+	[GPU_COPY_DTOD] = "[CUDA memcpy Device-to-Device]",
+	[GPU_COPY_HTOH] = "[CUDA memcpy Host-to-Host]",
+	[GPU_COPY_PTOP] = "[CUDA memcpy Peer-to-Peer]",
+};
+
+static const char *const copy_kinds[] = {
+	[GPU_COPY_UNKNOWN] = "unknown", [GPU_COPY_HTOD] = "HtoD", [GPU_COPY_DTOH] = "DtoH",
+	[GPU_COPY_HTOA] = "HtoA", [GPU_COPY_ATOH] = "AtoH", [GPU_COPY_ATOA] = "AtoA",
+	[GPU_COPY_ATOD] = "AtoD", [GPU_COPY_DTOA] = "DtoA", [GPU_COPY_DTOD] = "DtoD",
+	[GPU_COPY_HTOH] = "HtoH", [GPU_COPY_PTOP] = "peer",
+};
+
+/* "HtoD", "DtoH", ... (the slices' "kind"). */
+static const char *copy_kind(uint8_t k)
+{
+	return k <= GPU_COPY_PTOP ? copy_kinds[k] : copy_kinds[GPU_COPY_UNKNOWN];
+}
+
+/* The name of an operation ("[CUDA memcpy Host-to-Device]", "[CUDA memset]")
+ * as nsys's tables call it. */
+static const char *op_name(const struct gpu_op *op)
+{
+	if (op->kind == GPU_MEMSET)
+		return "[CUDA memset]";
+	return op->copy_kind <= GPU_COPY_PTOP ? copy_ops[op->copy_kind] : copy_ops[0];
 }
 
 static const char *const sync_names[] = {
@@ -203,7 +239,7 @@ void gpupf__op(struct gpu *g, struct gpu_proc *p, const struct gpu_op *op,
 	if (op->kind == GPU_SYNC) {
 		lanes = p->sync_lanes;
 	} else {
-		s = gpu__stream(p, op->device, op->context, op->stream);
+		s = gpuproc__stream(p, op->device, op->context, op->stream);
 		if (!s)
 			return;
 		s->ops++;
@@ -227,7 +263,7 @@ void gpupf__op(struct gpu *g, struct gpu_proc *p, const struct gpu_op *op,
 			describe_sync(g, p, l, lane);
 	}
 	if (!l->seq)
-		l->seq = pftrace__seq(g->pt, gpu__track_uuid(s ? GT_LANE : GT_SYNC, p->pid, l->idx),
+		l->seq = pftrace__seq(g->pt, gpupf__track_uuid(s ? GT_LANE : GT_SYNC, p->pid, l->idx),
 				      start);
 	if (!l->seq)
 		return;
@@ -235,15 +271,15 @@ void gpupf__op(struct gpu *g, struct gpu_proc *p, const struct gpu_op *op,
 
 	switch (op->kind) {
 	case GPU_KERNEL:
-		name = gpu__kernel_name(p, op, kname, sizeof(kname));
+		name = gpuproc__kernel_name(p, op, kname, sizeof(kname));
 		kernel_config(config, sizeof(config), op);
 		a[n++] = (struct pf_annot){ .name = "config", .type = PA_STR, .s = config };
 		break;
 	case GPU_MEMCPY:
-		name = gpu__op_name(op);
+		name = op_name(op);
 		a[n++] = (struct pf_annot){ .name = "bytes", .type = PA_UINT, .u = op->m.bytes };
 		a[n++] = (struct pf_annot){ .name = "kind", .type = PA_STR,
-					    .s = gpu__copy_kind(op->copy_kind) };
+					    .s = copy_kind(op->copy_kind) };
 		if (op->end > op->start)
 			a[n++] = (struct pf_annot){ .name = "GBps", .type = PA_DOUBLE,
 						    .d = (double)op->m.bytes / (op->end - op->start) };
@@ -255,7 +291,7 @@ void gpupf__op(struct gpu *g, struct gpu_proc *p, const struct gpu_op *op,
 			a[n++] = (struct pf_annot){ .name = "async", .type = PA_BOOL, .u = 0 };
 		break;
 	case GPU_MEMSET:
-		name = gpu__op_name(op);
+		name = op_name(op);
 		a[n++] = (struct pf_annot){ .name = "bytes", .type = PA_UINT, .u = op->m.bytes };
 		a[n++] = (struct pf_annot){ .name = "value", .type = PA_UINT, .u = op->m.value };
 		a[n++] = (struct pf_annot){ .name = "memory", .type = PA_STR, .s = mem_kind(op->mem_kind) };

@@ -28,7 +28,7 @@
 #include "out/capwin.h"
 #include "lib/log.h"
 #include "core/attach.h"
-#include "sources/nvtx/nvtx.h"
+#include "core/inject.h"
 #include "lib/procfs.h"
 #include "core/opts.h"
 #include "core/session.h"
@@ -37,9 +37,6 @@
 
 /* How long, at most, stop waits for every collecting library's flush. */
 #define FLUSH_WAIT_NS (1500ull * 1000000)
-
-/* The injection library's file names (the older name too). */
-static const char *const lib_names[] = { "libcgbpf-inject.so", "libcgbpf-nvtx.so", NULL };
 
 /* A target that maps the library; what it said is user/sources/gpu/gpu.c's to know. */
 struct gproc {
@@ -75,15 +72,12 @@ static struct gproc *gproc(struct gpusrc *g, uint32_t pid, bool create)
 	return p;
 }
 
+/* Whether path is the injection library (under either of its names). */
 static bool is_lib(const char *path)
 {
 	const char *base = strrchr(path, '/');
 
-	base = base ? base + 1 : path;
-	for (int i = 0; lib_names[i]; i++)
-		if (!strncmp(base, lib_names[i], strlen(lib_names[i])))
-			return true;
-	return false;
+	return inject__is_lib(base ? base + 1 : path);
 }
 
 struct find_ctx {
@@ -445,14 +439,14 @@ static void gpu_spawn(struct session *s, void *state, const char *cmd)
 		return;
 	if (set && *set) {
 		base = strrchr(set, '/');
-		if (!nvtx__is_injection_lib(base ? base + 1 : set))
+		if (!inject__is_lib(base ? base + 1 : set))
 			warn("CUDA_INJECTION64_PATH is %s, another tool's: %s keeps it, and its GPU "
 			     "activity is estimated from its API calls", set, cmd);
 		else
 			snprintf(g->inj, sizeof(g->inj), "%s", set);
 		return;
 	}
-	if (nvtx__injection_path(inj, sizeof(inj))) {
+	if (inject__path(inj, sizeof(inj))) {
 		setenv("CUDA_INJECTION64_PATH", inj, 1);
 		snprintf(g->inj, sizeof(g->inj), "%s", inj);
 	} else

@@ -17,7 +17,8 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sources/gpu/gpu_int.h"
+#include "sources/gpu/gpuest.h"
+#include "sources/gpu/gpusum.h"
 #include "lib/sumtab.h"
 
 #define KERNEL_ROWS 4096
@@ -236,7 +237,7 @@ void gpusum__op(struct gpu *g, struct gpu_proc *p, const struct gpu_op *op,
 	switch (op->kind) {
 	case GPU_KERNEL: {
 		char buf[64];
-		const char *name = kernel ? kernel : gpu__kernel_name(p, op, buf, sizeof(buf));
+		const char *name = kernel ? kernel : gpuproc__kernel_name(p, op, buf, sizeof(buf));
 
 		p->kernels++;
 		nccl = !strncmp(name, "nccl", 4);
@@ -274,7 +275,7 @@ void gpusum__op(struct gpu *g, struct gpu_proc *p, const struct gpu_op *op,
 		s->syncs++;
 		return;
 	}
-	d = gpu__dev(p, op->device);
+	d = gpuproc__dev(p, op->device);
 	if (!d)
 		return;
 	if (late)
@@ -410,7 +411,7 @@ static void print_devices(const struct gpu *g, FILE *f)
 }
 
 /* The devices' lines as CSV or JSON rows. */
-static void timeline_rows(const struct gpu *g, enum sumtab_fmt fmt, FILE *f)
+void gpusum__timeline_rows(const struct gpu *g, int fmt, FILE *f)
 {
 	static const char *const cols[] = {
 		"PID", "GPU", "Name", "Busy (%)", "Span (ns)", "Operations", "Idle (ns)",
@@ -449,8 +450,10 @@ static void timeline_rows(const struct gpu *g, enum sumtab_fmt fmt, FILE *f)
 	free(ps);
 }
 
-static void print_timeline(const struct gpu *g, struct gpusum *s, FILE *f)
+void gpusum__print_timeline(const struct gpu *g, FILE *f)
 {
+	struct gpusum *s = g->sum;
+
 	fprintf(f, "\n** GPU utilization and idle time:\n\n");
 	print_devices(g, f);
 	fprintf(f, "   idle \"waiting for the host\": from the end of the GPU's last work to the "
@@ -621,14 +624,6 @@ void gpusum__print_procs(const struct gpu *g, FILE *f)
 			g->bad_batches, g->bad_entries, g->unknown_kinds, g->names_dropped);
 }
 
-void gpu__print_timeline(const struct gpu *g, int fmt, FILE *f)
-{
-	if (fmt != SUMTAB_TEXT)
-		timeline_rows(g, fmt, f);
-	else if (g->first_ts)
-		print_timeline(g, g->sum, f);
-}
-
 void gpusum__print(const struct gpu *g, FILE *f)
 {
 	struct gpusum *s = g->sum;
@@ -638,6 +633,6 @@ void gpusum__print(const struct gpu *g, FILE *f)
 	print_kernels(s, f);
 	print_mem(s, f);
 	if (g->first_ts)
-		print_timeline(g, s, f);
+		gpusum__print_timeline(g, f);
 	gpusum__print_procs(g, f);
 }

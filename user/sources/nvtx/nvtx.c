@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
-#include <unistd.h>
 #include "core/apilib.h"
 #include "core/attach.h"
+#include "core/inject.h"
 #include "cgbpf.skel.h"
 #include "lib/elf/elfsym.h"
 #include "lib/hmap.h"
@@ -142,7 +142,7 @@ static int attach_file(struct attach *a, const char *path, const char *display)
 	base = base ? base + 1 : display;
 	if (!strncmp(base, "libnvToolsExt.so", 16))
 		return attach_v2(a, path, display);
-	if (!nvtx__is_injection_lib(base))
+	if (!inject__is_lib(base))
 		return -ENOSYS;
 	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
 		int err = attach__usdt(a, progs[i], path, "cgbpf_nvtx", probes[i]);
@@ -152,12 +152,6 @@ static int attach_file(struct attach *a, const char *path, const char *display)
 		n++;
 	}
 	return n;
-}
-
-/* cgbpf's injection library, under its name or its former one. */
-bool nvtx__is_injection_lib(const char *base)
-{
-	return !strncmp(base, "libcgbpf-inject.so", 18) || !strncmp(base, "libcgbpf-nvtx.so", 16);
 }
 
 /*
@@ -171,7 +165,7 @@ static bool shared_file(const char *display)
 {
 	const char *base = strrchr(display, '/');
 
-	return nvtx__is_injection_lib(base ? base + 1 : display);
+	return inject__is_lib(base ? base + 1 : display);
 }
 
 static const char *func_name(uint16_t func)
@@ -212,39 +206,6 @@ const struct api_lib nvtx_lib = {
 	.attach_file = attach_file,
 	.shared_file = shared_file,
 };
-
-const char *nvtx__injection_path(char *buf, size_t len)
-{
-	static const char *const rel[] = {
-		"inject/libcgbpf-inject.so",		/* build/cgbpf -> build/inject/ */
-		"../lib/cgbpf/libcgbpf-inject.so",	/* /usr/local/bin -> /usr/local/lib/cgbpf */
-	};
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	char *slash;
-
-	if (n <= 0)
-		return NULL;
-	exe[n] = 0;
-	slash = strrchr(exe, '/');
-	if (!slash)
-		return NULL;
-	*slash = 0;
-	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		if ((size_t)snprintf(buf, len, "%s/%s", exe, rel[i]) >= len)
-			continue;
-		if (!access(buf, R_OK)) {
-			char *r = realpath(buf, NULL);
-
-			if (r) {
-				snprintf(buf, len, "%s", r);
-				free(r);
-			}
-			return buf;
-		}
-	}
-	return NULL;
-}
 
 /* ------------------------------------------------------------ state */
 
@@ -858,7 +819,7 @@ static void nvtx_spawn(struct session *s, void *state, const char *cmd)
 	(void)state;
 	if (!(s->o->trace_mask & TRACE_BIT(LIB_NVTX)) || getenv("NVTX_INJECTION64_PATH"))
 		return;
-	if (nvtx__injection_path(inj, sizeof(inj)))
+	if (inject__path(inj, sizeof(inj)))
 		setenv("NVTX_INJECTION64_PATH", inj, 1);
 	else
 		warn("libcgbpf-inject.so not found next to cgbpf: NVTX ranges of %s will "

@@ -28,11 +28,5 @@ void nvtx__finish(struct nvtx *n, uint64_t ts);
 /* "** NVTX Range Summary (nvtx_sum)"; ctx is the struct nvtx (a summary
  * section, user/out/summary.h). */
 void nvtx__print(const void *ctx, const uint64_t *drops, FILE *f);
-/* Whether a file's base name is cgbpf's injection library's (either name). */
-bool nvtx__is_injection_lib(const char *base);
-
-/* The injection library next to this cgbpf binary or in its install
- * location, or NULL (buf holds the path). */
-const char *nvtx__injection_path(char *buf, size_t len);
 
 #endif

@@ -1,37 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * GPU activity, inside: the state user/sources/gpu/gpu.c keeps per process and hands
- * to its writer (user/sources/gpu/gpupf.c), its summary (user/sources/gpu/gpusum.c) and its
- * estimate (user/sources/gpu/gpuest.c). Not for other modules: they use user/sources/gpu/gpu.h.
+ * GPU activity, inside: the per-process tables that user/sources/gpu/gpu.c
+ * fills from the injection library's batches and hands to its writer
+ * (gpupf.c), its summary (gpusum.c) and its estimate (gpuest.c). Not for
+ * other modules: they use user/sources/gpu/gpu.h.
  */
-#ifndef CGBPF_GPU_INT_H
-#define CGBPF_GPU_INT_H
+#ifndef CGBPF_GPUPROC_H
+#define CGBPF_GPUPROC_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
-#include "sources/gpu/gpu.h"
 #include "gpu_rec.h"
 #include "lib/hmap.h"
 #include "core/model.h"
 #include "out/perfetto.h"
-#include "lib/stats.h"
 
 /* Devices are a byte in every activity entry. */
 #define GPU_DEVS 256
 /* Lanes of one stream's track: records that overlap on a stream (or
  * arrive after later ones were written) go to the next lane. */
 #define GPU_LANES 4
-/* Track uuid kinds under UUID_GPU (user/out/tracks.h). */
-enum gpu_track {
-	GT_DEVICE = 0,		/* idx: device */
-	GT_LANE = 1,		/* idx: lane number in the process */
-	GT_EST_STREAM = 2,	/* idx: estimated stream number in the process */
-	GT_INFO = 3,		/* the process's "GPU activity" track (status) */
-	GT_SYNC = 4,		/* idx: lane of the synchronization track */
-	GT_EST_GROUP = 5,	/* the process's estimate group */
-	GT_LOST = 6,		/* counter: records lost by the library */
-};
-uint64_t gpu__track_uuid(enum gpu_track kind, uint32_t pid, uint32_t idx);
 
 /* One activity record, validated, waiting to be written in time order. */
 struct gpu_op {
@@ -224,63 +213,24 @@ struct gpu {
 	void *keep_ctx;
 };
 
-/* The process's state, created on first use; NULL on ENOMEM. */
-struct gpu_proc *gpu__proc(struct gpu *g, uint32_t pid);
+/* pid's state, added if new; NULL on ENOMEM. announce: make pid known to
+ * the model, as its tracks hang under its process track (a capture; not
+ * cgbpf stats, whose pids are not this machine's). */
+struct gpu_proc *gpuproc__get(struct gpu *g, uint32_t pid, bool announce);
 /* Already known, else NULL. */
-struct gpu_proc *gpu__proc_find(const struct gpu *g, uint32_t pid);
+struct gpu_proc *gpuproc__find(const struct gpu *g, uint32_t pid);
 /* The device's state (created on first use); NULL on ENOMEM. */
-struct gpu_dev *gpu__dev(struct gpu_proc *p, uint8_t index);
+struct gpu_dev *gpuproc__dev(struct gpu_proc *p, uint8_t index);
 /* The stream's state (created on first use); NULL on ENOMEM. */
-struct gstream *gpu__stream(struct gpu_proc *p, uint8_t device, uint32_t context, uint32_t id);
+struct gstream *gpuproc__stream(struct gpu_proc *p, uint8_t device, uint32_t context,
+				uint32_t id);
 /* A kernel's name: its demangled name, or what stands for it. */
-const char *gpu__kernel_name(const struct gpu_proc *p, const struct gpu_op *op, char *buf,
-			     size_t len);
-/* The name of an operation ("[CUDA memcpy Host-to-Device]", "[CUDA memset]")
- * as nsys's tables call it. */
-const char *gpu__op_name(const struct gpu_op *op);
-/* "HtoD", "DtoH", ... (the slices' "kind"). */
-const char *gpu__copy_kind(uint8_t copy_kind);
-
-/* user/sources/gpu/gpupf.c: the trace. */
-/* Writes a released op on its stream's (or the synchronization) track. */
-void gpupf__op(struct gpu *g, struct gpu_proc *p, const struct gpu_op *op,
-	       const struct gpu_corr *c);
-/* An instant on the process's "GPU activity" track. */
-void gpupf__status(struct gpu *g, struct gpu_proc *p, uint64_t ts, const char *what,
-		   const char *detail);
-/* The same with args of the caller's. */
-void gpupf__status_args(struct gpu *g, struct gpu_proc *p, uint64_t ts, const char *what,
-			const struct pf_annot *a, int n);
-/* The running count of records the process's library lost. */
-void gpupf__lost(struct gpu *g, struct gpu_proc *p, uint64_t ts);
-/* A device's track (again, renamed, when it got described). */
-void gpupf__device(struct gpu *g, struct gpu_proc *p, struct gpu_dev *d);
-
-/* user/sources/gpu/gpusum.c: the summary, fed with every op in start order (late ones
- * flagged) and the launch call it came from (c NULL or c->call_ts 0: not
- * known). */
-void *gpusum__new(void);
-void gpusum__free(void *sum);
-void gpusum__op(struct gpu *g, struct gpu_proc *p, const struct gpu_op *op,
-		const struct gpu_corr *c, bool late, const char *kernel);
-/* The end of a device's timeline (capture end, process exit). */
-void gpusum__dev_end(struct gpu *g, struct gpu_proc *p, struct gpu_dev *d);
-void gpusum__print(const struct gpu *g, FILE *f);
-
-/* user/sources/gpu/gpuest.c: the estimate, for processes whose GPU activity is not
- * measured: a call ended (outermost CUDA calls only). */
-void gpuest__call(struct gpu *g, struct gpu_proc *p, struct thread *t, const struct call *c);
-/* Collection started (what is open is dropped: measured data takes over)
- * or the process ended (open spans end at their last evidence). */
-void gpuest__stop(struct gpu *g, struct gpu_proc *p, bool write_open);
-void gpuest__free(struct gpu_proc *p);
-/* Summary lines of the estimated processes. */
-void gpuest__print(const struct gpu *g, FILE *f);
-/* cgbpf stats: an estimated span read back (stream: its track). */
-void gpuest__replay_span(struct gpu_proc *p, uint64_t stream, uint64_t ns, uint64_t launches);
-/* The "GPU activity per process" section (user/sources/gpu/gpusum.c). */
-void gpusum__print_procs(const struct gpu *g, FILE *f);
-/* Its CSV / JSON rows (fmt: enum sumtab_fmt). */
-void gpusum__procs_rows(const struct gpu *g, int fmt, FILE *f);
+const char *gpuproc__kernel_name(const struct gpu_proc *p, const struct gpu_op *op, char *buf,
+				 size_t len);
+/* Frees what only writing the trace needs (names, streams, threads,
+ * correlation ids, waiting operations): gone when the process is. */
+void gpuproc__free_bulk(struct gpu_proc *p);
+/* Frees p and all it holds but its estimate (gpuest__free first). */
+void gpuproc__free(struct gpu_proc *p);
 
 #endif
