@@ -691,194 +691,241 @@ static void on_status(struct gpu *g, struct gpu_proc *p, uint64_t ts, const uint
 	gpupf__status(g, p, ts, status_what[st.code], detail);
 }
 
+/* An activity entry's operation into op; false for a bad entry. */
+static bool kernel_op(struct gpu_proc *p, const uint8_t *e, size_t size, struct gpu_op *op)
+{
+	struct gpu_kernel k;
+
+	if (size < sizeof(k))
+		return false;
+	memcpy(&k, e, sizeof(k));
+	if (!sane_times(k.start, k.end))
+		return false;
+	op->kind = GPU_KERNEL;
+	op->start = k.start;
+	op->end = k.end;
+	op->corr = k.corr;
+	op->stream = k.stream;
+	op->context = k.context;
+	op->graph_id = k.graph_id;
+	op->device = k.device;
+	op->k.name_id = k.name_id;
+	memcpy(op->k.grid, k.grid, sizeof(op->k.grid));
+	memcpy(op->k.block, k.block, sizeof(op->k.block));
+	op->k.regs = k.regs;
+	op->k.smem_static = k.smem_static;
+	op->k.smem_dynamic = k.smem_dynamic;
+	if (k.name_id && !hmap__get(&p->names, k.name_id))
+		p->unknown_names++;
+	return true;
+}
+
+static bool memcpy_op(const uint8_t *e, size_t size, struct gpu_op *op)
+{
+	struct gpu_memcpy c;
+
+	if (size < sizeof(c))
+		return false;
+	memcpy(&c, e, sizeof(c));
+	if (!sane_times(c.start, c.end))
+		return false;
+	op->kind = GPU_MEMCPY;
+	op->start = c.start;
+	op->end = c.end;
+	op->corr = c.corr;
+	op->stream = c.stream;
+	op->context = c.context;
+	op->graph_id = c.graph_id;
+	op->device = c.device;
+	op->copy_kind = c.copy_kind <= GPU_COPY_PTOP ? c.copy_kind : GPU_COPY_UNKNOWN;
+	op->src_kind = c.src_kind;
+	op->dst_kind = c.dst_kind;
+	op->flags = c.flags;
+	op->peer = c.peer;
+	op->m.bytes = c.bytes;
+	return true;
+}
+
+static bool memset_op(const uint8_t *e, size_t size, struct gpu_op *op)
+{
+	struct gpu_memset s;
+
+	if (size < sizeof(s))
+		return false;
+	memcpy(&s, e, sizeof(s));
+	if (!sane_times(s.start, s.end))
+		return false;
+	op->kind = GPU_MEMSET;
+	op->start = s.start;
+	op->end = s.end;
+	op->corr = s.corr;
+	op->stream = s.stream;
+	op->context = s.context;
+	op->graph_id = s.graph_id;
+	op->device = s.device;
+	op->mem_kind = s.mem_kind;
+	op->m.bytes = s.bytes;
+	op->m.value = s.value;
+	return true;
+}
+
+static bool sync_op(const uint8_t *e, size_t size, struct gpu_op *op)
+{
+	struct gpu_sync s;
+
+	if (size < sizeof(s))
+		return false;
+	memcpy(&s, e, sizeof(s));
+	if (!sane_times(s.start, s.end))
+		return false;
+	op->kind = GPU_SYNC;
+	op->start = s.start;
+	op->end = s.end;
+	op->corr = s.corr;
+	op->stream = s.stream;
+	op->context = s.context;
+	op->s.type = s.type;
+	return true;
+}
+
+/* The entries that describe rather than time: false for a bad one. */
+static bool on_api_entry(struct gpu *g, struct gpu_proc *p, const uint8_t *e, size_t size)
+{
+	struct gpu_api a;
+
+	if (size < sizeof(a))
+		return false;
+	memcpy(&a, e, sizeof(a));
+	if (!sane_times(a.start, a.end))
+		return false;
+	on_api(g, p, &a);
+	return true;
+}
+
+static bool on_name(struct gpu *g, struct gpu_proc *p, const uint8_t *e, size_t size)
+{
+	struct gpu_name n;
+	size_t room = size - sizeof(n);
+	const char *text = (const char *)e + sizeof(n);
+
+	memcpy(&n, e, sizeof(n));
+	if (room > GPU_NAME_MAX)
+		room = GPU_NAME_MAX;
+	if (!n.id || !room || !memchr(text, 0, room))
+		return false;
+	set_name(g, p, n.id, text);
+	return true;
+}
+
+static bool on_device(struct gpu *g, struct gpu_proc *p, const uint8_t *e, size_t size)
+{
+	struct gpu_device d;
+	struct gpu_dev *dev;
+
+	if (size < sizeof(d))
+		return false;
+	memcpy(&d, e, sizeof(d));
+	/* Activity entries name devices by a byte. */
+	if (d.id >= GPU_DEVS || !memchr(d.name, 0, sizeof(d.name)))
+		return false;
+	dev = gpuproc__dev(p, d.id);
+	if (!dev)
+		return true;
+	if (!dev->known || strcmp(dev->name, d.name) || memcmp(dev->uuid, d.uuid, 16))
+		dev->described = false;
+	dev->known = true;
+	memcpy(dev->name, d.name, sizeof(dev->name));
+	memcpy(dev->uuid, d.uuid, sizeof(dev->uuid));
+	dev->global_memory = d.global_memory;
+	dev->sm_count = d.sm_count;
+	dev->cc_major = d.compute_major;
+	dev->cc_minor = d.compute_minor;
+	if (dev->ops)	/* its track exists already: rename it */
+		gpupf__device(g, p, dev);
+	return true;
+}
+
+static bool on_dropped(struct gpu *g, struct gpu_proc *p, uint64_t ts, const uint8_t *e,
+		       size_t size)
+{
+	struct gpu_dropped d;
+	int w;
+
+	if (size < sizeof(d))
+		return false;
+	memcpy(&d, e, sizeof(d));
+	w = d.where == 1 ? GPU_DROP_CUPTI : d.where == 2 ? GPU_DROP_QUEUE : GPU_DROP_OTHER;
+	if (__builtin_add_overflow(p->dropped[w], d.count, &p->dropped[w]))
+		p->dropped[w] = UINT64_MAX;
+	if (__builtin_add_overflow(g->dropped_total, d.count, &g->dropped_total))
+		g->dropped_total = UINT64_MAX;
+	gpupf__lost(g, p, ts);
+	return true;
+}
+
+static bool on_stream(struct gpu_proc *p, const uint8_t *e, size_t size)
+{
+	struct gpu_stream s;
+	struct gstream *gs;
+
+	if (size < sizeof(s))
+		return false;
+	memcpy(&s, e, sizeof(s));
+	gs = gpuproc__stream(p, s.device, s.context, s.stream);
+	if (gs && (!gs->has_priority || gs->priority != s.priority)) {
+		gs->has_priority = true;
+		gs->priority = s.priority;
+		for (int i = 0; i < GPU_LANES; i++)
+			gs->lanes[i].described = false;
+	}
+	return true;
+}
+
+/* One entry of a batch: an operation queued for the timeline, or what
+ * describes them; a bad one is counted. */
 static void on_entry(struct gpu *g, struct gpu_proc *p, const struct rec_hdr *h, const uint8_t *e,
 		     uint16_t kind, size_t size)
 {
 	struct gpu_op op = { 0 };
+	bool ok;
 
 	switch (kind) {
-	case GPU_KERNEL: {
-		struct gpu_kernel k;
-
-		if (size < sizeof(k))
-			goto bad;
-		memcpy(&k, e, sizeof(k));
-		if (!sane_times(k.start, k.end))
-			goto bad;
-		op.kind = GPU_KERNEL;
-		op.start = k.start;
-		op.end = k.end;
-		op.corr = k.corr;
-		op.stream = k.stream;
-		op.context = k.context;
-		op.graph_id = k.graph_id;
-		op.device = k.device;
-		op.k.name_id = k.name_id;
-		memcpy(op.k.grid, k.grid, sizeof(op.k.grid));
-		memcpy(op.k.block, k.block, sizeof(op.k.block));
-		op.k.regs = k.regs;
-		op.k.smem_static = k.smem_static;
-		op.k.smem_dynamic = k.smem_dynamic;
-		if (k.name_id && !hmap__get(&p->names, k.name_id))
-			p->unknown_names++;
+	case GPU_KERNEL:
+	case GPU_MEMCPY:
+	case GPU_MEMSET:
+	case GPU_SYNC:
+		ok = kind == GPU_KERNEL ? kernel_op(p, e, size, &op) :
+		     kind == GPU_MEMCPY ? memcpy_op(e, size, &op) :
+		     kind == GPU_MEMSET ? memset_op(e, size, &op) : sync_op(e, size, &op);
+		if (ok)
+			push_op(g, p, &op);
 		break;
-	}
-	case GPU_MEMCPY: {
-		struct gpu_memcpy c;
-
-		if (size < sizeof(c))
-			goto bad;
-		memcpy(&c, e, sizeof(c));
-		if (!sane_times(c.start, c.end))
-			goto bad;
-		op.kind = GPU_MEMCPY;
-		op.start = c.start;
-		op.end = c.end;
-		op.corr = c.corr;
-		op.stream = c.stream;
-		op.context = c.context;
-		op.graph_id = c.graph_id;
-		op.device = c.device;
-		op.copy_kind = c.copy_kind <= GPU_COPY_PTOP ? c.copy_kind : GPU_COPY_UNKNOWN;
-		op.src_kind = c.src_kind;
-		op.dst_kind = c.dst_kind;
-		op.flags = c.flags;
-		op.peer = c.peer;
-		op.m.bytes = c.bytes;
+	case GPU_API:
+		ok = on_api_entry(g, p, e, size);
 		break;
-	}
-	case GPU_MEMSET: {
-		struct gpu_memset s;
-
-		if (size < sizeof(s))
-			goto bad;
-		memcpy(&s, e, sizeof(s));
-		if (!sane_times(s.start, s.end))
-			goto bad;
-		op.kind = GPU_MEMSET;
-		op.start = s.start;
-		op.end = s.end;
-		op.corr = s.corr;
-		op.stream = s.stream;
-		op.context = s.context;
-		op.graph_id = s.graph_id;
-		op.device = s.device;
-		op.mem_kind = s.mem_kind;
-		op.m.bytes = s.bytes;
-		op.m.value = s.value;
+	case GPU_NAME:
+		ok = on_name(g, p, e, size);
 		break;
-	}
-	case GPU_SYNC: {
-		struct gpu_sync s;
-
-		if (size < sizeof(s))
-			goto bad;
-		memcpy(&s, e, sizeof(s));
-		if (!sane_times(s.start, s.end))
-			goto bad;
-		op.kind = GPU_SYNC;
-		op.start = s.start;
-		op.end = s.end;
-		op.corr = s.corr;
-		op.stream = s.stream;
-		op.context = s.context;
-		op.s.type = s.type;
+	case GPU_DEVICE:
+		ok = on_device(g, p, e, size);
 		break;
-	}
-	case GPU_API: {
-		struct gpu_api a;
-
-		if (size < sizeof(a))
-			goto bad;
-		memcpy(&a, e, sizeof(a));
-		if (!sane_times(a.start, a.end))
-			goto bad;
-		on_api(g, p, &a);
-		return;
-	}
-	case GPU_NAME: {
-		struct gpu_name n;
-		size_t room = size - sizeof(n);
-		const char *text = (const char *)e + sizeof(n);
-
-		memcpy(&n, e, sizeof(n));
-		if (room > GPU_NAME_MAX)
-			room = GPU_NAME_MAX;
-		if (!n.id || !room || !memchr(text, 0, room))
-			goto bad;
-		set_name(g, p, n.id, text);
-		return;
-	}
-	case GPU_DEVICE: {
-		struct gpu_device d;
-		struct gpu_dev *dev;
-
-		if (size < sizeof(d))
-			goto bad;
-		memcpy(&d, e, sizeof(d));
-		/* Activity entries name devices by a byte. */
-		if (d.id >= GPU_DEVS || !memchr(d.name, 0, sizeof(d.name)))
-			goto bad;
-		dev = gpuproc__dev(p, d.id);
-		if (!dev)
-			return;
-		if (!dev->known || strcmp(dev->name, d.name) || memcmp(dev->uuid, d.uuid, 16))
-			dev->described = false;
-		dev->known = true;
-		memcpy(dev->name, d.name, sizeof(dev->name));
-		memcpy(dev->uuid, d.uuid, sizeof(dev->uuid));
-		dev->global_memory = d.global_memory;
-		dev->sm_count = d.sm_count;
-		dev->cc_major = d.compute_major;
-		dev->cc_minor = d.compute_minor;
-		if (dev->ops)	/* its track exists already: rename it */
-			gpupf__device(g, p, dev);
-		return;
-	}
 	case GPU_STATUS:
-		if (size < sizeof(struct gpu_status) + 1)
-			goto bad;
-		on_status(g, p, h->ts, e, size);
-		return;
-	case GPU_DROPPED: {
-		struct gpu_dropped d;
-		int w;
-
-		if (size < sizeof(d))
-			goto bad;
-		memcpy(&d, e, sizeof(d));
-		w = d.where == 1 ? GPU_DROP_CUPTI : d.where == 2 ? GPU_DROP_QUEUE : GPU_DROP_OTHER;
-		if (__builtin_add_overflow(p->dropped[w], d.count, &p->dropped[w]))
-			p->dropped[w] = UINT64_MAX;
-		if (__builtin_add_overflow(g->dropped_total, d.count, &g->dropped_total))
-			g->dropped_total = UINT64_MAX;
-		gpupf__lost(g, p, h->ts);
-		return;
-	}
-	case GPU_STREAM: {
-		struct gpu_stream s;
-		struct gstream *gs;
-
-		if (size < sizeof(s))
-			goto bad;
-		memcpy(&s, e, sizeof(s));
-		gs = gpuproc__stream(p, s.device, s.context, s.stream);
-		if (gs && (!gs->has_priority || gs->priority != s.priority)) {
-			gs->has_priority = true;
-			gs->priority = s.priority;
-			for (int i = 0; i < GPU_LANES; i++)
-				gs->lanes[i].described = false;
-		}
-		return;
-	}
+		ok = size >= sizeof(struct gpu_status) + 1;
+		if (ok)
+			on_status(g, p, h->ts, e, size);
+		break;
+	case GPU_DROPPED:
+		ok = on_dropped(g, p, h->ts, e, size);
+		break;
+	case GPU_STREAM:
+		ok = on_stream(p, e, size);
+		break;
 	default:
 		g->unknown_kinds++;
 		return;
 	}
-	push_op(g, p, &op);
-	return;
-bad:
-	g->bad_entries++;
+	if (!ok)
+		g->bad_entries++;
 }
 
 int gpu__record(struct gpu *g, const void *data, size_t size)
