@@ -709,16 +709,18 @@ static bool read_agg(struct monitor *mo, const struct agg_key *k, struct agg_val
 #define LE_FIRST 10
 #define LE_STEP 2
 
-static void render(struct monitor *mo, struct buf *b)
+/* Every key of the aggregate map, into a new array (free() it) of *n;
+ * fewer when memory runs out, NULL when there are none. */
+static struct agg_key *agg_keys(struct monitor *mo, size_t *n)
 {
 	struct agg_key k, next, *keys = NULL;
-	size_t n = 0, cap = 0;
-	uint64_t drops = 0;
+	size_t cap = 0;
 	int err;
 
+	*n = 0;
 	for (err = bpf_map__get_next_key(mo->skel->maps.aggs, NULL, &next, sizeof(next)); !err;
 	     err = bpf_map__get_next_key(mo->skel->maps.aggs, &k, &next, sizeof(next))) {
-		if (n == cap) {
+		if (*n == cap) {
 			size_t nc = cap ? cap * 2 : 256;
 			struct agg_key *nk = realloc(keys, nc * sizeof(*nk));
 
@@ -727,174 +729,207 @@ static void render(struct monitor *mo, struct buf *b)
 			keys = nk;
 			cap = nc;
 		}
-		keys[n++] = next;
+		keys[(*n)++] = next;
 		k = next;
 	}
-	bprintf(b, "# HELP cgbpf_calls_total API calls that returned, per process and function.\n"
-		   "# TYPE cgbpf_calls_total counter\n");
-	for (int pass = 0; pass < 5; pass++) {
-		if (pass == 4)
-			bprintf(b, "# HELP cgbpf_nccl_bus_bytes_total NCCL bytes times nccl-tests' bus "
-				   "factor for the communicator size (rate / duration rate = busbw).\n"
-				   "# TYPE cgbpf_nccl_bus_bytes_total counter\n");
-		else if (pass == 1)
-			bprintf(b, "# HELP cgbpf_call_errors_total Calls that returned an error code.\n"
-				   "# TYPE cgbpf_call_errors_total counter\n");
-		else if (pass == 2)
-			bprintf(b, "# HELP cgbpf_bytes_total Bytes moved, set or allocated by the calls "
-				   "(copies, memsets, allocations, NCCL buffers).\n"
-				   "# TYPE cgbpf_bytes_total counter\n");
-		else if (pass == 3)
-			bprintf(b, "# HELP cgbpf_call_duration_seconds Time from a call's entry to its "
-				   "return (host side).\n"
-				   "# TYPE cgbpf_call_duration_seconds histogram\n");
-		for (size_t i = 0; i < n; i++) {
-			const struct api_lib *lib = apilib__get(keys[i].lib);
-			bool sys = keys[i].lib == AGG_LIB_SYSCALL;
-			struct agg_val v;
-			char comm[64], labels[256], sname[32];
-			uint64_t cum = 0;
+	return keys;
+}
 
-			if ((!sys && (!lib || keys[i].func >= lib->nfuncs)) ||
-			    !read_agg(mo, &keys[i], &v) || !v.count)
-				continue;
-			comm_of(mo, keys[i].pid, comm, sizeof(comm));
-			snprintf(labels, sizeof(labels), "pid=\"%u\",comm=\"%s\",lib=\"%s\",func=\"%s\"",
-				 keys[i].pid, comm, sys ? "syscall" : lib->name,
-				 sys ? syscalls__name(keys[i].func, sname, sizeof(sname)) :
-				       lib->symbol(keys[i].func));
-			/* NCCL collectives: one series per communicator size. */
-			if (keys[i].nranks) {
-				size_t l = strlen(labels);
+/* The duration histogram of one series, cumulative as the format wants. */
+static void render_histogram(struct buf *b, const char *labels, const struct agg_val *v)
+{
+	uint64_t cum = 0;
 
-				snprintf(labels + l, sizeof(labels) - l, ",nranks=\"%u\"", keys[i].nranks);
-			}
-			switch (pass) {
-			case 0:
-				bprintf(b, "cgbpf_calls_total{%s} %" PRIu64 "\n", labels, (uint64_t)v.count);
-				break;
-			case 1:
-				if (v.errors)
-					bprintf(b, "cgbpf_call_errors_total{%s} %" PRIu64 "\n", labels,
-						(uint64_t)v.errors);
-				break;
-			case 2:
-				if (v.bytes && !(keys[i].lib == LIB_NCCL &&
-						 nccl_funcs[keys[i].func].cls == NC_C_INIT_RANK))
-					bprintf(b, "cgbpf_bytes_total{%s} %" PRIu64 "\n", labels, (uint64_t)v.bytes);
-				break;
-			case 4:
-				if (keys[i].lib == LIB_NCCL && keys[i].nranks && v.bytes) {
-					int coll = nccl_funcs[keys[i].func].coll;
-
-					bprintf(b, "cgbpf_nccl_bus_bytes_total{%s} %.0f\n", labels,
-						(double)v.bytes *
-						ncclsum__size_factor(coll, keys[i].nranks) *
-						ncclsum__bus_factor(coll, keys[i].nranks));
-				}
-				break;
-			case 3:
-				for (int bk = 0; bk < AGG_BUCKETS; bk++) {
-					cum += v.hist[bk];
-					/* Bucket bk holds [2^bk, 2^(bk+1)) ns. */
-					if (bk + 1 >= LE_FIRST && (bk + 1 - LE_FIRST) % LE_STEP == 0)
-						bprintf(b, "cgbpf_call_duration_seconds_bucket{%s,le=\"%.9g\"} "
-							   "%" PRIu64 "\n", labels,
-							(double)(1ull << (bk + 1)) / 1e9, (uint64_t)cum);
-				}
-				bprintf(b, "cgbpf_call_duration_seconds_bucket{%s,le=\"+Inf\"} %" PRIu64
-					   "\n", labels, (uint64_t)v.count);
-				bprintf(b, "cgbpf_call_duration_seconds_sum{%s} %.9f\n", labels,
-					v.total_ns / 1e9);
-				bprintf(b, "cgbpf_call_duration_seconds_count{%s} %" PRIu64 "\n", labels,
-					(uint64_t)v.count);
-				break;
-			}
-		}
+	for (int bk = 0; bk < AGG_BUCKETS; bk++) {
+		cum += v->hist[bk];
+		/* Bucket bk holds [2^bk, 2^(bk+1)) ns. */
+		if (bk + 1 >= LE_FIRST && (bk + 1 - LE_FIRST) % LE_STEP == 0)
+			bprintf(b, "cgbpf_call_duration_seconds_bucket{%s,le=\"%.9g\"} "
+				   "%" PRIu64 "\n", labels,
+				(double)(1ull << (bk + 1)) / 1e9, (uint64_t)cum);
 	}
-	/* Per process: time blocked in synchronization / NCCL calls (those
-	 * flagged as able to hang) and in syscalls (--syscall-threshold). */
+	bprintf(b, "cgbpf_call_duration_seconds_bucket{%s,le=\"+Inf\"} %" PRIu64
+		   "\n", labels, (uint64_t)v->count);
+	bprintf(b, "cgbpf_call_duration_seconds_sum{%s} %.9f\n", labels,
+		v->total_ns / 1e9);
+	bprintf(b, "cgbpf_call_duration_seconds_count{%s} %" PRIu64 "\n", labels,
+		(uint64_t)v->count);
+}
+
+/* The HELP and TYPE of each per-call metric, in the order
+ * render_calls() writes them. */
+static const char *const call_help[] = {
+	"# HELP cgbpf_calls_total API calls that returned, per process and function.\n"
+	"# TYPE cgbpf_calls_total counter\n",
+	"# HELP cgbpf_call_errors_total Calls that returned an error code.\n"
+	"# TYPE cgbpf_call_errors_total counter\n",
+	"# HELP cgbpf_bytes_total Bytes moved, set or allocated by the calls "
+	"(copies, memsets, allocations, NCCL buffers).\n"
+	"# TYPE cgbpf_bytes_total counter\n",
+	"# HELP cgbpf_call_duration_seconds Time from a call's entry to its "
+	"return (host side).\n"
+	"# TYPE cgbpf_call_duration_seconds histogram\n",
+	"# HELP cgbpf_nccl_bus_bytes_total NCCL bytes times nccl-tests' bus "
+	"factor for the communicator size (rate / duration rate = busbw).\n"
+	"# TYPE cgbpf_nccl_bus_bytes_total counter\n",
+};
+
+/* The series of one (process, function) key in the metric'th per-call
+ * metric (call_help's order); nothing for a key without calls. */
+static void render_call(struct monitor *mo, struct buf *b, int metric, const struct agg_key *key)
+{
+	const struct api_lib *lib = apilib__get(key->lib);
+	bool sys = key->lib == AGG_LIB_SYSCALL;
+	struct agg_val v;
+	char comm[64], labels[256], sname[32];
+
+	if ((!sys && (!lib || key->func >= lib->nfuncs)) || !read_agg(mo, key, &v) || !v.count)
+		return;
+	comm_of(mo, key->pid, comm, sizeof(comm));
+	snprintf(labels, sizeof(labels), "pid=\"%u\",comm=\"%s\",lib=\"%s\",func=\"%s\"",
+		 key->pid, comm, sys ? "syscall" : lib->name,
+		 sys ? syscalls__name(key->func, sname, sizeof(sname)) : lib->symbol(key->func));
+	/* NCCL collectives: one series per communicator size. */
+	if (key->nranks) {
+		size_t l = strlen(labels);
+
+		snprintf(labels + l, sizeof(labels) - l, ",nranks=\"%u\"", key->nranks);
+	}
+	switch (metric) {
+	case 0:
+		bprintf(b, "cgbpf_calls_total{%s} %" PRIu64 "\n", labels, (uint64_t)v.count);
+		break;
+	case 1:
+		if (v.errors)
+			bprintf(b, "cgbpf_call_errors_total{%s} %" PRIu64 "\n", labels,
+				(uint64_t)v.errors);
+		break;
+	case 2:
+		if (v.bytes && !(key->lib == LIB_NCCL && nccl_funcs[key->func].cls == NC_C_INIT_RANK))
+			bprintf(b, "cgbpf_bytes_total{%s} %" PRIu64 "\n", labels, (uint64_t)v.bytes);
+		break;
+	case 3:
+		render_histogram(b, labels, &v);
+		break;
+	case 4:
+		if (key->lib == LIB_NCCL && key->nranks && v.bytes) {
+			int coll = nccl_funcs[key->func].coll;
+
+			bprintf(b, "cgbpf_nccl_bus_bytes_total{%s} %.0f\n", labels,
+				(double)v.bytes * ncclsum__size_factor(coll, key->nranks) *
+				ncclsum__bus_factor(coll, key->nranks));
+		}
+		break;
+	}
+}
+
+/* The per-call metrics: each one's HELP and TYPE, then its series for
+ * each of the n keys. */
+static void render_calls(struct monitor *mo, struct buf *b, const struct agg_key *keys, size_t n)
+{
+	for (int metric = 0; metric < (int)(sizeof(call_help) / sizeof(*call_help)); metric++) {
+		bprintf(b, "%s", call_help[metric]);
+		for (size_t i = 0; i < n; i++)
+			render_call(mo, b, metric, &keys[i]);
+	}
+}
+
+/* Per process: time blocked in synchronization / NCCL calls (those
+ * flagged as able to hang) and in syscalls (--syscall-threshold), summed
+ * over the n keys. */
+static void render_waits(struct monitor *mo, struct buf *b, const struct agg_key *keys, size_t n)
+{
+	struct hmap sync = { 0 }, sysw = { 0 };
+	uint64_t pid, ns;
+
 	bprintf(b, "# HELP cgbpf_sync_wait_seconds_total Time spent in synchronization and NCCL "
 		   "calls, per process.\n# TYPE cgbpf_sync_wait_seconds_total counter\n");
 	bprintf(b, "# HELP cgbpf_syscall_wait_seconds_total Time spent in syscalls lasting at "
 		   "least --syscall-threshold, per process.\n"
 		   "# TYPE cgbpf_syscall_wait_seconds_total counter\n");
-	{
-		struct hmap sync = { 0 }, sysw = { 0 };
-		uint64_t pid, ns;
+	for (size_t i = 0; i < n; i++) {
+		const struct api_lib *lib = apilib__get(keys[i].lib);
+		struct agg_cfg c = { 0 };
+		struct agg_val v;
+		struct hmap *h = NULL;
+		uint64_t *cur;
 
-		for (size_t i = 0; i < n; i++) {
-			const struct api_lib *lib = apilib__get(keys[i].lib);
-			struct agg_cfg c = { 0 };
-			struct agg_val v;
-			struct hmap *h = NULL;
-			uint64_t *cur;
-
-			if (keys[i].lib == AGG_LIB_SYSCALL) {
-				h = &sysw;
-			} else if (lib && lib->agg_cfg && keys[i].func < lib->nfuncs) {
-				lib->agg_cfg(keys[i].func, &c);
-				if (c.flags & AGG_F_SLOW)
-					h = &sync;
-			}
-			if (!h || !read_agg(mo, &keys[i], &v))
-				continue;
-			cur = hmap__get(h, keys[i].pid);
-			if (cur)
-				*cur += v.total_ns;
-			else
-				hmap__put(h, keys[i].pid, v.total_ns);
+		if (keys[i].lib == AGG_LIB_SYSCALL) {
+			h = &sysw;
+		} else if (lib && lib->agg_cfg && keys[i].func < lib->nfuncs) {
+			lib->agg_cfg(keys[i].func, &c);
+			if (c.flags & AGG_F_SLOW)
+				h = &sync;
 		}
-		for (int w = 0; w < 2; w++) {
-			struct hmap *h = w ? &sysw : &sync;
-
-			for (size_t it = 0; hmap__next(h, &it, &pid, &ns);) {
-				char comm[64];
-
-				comm_of(mo, pid, comm, sizeof(comm));
-				bprintf(b, "%s{pid=\"%u\",comm=\"%s\"} %.9f\n",
-					w ? "cgbpf_syscall_wait_seconds_total" :
-					    "cgbpf_sync_wait_seconds_total", (uint32_t)pid, comm, ns / 1e9);
-			}
-			hmap__free(h);
-		}
+		if (!h || !read_agg(mo, &keys[i], &v))
+			continue;
+		cur = hmap__get(h, keys[i].pid);
+		if (cur)
+			*cur += v.total_ns;
+		else
+			hmap__put(h, keys[i].pid, v.total_ns);
 	}
-	free(keys);
-	{
-		int ncpu = mo->ncpu;
-		uint64_t *vals = calloc(ncpu, sizeof(*vals));
+	for (int w = 0; w < 2; w++) {
+		struct hmap *h = w ? &sysw : &sync;
 
-		for (uint32_t t = 0; vals && t < REC__COUNT; t++) {
-			if (bpf_map__lookup_elem(mo->skel->maps.drops, &t, sizeof(t), vals,
-						 ncpu * sizeof(*vals), 0))
-				continue;
-			for (int c = 0; c < ncpu; c++)
-				drops += vals[c];
+		for (size_t it = 0; hmap__next(h, &it, &pid, &ns);) {
+			char comm[64];
+
+			comm_of(mo, pid, comm, sizeof(comm));
+			bprintf(b, "%s{pid=\"%u\",comm=\"%s\"} %.9f\n",
+				w ? "cgbpf_syscall_wait_seconds_total" :
+				    "cgbpf_sync_wait_seconds_total", (uint32_t)pid, comm, ns / 1e9);
 		}
-		free(vals);
+		hmap__free(h);
 	}
+}
+
+/* Records the BPF side dropped, all kinds and CPUs together. */
+static uint64_t read_drops(struct monitor *mo)
+{
+	int ncpu = mo->ncpu;
+	uint64_t *vals = calloc(ncpu, sizeof(*vals)), drops = 0;
+
+	for (uint32_t t = 0; vals && t < REC__COUNT; t++) {
+		if (bpf_map__lookup_elem(mo->skel->maps.drops, &t, sizeof(t), vals,
+					 ncpu * sizeof(*vals), 0))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			drops += vals[c];
+	}
+	free(vals);
+	return drops;
+}
+
+/* Device memory held, per process. */
+static void render_gpu_memory(struct monitor *mo, struct buf *b)
+{
+	uint32_t pk, pnext;
+	bool first = true;
+
 	bprintf(b, "# HELP cgbpf_gpu_memory_bytes Device memory a process holds through the driver "
 		   "API's allocations made while cgbpf watched (frees of older ones are not "
 		   "counted).\n# TYPE cgbpf_gpu_memory_bytes gauge\n");
-	{
-		uint32_t pk, pnext;
-		bool first = true;
+	while (!bpf_map__get_next_key(mo->skel->maps.gpu_mem, first ? NULL : &pk, &pnext,
+				      sizeof(pnext))) {
+		int64_t held;
+		char comm[64];
 
-		while (!bpf_map__get_next_key(mo->skel->maps.gpu_mem, first ? NULL : &pk, &pnext,
-					      sizeof(pnext))) {
-			int64_t held;
-			char comm[64];
-
-			first = false;
-			pk = pnext;
-			if (bpf_map__lookup_elem(mo->skel->maps.gpu_mem, &pk, sizeof(pk), &held,
-						 sizeof(held), 0))
-				continue;
-			comm_of(mo, pk, comm, sizeof(comm));
-			bprintf(b, "cgbpf_gpu_memory_bytes{pid=\"%u\",comm=\"%s\"} %" PRId64 "\n", pk,
-				comm, held < 0 ? 0 : held);
-		}
+		first = false;
+		pk = pnext;
+		if (bpf_map__lookup_elem(mo->skel->maps.gpu_mem, &pk, sizeof(pk), &held,
+					 sizeof(held), 0))
+			continue;
+		comm_of(mo, pk, comm, sizeof(comm));
+		bprintf(b, "cgbpf_gpu_memory_bytes{pid=\"%u\",comm=\"%s\"} %" PRId64 "\n", pk,
+			comm, held < 0 ? 0 : held);
 	}
+}
+
+/* cgbpf's own health: drops, what it traces and holds, dumps, scrapes;
+ * nkeys: the series in the aggregate map. */
+static void render_self(struct monitor *mo, struct buf *b, uint64_t drops, size_t nkeys)
+{
 	bprintf(b, "# HELP cgbpf_dropped_records_total Records lost because the ring buffer was "
 		   "full.\n# TYPE cgbpf_dropped_records_total counter\ncgbpf_dropped_records_total %"
 		   PRIu64 "\n", drops);
@@ -906,7 +941,7 @@ static void render(struct monitor *mo, struct buf *b)
 		attach__files(mo->attach));
 	bprintf(b, "# HELP cgbpf_aggregate_series (process, function) pairs in the BPF map "
 		   "(at most %d).\n# TYPE cgbpf_aggregate_series gauge\ncgbpf_aggregate_series %zu\n",
-		AGG_MAX_KEYS, n);
+		AGG_MAX_KEYS, nkeys);
 	bprintf(b, "# HELP cgbpf_flight_recorder_records Records held by the flight recorder.\n"
 		   "# TYPE cgbpf_flight_recorder_records gauge\ncgbpf_flight_recorder_records %zu\n",
 		mo->flight.n);
@@ -922,6 +957,21 @@ static void render(struct monitor *mo, struct buf *b)
 		   "no whole request in time, too many at once, or the answer not taken.\n"
 		   "# TYPE cgbpf_http_dropped_total counter\ncgbpf_http_dropped_total %" PRIu64
 		   "\n", mo->http_dropped);
+}
+
+/* The /metrics page into b, in Prometheus' text exposition format. */
+static void render(struct monitor *mo, struct buf *b)
+{
+	size_t n;
+	struct agg_key *keys = agg_keys(mo, &n);
+	uint64_t drops;
+
+	render_calls(mo, b, keys, n);
+	render_waits(mo, b, keys, n);
+	free(keys);
+	drops = read_drops(mo);
+	render_gpu_memory(mo, b);
+	render_self(mo, b, drops, n);
 	if (mo->pysites) {
 		void *ctx[2] = { b, mo };
 

@@ -293,304 +293,319 @@ static int usage_error(const char *fmt, const char *arg)
 	return 2;
 }
 
+/* The long options of record without a short form. */
+enum { OPT_SUMMARY_ONLY = 256, OPT_NO_SUMMARY, OPT_SUMMARY_FILE, OPT_NO_FOLLOW,
+       OPT_NO_STOP, OPT_RING, OPT_SCHED, OPT_SYSCALL_THRESHOLD, OPT_SAMPLE_HZ,
+       OPT_BACKTRACE_THRESHOLD, OPT_STACK_COPY, OPT_TRACE, OPT_COMM, OPT_CGROUP,
+       OPT_FORCE, OPT_SPLIT, OPT_DELAY, OPT_CAPTURE_RANGE, OPT_NVTX_CAPTURE,
+       OPT_CAPTURE_END, OPT_SCHEDULE, OPT_PYTHON };
+
+static const struct option record_options[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "summary-only", no_argument, NULL, OPT_SUMMARY_ONLY },
+	{ "no-summary", no_argument, NULL, OPT_NO_SUMMARY },
+	{ "summary-file", required_argument, NULL, OPT_SUMMARY_FILE },
+	{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },
+	{ "no-stop", no_argument, NULL, OPT_NO_STOP },
+	{ "ring-size", required_argument, NULL, OPT_RING },
+	{ "sched", required_argument, NULL, OPT_SCHED },
+	{ "syscall-threshold", required_argument, NULL, OPT_SYSCALL_THRESHOLD },
+	{ "sample-hz", required_argument, NULL, OPT_SAMPLE_HZ },
+	{ "backtrace-threshold", required_argument, NULL, OPT_BACKTRACE_THRESHOLD },
+	{ "stack-copy", required_argument, NULL, OPT_STACK_COPY },
+	{ "trace", required_argument, NULL, OPT_TRACE },
+	{ "all", no_argument, NULL, 'a' },
+	{ "comm", required_argument, NULL, OPT_COMM },
+	{ "cgroup", required_argument, NULL, OPT_CGROUP },
+	{ "force", no_argument, NULL, OPT_FORCE },
+	{ "split-per-process", no_argument, NULL, OPT_SPLIT },
+	{ "delay", required_argument, NULL, OPT_DELAY },
+	{ "capture-range", required_argument, NULL, OPT_CAPTURE_RANGE },
+	{ "nvtx-capture", required_argument, NULL, OPT_NVTX_CAPTURE },
+	{ "capture-range-end", required_argument, NULL, OPT_CAPTURE_END },
+	{ "schedule", required_argument, NULL, OPT_SCHEDULE },
+	{ "python", required_argument, NULL, OPT_PYTHON },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+/* The record options given explicitly whose defaults --split-per-process
+ * would otherwise override without a word. */
+struct record_given {
+	bool sched, hz;
+};
+
+/* Applies one record option that tunes what the sources record (ring size,
+ * scheduler, Python, thresholds, samples) to o, and turns down any other
+ * (getopt_long has said what); 0, or 2 after a usage message. */
+static int record_tuning_option(int c, const char *arg, struct record_opts *o,
+				struct record_given *given)
+{
+	uint64_t v;
+
+	switch (c) {
+	case OPT_NO_STOP:
+		/* Scripts written for earlier versions pass it; targets are
+		 * never paused now. */
+		warn("--no-stop is no longer needed: cgbpf never stops a target");
+		return 0;
+	case OPT_RING:
+		if (parse_u64(arg, &v) || v == 0 || v > 4096 || (v & (v - 1)))
+			return usage_error("invalid --ring-size '%s': a power of two from 1 to 4096 (MiB)",
+					   arg);
+		o->ring_mib = v;
+		return 0;
+	case OPT_PYTHON:
+		if (!strcmp(arg, "leaf"))
+			o->python = PY_MODE_LEAF;
+		else if (!strcmp(arg, "stack"))
+			o->python = PY_MODE_STACK;
+		else if (!strcmp(arg, "off"))
+			o->python = PY_MODE_OFF;
+		else
+			return usage_error("invalid --python '%s': expected leaf, stack or off", arg);
+		return 0;
+	case OPT_SCHED:
+		given->sched = true;
+		if (!strcmp(arg, "all"))
+			o->sched = SCHED_ALL;
+		else if (!strcmp(arg, "targets"))
+			o->sched = SCHED_TARGETS;
+		else if (!strcmp(arg, "off"))
+			o->sched = SCHED_OFF;
+		else
+			return usage_error("invalid --sched '%s': expected all, targets or off", arg);
+		return 0;
+	case OPT_SYSCALL_THRESHOLD:
+		if (parse_threshold(arg, &o->syscall_threshold_ns))
+			return usage_error("invalid --syscall-threshold '%s': expected e.g. 1us, 50us, 2ms or off",
+					   arg);
+		return 0;
+	case OPT_SAMPLE_HZ:
+		given->hz = true;
+		if (parse_u64(arg, &v) || v > 10000)
+			return usage_error("invalid --sample-hz '%s': 0 (off) to 10000", arg);
+		o->sample_hz = v;
+		return 0;
+	case OPT_BACKTRACE_THRESHOLD:
+		if (parse_threshold(arg, &o->backtrace_threshold_ns))
+			return usage_error("invalid --backtrace-threshold '%s': expected e.g. 100us, 1ms or off",
+					   arg);
+		return 0;
+	case OPT_STACK_COPY:
+		if (parse_u64(arg, &v) || v > 16384)
+			return usage_error("invalid --stack-copy '%s': 0 to 16384 bytes", arg);
+		o->stack_copy = v;
+		return 0;
+	default:
+		fprintf(stderr, "Try 'cgbpf record --help'.\n");
+		return 2;
+	}
+}
+
+/* Applies one record option (getopt_long's c, with its argument arg) to
+ * o: here what to trace, where to write, when to capture and -v, the rest
+ * in record_tuning_option; 0, or 2 after a usage message. */
+static int record_option(int c, const char *arg, struct record_opts *o,
+			 struct record_given *given)
+{
+	switch (c) {
+	case 'p':
+		if (parse_pids(arg, o))
+			return usage_error("invalid --pid '%s': expected PID[,PID...]", arg);
+		return 0;
+	case 'o':
+		if (!*arg)
+			return usage_error("empty --output%s", "");
+		o->output = arg;
+		return 0;
+	case 'd':
+		if (parse_duration(arg, &o->duration_ns))
+			return usage_error("invalid --duration '%s': expected e.g. 500ms, 10s, 2m", arg);
+		return 0;
+	case OPT_SUMMARY_ONLY:
+		o->summary_only = true;
+		return 0;
+	case OPT_NO_SUMMARY:
+		o->no_summary = true;
+		return 0;
+	case OPT_SUMMARY_FILE:
+		o->summary_path = arg;
+		return 0;
+	case 'a':
+		o->all = true;
+		return 0;
+	case OPT_COMM:
+		if (split_list(arg, &o->comms, &o->ncomm, 15))
+			return usage_error("invalid --comm '%s': names of 1 to 15 characters, "
+					   "comma-separated", arg);
+		return 0;
+	case OPT_CGROUP:
+		if (split_list(arg, &o->cgroups, &o->ncgroup, 4095))
+			return usage_error("invalid --cgroup '%s': cgroup paths or container "
+					   "ids, comma-separated", arg);
+		return 0;
+	case OPT_TRACE: {
+		char msg[160];
+
+		if (apilib__parse_trace(arg, &o->trace_mask, msg, sizeof(msg)))
+			return usage_error("%s", msg);
+		return 0;
+	}
+	case OPT_FORCE:
+		o->force = true;
+		return 0;
+	case OPT_SPLIT:
+		o->split = true;
+		return 0;
+	case OPT_NO_FOLLOW:
+		o->follow = false;
+		return 0;
+	case 'v':
+		log_verbosity = LOG_DEBUG;
+		return 0;
+	case OPT_DELAY:
+		if (parse_duration(arg, &o->cap.delay_ns))
+			return usage_error("invalid --delay '%s': expected e.g. 500ms, 10s, 2m", arg);
+		return 0;
+	case OPT_CAPTURE_RANGE:
+	case OPT_NVTX_CAPTURE:
+	case OPT_CAPTURE_END:
+	case OPT_SCHEDULE: {
+		char msg[200];
+		int e = c == OPT_CAPTURE_RANGE ? capture__parse_range(arg, &o->cap, msg, sizeof(msg)) :
+			c == OPT_NVTX_CAPTURE ? capture__parse_nvtx(arg, &o->cap, msg, sizeof(msg)) :
+			c == OPT_CAPTURE_END ? capture__parse_end(arg, &o->cap, msg, sizeof(msg)) :
+			capture__parse_schedule(arg, &o->cap, msg, sizeof(msg));
+
+		if (e)
+			return usage_error("%s", msg);
+		return 0;
+	}
+	default:
+		return record_tuning_option(c, arg, o, given);
+	}
+}
+
+/* One pass of record options over argv, then COMMAND if any; 0, 1 after
+ * --help, or 2. */
+static int record_args(int argc, char **argv, struct record_opts *o, struct record_given *given)
+{
+	int c, ret;
+
+	/* '+': stop at the first non-option so COMMAND keeps its own options. */
+	while ((c = getopt_long(argc, argv, "+p:o:d:avh", record_options, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(usage_record, stdout);
+			return 1;
+		}
+		ret = record_option(c, optarg, o, given);
+		if (ret)
+			return ret;
+	}
+	if (optind < argc)
+		o->cmd = &argv[optind];
+	return 0;
+}
+
+/* Rejects what to trace and what to write when the options contradict
+ * each other; 0, or 2 after a usage message. */
+static int record_check(struct record_opts *o)
+{
+	char msg[200];
+
+	if (o->cmd && o->npids)
+		return usage_error("use either -p PID or -- COMMAND, not both%s", "");
+	if (!o->cmd && !o->npids && !o->all)
+		return usage_error("nothing to trace: give -p PID, -- COMMAND or -a%s", "");
+	if ((o->ncomm || o->ncgroup) && !o->all)
+		return usage_error("--comm and --cgroup filter -a: add -a%s", "");
+	if (o->all && o->cmd && (o->ncomm || o->ncgroup))
+		return usage_error("-a with -- COMMAND traces the command whatever the filters: "
+				   "drop --comm/--cgroup or the command%s", "");
+	if (o->summary_only && o->no_summary)
+		return usage_error("--summary-only and --no-summary exclude each other%s", "");
+	if (o->no_summary && o->summary_path)
+		return usage_error("--no-summary and --summary-file exclude each other%s", "");
+	if (capture__check(&o->cap, msg, sizeof(msg)))
+		return usage_error("%s", msg);
+	if (o->summary_only && o->output)
+		return usage_error("--summary-only writes no trace: drop --output%s", "");
+	return 0;
+}
+
+/* Names the trace file when --output was not given (into buf, which must
+ * outlive o) and checks the name; 0, or 2 after a usage message. */
+static int record_name_output(struct record_opts *o, char *buf, size_t len)
+{
+	char why[PATH_MAX + 256];
+
+	if (!o->summary_only && !o->output) {
+		time_t t = time(NULL);
+		struct tm tm;
+
+		localtime_r(&t, &tm);
+		strftime(buf, len, "cgbpf-%Y%m%d-%H%M%S.perfetto-trace", &tm);
+		o->output = buf;
+	}
+	if (o->output && outname__check(o->output, why, sizeof(why)))
+		return usage_error("%s", why);
+	return 0;
+}
+
+/* Settles --split-per-process: rejects what it cannot record yet, turns
+ * the scheduler and samples off, and puts the PID into the output name
+ * (into buf, which must outlive o) unless it has %p; 0, or 2 after a
+ * usage message. */
+static int record_split(struct record_opts *o, const struct record_given *given,
+			char *buf, size_t len)
+{
+	if (!o->split)
+		return 0;
+	if (o->summary_only)
+		return usage_error("--split-per-process writes traces: drop --summary-only%s", "");
+	if (given->sched && o->sched != SCHED_OFF)
+		return usage_error("--split-per-process records no scheduler data yet: drop --sched "
+				   "or give --sched off%s", "");
+	if (given->hz && o->sample_hz)
+		return usage_error("--split-per-process records no CPU samples yet: drop --sample-hz "
+				   "or give --sample-hz 0%s", "");
+	o->sched = SCHED_OFF;
+	o->sample_hz = 0;
+	if (!outname__uses(o->output, 'p')) {
+		if (outname__add_pid(o->output, buf, len))
+			return usage_error("--output '%s' is too long", o->output);
+		o->output = buf;
+	}
+	return 0;
+}
+
 static int cmd_record(int argc, char **argv)
 {
-	enum { OPT_SUMMARY_ONLY = 256, OPT_NO_SUMMARY, OPT_SUMMARY_FILE, OPT_NO_FOLLOW,
-	       OPT_NO_STOP, OPT_RING, OPT_SCHED, OPT_SYSCALL_THRESHOLD, OPT_SAMPLE_HZ,
-	       OPT_BACKTRACE_THRESHOLD, OPT_STACK_COPY, OPT_TRACE, OPT_COMM, OPT_CGROUP,
-	       OPT_FORCE, OPT_SPLIT, OPT_DELAY, OPT_CAPTURE_RANGE, OPT_NVTX_CAPTURE,
-	       OPT_CAPTURE_END, OPT_SCHEDULE, OPT_PYTHON };
-	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "summary-only", no_argument, NULL, OPT_SUMMARY_ONLY },
-		{ "no-summary", no_argument, NULL, OPT_NO_SUMMARY },
-		{ "summary-file", required_argument, NULL, OPT_SUMMARY_FILE },
-		{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },
-		{ "no-stop", no_argument, NULL, OPT_NO_STOP },
-		{ "ring-size", required_argument, NULL, OPT_RING },
-		{ "sched", required_argument, NULL, OPT_SCHED },
-		{ "syscall-threshold", required_argument, NULL, OPT_SYSCALL_THRESHOLD },
-		{ "sample-hz", required_argument, NULL, OPT_SAMPLE_HZ },
-		{ "backtrace-threshold", required_argument, NULL, OPT_BACKTRACE_THRESHOLD },
-		{ "stack-copy", required_argument, NULL, OPT_STACK_COPY },
-		{ "trace", required_argument, NULL, OPT_TRACE },
-		{ "all", no_argument, NULL, 'a' },
-		{ "comm", required_argument, NULL, OPT_COMM },
-		{ "cgroup", required_argument, NULL, OPT_CGROUP },
-		{ "force", no_argument, NULL, OPT_FORCE },
-		{ "split-per-process", no_argument, NULL, OPT_SPLIT },
-		{ "delay", required_argument, NULL, OPT_DELAY },
-		{ "capture-range", required_argument, NULL, OPT_CAPTURE_RANGE },
-		{ "nvtx-capture", required_argument, NULL, OPT_NVTX_CAPTURE },
-		{ "capture-range-end", required_argument, NULL, OPT_CAPTURE_END },
-		{ "schedule", required_argument, NULL, OPT_SCHEDULE },
-		{ "python", required_argument, NULL, OPT_PYTHON },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	struct record_opts o = {
 		.follow = true, .ring_mib = 64, .sched = SCHED_ALL,
 		.syscall_threshold_ns = 1000, .sample_hz = 99, .backtrace_threshold_ns = 100000,
 		.stack_copy = 8192, .trace_mask = TRACE_ALL, .python = PY_MODE_LEAF,
 	};
-	char default_out[64], split_out[PATH_MAX], why[PATH_MAX + 256];
-	bool sched_given = false, hz_given = false;
-	int c, ret;
+	struct record_given given = { 0 };
+	char default_out[64], split_out[PATH_MAX];
+	int ret;
 
-	/* '+': stop at the first non-option so COMMAND keeps its own options. */
-	while ((c = getopt_long(argc, argv, "+p:o:d:avh", opts, NULL)) != -1) {
-		uint64_t v;
-
-		switch (c) {
-		case 'p':
-			if (parse_pids(optarg, &o)) {
-				ret = usage_error("invalid --pid '%s': expected PID[,PID...]", optarg);
-				goto out;
-			}
-			break;
-		case 'o':
-			if (!*optarg) {
-				ret = usage_error("empty --output%s", "");
-				goto out;
-			}
-			o.output = optarg;
-			break;
-		case 'd':
-			if (parse_duration(optarg, &o.duration_ns)) {
-				ret = usage_error("invalid --duration '%s': expected e.g. 500ms, 10s, 2m",
-						  optarg);
-				goto out;
-			}
-			break;
-		case OPT_SUMMARY_ONLY:
-			o.summary_only = true;
-			break;
-		case OPT_NO_SUMMARY:
-			o.no_summary = true;
-			break;
-		case OPT_SUMMARY_FILE:
-			o.summary_path = optarg;
-			break;
-		case 'a':
-			o.all = true;
-			break;
-		case OPT_COMM:
-			if (split_list(optarg, &o.comms, &o.ncomm, 15)) {
-				ret = usage_error("invalid --comm '%s': names of 1 to 15 characters, "
-						  "comma-separated", optarg);
-				goto out;
-			}
-			break;
-		case OPT_CGROUP:
-			if (split_list(optarg, &o.cgroups, &o.ncgroup, 4095)) {
-				ret = usage_error("invalid --cgroup '%s': cgroup paths or container "
-						  "ids, comma-separated", optarg);
-				goto out;
-			}
-			break;
-		case OPT_TRACE: {
-			char msg[160];
-
-			if (apilib__parse_trace(optarg, &o.trace_mask, msg, sizeof(msg))) {
-				ret = usage_error("%s", msg);
-				goto out;
-			}
-			break;
-		}
-		case OPT_FORCE:
-			o.force = true;
-			break;
-		case OPT_SPLIT:
-			o.split = true;
-			break;
-		case OPT_NO_FOLLOW:
-			o.follow = false;
-			break;
-		case OPT_DELAY:
-			if (parse_duration(optarg, &o.cap.delay_ns)) {
-				ret = usage_error("invalid --delay '%s': expected e.g. 500ms, 10s, 2m",
-						  optarg);
-				goto out;
-			}
-			break;
-		case OPT_CAPTURE_RANGE:
-		case OPT_NVTX_CAPTURE:
-		case OPT_CAPTURE_END:
-		case OPT_SCHEDULE: {
-			char msg[200];
-			int e = c == OPT_CAPTURE_RANGE ? capture__parse_range(optarg, &o.cap, msg, sizeof(msg)) :
-				c == OPT_NVTX_CAPTURE ? capture__parse_nvtx(optarg, &o.cap, msg, sizeof(msg)) :
-				c == OPT_CAPTURE_END ? capture__parse_end(optarg, &o.cap, msg, sizeof(msg)) :
-				capture__parse_schedule(optarg, &o.cap, msg, sizeof(msg));
-
-			if (e) {
-				ret = usage_error("%s", msg);
-				goto out;
-			}
-			break;
-		}
-		case OPT_NO_STOP:
-			/* Scripts written for earlier versions pass it; targets are
-			 * never paused now. */
-			warn("--no-stop is no longer needed: cgbpf never stops a target");
-			break;
-		case OPT_RING:
-			if (parse_u64(optarg, &v) || v == 0 || v > 4096 || (v & (v - 1))) {
-				ret = usage_error("invalid --ring-size '%s': a power of two from 1 to 4096 (MiB)",
-						  optarg);
-				goto out;
-			}
-			o.ring_mib = v;
-			break;
-		case OPT_PYTHON:
-			if (!strcmp(optarg, "leaf"))
-				o.python = PY_MODE_LEAF;
-			else if (!strcmp(optarg, "stack"))
-				o.python = PY_MODE_STACK;
-			else if (!strcmp(optarg, "off"))
-				o.python = PY_MODE_OFF;
-			else {
-				ret = usage_error("invalid --python '%s': expected leaf, stack or off",
-						  optarg);
-				goto out;
-			}
-			break;
-		case OPT_SCHED:
-			sched_given = true;
-			if (!strcmp(optarg, "all"))
-				o.sched = SCHED_ALL;
-			else if (!strcmp(optarg, "targets"))
-				o.sched = SCHED_TARGETS;
-			else if (!strcmp(optarg, "off"))
-				o.sched = SCHED_OFF;
-			else {
-				ret = usage_error("invalid --sched '%s': expected all, targets or off",
-						  optarg);
-				goto out;
-			}
-			break;
-		case OPT_SYSCALL_THRESHOLD:
-			if (parse_threshold(optarg, &o.syscall_threshold_ns)) {
-				ret = usage_error("invalid --syscall-threshold '%s': expected e.g. 1us, 50us, 2ms or off",
-						  optarg);
-				goto out;
-			}
-			break;
-		case OPT_SAMPLE_HZ:
-			hz_given = true;
-			if (parse_u64(optarg, &v) || v > 10000) {
-				ret = usage_error("invalid --sample-hz '%s': 0 (off) to 10000", optarg);
-				goto out;
-			}
-			o.sample_hz = v;
-			break;
-		case OPT_BACKTRACE_THRESHOLD:
-			if (parse_threshold(optarg, &o.backtrace_threshold_ns)) {
-				ret = usage_error("invalid --backtrace-threshold '%s': expected e.g. 100us, 1ms or off",
-						  optarg);
-				goto out;
-			}
-			break;
-		case OPT_STACK_COPY:
-			if (parse_u64(optarg, &v) || v > 16384) {
-				ret = usage_error("invalid --stack-copy '%s': 0 to 16384 bytes", optarg);
-				goto out;
-			}
-			o.stack_copy = v;
-			break;
-		case 'v':
-			log_verbosity = LOG_DEBUG;
-			break;
-		case 'h':
-			fputs(usage_record, stdout);
-			ret = 0;
-			goto out;
-		default:
-			fprintf(stderr, "Try 'cgbpf record --help'.\n");
-			ret = 2;
-			goto out;
-		}
-	}
-	if (optind < argc)
-		o.cmd = &argv[optind];
-	if (o.cmd && o.npids) {
-		ret = usage_error("use either -p PID or -- COMMAND, not both%s", "");
+	ret = record_args(argc, argv, &o, &given);
+	if (ret) {
+		ret = ret == 1 ? 0 : 2;	/* 1: --help */
 		goto out;
 	}
-	if (!o.cmd && !o.npids && !o.all) {
-		ret = usage_error("nothing to trace: give -p PID, -- COMMAND or -a%s", "");
-		goto out;
-	}
-	if ((o.ncomm || o.ncgroup) && !o.all) {
-		ret = usage_error("--comm and --cgroup filter -a: add -a%s", "");
-		goto out;
-	}
-	if (o.all && o.cmd && (o.ncomm || o.ncgroup)) {
-		ret = usage_error("-a with -- COMMAND traces the command whatever the filters: "
-				  "drop --comm/--cgroup or the command%s", "");
-		goto out;
-	}
-	if (o.summary_only && o.no_summary) {
-		ret = usage_error("--summary-only and --no-summary exclude each other%s", "");
-		goto out;
-	}
-	if (o.no_summary && o.summary_path) {
-		ret = usage_error("--no-summary and --summary-file exclude each other%s", "");
-		goto out;
-	}
-	{
-		char msg[200];
-
-		if (capture__check(&o.cap, msg, sizeof(msg))) {
-			ret = usage_error("%s", msg);
-			goto out;
-		}
-	}
-	if (o.summary_only && o.output) {
-		ret = usage_error("--summary-only writes no trace: drop --output%s", "");
-		goto out;
-	}
-	if (!o.summary_only && !o.output) {
-		time_t t = time(NULL);
-		struct tm tm;
-
-		localtime_r(&t, &tm);
-		strftime(default_out, sizeof(default_out), "cgbpf-%Y%m%d-%H%M%S.perfetto-trace", &tm);
-		o.output = default_out;
-	}
-	if (o.output && outname__check(o.output, why, sizeof(why))) {
-		ret = usage_error("%s", why);
-		goto out;
-	}
-	if (o.split && o.summary_only) {
-		ret = usage_error("--split-per-process writes traces: drop --summary-only%s", "");
-		goto out;
-	}
-	if (o.split && sched_given && o.sched != SCHED_OFF) {
-		ret = usage_error("--split-per-process records no scheduler data yet: drop --sched "
-				  "or give --sched off%s", "");
-		goto out;
-	}
-	if (o.split && hz_given && o.sample_hz) {
-		ret = usage_error("--split-per-process records no CPU samples yet: drop --sample-hz "
-				  "or give --sample-hz 0%s", "");
-		goto out;
-	}
-	if (o.split) {
-		o.sched = SCHED_OFF;
-		o.sample_hz = 0;
-		if (!outname__uses(o.output, 'p')) {
-			if (outname__add_pid(o.output, split_out, sizeof(split_out))) {
-				ret = usage_error("--output '%s' is too long", o.output);
-				goto out;
-			}
-			o.output = split_out;
-		}
-	}
-	ret = record__run(&o);
+	ret = record_check(&o);
+	if (!ret)
+		ret = record_name_output(&o, default_out, sizeof(default_out));
+	if (!ret)
+		ret = record_split(&o, &given, split_out, sizeof(split_out));
+	if (!ret)
+		ret = record__run(&o);
 out:
 	free_lists(&o);
 	return ret;

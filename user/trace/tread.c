@@ -1006,6 +1006,162 @@ static int annotation(struct reader *r, struct seq *s, const struct pb_field *f,
 	return 0;
 }
 
+/* A TrackEvent being read: where its args and frames go, and what its
+ * fields say beside the tread_event itself. */
+struct event_fields {
+	struct tread_arg *args;
+	const char **frames;
+	uint64_t type;
+	bool has_track, has_cat;
+};
+
+/* TrackEvent.category_iids (one, or packed): the first names e's
+ * category. */
+static int category_iid(struct reader *r, struct seq *s, const struct pb_field *g,
+			struct tread_event *e, struct event_fields *ef)
+{
+	uint64_t iid = g->v;
+	int err;
+
+	if (ef->has_cat)
+		return 0;	/* the first category is the one kept */
+	if (g->wt == PB_WIRE_LEN) {
+		const uint8_t *q = g->data;
+
+		if (!g->len)
+			return 0;
+		if (!pb__get_varint(&q, g->data + g->len, &iid))
+			return fail(r, "malformed packed category iids");
+	} else if ((err = need_wt(r, g, PB_WIRE_VARINT, "TrackEvent"))) {
+		return err;
+	}
+	if ((err = lookup(r, s, IK_CATEGORY, iid, &e->category)))
+		return err;
+	ef->has_cat = true;
+	return 0;
+}
+
+/* TrackEvent.legacy_event: its bind id, a flow into or out of e. */
+static int legacy_event(struct reader *r, const struct pb_field *g, struct tread_event *e)
+{
+	uint64_t bind = 0, dir = 0;
+	struct pb_field h;
+	int rc, err;
+
+	if ((err = need_wt(r, g, PB_WIRE_LEN, "TrackEvent")))
+		return err;
+	FOR_FIELDS(h, g->data, g->len, rc) {
+		if (h.id == LE_BIND_ID && (h.wt == PB_WIRE_VARINT || h.wt == PB_WIRE_FIXED64))
+			bind = h.v;
+		else if (h.id == LE_FLOW_DIRECTION && h.wt == PB_WIRE_VARINT)
+			dir = h.v;
+	}
+	if (rc < 0)
+		return fail(r, "malformed LegacyEvent");
+	if (bind && (dir == FLOW_IN || dir == FLOW_INOUT))
+		e->flow_in = bind;
+	if (bind && (dir == FLOW_OUT || dir == FLOW_INOUT) && e->nflow_out < TREAD_MAX_FLOWS)
+		e->flow_out[e->nflow_out++] = bind;
+	return 0;
+}
+
+/* TrackEvent.callstack: its frames' function names, into ef->frames. */
+static int callstack(struct reader *r, const struct pb_field *g, struct tread_event *e,
+		     struct event_fields *ef)
+{
+	struct pb_field h, k;
+	int rc, rc2, err;
+
+	if ((err = need_wt(r, g, PB_WIRE_LEN, "TrackEvent")))
+		return err;
+	FOR_FIELDS(h, g->data, g->len, rc) {
+		if (h.id != ICS_FRAMES || h.wt != PB_WIRE_LEN)
+			continue;
+		FOR_FIELDS(k, h.data, h.len, rc2) {
+			if (k.id == ICS_FUNCTION_NAME && k.wt == PB_WIRE_LEN && e->nframes < MAX_FRAMES)
+				ef->frames[e->nframes++] = str(r, &k);
+		}
+		if (rc2 < 0)
+			return fail(r, "malformed callstack frame");
+	}
+	if (rc < 0)
+		return fail(r, "malformed callstack");
+	return 0;
+}
+
+/* One field g of a TrackEvent, into e and ef. */
+static int event_field(struct reader *r, struct seq *s, const struct pb_field *g,
+		       struct tread_event *e, struct event_fields *ef)
+{
+	int err;
+
+	switch (g->id) {
+	case TE_TYPE:
+		if ((err = need_wt(r, g, PB_WIRE_VARINT, "TrackEvent")))
+			return err;
+		ef->type = g->v;
+		return 0;
+	case TE_TRACK_UUID:
+		if ((err = need_wt(r, g, PB_WIRE_VARINT, "TrackEvent")))
+			return err;
+		e->track = g->v;
+		ef->has_track = true;
+		return 0;
+	case TE_NAME_IID:
+		if ((err = need_wt(r, g, PB_WIRE_VARINT, "TrackEvent")))
+			return err;
+		return lookup(r, s, IK_EVENT, g->v, &e->name);
+	case TE_NAME:
+		if ((err = need_wt(r, g, PB_WIRE_LEN, "TrackEvent")))
+			return err;
+		e->name = str(r, g);
+		return 0;
+	case TE_CATEGORY_IIDS:
+		return category_iid(r, s, g, e, ef);
+	case TE_CATEGORIES:
+		if ((err = need_wt(r, g, PB_WIRE_LEN, "TrackEvent")))
+			return err;
+		if (!ef->has_cat)
+			e->category = str(r, g);
+		ef->has_cat = true;
+		return 0;
+	case TE_ANNOT:
+		if ((err = need_wt(r, g, PB_WIRE_LEN, "TrackEvent")))
+			return err;
+		if (e->nargs == TREAD_MAX_ARGS) {
+			r->st->dropped_args++;
+			return 0;
+		}
+		if ((err = annotation(r, s, g, &ef->args[e->nargs])))
+			return err;
+		e->nargs++;
+		return 0;
+	case TE_COUNTER_VALUE:
+		if ((err = need_wt(r, g, PB_WIRE_VARINT, "TrackEvent")))
+			return err;
+		e->value = (int64_t)g->v;
+		return 0;
+	case TE_DOUBLE_COUNTER_VALUE:
+		if ((err = need_wt(r, g, PB_WIRE_FIXED64, "TrackEvent")))
+			return err;
+		memcpy(&e->dvalue, &g->v, sizeof(e->dvalue));
+		e->is_double = true;
+		return 0;
+	case TE_FLOW_IDS_OLD:
+	case TE_FLOW_IDS:
+		return flows(r, g, g->id == TE_FLOW_IDS, e->flow_out, &e->nflow_out);
+	case TE_TERMINATING_FLOW_IDS_OLD:
+	case TE_TERMINATING_FLOW_IDS:
+		return flows(r, g, g->id == TE_TERMINATING_FLOW_IDS, e->flow_end, &e->nflow_end);
+	case TE_LEGACY_EVENT:
+		return legacy_event(r, g, e);
+	case TE_CALLSTACK:
+		return callstack(r, g, e, ef);
+	default:
+		return 0;
+	}
+}
+
 static int track_event(struct reader *r, uint32_t machine, uint32_t seq_id, struct seq *s,
 		       bool has_ts, uint64_t ts, const struct pb_field *f)
 {
@@ -1013,154 +1169,34 @@ static int track_event(struct reader *r, uint32_t machine, uint32_t seq_id, stru
 	const char *frames[MAX_FRAMES];
 	struct tread_event e = { .machine = machine, .seq = seq_id, .ts = ts, .name = "",
 				 .category = "", .args = args, .frames = frames };
-	bool has_track = false, has_cat = false;
-	struct pb_field g, h, k;
-	int rc, rc2, rc3, err;
-	uint64_t type = 0;
+	struct event_fields ef = { .args = args, .frames = frames };
+	struct pb_field g;
+	int rc, err;
 
 	FOR_FIELDS(g, f->data, f->len, rc) {
-		switch (g.id) {
-		case TE_TYPE:
-			if ((err = need_wt(r, &g, PB_WIRE_VARINT, "TrackEvent")))
-				return err;
-			type = g.v;
-			break;
-		case TE_TRACK_UUID:
-			if ((err = need_wt(r, &g, PB_WIRE_VARINT, "TrackEvent")))
-				return err;
-			e.track = g.v;
-			has_track = true;
-			break;
-		case TE_NAME_IID:
-			if ((err = need_wt(r, &g, PB_WIRE_VARINT, "TrackEvent")) ||
-			    (err = lookup(r, s, IK_EVENT, g.v, &e.name)))
-				return err;
-			break;
-		case TE_NAME:
-			if ((err = need_wt(r, &g, PB_WIRE_LEN, "TrackEvent")))
-				return err;
-			e.name = str(r, &g);
-			break;
-		case TE_CATEGORY_IIDS:
-			if (has_cat)
-				break;	/* the first category is the one kept */
-			if (g.wt == PB_WIRE_LEN) {
-				const uint8_t *q = g.data;
-				uint64_t iid;
-
-				if (!g.len)
-					break;
-				if (!pb__get_varint(&q, g.data + g.len, &iid))
-					return fail(r, "malformed packed category iids");
-				g.v = iid;
-			} else if ((err = need_wt(r, &g, PB_WIRE_VARINT, "TrackEvent"))) {
-				return err;
-			}
-			if ((err = lookup(r, s, IK_CATEGORY, g.v, &e.category)))
-				return err;
-			has_cat = true;
-			break;
-		case TE_CATEGORIES:
-			if ((err = need_wt(r, &g, PB_WIRE_LEN, "TrackEvent")))
-				return err;
-			if (!has_cat)
-				e.category = str(r, &g);
-			has_cat = true;
-			break;
-		case TE_ANNOT:
-			if ((err = need_wt(r, &g, PB_WIRE_LEN, "TrackEvent")))
-				return err;
-			if (e.nargs == TREAD_MAX_ARGS) {
-				r->st->dropped_args++;
-				break;
-			}
-			if ((err = annotation(r, s, &g, &args[e.nargs])))
-				return err;
-			e.nargs++;
-			break;
-		case TE_COUNTER_VALUE:
-			if ((err = need_wt(r, &g, PB_WIRE_VARINT, "TrackEvent")))
-				return err;
-			e.value = (int64_t)g.v;
-			break;
-		case TE_DOUBLE_COUNTER_VALUE:
-			if ((err = need_wt(r, &g, PB_WIRE_FIXED64, "TrackEvent")))
-				return err;
-			memcpy(&e.dvalue, &g.v, sizeof(e.dvalue));
-			e.is_double = true;
-			break;
-		case TE_FLOW_IDS_OLD:
-		case TE_FLOW_IDS:
-			if ((err = flows(r, &g, g.id == TE_FLOW_IDS, e.flow_out, &e.nflow_out)))
-				return err;
-			break;
-		case TE_TERMINATING_FLOW_IDS_OLD:
-		case TE_TERMINATING_FLOW_IDS:
-			if ((err = flows(r, &g, g.id == TE_TERMINATING_FLOW_IDS, e.flow_end,
-					 &e.nflow_end)))
-				return err;
-			break;
-		case TE_LEGACY_EVENT: {
-			uint64_t bind = 0, dir = 0;
-
-			if ((err = need_wt(r, &g, PB_WIRE_LEN, "TrackEvent")))
-				return err;
-			FOR_FIELDS(h, g.data, g.len, rc2) {
-				if (h.id == LE_BIND_ID && (h.wt == PB_WIRE_VARINT || h.wt == PB_WIRE_FIXED64))
-					bind = h.v;
-				else if (h.id == LE_FLOW_DIRECTION && h.wt == PB_WIRE_VARINT)
-					dir = h.v;
-			}
-			if (rc2 < 0)
-				return fail(r, "malformed LegacyEvent");
-			if (bind && (dir == FLOW_IN || dir == FLOW_INOUT))
-				e.flow_in = bind;
-			if (bind && (dir == FLOW_OUT || dir == FLOW_INOUT) &&
-			    e.nflow_out < TREAD_MAX_FLOWS)
-				e.flow_out[e.nflow_out++] = bind;
-			break;
-		}
-		case TE_CALLSTACK:
-			if ((err = need_wt(r, &g, PB_WIRE_LEN, "TrackEvent")))
-				return err;
-			FOR_FIELDS(h, g.data, g.len, rc2) {
-				if (h.id != ICS_FRAMES || h.wt != PB_WIRE_LEN)
-					continue;
-				FOR_FIELDS(k, h.data, h.len, rc3) {
-					if (k.id == ICS_FUNCTION_NAME && k.wt == PB_WIRE_LEN &&
-					    e.nframes < MAX_FRAMES)
-						frames[e.nframes++] = str(r, &k);
-				}
-				if (rc3 < 0)
-					return fail(r, "malformed callstack frame");
-			}
-			if (rc2 < 0)
-				return fail(r, "malformed callstack");
-			break;
-		default:
-			break;
-		}
+		if ((err = event_field(r, s, &g, &e, &ef)))
+			return err;
 	}
 	if (rc < 0)
 		return fail(r, "malformed TrackEvent");
-	if (type < TREAD_SLICE_BEGIN || type > TREAD_COUNTER)
+	if (ef.type < TREAD_SLICE_BEGIN || ef.type > TREAD_COUNTER)
 		return 0;	/* legacy (typeless) events: not written by cgbpf */
 	if (!has_ts)
 		return fail(r, "TrackEvent without a timestamp");
-	e.type = type;
-	if (!has_track)
+	e.type = ef.type;
+	if (!ef.has_track)
 		e.track = s ? s->def_track : 0;
 	if (!e.track)
 		return fail(r, "TrackEvent without a track (no track_uuid and no default)");
 	r->st->events++;
 	if (r->ops->event && (err = r->ops->event(r->ctx, &e)))
 		return err;
-	if (type == TREAD_SLICE_BEGIN || type == TREAD_SLICE_END) {
+	if (ef.type == TREAD_SLICE_BEGIN || ef.type == TREAD_SLICE_END) {
 		struct stack *st = stack_get(r, s, machine, e.track);
 
 		if (!st)
 			return -ENOMEM;
-		if (type == TREAD_SLICE_BEGIN)
+		if (ef.type == TREAD_SLICE_BEGIN)
 			return slice_begin(r, st, &e);
 		if (!st->n) {
 			r->st->unmatched_ends++;
@@ -1338,92 +1374,152 @@ static int perf_sample(struct reader *r, uint32_t machine, struct seq *s, uint64
 
 /* One TracePacket's fields, as found. */
 struct pkt {
-	bool has_ts, has_clock, has_seq, has_machine;
+	bool has_ts, has_clock, has_seq, has_machine, has_defaults, has_snapshot;
 	uint64_t ts;
 	uint32_t clock, seq, machine, flags;
-	const struct pb_field *defaults, *snapshot;
+	struct pb_field defaults, snapshot;
 	struct pb_field body[4];	/* payloads, in file order */
 	int nbody;
 	struct pb_field interned[4];
 	int ninterned;
 };
 
-static int packet(struct reader *r, const uint8_t *data, size_t len, uint32_t outer_machine)
+/* Sorts the fields of the TracePacket in data into k: what places and
+ * times it, and its payloads, to be read once the sequence is known. */
+static int packet_fields(struct reader *r, const uint8_t *data, size_t len, struct pkt *k)
 {
-	struct pb_field f, defaults_f, snapshot_f;
-	struct pkt k = { 0 };
-	struct seq *s = NULL;
-	uint64_t ts = 0;
+	struct pb_field f;
 	int rc, err;
 
-	r->st->packets++;
-	if (!r->in_compressed && (err = scratch_reserve(r, len)))
-		return err;
 	FOR_FIELDS(f, data, len, rc) {
 		switch (f.id) {
 		case PKT_TIMESTAMP:
 			if ((err = need_wt(r, &f, PB_WIRE_VARINT, "TracePacket")))
 				return err;
-			k.ts = f.v;
-			k.has_ts = true;
+			k->ts = f.v;
+			k->has_ts = true;
 			break;
 		case PKT_TS_CLOCK_ID:
 			if ((err = need_wt(r, &f, PB_WIRE_VARINT, "TracePacket")))
 				return err;
-			k.clock = f.v;
-			k.has_clock = true;
+			k->clock = f.v;
+			k->has_clock = true;
 			break;
 		case PKT_SEQ_ID:
 			if ((err = need_wt(r, &f, PB_WIRE_VARINT, "TracePacket")))
 				return err;
-			k.seq = f.v;
-			k.has_seq = true;
+			k->seq = f.v;
+			k->has_seq = true;
 			break;
 		case PKT_MACHINE_ID:
 			if ((err = need_wt(r, &f, PB_WIRE_VARINT, "TracePacket")))
 				return err;
-			k.machine = f.v;
-			k.has_machine = true;
+			k->machine = f.v;
+			k->has_machine = true;
 			break;
 		case PKT_SEQ_FLAGS:
 			if ((err = need_wt(r, &f, PB_WIRE_VARINT, "TracePacket")))
 				return err;
-			k.flags |= f.v;
+			k->flags |= f.v;
 			break;
 		case PKT_STATE_CLEARED:
 			if ((err = need_wt(r, &f, PB_WIRE_VARINT, "TracePacket")))
 				return err;
 			if (f.v)
-				k.flags |= SEQ_STATE_CLEARED;
+				k->flags |= SEQ_STATE_CLEARED;
 			break;
 		case PKT_DEFAULTS:
 			if ((err = need_wt(r, &f, PB_WIRE_LEN, "TracePacket")))
 				return err;
-			defaults_f = f;
-			k.defaults = &defaults_f;
+			k->defaults = f;
+			k->has_defaults = true;
 			break;
 		case PKT_CLOCK_SNAPSHOT:
 			if ((err = need_wt(r, &f, PB_WIRE_LEN, "TracePacket")))
 				return err;
-			snapshot_f = f;
-			k.snapshot = &snapshot_f;
+			k->snapshot = f;
+			k->has_snapshot = true;
 			break;
 		case PKT_INTERNED:
 			if ((err = need_wt(r, &f, PB_WIRE_LEN, "TracePacket")))
 				return err;
-			if (k.ninterned == 4)
+			if (k->ninterned == 4)
 				return fail(r, "more than 4 InternedData in a packet");
-			k.interned[k.ninterned++] = f;
+			k->interned[k->ninterned++] = f;
 			break;
 		default:
-			if (k.nbody == 4)
+			if (k->nbody == 4)
 				return fail(r, "a packet with more than 4 payload fields");
-			k.body[k.nbody++] = f;
+			k->body[k->nbody++] = f;
 			break;
 		}
 	}
 	if (rc < 0)
 		return fail(r, "malformed TracePacket");
+	return 0;
+}
+
+/* One payload b of packet k, on sequence s (NULL: none), at ts. */
+static int packet_payload(struct reader *r, const struct pkt *k, struct seq *s, uint64_t ts,
+			  const struct pb_field *b)
+{
+	int err;
+
+	switch (b->id) {
+	case PKT_TRACK_EVENT:
+		if ((err = need_wt(r, b, PB_WIRE_LEN, "TracePacket")))
+			return err;
+		if (!s)
+			return fail(r, "TrackEvent outside a packet sequence");
+		return track_event(r, k->machine, k->seq, s, k->has_ts, ts, b);
+	case PKT_TRACK_DESC:
+		if ((err = need_wt(r, b, PB_WIRE_LEN, "TracePacket")))
+			return err;
+		return track_desc(r, k->machine, k->has_ts ? ts : 0, b);
+	case PKT_TRACE_ATTRIBUTES:
+		if ((err = need_wt(r, b, PB_WIRE_LEN, "TracePacket")))
+			return err;
+		return attributes(r, k->machine, b);
+	case PKT_SYSTEM_INFO:
+		if ((err = need_wt(r, b, PB_WIRE_LEN, "TracePacket")))
+			return err;
+		return system_info(r, k->machine, b);
+	case PKT_COMPRESSED:
+		if ((err = need_wt(r, b, PB_WIRE_LEN, "TracePacket")))
+			return err;
+		err = compressed(r, b, k->machine);
+		r->slen = 0;	/* the inner packets' copies are done with */
+		return err;
+	case PKT_PERF_SAMPLE:
+		if (r->ops->sample && s && b->wt == PB_WIRE_LEN)
+			return perf_sample(r, k->machine, s, ts, b);
+		/* fall through */
+	default:
+		if (!r->ops->other)
+			return 0;
+		if (b->wt != PB_WIRE_LEN) {
+			uint8_t v[8];
+
+			memcpy(v, &b->v, 8);
+			return r->ops->other(r->ctx, k->machine, k->seq, b->id, v, 8);
+		}
+		return r->ops->other(r->ctx, k->machine, k->seq, b->id, b->data, b->len);
+	}
+}
+
+/* One TracePacket: its sequence's state and clock first, then its payloads. */
+static int packet(struct reader *r, const uint8_t *data, size_t len, uint32_t outer_machine)
+{
+	struct pkt k = { 0 };
+	struct seq *s = NULL;
+	uint64_t ts = 0;
+	int err;
+
+	r->st->packets++;
+	if (!r->in_compressed && (err = scratch_reserve(r, len)))
+		return err;
+	if ((err = packet_fields(r, data, len, &k)))
+		return err;
 	if (!k.has_machine)
 		k.machine = outer_machine;
 	if (k.has_seq) {
@@ -1438,13 +1534,13 @@ static int packet(struct reader *r, const uint8_t *data, size_t len, uint32_t ou
 			r->st->no_state++;
 			return 0;
 		}
-		if (k.defaults && (err = defaults(r, s, k.defaults)))
+		if (k.has_defaults && (err = defaults(r, s, &k.defaults)))
 			return err;
 		for (int i = 0; i < k.ninterned; i++)
 			if ((err = interned(r, s, &k.interned[i])))
 				return err;
 	}
-	if (k.snapshot && (err = clock_snapshot(r, k.machine, s, k.snapshot)))
+	if (k.has_snapshot && (err = clock_snapshot(r, k.machine, s, &k.snapshot)))
 		return err;
 	if (k.has_ts) {
 		uint32_t clock = k.has_clock ? k.clock :
@@ -1453,60 +1549,9 @@ static int packet(struct reader *r, const uint8_t *data, size_t len, uint32_t ou
 		if ((err = resolve_ts(r, k.machine, s, clock, k.ts, &ts)))
 			return err;
 	}
-	for (int i = 0; i < k.nbody; i++) {
-		const struct pb_field *b = &k.body[i];
-
-		switch (b->id) {
-		case PKT_TRACK_EVENT:
-			if ((err = need_wt(r, b, PB_WIRE_LEN, "TracePacket")))
-				return err;
-			if (!s)
-				return fail(r, "TrackEvent outside a packet sequence");
-			err = track_event(r, k.machine, k.seq, s, k.has_ts, ts, b);
-			break;
-		case PKT_TRACK_DESC:
-			if ((err = need_wt(r, b, PB_WIRE_LEN, "TracePacket")))
-				return err;
-			err = track_desc(r, k.machine, k.has_ts ? ts : 0, b);
-			break;
-		case PKT_TRACE_ATTRIBUTES:
-			if ((err = need_wt(r, b, PB_WIRE_LEN, "TracePacket")))
-				return err;
-			err = attributes(r, k.machine, b);
-			break;
-		case PKT_SYSTEM_INFO:
-			if ((err = need_wt(r, b, PB_WIRE_LEN, "TracePacket")))
-				return err;
-			err = system_info(r, k.machine, b);
-			break;
-		case PKT_COMPRESSED:
-			if ((err = need_wt(r, b, PB_WIRE_LEN, "TracePacket")))
-				return err;
-			err = compressed(r, b, k.machine);
-			r->slen = 0;	/* the inner packets' copies are done with */
-			break;
-		case PKT_PERF_SAMPLE:
-			if (r->ops->sample && s && b->wt == PB_WIRE_LEN) {
-				err = perf_sample(r, k.machine, s, ts, b);
-				break;
-			}
-			/* fall through */
-		default:
-			if (!r->ops->other) {
-				err = 0;
-			} else if (b->wt == PB_WIRE_LEN) {
-				err = r->ops->other(r->ctx, k.machine, k.seq, b->id, b->data, b->len);
-			} else {
-				uint8_t v[8];
-
-				memcpy(v, &b->v, 8);
-				err = r->ops->other(r->ctx, k.machine, k.seq, b->id, v, 8);
-			}
-			break;
-		}
-		if (err)
+	for (int i = 0; i < k.nbody; i++)
+		if ((err = packet_payload(r, &k, s, ts, &k.body[i])))
 			return err;
-	}
 	return 0;
 }
 

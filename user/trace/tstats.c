@@ -1079,65 +1079,152 @@ static struct sumtab_row *api_rows(struct acc *a, struct stats *const tab[LIB__C
 	return rows;
 }
 
+/* cuda_api_sum (with its inner calls' table when with_inner) or
+ * cuda_api_inner_sum, as r says; 0 or -ENOMEM. */
+static int print_api(struct acc *a, enum report r, enum sumtab_fmt fmt, bool with_inner, FILE *f)
+{
+	struct sumtab_row *rows, *inner;
+	int n = 0, ni = 0, err = 0;
+
+	rows = api_rows(a, a->api, &n);
+	inner = api_rows(a, a->inner, &ni);
+	if (!rows || !inner)
+		err = -ENOMEM;
+	else if (r == R_API)
+		sumtab__api(f, fmt, rows, n, inner, with_inner ? ni : 0);
+	else
+		sumtab__api_inner(f, fmt, rows, n, inner, ni);
+	free(rows);
+	free(inner);
+	return err;
+}
+
+/* cuda_kern_launch_sum; 0 or -ENOMEM. */
+static int print_launches(struct acc *a, enum sumtab_fmt fmt, FILE *f)
+{
+	struct sumtab_kernel *ks = calloc(a->kernels.n ? a->kernels.n : 1, sizeof(*ks));
+	size_t nk = 0;
+	uint64_t v;
+
+	if (!ks)
+		return -ENOMEM;
+	for (size_t it = 0; hmap__next(&a->kernels.map, &it, NULL, &v);) {
+		struct named *k = (struct named *)(uintptr_t)v;
+
+		ks[nk++] = (struct sumtab_kernel){ .name = k->name, .launches = k->launches,
+						   .avg_api = k->st.mean };
+	}
+	sumtab__kernels(f, fmt, ks, nk, a->launches, a->unnamed);
+	free(ks);
+	return 0;
+}
+
+/* cuda_mem_peak; 0 or -ENOMEM. */
+static int print_peak(struct acc *a, enum sumtab_fmt fmt, FILE *f)
+{
+	struct sumtab_peak *ps = calloc(a->nprocs ? a->nprocs : 1, sizeof(*ps));
+
+	if (!ps)
+		return -ENOMEM;
+	for (size_t i = 0; i < a->nprocs; i++)
+		ps[i] = (struct sumtab_peak){ .pid = a->procs[i]->pid,
+					      .comm = a->procs[i]->comm ? a->procs[i]->comm : "",
+					      .gpu = a->procs[i]->peak[0],
+					      .pinned = a->procs[i]->peak[1] };
+	sumtab__peak(f, fmt, ps, a->nprocs);
+	free(ps);
+	return 0;
+}
+
+/* cuda_gpu_kern_sum, the kernels past the names kept as one row; 0 or
+ * -ENOMEM. */
+static int print_gpu_kern(struct acc *a, enum sumtab_fmt fmt, FILE *f)
+{
+	int n = 0;
+	struct sumtab_row *rows = names_rows(&a->gpu_kern, false, &n);
+
+	if (!rows)
+		return -ENOMEM;
+	if (a->gpu_other.st.n) {
+		struct sumtab_row *m = realloc(rows, (n + 1) * sizeof(*rows));
+
+		if (!m) {
+			free(rows);
+			return -ENOMEM;
+		}
+		rows = m;
+		rows[n++] = (struct sumtab_row){
+			.name = "(other kernels: more names than the summary keeps)",
+			.st = &a->gpu_other.st };
+	}
+	sumtab__gpu_kern(f, fmt, rows, n);
+	free(rows);
+	return 0;
+}
+
+/* cpu_samples, under the sampling rate in text; 0 or -ENOMEM. */
+static int print_samples(struct acc *a, enum sumtab_fmt fmt, FILE *f)
+{
+	struct sumtab_self *ss = calloc(a->self.n ? a->self.n : 1, sizeof(*ss));
+	size_t ns = 0;
+	uint64_t v;
+
+	if (!ss)
+		return -ENOMEM;
+	for (size_t it = 0; hmap__next(&a->self.map, &it, NULL, &v);) {
+		const struct named *x = (const struct named *)(uintptr_t)v;
+
+		ss[ns++] = (struct sumtab_self){ .name = x->name, .n = x->calls };
+	}
+	if (fmt == SUMTAB_TEXT) {
+		fprintf(f, "\n** CPU samples (cpu_samples):\n\n   %" PRIu64 " samples", a->samples);
+		if (a->sample_hz && !a->sample_mixed)
+			fprintf(f, " at %u Hz on %u CPU(s)", a->sample_hz, a->sample_cpus);
+		fprintf(f, " in the trace\n");
+	}
+	sumtab__cpu_self(f, fmt, ss, ns, a->samples);
+	free(ss);
+	return 0;
+}
+
+/* python_sites; 0 or -ENOMEM. */
+static int print_pysites(struct acc *a, enum sumtab_fmt fmt, FILE *f)
+{
+	struct sumtab_pysite *ps = calloc(a->pysites.n ? a->pysites.n : 1, sizeof(*ps));
+	size_t np = 0;
+	uint64_t v;
+
+	if (!ps)
+		return -ENOMEM;
+	for (size_t it = 0; hmap__next(&a->pysites.map, &it, NULL, &v);) {
+		const struct named *x = (const struct named *)(uintptr_t)v;
+
+		ps[np++] = (struct sumtab_pysite){ .site = x->name, .calls = x->calls,
+						   .ns = x->ns, .launches = x->launches };
+	}
+	sumtab__pysites(f, fmt, ps, np);
+	free(ps);
+	return 0;
+}
+
 /* Prints report r; 0 or -ENOMEM. */
 static int print_report(struct acc *a, enum report r, enum sumtab_fmt fmt, bool with_inner,
 			FILE *f)
 {
-	struct sumtab_row *rows = NULL, *inner = NULL;
-	int n = 0, ni = 0, err = 0;
+	struct sumtab_row *rows = NULL;
+	int n = 0;
 
 	switch (r) {
 	case R_API:
 	case R_API_INNER:
-		rows = api_rows(a, a->api, &n);
-		inner = api_rows(a, a->inner, &ni);
-		if (!rows || !inner) {
-			err = -ENOMEM;
-			break;
-		}
-		if (r == R_API)
-			sumtab__api(f, fmt, rows, n, inner, with_inner ? ni : 0);
-		else
-			sumtab__api_inner(f, fmt, rows, n, inner, ni);
-		break;
-	case R_KERN_LAUNCH: {
-		struct sumtab_kernel *ks = calloc(a->kernels.n ? a->kernels.n : 1, sizeof(*ks));
-		size_t nk = 0;
-		uint64_t v;
-
-		if (!ks) {
-			err = -ENOMEM;
-			break;
-		}
-		for (size_t it = 0; hmap__next(&a->kernels.map, &it, NULL, &v);) {
-			struct named *k = (struct named *)(uintptr_t)v;
-
-			ks[nk++] = (struct sumtab_kernel){ .name = k->name, .launches = k->launches,
-							   .avg_api = k->st.mean };
-		}
-		sumtab__kernels(f, fmt, ks, nk, a->launches, a->unnamed);
-		free(ks);
-		break;
-	}
+		return print_api(a, r, fmt, with_inner, f);
+	case R_KERN_LAUNCH:
+		return print_launches(a, fmt, f);
 	case R_API_MEM:
 		sumtab__api_mem(f, fmt, a->copies, a->copy_bytes, a->memsets, a->memset_bytes);
 		break;
-	case R_PEAK: {
-		struct sumtab_peak *ps = calloc(a->nprocs ? a->nprocs : 1, sizeof(*ps));
-
-		if (!ps) {
-			err = -ENOMEM;
-			break;
-		}
-		for (size_t i = 0; i < a->nprocs; i++)
-			ps[i] = (struct sumtab_peak){ .pid = a->procs[i]->pid,
-						      .comm = a->procs[i]->comm ? a->procs[i]->comm : "",
-						      .gpu = a->procs[i]->peak[0],
-						      .pinned = a->procs[i]->peak[1] };
-		sumtab__peak(f, fmt, ps, a->nprocs);
-		free(ps);
-		break;
-	}
+	case R_PEAK:
+		return print_peak(a, fmt, f);
 	case R_NCCL: {
 		struct sumtab_nccl t = { .ops = a->nccl, .nops = NC_FN__COUNT,
 					 .groups = &a->nccl_groups, .group_ops = a->nccl_group_ops,
@@ -1149,95 +1236,32 @@ static int print_report(struct acc *a, enum report r, enum sumtab_fmt fmt, bool 
 	}
 	case R_NVTX:
 		rows = names_rows(&a->nvtx, false, &n);
-		if (!rows) {
-			err = -ENOMEM;
-			break;
-		}
+		if (!rows)
+			return -ENOMEM;
 		sumtab__nvtx(f, fmt, rows, n, a->marks, a->nvtx_unmatched);
 		break;
 	case R_OSRT:
 		rows = names_rows(&a->sys, false, &n);
-		if (!rows) {
-			err = -ENOMEM;
-			break;
-		}
+		if (!rows)
+			return -ENOMEM;
 		sumtab__osrt(f, fmt, rows, n, a->threshold);
 		break;
 	case R_GPU_KERN:
-		rows = names_rows(&a->gpu_kern, false, &n);
-		if (!rows) {
-			err = -ENOMEM;
-			break;
-		}
-		if (a->gpu_other.st.n) {
-			struct sumtab_row *m = realloc(rows, (n + 1) * sizeof(*rows));
-
-			if (!m) {
-				err = -ENOMEM;
-				break;
-			}
-			rows = m;
-			rows[n++] = (struct sumtab_row){
-				.name = "(other kernels: more names than the summary keeps)",
-				.st = &a->gpu_other.st };
-		}
-		sumtab__gpu_kern(f, fmt, rows, n);
-		break;
+		return print_gpu_kern(a, fmt, f);
 	case R_GPU_MEM_TIME:
 	case R_GPU_MEM_SIZE:
 		rows = names_rows(&a->gpu_mem, r == R_GPU_MEM_SIZE, &n);
-		if (!rows) {
-			err = -ENOMEM;
-			break;
-		}
+		if (!rows)
+			return -ENOMEM;
 		if (r == R_GPU_MEM_TIME)
 			sumtab__gpu_mem_time(f, fmt, rows, n);
 		else
 			sumtab__gpu_mem_size(f, fmt, rows, n);
 		break;
-	case R_SAMPLES: {
-		struct sumtab_self *ss = calloc(a->self.n ? a->self.n : 1, sizeof(*ss));
-		size_t ns = 0;
-		uint64_t v;
-
-		if (!ss) {
-			err = -ENOMEM;
-			break;
-		}
-		for (size_t it = 0; hmap__next(&a->self.map, &it, NULL, &v);) {
-			const struct named *x = (const struct named *)(uintptr_t)v;
-
-			ss[ns++] = (struct sumtab_self){ .name = x->name, .n = x->calls };
-		}
-		if (fmt == SUMTAB_TEXT) {
-			fprintf(f, "\n** CPU samples (cpu_samples):\n\n   %" PRIu64 " samples", a->samples);
-			if (a->sample_hz && !a->sample_mixed)
-				fprintf(f, " at %u Hz on %u CPU(s)", a->sample_hz, a->sample_cpus);
-			fprintf(f, " in the trace\n");
-		}
-		sumtab__cpu_self(f, fmt, ss, ns, a->samples);
-		free(ss);
-		break;
-	}
-	case R_PY_SITES: {
-		struct sumtab_pysite *ps = calloc(a->pysites.n ? a->pysites.n : 1, sizeof(*ps));
-		size_t np = 0;
-		uint64_t v;
-
-		if (!ps) {
-			err = -ENOMEM;
-			break;
-		}
-		for (size_t it = 0; hmap__next(&a->pysites.map, &it, NULL, &v);) {
-			const struct named *x = (const struct named *)(uintptr_t)v;
-
-			ps[np++] = (struct sumtab_pysite){ .site = x->name, .calls = x->calls,
-							   .ns = x->ns, .launches = x->launches };
-		}
-		sumtab__pysites(f, fmt, ps, np);
-		free(ps);
-		break;
-	}
+	case R_SAMPLES:
+		return print_samples(a, fmt, f);
+	case R_PY_SITES:
+		return print_pysites(a, fmt, f);
 	case R_GPU_UTIL:
 		gpu__print_timeline(a->g, fmt, f);
 		break;
@@ -1251,8 +1275,7 @@ static int print_report(struct acc *a, enum report r, enum sumtab_fmt fmt, bool 
 		break;
 	}
 	free(rows);
-	free(inner);
-	return err;
+	return 0;
 }
 
 static const char usage[] =
@@ -1352,20 +1375,22 @@ static bool shown(const struct acc *a, enum report r)
 	return true;
 }
 
+/* What stats takes from a trace. */
+static const struct tread_ops stats_ops = {
+	.track = on_track,
+	.event = on_event,
+	.slice = on_slice,
+	.attr = on_attr,
+	.sample = on_sample,
+};
+
 int tstats__mem(const void *buf, size_t len, int fmt, FILE *f)
 {
-	static const struct tread_ops ops = {
-		.track = on_track,
-		.event = on_event,
-		.slice = on_slice,
-		.attr = on_attr,
-		.sample = on_sample,
-	};
 	struct acc a;
 	int err = acc_init(&a);
 
 	if (!err)
-		err = tread__run_mem(buf, len, "trace", &ops, &a, NULL);
+		err = tread__run_mem(buf, len, "trace", &stats_ops, &a, NULL);
 	if (!err)
 		gpu__replay_end(a.g);
 	for (int r = 0; !err && r < R__COUNT; r++)
@@ -1374,7 +1399,21 @@ int tstats__mem(const void *buf, size_t len, int fmt, FILE *f)
 	return err;
 }
 
-int tstats__main(int argc, char **argv)
+/* The options of cgbpf stats. */
+struct stats_opts {
+	enum report order[R__COUNT];	/* the reports to print, in order */
+	int nrep;
+	bool all;			/* no --report: those record would print */
+	bool has_api;			/* cuda_api_sum among them */
+	enum sumtab_fmt fmt;
+	const char *prefix;		/* --output, or NULL for stdout */
+	char **files;			/* the traces */
+	int nfiles;
+};
+
+/* Parses the options of cgbpf stats into so; 0, 1 when done (--help,
+ * --report list), or 2 after a usage message. */
+static int stats_args(int argc, char **argv, struct stats_opts *so)
 {
 	static const struct option opts[] = {
 		{ "report", required_argument, NULL, 'r' },
@@ -1383,21 +1422,10 @@ int tstats__main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	static const char *const ext[] = { "txt", "csv", "json" };
-	static const struct tread_ops ops = {
-		.track = on_track,
-		.event = on_event,
-		.slice = on_slice,
-		.attr = on_attr,
-		.sample = on_sample,
-	};
-	enum report order[R__COUNT];
-	enum sumtab_fmt fmt = SUMTAB_TEXT;
-	const char *prefix = NULL;
-	int nrep = 0, c, ret = 0;
-	bool all = true, has_api = false;
-	struct acc a;
+	int c;
 
+	so->fmt = SUMTAB_TEXT;
+	so->all = true;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":r:f:o:h", opts, NULL)) != -1) {
@@ -1405,31 +1433,31 @@ int tstats__main(int argc, char **argv)
 		case 'r':
 			if (!strcmp(optarg, "list") || !strcmp(optarg, "help")) {
 				list_reports(stdout);
-				return 0;
+				return 1;
 			}
-			nrep = parse_reports(optarg, order);
-			if (nrep < 0)
+			so->nrep = parse_reports(optarg, so->order);
+			if (so->nrep < 0)
 				return 2;
-			all = false;
+			so->all = false;
 			break;
 		case 'f':
 			if (!strcmp(optarg, "table"))
-				fmt = SUMTAB_TEXT;
+				so->fmt = SUMTAB_TEXT;
 			else if (!strcmp(optarg, "csv"))
-				fmt = SUMTAB_CSV;
+				so->fmt = SUMTAB_CSV;
 			else if (!strcmp(optarg, "json"))
-				fmt = SUMTAB_JSON;
+				so->fmt = SUMTAB_JSON;
 			else
 				return usage_error("--format: '%s' is not table, csv or json", optarg);
 			break;
 		case 'o':
 			if (!*optarg)
 				return usage_error("--output: an empty prefix%s", "");
-			prefix = optarg;
+			so->prefix = optarg;
 			break;
 		case 'h':
 			fputs(usage, stdout);
-			return 0;
+			return 1;
 		case ':':
 			return usage_error("option '%s' needs a value", argv[optind - 1]);
 		default:
@@ -1438,95 +1466,146 @@ int tstats__main(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return usage_error("no trace file given%s", "");
-	if (all)
-		for (nrep = 0; nrep < R__COUNT; nrep++)
-			order[nrep] = nrep;
-	for (int i = 0; i < nrep; i++)
-		has_api |= order[i] == R_API;
+	so->files = argv + optind;
+	so->nfiles = argc - optind;
+	if (so->all)
+		for (so->nrep = 0; so->nrep < R__COUNT; so->nrep++)
+			so->order[so->nrep] = so->nrep;
+	for (int i = 0; i < so->nrep; i++)
+		so->has_api |= so->order[i] == R_API;
+	return 0;
+}
 
-	if (acc_init(&a)) {
-		err("out of memory");
-		acc_free(&a);
-		return 1;
-	}
-	for (int i = optind; i < argc; i++) {
+/* Reads the n traces at paths into a; 0, or the first failure's -errno
+ * (after a message when out of memory). */
+static int read_traces(struct acc *a, char *const *paths, int n)
+{
+	for (int i = 0; i < n; i++) {
 		struct tread_stats st;
-		int err = tread__run(argv[i], &ops, &a, &st);
+		int err = tread__run(paths[i], &stats_ops, a, &st);
 
 		if (err) {
 			if (err == -ENOMEM)
-				err("%s: out of memory", argv[i]);
-			ret = 1;
-			goto out;
+				err("%s: out of memory", paths[i]);
+			return err;
 		}
 		if (st.unmatched_ends)
-			dbg("%s: %" PRIu64 " slice ends without a begin", argv[i], st.unmatched_ends);
+			dbg("%s: %" PRIu64 " slice ends without a begin", paths[i], st.unmatched_ends);
 		/* Flow ids are per capture: another file's are other calls. */
-		flows_free(&a.flows);
+		flows_free(&a->flows);
 	}
-	gpu__replay_end(a.g);
+	return 0;
+}
 
-	if (fmt == SUMTAB_JSON && !prefix)
+/* Opens PREFIX_NAME.EXT, the file of report r under --output; NULL
+ * (after a message when it is the file that failed). *path: its name,
+ * for the caller to free. */
+static FILE *open_report(const char *prefix, enum report r, enum sumtab_fmt fmt, char **path)
+{
+	static const char *const ext[] = { "txt", "csv", "json" };
+	FILE *f;
+
+	if (asprintf(path, "%s_%s.%s", prefix, reports[r].name, ext[fmt]) < 0) {
+		*path = NULL;
+		return NULL;
+	}
+	f = outfile__fopen(*path, OUTFILE_MODE);
+	if (!f)
+		err("%s: %s", *path, outfile__strerror(errno));
+	return f;
+}
+
+/* Ends and closes the file at path that open_report() opened; 0, or -1
+ * after a message. */
+static int close_report(FILE *f, enum sumtab_fmt fmt, const char *path)
+{
+	bool bad;
+
+	if (fmt == SUMTAB_JSON)
+		fputc('\n', f);
+	bad = fflush(f) || ferror(f);
+	if (fclose(f) || bad) {
+		err("writing %s failed: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Prints the reports so asks for, to stdout or to one file each; 0, or 1
+ * after a message. */
+static int print_reports(struct acc *a, const struct stats_opts *so)
+{
+	int ret = 0;
+
+	if (so->fmt == SUMTAB_JSON && !so->prefix)
 		printf("{");
-	for (int i = 0, first = 1; i < nrep; i++) {
-		enum report r = order[i];
+	for (int i = 0, first = 1; i < so->nrep; i++) {
+		enum report r = so->order[i];
 		FILE *f = stdout;
 		char *path = NULL;
-		bool inner = fmt == SUMTAB_TEXT && r == R_API;
+		bool inner = so->fmt == SUMTAB_TEXT && r == R_API;
 		int err;
 
 		/* In text, cuda_api_sum holds the inner calls' table, as in
 		 * record's summary: shown once. */
-		if (fmt == SUMTAB_TEXT && r == R_API_INNER && has_api)
+		if (so->fmt == SUMTAB_TEXT && r == R_API_INNER && so->has_api)
 			continue;
-		if (all && !shown(&a, r))
+		if (so->all && !shown(a, r))
 			continue;
-		if (prefix) {
-			if (asprintf(&path, "%s_%s.%s", prefix, reports[r].name, ext[fmt]) < 0) {
-				ret = 1;
-				goto out;
-			}
-			f = outfile__fopen(path, OUTFILE_MODE);
+		if (so->prefix) {
+			f = open_report(so->prefix, r, so->fmt, &path);
 			if (!f) {
-				err("%s: %s", path, outfile__strerror(errno));
 				free(path);
-				ret = 1;
-				goto out;
+				return 1;
 			}
-		} else if (fmt == SUMTAB_CSV) {
+		} else if (so->fmt == SUMTAB_CSV) {
 			printf("\n** %s (%s):\n\n", reports[r].title, reports[r].name);
-		} else if (fmt == SUMTAB_JSON) {
+		} else if (so->fmt == SUMTAB_JSON) {
 			printf("%s\n", first ? "" : ",");
 			sumtab__json_str(stdout, reports[r].name);
 			printf(": ");
 		}
 		first = 0;
-		err = print_report(&a, r, fmt, inner, f);
+		err = print_report(a, r, so->fmt, inner, f);
 		if (f != stdout) {
-			bool bad;
-
-			if (fmt == SUMTAB_JSON)
-				fputc('\n', f);
-			bad = fflush(f) || ferror(f);
-			if (fclose(f) || bad) {
-				err("writing %s failed: %s", path, strerror(errno));
+			if (close_report(f, so->fmt, path))
 				ret = 1;
-			}
 			free(path);
 		}
 		if (err) {
 			err("out of memory");
-			ret = 1;
-			goto out;
+			return 1;
 		}
 	}
-	if (fmt == SUMTAB_JSON && !prefix)
+	if (so->fmt == SUMTAB_JSON && !so->prefix)
 		printf("\n}\n");
 	if (fflush(stdout) || ferror(stdout)) {
 		err("writing the tables failed: %s", strerror(errno));
 		ret = 1;
 	}
-out:
+	return ret;
+}
+
+int tstats__main(int argc, char **argv)
+{
+	struct stats_opts so = { 0 };
+	struct acc a;
+	int ret;
+
+	ret = stats_args(argc, argv, &so);
+	if (ret)
+		return ret == 1 ? 0 : 2;
+	if (acc_init(&a)) {
+		err("out of memory");
+		acc_free(&a);
+		return 1;
+	}
+	if (read_traces(&a, so.files, so.nfiles)) {
+		ret = 1;
+	} else {
+		gpu__replay_end(a.g);
+		ret = print_reports(&a, &so);
+	}
 	acc_free(&a);
 	return ret;
 }

@@ -511,47 +511,259 @@ static int put_open(struct nvtx *n, struct nv_proc *p, uint64_t id, struct nv_op
 	return hmap__put(&p->open, id, (uintptr_t)o);
 }
 
+/* The message or name of r: the string in the record, or, when r points
+ * to one it could not carry (wide, v2, or not yet paged in), that string
+ * read from the process into wide (len bytes). */
+static const char *record_text(struct nvtx *n, const struct rec_nvtx *r, char *wide, size_t len)
+{
+	const struct rec_hdr *h = &r->hdr;
+	ssize_t got;
+
+	if (!r->msg)
+		return r->str;
+	if (r->msg_kind == NV_MSG_UTF32) {
+		struct iovec local = { wide, len - 4 };
+		struct iovec remote = { (void *)(uintptr_t)r->msg, len - 4 };
+		uint16_t units = 0;
+
+		got = process_vm_readv(h->pid, &local, 1, &remote, 1, 0);
+		if (got > 0) {
+			memset(wide + got, 0, 4);
+			while (units + 4 <= got && memcmp(wide + units, "\0\0\0\0", 4))
+				units += 4;
+			utf32_to_utf8(wide, units);
+		}
+	} else {
+		got = ustr__read(h->pid, r->msg, wide, len);
+	}
+	if (got > 0 && wide[0])
+		return wide;
+	if (got <= 0) {
+		/* Gone (it exited right after the call) or not memory:
+		 * say so rather than show a blank. */
+		const char *text = ustr__unreadable(r->msg, wide, len);
+
+		n->m->strings_unreadable++;
+		return text;
+	}
+	return r->str;
+}
+
+/* The window a range opening now in pid belongs to; UINT32_MAX while pid
+ * is muted. */
+static uint32_t open_window(struct nvtx *n, uint32_t pid)
+{
+	return model__muted_pid(n->m, pid) ? UINT32_MAX : model__window_pid(n->m, pid);
+}
+
+/* Whether range o, ending now in pid, began in the current window and pid
+ * is not muted: else its begin is not in the file. */
+static bool begun_here(struct nvtx *n, const struct nv_open *o, uint32_t pid)
+{
+	return o->win == model__window_pid(n->m, pid) && !model__muted_pid(n->m, pid);
+}
+
+/* nvtxRangePush: a slice on the thread's own track, kept on its stack. */
+static void on_push(struct nvtx *n, struct nv_proc *p, const struct rec_nvtx *r, const char *msg)
+{
+	const struct rec_hdr *h = &r->hdr;
+	struct nv_thread *t = thread_of(n, h->tid);
+	struct annots an;
+	struct pfseq *s;
+
+	if (!t)
+		return;
+	/* A capture range opens before its own slice is written. */
+	if (n->m->range)
+		n->m->range(n->m->range_ctx, true, h->pid, h->tid, h->ts,
+			    domain_name(p, r->domain), msg);
+	s = seq(n, h->pid, h->tid, h->ts);
+	if (t->depth < NV_DEPTH) {
+		struct nv_open *o = &t->stack[t->depth];
+
+		o->ts = h->ts;
+		o->domain = r->domain;
+		o->name = strdup(msg);
+		o->win = open_window(n, h->pid);
+	}
+	t->depth++;
+	if (s) {
+		build_annots(p, r, &an);
+		pftrace__begin_cat(n->pt, s, h->ts, domain_name(p, r->domain), msg, an.a, an.n);
+	}
+}
+
+/* nvtxRangePop: ends the thread's innermost pushed range. */
+static void on_pop(struct nvtx *n, struct nv_proc *p, const struct rec_nvtx *r)
+{
+	const struct rec_hdr *h = &r->hdr;
+	struct nv_thread *t = thread_of(n, h->tid);
+	struct pfseq *s;
+
+	if (!t || !t->depth) {
+		n->unmatched++;
+		return;
+	}
+	t->depth--;
+	s = seq(n, h->pid, h->tid, h->ts);
+	if (t->depth < NV_DEPTH) {
+		struct nv_open *o = &t->stack[t->depth];
+		bool in = begun_here(n, o, h->pid);
+
+		if (!in)
+			s = NULL;
+		if (in)
+			count(n, domain_name(p, o->domain), o->name ? o->name : "?",
+			      STYLE_PUSHPOP, h->ts - o->ts);
+		if (s)
+			pftrace__end(n->pt, s, h->ts, NULL, 0);
+		if (n->m->range)
+			n->m->range(n->m->range_ctx, false, h->pid, h->tid, h->ts,
+				    domain_name(p, o->domain), o->name ? o->name : "?");
+		free(o->name);
+		o->name = NULL;
+	} else if (s) {
+		pftrace__end(n->pt, s, h->ts, NULL, 0);
+	}
+}
+
+/* nvtxRangeStart: a slice on the lowest free async track of the process,
+ * open under its id until its end, on whichever thread. */
+static void on_start(struct nvtx *n, struct nv_proc *p, const struct rec_nvtx *r, const char *msg)
+{
+	const struct rec_hdr *h = &r->hdr;
+	struct nv_open *o = calloc(1, sizeof(*o));
+	struct nv_thread *t;
+	struct annots an;
+	struct pfseq *s;
+	uint64_t uuid;
+	int slot;
+
+	if (!o)
+		return;
+	/* The lowest free async track, so concurrent ranges never share one. */
+	slot = p->slots == UINT64_MAX ? NV_SLOTS - 1 : __builtin_ctzll(~p->slots);
+	p->slots |= 1ull << slot;
+	if (n->m->range)
+		n->m->range(n->m->range_ctx, true, h->pid, h->tid, h->ts,
+			    domain_name(p, r->domain), msg);
+	o->ts = h->ts;
+	o->domain = r->domain;
+	o->id = r->id;
+	o->slot = slot;
+	o->name = strdup(msg);
+	o->win = open_window(n, h->pid);
+	if (!r->id) {
+		/* v2: the id is the return value, in the next record. */
+		t = thread_of(n, h->tid);
+		if (!t) {
+			free(o->name);
+			free(o);
+			return;
+		}
+		if (t->pending) {
+			free(t->pending->name);
+			free(t->pending);
+		}
+		t->pending = o;
+	} else if (put_open(n, p, r->id, o)) {
+		free(o->name);
+		free(o);
+		return;
+	}
+	s = seq(n, h->pid, h->tid, h->ts);
+	if (!s)
+		return;
+	uuid = UUID_NVTX((uint64_t)h->pid << 8 | slot);
+	if (!(p->described & (1ull << slot))) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "NVTX ranges %d", slot + 1);
+		pftrace__track(n->pt, uuid, UUID_PROCESS(h->pid), name);
+		p->described |= 1ull << slot;
+	}
+	build_annots(p, r, &an);
+	pftrace__begin_on(n->pt, s, h->ts, uuid, domain_name(p, r->domain), msg, an.a, an.n);
+}
+
+/* v2 nvtxRangeStart's return: the id of the range the thread started. */
+static void on_started(struct nvtx *n, struct nv_proc *p, const struct rec_nvtx *r)
+{
+	struct nv_thread *t = thread_of(n, r->hdr.tid);
+
+	if (!t || !t->pending)
+		return;
+	t->pending->id = r->id;
+	if (put_open(n, p, r->id, t->pending)) {
+		p->slots &= ~(1ull << t->pending->slot);
+		free(t->pending->name);
+		free(t->pending);
+	}
+	t->pending = NULL;
+}
+
+/* nvtxRangeEnd: ends the range open under r's id. */
+static void on_end(struct nvtx *n, struct nv_proc *p, const struct rec_nvtx *r)
+{
+	const struct rec_hdr *h = &r->hdr;
+	struct nv_open *o;
+	struct pfseq *s;
+	uint64_t v;
+	bool in;
+
+	if (!hmap__del(&p->open, r->id, &v)) {
+		n->unmatched++;
+		return;
+	}
+	o = (void *)(uintptr_t)v;
+	p->slots &= ~(1ull << o->slot);
+	/* Ended on whichever thread: its sequence, the range's track. */
+	s = seq(n, h->pid, h->tid, h->ts);
+	in = begun_here(n, o, h->pid);
+	if (!in)
+		s = NULL;
+	if (in)
+		count(n, domain_name(p, o->domain), o->name ? o->name : "?",
+		      STYLE_STARTEND, h->ts - o->ts);
+	if (s)
+		pftrace__end_on(n->pt, s, h->ts, UUID_NVTX((uint64_t)h->pid << 8 | o->slot),
+				NULL, 0);
+	if (n->m->range)
+		n->m->range(n->m->range_ctx, false, h->pid, h->tid, h->ts,
+			    domain_name(p, o->domain), o->name ? o->name : "?");
+	free(o->name);
+	free(o);
+}
+
+/* nvtxMark: an instant on the thread's track, its domain as an arg. */
+static void on_mark(struct nvtx *n, struct nv_proc *p, const struct rec_nvtx *r, const char *msg)
+{
+	const struct rec_hdr *h = &r->hdr;
+	struct pfseq *s;
+	struct annots an;
+
+	n->marks++;
+	s = seq(n, h->pid, h->tid, h->ts);
+	if (!s)
+		return;
+	build_annots(p, r, &an);
+	if (an.n < NV_MAX_ANNOTS)
+		an.a[an.n++] = (struct pf_annot){ .name = "domain", .type = PA_STR,
+						  .s = domain_name(p, r->domain) };
+	pftrace__instant(n->pt, s, h->ts, 0, msg, an.a, an.n);
+}
+
 void nvtx__record(struct nvtx *n, const struct rec_nvtx *r, size_t size)
 {
 	const struct rec_hdr *h = &r->hdr;
 	struct nv_proc *p = proc_of(n, h->pid);
 	char wide[REC_NVTX_STR];
-	const char *text = r->str;	/* the message or name */
-	const char *msg;
-	struct annots an;
+	const char *text, *msg;	/* the message or name; msg: never blank */
 	struct nv_thread *t;
-	struct pfseq *s;
 
 	if (!p)
 		return;
-	if (r->msg) {
-		/* Read from the process: wide (v2), or not yet paged in. */
-		ssize_t got;
-
-		if (r->msg_kind == NV_MSG_UTF32) {
-			struct iovec local = { wide, sizeof(wide) - 4 };
-			struct iovec remote = { (void *)(uintptr_t)r->msg, sizeof(wide) - 4 };
-			uint16_t units = 0;
-
-			got = process_vm_readv(h->pid, &local, 1, &remote, 1, 0);
-			if (got > 0) {
-				memset(wide + got, 0, 4);
-				while (units + 4 <= got && memcmp(wide + units, "\0\0\0\0", 4))
-					units += 4;
-				utf32_to_utf8(wide, units);
-			}
-		} else {
-			got = ustr__read(h->pid, r->msg, wide, sizeof(wide));
-		}
-		if (got > 0 && wide[0]) {
-			text = wide;
-		} else if (got <= 0) {
-			/* Gone (it exited right after the call) or not memory:
-			 * say so rather than show a blank. */
-			text = ustr__unreadable(r->msg, wide, sizeof(wide));
-			n->m->strings_unreadable++;
-		}
-	}
+	text = record_text(n, r, wide, sizeof(wide));
 	msg = text[0] ? text : "(unnamed)";
 	switch (r->probe) {
 	case NV_DOMAIN_CREATE:
@@ -572,16 +784,7 @@ void nvtx__record(struct nvtx *n, const struct rec_nvtx *r, size_t size)
 		}
 		break;
 	case NV_STARTED:
-		t = thread_of(n, h->tid);
-		if (t && t->pending) {
-			t->pending->id = r->id;
-			if (put_open(n, p, r->id, t->pending)) {
-				p->slots &= ~(1ull << t->pending->slot);
-				free(t->pending->name);
-				free(t->pending);
-			}
-			t->pending = NULL;
-		}
+		on_started(n, p, r);
 		break;
 	case NV_DOMAIN_DESTROY:
 		/* Keep the name: ranges of the domain may still end later. */
@@ -596,153 +799,19 @@ void nvtx__record(struct nvtx *n, const struct rec_nvtx *r, size_t size)
 	case NV_REGISTER_STRING:
 		break;	/* messages are read through the handle at use */
 	case NV_PUSH:
-		t = thread_of(n, h->tid);
-		if (!t)
-			break;
-		/* A capture range opens before its own slice is written. */
-		if (n->m->range)
-			n->m->range(n->m->range_ctx, true, h->pid, h->tid, h->ts,
-				    domain_name(p, r->domain), msg);
-		s = seq(n, h->pid, h->tid, h->ts);
-		if (t->depth < NV_DEPTH) {
-			struct nv_open *o = &t->stack[t->depth];
-
-			o->ts = h->ts;
-			o->domain = r->domain;
-			o->name = strdup(msg);
-			o->win = model__muted_pid(n->m, h->pid) ? UINT32_MAX :
-									   model__window_pid(n->m, h->pid);
-		}
-		t->depth++;
-		if (s) {
-			build_annots(p, r, &an);
-			pftrace__begin_cat(n->pt, s, h->ts, domain_name(p, r->domain), msg, an.a, an.n);
-		}
+		on_push(n, p, r, msg);
 		break;
 	case NV_POP:
-		t = thread_of(n, h->tid);
-		if (!t || !t->depth) {
-			n->unmatched++;
-			break;
-		}
-		t->depth--;
-		s = seq(n, h->pid, h->tid, h->ts);
-		if (t->depth < NV_DEPTH) {
-			struct nv_open *o = &t->stack[t->depth];
-
-			/* Begun in this window: else its begin is not in the file. */
-			bool in = o->win == model__window_pid(n->m, h->pid) &&
-				  !model__muted_pid(n->m, h->pid);
-
-			if (!in)
-				s = NULL;
-			if (in)
-				count(n, domain_name(p, o->domain), o->name ? o->name : "?",
-				      STYLE_PUSHPOP, h->ts - o->ts);
-			if (s)
-				pftrace__end(n->pt, s, h->ts, NULL, 0);
-			if (n->m->range)
-				n->m->range(n->m->range_ctx, false, h->pid, h->tid, h->ts,
-					    domain_name(p, o->domain), o->name ? o->name : "?");
-			free(o->name);
-			o->name = NULL;
-		} else if (s) {
-			pftrace__end(n->pt, s, h->ts, NULL, 0);
-		}
+		on_pop(n, p, r);
 		break;
-	case NV_START: {
-		struct nv_open *o = calloc(1, sizeof(*o));
-		uint64_t uuid;
-		int slot;
-
-		if (!o)
-			break;
-		/* The lowest free async track, so concurrent ranges never share one. */
-		slot = p->slots == UINT64_MAX ? NV_SLOTS - 1 : __builtin_ctzll(~p->slots);
-		p->slots |= 1ull << slot;
-		if (n->m->range)
-			n->m->range(n->m->range_ctx, true, h->pid, h->tid, h->ts,
-				    domain_name(p, r->domain), msg);
-		o->ts = h->ts;
-		o->domain = r->domain;
-		o->id = r->id;
-		o->slot = slot;
-		o->name = strdup(msg);
-		o->win = model__muted_pid(n->m, h->pid) ? UINT32_MAX :
-									   model__window_pid(n->m, h->pid);
-		if (!r->id) {
-			/* v2: the id is the return value, in the next record. */
-			t = thread_of(n, h->tid);
-			if (!t) {
-				free(o->name);
-				free(o);
-				break;
-			}
-			if (t->pending) {
-				free(t->pending->name);
-				free(t->pending);
-			}
-			t->pending = o;
-		} else if (put_open(n, p, r->id, o)) {
-			free(o->name);
-			free(o);
-			break;
-		}
-		s = seq(n, h->pid, h->tid, h->ts);
-		if (!s)
-			break;
-		uuid = UUID_NVTX((uint64_t)h->pid << 8 | slot);
-		if (!(p->described & (1ull << slot))) {
-			char name[32];
-
-			snprintf(name, sizeof(name), "NVTX ranges %d", slot + 1);
-			pftrace__track(n->pt, uuid, UUID_PROCESS(h->pid), name);
-			p->described |= 1ull << slot;
-		}
-		build_annots(p, r, &an);
-		pftrace__begin_on(n->pt, s, h->ts, uuid, domain_name(p, r->domain), msg, an.a, an.n);
+	case NV_START:
+		on_start(n, p, r, msg);
 		break;
-	}
-	case NV_END: {
-		uint64_t v;
-		struct nv_open *o;
-
-		if (!hmap__del(&p->open, r->id, &v)) {
-			n->unmatched++;
-			break;
-		}
-		o = (void *)(uintptr_t)v;
-		p->slots &= ~(1ull << o->slot);
-		/* Ended on whichever thread: its sequence, the range's track. */
-		s = seq(n, h->pid, h->tid, h->ts);
-		bool in = o->win == model__window_pid(n->m, h->pid) &&
-			  !model__muted_pid(n->m, h->pid);
-
-		if (!in)
-			s = NULL;
-		if (in)
-			count(n, domain_name(p, o->domain), o->name ? o->name : "?",
-			      STYLE_STARTEND, h->ts - o->ts);
-		if (s)
-			pftrace__end_on(n->pt, s, h->ts, UUID_NVTX((uint64_t)h->pid << 8 | o->slot),
-					NULL, 0);
-		if (n->m->range)
-			n->m->range(n->m->range_ctx, false, h->pid, h->tid, h->ts,
-				    domain_name(p, o->domain), o->name ? o->name : "?");
-		free(o->name);
-		free(o);
+	case NV_END:
+		on_end(n, p, r);
 		break;
-	}
 	case NV_MARK:
-		n->marks++;
-		s = seq(n, h->pid, h->tid, h->ts);
-		if (s) {
-			build_annots(p, r, &an);
-			if (an.n < NV_MAX_ANNOTS)
-				an.a[an.n++] = (struct pf_annot){ .name = "domain", .type = PA_STR,
-								  .s = domain_name(p, r->domain) };
-			pftrace__instant(n->pt, s, h->ts, 0, msg, an.a, an.n);
-		}
+		on_mark(n, p, r, msg);
 		break;
 	}
 }
