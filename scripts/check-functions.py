@@ -216,7 +216,14 @@ def main():
     long.sort(key=lambda r: (-r[0], r[1], r[2]))
     for n, rel, line, name in long:
         print(f"{rel}:{line} {name} {n} lines")
-    return 1 if long else 0
+    if long:
+        print(f"check-functions: {len(long)} function(s) over {limit} lines: split them "
+              "into the steps of their job")
+        print("functions: 0 passed, 1 failed")
+        return 1
+    print(f"check-functions: no function in user/ or inject/ over {limit} lines")
+    print("functions: 1 passed, 0 failed")
+    return 0
 
 
 if __name__ == "__main__":

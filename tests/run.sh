@@ -48,6 +48,7 @@ for t in "$out"/unit/test_*; do
 	esac
 done
 suite "layers: user/ includes and calls run only downward (docs/design.md)" "$py" scripts/check-layers.py "$out"
+suite "functions: none over 150 lines in user/ and inject/" "$py" scripts/check-functions.py
 suite "schema subset (against Perfetto's schema when present)" "$py" tests/lib/check_subset.py
 suite "decoder self-test" "$py" tests/lib/test_ptrace.py
 suite "trace processor comparison self-test (when present)" "$py" tests/lib/test_tpcheck.py
