@@ -16,23 +16,23 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "agg.h"
+#include "cgbpf.skel.h"
+#include "capture/monitor.h"
 #include "core/apilib.h"
 #include "core/attach.h"
-#include "cgbpf.skel.h"
+#include "core/ingest.h"
+#include "core/model.h"
 #include "lib/hmap.h"
 #include "lib/http.h"
-#include "core/ingest.h"
 #include "lib/log.h"
-#include "core/model.h"
-#include "capture/monitor.h"
 #include "lib/outfile.h"
-#include "out/pfsink.h"
-#include "out/perfetto.h"
 #include "lib/procfs.h"
-#include "sources/python/pysites.h"
-#include "sources/syscalls/syscalls.h"
+#include "out/perfetto.h"
+#include "out/pfsink.h"
 #include "sources/nccl/nccl.h"
 #include "sources/nccl/ncclsum.h"
+#include "sources/python/pysites.h"
+#include "sources/syscalls/syscalls.h"
 
 /*
  * The endpoint never blocks the event loop: connections are non-blocking

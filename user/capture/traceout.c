@@ -6,13 +6,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "capture/traceout.h"
+#include "core/opts.h"
 #include "lib/log.h"
 #include "lib/outfile.h"
 #include "lib/outname.h"
 #include "out/perfetto.h"
 #include "out/pfsplit.h"
-#include "core/opts.h"
-#include "capture/traceout.h"
 
 static pid_t first_target(const struct record_opts *o)
 {

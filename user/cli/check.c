@@ -6,11 +6,11 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "cgbpf.skel.h"
-#include "core/attach.h"
 #include "cli/check.h"
 #include "core/apilib.h"
-#include "lib/hmap.h"
+#include "core/attach.h"
 #include "lib/elf/elfsym.h"
+#include "lib/hmap.h"
 #include "lib/log.h"
 
 int check__run(const char *path, char **names, int n, bool attach)

@@ -8,22 +8,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "lib/log.h"
-#include "core/apilib.h"
-#include "sources/sources.h"
+#include "pyframes_rec.h"
+#include "capture/monitor.h"
+#include "capture/record.h"
 #include "cli/check.h"
-#include "sources/python/pycheck.h"
 #include "cli/config.h"
+#include "core/apilib.h"
+#include "lib/log.h"
+#include "lib/outname.h"
+#include "lib/version.h"
+#include "out/capwin.h"
+#include "sources/python/pycheck.h"
+#include "sources/python/pysites.h"
+#include "sources/sources.h"
 #include "trace/export.h"
 #include "trace/merge.h"
-#include "capture/monitor.h"
-#include "lib/outname.h"
-#include "pyframes_rec.h"
-#include "sources/python/pysites.h"
-#include "capture/record.h"
-#include "out/capwin.h"
 #include "trace/tstats.h"
-#include "lib/version.h"
 
 #define PS_STR_(x) #x
 #define PS_STR(x) PS_STR_(x)	/* a number macro as a string literal */

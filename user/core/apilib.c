@@ -2,10 +2,10 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include "core/apilib.h"
 #include "cuda_funcs.h"
 #include "cudart_funcs.h"
 #include "nccl_funcs.h"
+#include "core/apilib.h"
 
 /* Filled by the source layer at start (user/sources/sources.c): the
  * descriptors and their decoders live with their sources, above core. */

@@ -14,16 +14,16 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include "cgbpf.skel.h"
 #include "core/apilib.h"
 #include "core/attach.h"
-#include "cgbpf.skel.h"
-#include "lib/elf/elfsym.h"
-#include "lib/hmap.h"
-#include "lib/elf/ldpath.h"
-#include "lib/log.h"
-#include "lib/procfs.h"
 #include "core/reaper.h"
 #include "core/uprobe_multi.h"
+#include "lib/elf/elfsym.h"
+#include "lib/elf/ldpath.h"
+#include "lib/hmap.h"
+#include "lib/log.h"
+#include "lib/procfs.h"
 
 /*
  * A library file cgbpf probes, whatever number of processes it is probed

@@ -3,15 +3,15 @@
 #include <stdbool.h>
 #include <string.h>
 #include "agg.h"
-#include "core/apilib.h"
 #include "events.h"
-#include "core/ingest.h"
 #include "nvtx_rec.h"
 #include "pycode_rec.h"
 #include "pyframes_rec.h"
 #include "pysites_rec.h"
 #include "stack_rec.h"
 #include "syscalls_rec.h"
+#include "core/apilib.h"
+#include "core/ingest.h"
 
 size_t ingest__min_size(unsigned type)
 {

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/apilib.h"
-#include "lib/log.h"
 #include "core/model.h"
-#include "lib/procfs.h"
 #include "core/ustr.h"
+#include "lib/log.h"
+#include "lib/procfs.h"
 
 #define EMIT(m, fn, ...) \
 	for (int _i = 0; _i < (m)->nsinks; _i++) \

@@ -11,9 +11,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "events.h"
-#include "lib/hmap.h"
 #include "lib/annot.h"
 #include "lib/elf/symbolize.h"
+#include "lib/hmap.h"
 
 #define CALL_DEPTH 16		/* open calls per thread (runtime -> driver nests) */
 #define CALL_ANNOTS 8

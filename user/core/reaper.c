@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
-#include "lib/log.h"
 #include "core/reaper.h"
+#include "lib/log.h"
 
 /*
  * Enough threads that a process's probes go in about one grace period

@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 #include "events.h"
-#include "lib/hmap.h"
 #include "core/model.h"
+#include "lib/hmap.h"
 
 #define SESSION_SOURCES 16
 

@@ -13,13 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
-#include "out/capwin.h"
 #include "core/apilib.h"
-#include "lib/log.h"
 #include "core/model.h"
+#include "lib/log.h"
 #include "lib/outname.h"
-#include "out/pfsplit.h"
+#include "out/capwin.h"
 #include "out/perfetto.h"
+#include "out/pfsplit.h"
 #include "out/summary.h"
 
 /* ---------------------------------------------------------------- options */

@@ -11,8 +11,8 @@
 #include "lib/log.h"
 #include "lib/outfile.h"
 #include "lib/pb.h"
-#include "out/perfetto.h"
 #include "lib/version.h"
+#include "out/perfetto.h"
 
 /* Field numbers, from perfetto_trace.proto. */
 enum {

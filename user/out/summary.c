@@ -5,10 +5,10 @@
 #include <string.h>
 #include "core/apilib.h"
 #include "lib/hmap.h"
-#include "lib/stats.h"
 #include "lib/log.h"
-#include "out/summary.h"
+#include "lib/stats.h"
 #include "lib/sumtab.h"
+#include "out/summary.h"
 
 struct kernel_count {
 	char *name;

@@ -26,11 +26,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "trace/export.h"
 #include "lib/hmap.h"
 #include "lib/jsonw.h"
 #include "lib/log.h"
 #include "lib/outfile.h"
+#include "trace/export.h"
 #include "trace/tread.h"
 
 #define CLOCK_REALTIME_ID 1

@@ -27,9 +27,9 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "lib/log.h"
-#include "trace/merge.h"
 #include "lib/outfile.h"
 #include "lib/pb.h"
+#include "trace/merge.h"
 
 /* Field numbers from perfetto_trace.proto. */
 enum {

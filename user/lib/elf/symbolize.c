@@ -41,10 +41,10 @@
 #include <time.h>
 #include <unistd.h>
 #include "lib/elf/debugfile.h"
-#include "lib/hmap.h"
 #include "lib/elf/ldpath.h"
-#include "lib/procfs.h"
 #include "lib/elf/symbolize.h"
+#include "lib/hmap.h"
+#include "lib/procfs.h"
 
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 

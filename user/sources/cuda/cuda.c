@@ -5,8 +5,8 @@
 #include <string.h>
 #include "agg.h"
 #include "core/apilib.h"
-#include "sources/cuda/cuda.h"
 #include "lib/elf/symbolize.h"
+#include "sources/cuda/cuda.h"
 
 #define CU_FUNC_DESC(sym, cls_, flags_) [CU_FN_##sym] = { #sym, cls_, flags_ },
 const struct func_desc cuda_funcs[CU_FN__COUNT] = { CU_FUNCS(CU_FUNC_DESC) };

@@ -19,12 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "agg.h"
-#include "core/apilib.h"
-#include "sources/cuda/cuda.h"
-#include "sources/cuda/cudart.h"
 #include "cudart_funcs.h"
+#include "core/apilib.h"
 #include "core/model.h"
 #include "lib/elf/symbolize.h"
+#include "sources/cuda/cuda.h"
+#include "sources/cuda/cudart.h"
 
 struct crt_desc {
 	const char *name;

@@ -31,14 +31,14 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/elf/symbolize.h"
+#include "lib/log.h"
+#include "lib/sumtab.h"
 #include "sources/gpu/gpu.h"
 #include "sources/gpu/gpuest.h"
 #include "sources/gpu/gpupf.h"
 #include "sources/gpu/gpuproc.h"
 #include "sources/gpu/gpusum.h"
-#include "lib/elf/symbolize.h"
-#include "lib/log.h"
-#include "lib/sumtab.h"
 
 #define REORDER_NS (2000ull * 1000000)	/* how late a record may come and still be in order */
 #define PENDING_MAX (1u << 17)		/* operations waiting per process */

@@ -23,9 +23,9 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include "out/pfsink.h"
 #include "sources/gpu/gpuest.h"
 #include "sources/gpu/gpupf.h"
-#include "out/pfsink.h"
 
 #define EST_WAIT_NS 10000	/* a synchronization this long waited for the GPU */
 #define EST_STREAMS 1024	/* streams per process; more are not estimated */

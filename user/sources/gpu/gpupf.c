@@ -22,8 +22,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include "sources/gpu/gpupf.h"
 #include "out/pfsink.h"
+#include "sources/gpu/gpupf.h"
 
 uint64_t gpupf__track_uuid(enum gpu_track kind, uint32_t pid, uint32_t idx)
 {

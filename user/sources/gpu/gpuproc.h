@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "gpu_rec.h"
-#include "lib/hmap.h"
 #include "core/model.h"
+#include "lib/hmap.h"
 #include "out/perfetto.h"
 
 /* Devices are a byte in every activity entry. */

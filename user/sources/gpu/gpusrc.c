@@ -20,20 +20,20 @@
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "cgbpf.skel.h"
-#include "lib/elf/elfsym.h"
-#include "sources/gpu/gpu.h"
 #include "gpu_rec.h"
-#include "lib/hmap.h"
 #include "core/apilib.h"
-#include "out/capwin.h"
-#include "lib/log.h"
 #include "core/attach.h"
 #include "core/inject.h"
-#include "lib/procfs.h"
 #include "core/opts.h"
 #include "core/session.h"
 #include "core/source.h"
+#include "lib/elf/elfsym.h"
+#include "lib/hmap.h"
+#include "lib/log.h"
+#include "lib/procfs.h"
+#include "out/capwin.h"
 #include "out/summary.h"
+#include "sources/gpu/gpu.h"
 
 /* How long, at most, stop waits for every collecting library's flush. */
 #define FLUSH_WAIT_NS (1500ull * 1000000)

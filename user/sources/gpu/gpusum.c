@@ -17,9 +17,9 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/sumtab.h"
 #include "sources/gpu/gpuest.h"
 #include "sources/gpu/gpusum.h"
-#include "lib/sumtab.h"
 
 #define KERNEL_ROWS 4096
 #define SHORT_NS 10000

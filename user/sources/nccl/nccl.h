@@ -11,8 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "core/model.h"
 #include "nccl_funcs.h"
+#include "core/model.h"
 
 struct nccl_func {
 	const char *name;

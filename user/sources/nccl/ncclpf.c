@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include <inttypes.h>
 #include <stdio.h>
+#include "out/pfsink.h"
 #include "sources/nccl/nccl.h"
 #include "sources/nccl/ncclpf.h"
-#include "out/pfsink.h"
 
 #define CAT "nccl"
 

@@ -10,9 +10,9 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include "lib/log.h"
 #include "core/session.h"
 #include "core/source.h"
+#include "lib/log.h"
 #include "out/summary.h"
 #include "sources/nccl/ncclpf.h"
 #include "sources/nccl/ncclsum.h"

@@ -2,11 +2,11 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include "sources/nccl/nccl.h"
-#include "sources/nccl/ncclsum.h"
 #include "lib/stats.h"
 #include "lib/sumtab.h"
 #include "out/perfetto.h"
+#include "sources/nccl/nccl.h"
+#include "sources/nccl/ncclsum.h"
 
 struct op_sum {
 	uint64_t calls;		/* returned, not nested */

@@ -6,23 +6,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include "cgbpf.skel.h"
+#include "nvtx_rec.h"
 #include "core/apilib.h"
 #include "core/attach.h"
 #include "core/inject.h"
-#include "cgbpf.skel.h"
-#include "lib/elf/elfsym.h"
-#include "lib/hmap.h"
-#include "lib/log.h"
-#include "sources/nvtx/nvtx.h"
-#include "nvtx_rec.h"
-#include "out/pfsink.h"
 #include "core/opts.h"
 #include "core/session.h"
 #include "core/source.h"
-#include "lib/stats.h"
-#include "out/summary.h"
-#include "lib/sumtab.h"
 #include "core/ustr.h"
+#include "lib/elf/elfsym.h"
+#include "lib/hmap.h"
+#include "lib/log.h"
+#include "lib/stats.h"
+#include "lib/sumtab.h"
+#include "out/pfsink.h"
+#include "out/summary.h"
+#include "sources/nvtx/nvtx.h"
 
 #define NV_DEPTH 64		/* open push/pop ranges per thread */
 #define NV_SLOTS 64		/* concurrently open start/end ranges per process */

@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "pycode_rec.h"
 #include "lib/hmap.h"
 #include "sources/python/pycode.h"
-#include "pycode_rec.h"
 #include "sources/python/pyfind.h"
 #include "sources/python/pyoffsets.h"
 

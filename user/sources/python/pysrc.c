@@ -23,25 +23,25 @@
 #include <sys/stat.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "core/attach.h"
 #include "cgbpf.skel.h"
-#include "lib/hmap.h"
-#include "lib/log.h"
-#include "core/model.h"
-#include "lib/procfs.h"
-#include "sources/python/pycode.h"
 #include "pycode_rec.h"
-#include "sources/python/pyoffsets.h"
-#include "sources/python/pyfind.h"
 #include "pyframes_rec.h"
-#include "sources/python/pysites.h"
 #include "pysites_rec.h"
+#include "core/attach.h"
+#include "core/model.h"
 #include "core/opts.h"
 #include "core/session.h"
 #include "core/source.h"
+#include "lib/hmap.h"
+#include "lib/log.h"
+#include "lib/procfs.h"
 #include "lib/stats.h"
-#include "out/summary.h"
 #include "lib/sumtab.h"
+#include "out/summary.h"
+#include "sources/python/pycode.h"
+#include "sources/python/pyfind.h"
+#include "sources/python/pyoffsets.h"
+#include "sources/python/pysites.h"
 
 #define SITE_LEN 768		/* "file:line function" */
 #define STACK_TEXT 8192		/* --python stack: the whole stack as one string */

@@ -23,15 +23,15 @@
 #include <bpf/libbpf.h>
 #include <zlib.h>
 #include "cgbpf.skel.h"
-#include "out/capwin.h"
+#include "sched_rec.h"
+#include "core/session.h"
+#include "core/source.h"
 #include "lib/log.h"
 #include "lib/pb.h"
 #include "lib/procfs.h"
-#include "sched_rec.h"
-#include "sources/sched/schedtrace.h"
-#include "core/session.h"
-#include "core/source.h"
+#include "out/capwin.h"
 #include "out/summary.h"
+#include "sources/sched/schedtrace.h"
 
 #define BUNDLE_MAX 1024		/* events per bundle */
 #define CLONE_THREAD 0x10000

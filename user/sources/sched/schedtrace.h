@@ -11,10 +11,10 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include "lib/hmap.h"
 #include "core/model.h"
-#include "out/perfetto.h"
 #include "core/opts.h"
+#include "lib/hmap.h"
+#include "out/perfetto.h"
 
 struct cgbpf_bpf;
 struct schedtrace;

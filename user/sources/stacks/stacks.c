@@ -8,22 +8,22 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
-#include "lib/hmap.h"
-#include "lib/log.h"
-#include "core/reaper.h"
-#include "lib/procfs.h"
+#include "cgbpf.skel.h"
+#include "pyframes_rec.h"
 #include "core/apilib.h"
 #include "core/ingest.h"
-#include "cgbpf.skel.h"
-#include "sources/stacks/pfstacks.h"
 #include "core/opts.h"
+#include "core/reaper.h"
 #include "core/session.h"
 #include "core/source.h"
-#include "sources/stacks/stacks.h"
-#include "pyframes_rec.h"
-#include "out/summary.h"
-#include "lib/sumtab.h"
 #include "lib/elf/symbolize.h"
+#include "lib/hmap.h"
+#include "lib/log.h"
+#include "lib/procfs.h"
+#include "lib/sumtab.h"
+#include "out/summary.h"
+#include "sources/stacks/pfstacks.h"
+#include "sources/stacks/stacks.h"
 
 #define MAX_FRAMES (STACK_KERNEL_MAX + STACK_USER_MAX + PY_FRAMES_MAX)
 

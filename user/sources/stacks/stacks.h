@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "core/model.h"
 #include "stack_rec.h"
+#include "core/model.h"
 
 struct bpf_program;
 struct stacks;

@@ -8,10 +8,10 @@
 #include "sources/syscalls/syscall_names.h"
 #include <bpf/libbpf.h>
 #include "cgbpf.skel.h"
-#include "lib/log.h"
 #include "core/opts.h"
 #include "core/session.h"
 #include "core/source.h"
+#include "lib/log.h"
 #include "out/summary.h"
 #include "sources/syscalls/syscalls.h"
 

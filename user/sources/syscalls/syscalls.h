@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "core/model.h"
 #include "syscalls_rec.h"
+#include "core/model.h"
 
 /* Decodes a validated REC_SYSCALL record and hands it to the sinks. */
 void model__syscall(struct model *m, const struct rec_syscall *r);
