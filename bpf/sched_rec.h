@@ -12,7 +12,7 @@
 
 #define SCHED_COMM 16
 
-/* Scope knob of sched.bpf.c (mirrors enum sched_scope of user/capture/record.h). */
+/* Scope knob of sched.bpf.c (mirrors enum sched_scope of user/core/opts.h). */
 enum { SCHED_SCOPE_ALL = 0, SCHED_SCOPE_TARGETS = 1 };
 
 /*

@@ -1,4 +1,11 @@
 // SPDX-License-Identifier: MIT
+/*
+ * capture/: the capture runner. `record` and `monitor` (record.c: the
+ * targets, the BPF object, the ring loop, signals; monitor.c: metrics
+ * and the flight recorder; traceout.c: the output files). It runs the
+ * sources of user/sources through core/source.h; beside trace/, which it
+ * never includes.
+ */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* cgbpf command line: subcommands, options, help. */
+/*
+ * cli/: the top layer. The command line (main.c: subcommands, options,
+ * help), the monitor's config file (config.c) and `cgbpf check`
+ * (check.c). It may use every folder below it; nothing uses it.
+ */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>

@@ -1,4 +1,11 @@
 // SPDX-License-Identifier: MIT
+/*
+ * lib/: small helpers that know nothing of captures: hash map (hmap),
+ * protobuf encoding (pb), JSON (jsonw), messages (log), /proc (procfs),
+ * the metrics endpoint's HTTP (http), output files and their names
+ * (outfile, outname), statistics and tables (stats, sumtab). lib/elf/
+ * sits on it. They include nothing of cgbpf above them.
+ */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,4 +1,11 @@
 // SPDX-License-Identifier: MIT
+/*
+ * out/: what a capture writes. The streaming Perfetto writer
+ * (perfetto.c), model events as tracks (pfsink.c), one file per process
+ * (pfsplit.c), capture windows (capwin.c) and the summary's frame
+ * (summary.c; its sections come from the sources). It uses core/ and
+ * lib/ only.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
+ * trace/: commands over saved traces: reading them (tread.c), `cgbpf
+ * stats` (tstats.c), `export` (export.c), `merge` (merge.c). Beside
+ * capture/, which it never includes.
+ *
  * Trace reader (user/trace/tread.h): a streaming decoder of the subset of
  * Perfetto's TracePacket that cgbpf writes, with the sequence semantics
  * trace processor applies to it.

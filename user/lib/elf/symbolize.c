@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
+ * lib/elf/: the ELF files of targets: symbol tables (elfsym.c), the
+ * unwinder and symbolizer (symbolize.c), separate debug files
+ * (debugfile.c), the loader's search path (ldpath.c). On lib/ only.
+ *
  * Unwinder and symbolizer on elfutils' libdwfl.
  *
  * Per process: a table of the executable file mappings (from

@@ -1,4 +1,10 @@
 // SPDX-License-Identifier: MIT
+/*
+ * sources/cuda/: the CUDA driver (cuda.c) and runtime (cudart.c) API
+ * libraries: their descriptors (core/apilib.h) and the decoders that turn
+ * their calls into model events: arguments, kernel names, streams,
+ * memory.
+ */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

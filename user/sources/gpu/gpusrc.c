@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
+ * sources/gpu/: GPU activity: this source (the probes), the decoder
+ * (gpu.c), the per-process tables (gpuproc.c), the trace (gpupf.c), the
+ * tables (gpusum.c) and the estimate without CUPTI (gpuest.c).
+ *
  * The GPU activity source: cgbpf's injection library (inject/gpu.c) in a
  * target hands CUPTI's activity over through its probe site
  * cgbpf_gpu_batch (bpf/gpu_rec.h); bpf/gpu.bpf.c copies each batch into

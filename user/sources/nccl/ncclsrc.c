@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
+ * sources/nccl/: NCCL calls: the API library's descriptor and decoder
+ * (nccl.c), the trace's group slices and communicator tracks (ncclpf.c),
+ * the nccl_sum table (ncclsum.c) and this source, which wires them.
+ *
  * The NCCL source. NCCL's calls come through the core's API probes and
  * are decoded by user/sources/nccl/nccl.c (the library's descriptor); this
  * source adds what a capture makes of them: the trace's group slices and

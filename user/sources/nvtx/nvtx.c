@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: MIT
+/*
+ * sources/nvtx/: NVTX ranges, marks and names, from the NVTX v2 library's
+ * probes and the injection library's (NVTX v3): the API library's
+ * descriptor, the `nvtx` source and the nvtx_sum table.
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>

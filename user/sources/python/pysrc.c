@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
+ * sources/python/: Python call sites: this source, finding interpreters
+ * (pyfind.c), code objects (pycode.c), the monitor's call-site table
+ * (pysites.c), `check`'s view (pycheck.c), the offsets (pyoffsets.h).
+ *
  * Python call sites (issue 12), the `python` event source: finds each
  * target's CPython (user/sources/python/pyfind.c) and tells the BPF frame readers
  * (bpf/python.bpf.h) where it is; turns their REC_PY_FRAMES records into

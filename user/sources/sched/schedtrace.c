@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
+ * sources/sched/: the scheduler: the `sched` source and its ftrace data.
+ *
  * Scheduler records to Perfetto ftrace data.
  *
  * Each CPU has a bundle under construction; a bundle is written as one

@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: MIT
+/*
+ * sources/stacks/: CPU samples and slow-call backtraces: the `stacks`
+ * source (stacks.c: unwinding through lib/elf, the CPU samples section)
+ * and their PerfSample packets (pfstacks.c).
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <linux/perf_event.h>

@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: MIT
+/*
+ * sources/syscalls/: syscalls of targets over --syscall-threshold: the
+ * `syscalls` source, its records to model events and the osrt_sum table
+ * (syscall_names.h: the generated x86_64 name table).
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
