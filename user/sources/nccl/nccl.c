@@ -244,29 +244,6 @@ static void annot_s(struct call *c, bool end, const char *name, const char *v)
 	annot(c, end, (struct pf_annot){ .name = name, .type = PA_STR, .s = v });
 }
 
-/* "stream N" with user/sources/cuda/cuda.c's numbering (the process's shared ordinal
- * table), so a stream reads the same on NCCL and CUDA slices. */
-static const char *stream_name(struct proc *p, uint64_t h, char *buf, size_t len)
-{
-	uint64_t *v;
-
-	if (h == 0)
-		return "default";
-	if (h == 1)
-		return "legacy default";
-	if (h == 2)
-		return "per-thread default";
-	v = hmap__get(&p->streams, h);
-	if (!v) {
-		if (hmap__put(&p->streams, h, p->next_stream))
-			return "stream ?";
-		v = hmap__get(&p->streams, h);
-		p->next_stream++;
-	}
-	snprintf(buf, len, "stream %" PRIu64, *v);
-	return buf;
-}
-
 static const char *redop_name(int op, char *buf, size_t len)
 {
 	if (op >= 0 && op < (int)COUNT_OF(redop_names))
@@ -323,7 +300,10 @@ static void decode_op(struct proc *p, struct nccl_proc *np, struct nccl_thread *
 		annot_s(c, false, "op", redop_name(nc->redop, c->scratch[1], sizeof(c->scratch[1])));
 	if (f->root >= 0)
 		annot_i(c, false, f->cls == NC_C_P2P ? "peer" : "root", nc->root);
-	annot_s(c, false, "stream", stream_name(p, a[f->stream], c->scratch[2], sizeof(c->scratch[2])));
+	/* Named as CUDA calls name it (the process's shared ordinals), so a
+	 * stream reads the same on NCCL and CUDA slices. */
+	annot_s(c, false, "stream",
+		model__stream_name(p, a[f->stream], false, c->scratch[2], sizeof(c->scratch[2])));
 	if (nc->grouped)
 		annot_s(c, false, "group", "enqueued: runs at ncclGroupEnd");
 }
