@@ -6,8 +6,9 @@
 #   1. Each build records the same workloads (demo, train, nccl_ranks,
 #      nvtx_ranges, crt_app, gpu_mix) with --sched off --sample-hz 0
 #      --syscall-threshold off; per thread, the slice names and arguments
-#      (decoded by tests/lib/ptrace.py, run-dependent values masked) and
-#      `stats --format csv` must match.
+#      (decoded by tests/lib/ptrace.py, run-dependent values masked),
+#      `stats --format csv` and the sections of record's summary must
+#      match.
 #   2. stats (table, csv, json), export and merge run by each build on the
 #      traces the OLD build saved must be byte-identical.
 # Usage: scripts/compare-outputs.sh OLD_CGBPF NEW_CGBPF [WORKDIR]
@@ -126,6 +127,12 @@ print("tables: %s" % ", ".join("%s %d rows" % (k.strip("* "), len(v) - 1) for k,
 PY
 	then ok "$w: stats --format csv has the same tables, names and counts"
 	else bad "$w: stats csv differ ($work/old-$w.csv $work/new-$w.csv)"
+	fi
+	# record's own summary: the same sections, in the same order.
+	if diff <(grep -E '^\*\* |^[A-Z][A-Za-z ]+:$' "$work/old-$w.summary") \
+		<(grep -E '^\*\* |^[A-Z][A-Za-z ]+:$' "$work/new-$w.summary") > "$work/$w.sections.diff"
+	then ok "$w: record's summary has the same sections in the same order"
+	else bad "$w: summary sections differ ($work/$w.sections.diff)"
 	fi
 done
 
