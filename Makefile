@@ -19,7 +19,7 @@ endif
 
 .DEFAULT_GOAL := all
 # As many jobs as CPUs unless -j was given.
-ifeq ($(filter -j% j%,$(MAKEFLAGS)),)
+ifeq ($(filter -j% j% --jobserver%,$(MAKEFLAGS)),)
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
 endif
 .DELETE_ON_ERROR:
@@ -489,7 +489,12 @@ $(OUT)/san/cgbpf: $(SAN_OBJS)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SAN_CFLAGS) $(DW_WRAP) $^ -o $@ -lbpf $(LIBS_DW) -lstdc++ -lm -lpthread
 
-asan: $(OUT)/san/cgbpf inject
+# cgbpf looks for the injection library beside itself (inject/): the one
+# library serves both builds.
+$(OUT)/san/inject: | inject
+	$(Q)mkdir -p $(OUT)/san && ln -sfn ../inject $@
+
+asan: $(OUT)/san/cgbpf inject $(OUT)/san/inject
 
 # The fast integration pass against it (the workloads and fakes of $(OUT)).
 asan-test: deps
