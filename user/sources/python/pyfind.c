@@ -514,9 +514,17 @@ static int check_threads(int pid, const struct py_offsets *o, struct py_info *in
 	}
 	return check_frames(pid, o, info, interp, why, whylen);
 bad:
-	say(why, whylen, "Python %s: its thread list does not match cgbpf's table (%s); "
-	    "no Python frames", info->version, err == -EINVAL ? "a thread state names another "
-	    "interpreter" : strerror(-err));
+	/* A read that fails is not a wrong table: the memory changed under
+	 * it (an exec replacing the image: a pid reused by a fork of a
+	 * Python that then execs one; a thread exiting) or the process went;
+	 * the caller looks again. */
+	if (err != -EINVAL) {
+		say(why, whylen, "Python %s: its thread list could not be read (%s)",
+		    info->version, strerror(-err));
+		return err;
+	}
+	say(why, whylen, "Python %s: its thread list does not match cgbpf's table (a thread "
+	    "state names another interpreter); no Python frames", info->version);
 	return -ENOTSUP;
 }
 
