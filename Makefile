@@ -18,9 +18,12 @@ msg = @printf '  %-9s %s\n' "$(1)" "$(2)";
 endif
 
 .DEFAULT_GOAL := all
-# As many jobs as CPUs unless -j was given.
-ifeq ($(filter -j% j% --jobserver%,$(MAKEFLAGS)),)
+# As many jobs as CPUs unless -j was given; a sub-make shares its
+# parent's jobs.
+ifeq ($(MAKELEVEL),0)
+ifeq ($(filter -j% j%,$(MAKEFLAGS)),)
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
 endif
 .DELETE_ON_ERROR:
 .SECONDARY:
