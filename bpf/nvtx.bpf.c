@@ -49,7 +49,7 @@ static __always_inline void nvtx_send(struct rec_nvtx *r, __u32 size)
 
 /*
  * --capture-range nvtx: the ranges that open the gate. Push/pop nest per
- * thread (as user/capture.c counts them, whatever the domain): depth and
+ * thread (as user/out/capwin.c counts them, whatever the domain): depth and
  * a bit per depth where a capture range was pushed. Start/end ranges by
  * id. A range whose name BPF cannot read (a page not touched yet) may be
  * one: it opens the gate too, and user space, which reads the name,
