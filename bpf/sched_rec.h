@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Scheduler records (sched_rec.h, not sched.h: that name is libc's), written by bpf/sched.bpf.c into the `sched_events`
- * ring buffer and turned into Perfetto ftrace bundles by user/sources/sched/schedtrace.c.
+ * Scheduler records (sched_rec.h, not sched.h: that name is libc's),
+ * written by bpf/sched.bpf.c into the `sched_events` ring buffer and
+ * turned into Perfetto ftrace bundles by user/sources/sched/schedtrace.c.
  * The common header's pid/tid are the task the record is about (prev for
  * a switch), cpu is where it happened.
  */
