@@ -595,14 +595,13 @@ static int handle_record(void *ctx, void *data, size_t size)
 	}
 	/* A record that stands for two (--python leaf: a call record carrying
 	 * its leaf frame, bpf/pyframes_rec.h) is the first, then the second. */
-	for (size_t i = 0; i < r->nsrc; i++) {
-		size_t n;
+	if (r->splitter >= 0) {
+		size_t n = r->src[r->splitter]->split(data, size, first, rest);
 
-		if (r->src[i]->split && (n = r->src[i]->split(data, size, first, rest))) {
+		if (n) {
 			handle_record(ctx, first, n);
 			h = data = rest;
 			size = h->size;
-			break;
 		}
 	}
 	r->records++;
@@ -1124,6 +1123,7 @@ static int init_sources(struct session *r)
 		model__add_sink(&r->model, &sk);
 	}
 	memset(r->src_of, -1, sizeof(r->src_of));
+	r->splitter = -1;
 	for (size_t i = 0; sources[i]; i++) {
 		const struct source *src = sources[i];
 
@@ -1139,6 +1139,14 @@ static int init_sources(struct session *r)
 		for (int k = 0; k < SRC_TYPES && src->types[k]; k++)
 			if (src->types[k] < REC__COUNT)
 				r->src_of[src->types[k]] = r->nsrc;
+		if (src->split) {
+			if (r->splitter >= 0) {
+				err("two event sources split records (%s, %s)",
+				    r->src[r->splitter]->name, src->name);
+				return -1;
+			}
+			r->splitter = r->nsrc;
+		}
 		r->nsrc++;
 	}
 	sk = summary__sink(r->summary);

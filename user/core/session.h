@@ -79,6 +79,7 @@ struct session {
 	void *src_state[SESSION_SOURCES];
 	size_t nsrc;
 	int8_t src_of[REC__COUNT];	/* index in src, -1: the core's */
+	int8_t splitter;		/* index in src of the one with a split hook, -1: none */
 	/* The events ring's callback (the capture runner's): validates a
 	 * record and gives it to the core or the source that takes its type.
 	 * A source adds its own rings to s->rb with it (ctx s) when their

@@ -29,7 +29,8 @@
  *            header's size, and returns the first's size; 0: not such a
  *            record, nothing written. The first is handled as a record,
  *            then the second in the record's place. No state: a split
- *            is the record's layout alone;
+ *            is the record's layout alone. At most one wanted source has
+ *            it: it sees every record;
  *   record   one record of a type listed in types[], validated by
  *            user/core/ingest.c; returns -EINVAL for a record it rejects
  *            (counted as malformed);
