@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the NCCL decoder and summary (user/sources/nccl/nccl.c, user/sources/nccl/ncclsum.c)
+ * Unit tests of the NCCL decoder and summary (user/sources/nccl/nccl.c,
+ * user/sources/nccl/ncclsum.c)
  * on hand-made call records: attach cookies against nccl.h's argument
  * positions (written out here from the toolkit's header), communicator
  * ids shared across processes, groups, nested calls, results, and the

@@ -44,9 +44,10 @@ struct py_stack_frame {
 };
 
 /* What a CUDA call does to the GPU's queues, set by the library decoders
- * (user/sources/cuda/cuda.c, user/sources/cuda/cudart.c) at its entry: user/sources/gpu/gpu.c links the calls
- * that queue work to the GPU activity they caused, and estimates that
- * activity from them when it is not measured. */
+ * (user/sources/cuda/cuda.c, user/sources/cuda/cudart.c) at its entry:
+ * user/sources/gpu/gpu.c links the calls that queue work to the GPU
+ * activity they caused, and estimates that activity from them when it is
+ * not measured. */
 enum gpu_call {
 	GC_NONE = 0,
 	GC_LAUNCH,		/* a kernel launch on c->stream */
@@ -130,10 +131,13 @@ struct proc {
 	uint32_t next_stream;
 	int64_t mem[CTR__COUNT];
 	int64_t mem_peak[CTR__COUNT];
-	void *launch_fmt;	/* user/sources/cuda/cuda.c's cache of formatted launch configs (one block) */
+	/* user/sources/cuda/cuda.c's cache of formatted launch configs (one block) */
+	void *launch_fmt;
 	bool counter_described[CTR__COUNT];
 	void *lib_state[LIB__COUNT];	/* a library decoder's own (lib_ops.proc_free frees it) */
-	struct hmap stubs;	/* host stub address -> char * kernel name ("" = none; user/sources/cuda/cudart.c) */
+	/* host stub address -> char * kernel name ("" = none;
+	 * user/sources/cuda/cudart.c) */
+	struct hmap stubs;
 	/* Capture windows per process (model.proc_mute): its own. */
 	bool muted;
 	uint32_t window;
@@ -170,7 +174,8 @@ struct sink {
 	void (*counter)(void *ctx, struct thread *t, enum counter_kind k, uint64_t ts,
 			int64_t value);
 	void (*sample)(void *ctx, struct thread *t, const struct stack *st);
-	/* A syscall of t that lasted at least the threshold (user/sources/syscalls/syscalls.c). */
+	/* A syscall of t that lasted at least the threshold
+	 * (user/sources/syscalls/syscalls.c). */
 	void (*syscall)(void *ctx, struct thread *t, const struct syscall_ev *e);
 };
 
@@ -198,7 +203,8 @@ struct model {
 	uint64_t strings_orphaned;
 	uint64_t strings_unreadable;	/* string arguments neither BPF nor process_vm_readv could read */
 	uint64_t strings_late;		/* read at the return probe or from user space */
-	struct symbolizer *sym;	/* for host stub names (user/sources/cuda/cudart.c); NULL = none */
+	/* for host stub names (user/sources/cuda/cudart.c); NULL = none */
+	struct symbolizer *sym;
 	/* The flow id of a call, asked at its begin (user/sources/gpu/gpu.c: the calls
 	 * that queue GPU work in a process whose GPU activity is measured);
 	 * NULL: no flows. */

@@ -62,7 +62,8 @@ struct record_opts {
 	pid_t *pids;		/* -p */
 	size_t npids;
 	char **cmd;		/* -- CMD ARGS (NULL-terminated), or NULL */
-	const char *output;	/* trace path pattern (user/lib/outname.h); NULL with summary_only */
+	/* trace path pattern (user/lib/outname.h); NULL with summary_only */
+	const char *output;
 	bool force;		/* --force: replace existing files */
 	bool split;		/* --split-per-process: one trace per process */
 	uint64_t duration_ns;	/* 0: until the targets exit or Ctrl-C */

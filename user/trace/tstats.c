@@ -568,8 +568,8 @@ static int on_track(void *ctx, const struct tread_track *t)
 	k->tid = t->tid;
 	k->pid = t->pid;
 	if (kind >= TK_GPU_DEV) {
-		/* user/sources/gpu/gpupf.c, user/sources/gpu/gpuest.c: under the process track, or
-		 * under the estimate group. */
+		/* user/sources/gpu/gpupf.c, user/sources/gpu/gpuest.c: under the
+		 * process track, or under the estimate group. */
 		uint64_t *pv = k->parent ? hmap__get(&a->tracks, k->parent) : NULL;
 		const struct tk *pt = pv ? (const struct tk *)(uintptr_t)*pv : NULL;
 

@@ -55,7 +55,8 @@ struct gproc {
 };
 
 struct gpusrc {
-	struct gpu *gpu;	/* user/sources/gpu/gpu.c: the model, trace and summary of the activity */
+	/* user/sources/gpu/gpu.c: the model, trace and summary of the activity */
+	struct gpu *gpu;
 	struct hmap procs;	/* pid -> struct gproc * */
 	char inj[PATH_MAX];	/* -- CMD: the library CMD is given ("": none) */
 };

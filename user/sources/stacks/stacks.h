@@ -23,7 +23,7 @@ struct stacks_stats {
 	uint64_t truncated;		/* stacks whose unwind stopped early */
 	uint64_t dwarf;			/* user stacks unwound from the stack copy */
 	uint64_t frames, unsymbolized;	/* user + kernel frames, and those without a name */
-	uint64_t python_frames;		/* Python frames mixed in (user/sources/python/pysrc.c) */
+	uint64_t python_frames;		/* Python frames mixed in (sources/python) */
 	int cpus;			/* perf events opened for sampling */
 	uint32_t hz;
 };
