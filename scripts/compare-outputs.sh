@@ -57,7 +57,28 @@ def mask(k, v):
         return "<n>"
     return v
 
+RANK = re.compile(r"\brank \d+/")
+STREAM = re.compile(r"^stream \d+$")
+
+def slice_key(s, ranks):
+    args = []
+    for k, v in s.args.items():
+        v = mask(k, v)
+        if isinstance(v, str) and STREAM.match(v):
+            # Numbered in order of first sight in the process: threads
+            # that race to their first stream number them either way.
+            v = "stream <n>"
+        elif not ranks and k == "rank":
+            v = "<rank>"
+        elif not ranks and isinstance(v, str):
+            v = RANK.sub("rank <r>/", v)
+        args.append((k, repr(v)))
+    return (s.name, tuple(sorted(args)))
+
 def per_thread(path):
+    # Which thread of a multi-rank program (nccl_ranks) takes which rank
+    # changes from run to run: per thread, ranks are masked; the slices
+    # of the whole trace, ranks and all, are compared as a multiset.
     t = ptrace.load(path)
     threads = {}
     for s in t.slices:
@@ -67,11 +88,16 @@ def per_thread(path):
     seqs = []
     for tid, ss in threads.items():
         ss.sort(key=lambda s: (s.ts, s.depth))
-        seqs.append(tuple((s.name, tuple(sorted((k, repr(mask(k, v))) for k, v in s.args.items())))
-                          for s in ss))
-    return sorted(seqs)
+        seqs.append(tuple(slice_key(s, False) for s in ss))
+    every = sorted(slice_key(s, True) for s in t.slices if s.tid is not None)
+    return sorted(seqs), every
 
-a, b = per_thread(sys.argv[1]), per_thread(sys.argv[2])
+(a, ea), (b, eb) = per_thread(sys.argv[1]), per_thread(sys.argv[2])
+if ea != eb:
+    print("the trace's slices differ: %d vs %d; first only in old: %s; first only in new: %s"
+          % (len(ea), len(eb), next((x for x in ea if x not in eb), None),
+             next((x for x in eb if x not in ea), None)))
+    sys.exit(1)
 if a != b:
     print("threads: %d vs %d" % (len(a), len(b)))
     for x, y in zip(a, b):
