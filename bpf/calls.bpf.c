@@ -43,28 +43,51 @@ struct call_ts {
 	__u32 pad;
 };
 
+/*
+ * What the call probes keep per thread, in one task storage, so that a
+ * call's entry looks it up once for both its users: the call stack
+ * (backtraces, the monitor) and --python leaf's cache (bpf/python.bpf.h).
+ * A task storage lookup is a helper call; a hash lookup per call would
+ * cost more.
+ */
+struct thread_calls {
+	struct call_ts c;
+	struct py_leaf_tc py;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct call_ts);
-} call_ts SEC(".maps");
+	__type(value, struct thread_calls);
+} thread_calls SEC(".maps");
 
-static __always_inline void bt_enter(__u64 ts, __u64 bytes, __u64 ptr, __u8 lib, __u8 nranks)
+/* The current thread's, created at its first call. */
+static __always_inline struct thread_calls *thread_calls_get(__u64 flags)
 {
-	struct call_ts *c = bpf_task_storage_get(&call_ts, bpf_get_current_task_btf(), 0,
-						 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	return bpf_task_storage_get(&thread_calls, bpf_get_current_task_btf(), 0, flags);
+}
+
+/* Pushes a call on t's stack; bytes, ptr and nranks are the monitor's. */
+static __always_inline void bt_enter(struct thread_calls *t, __u64 ts, __u64 bytes, __u64 ptr,
+				     __u8 lib, __u8 nranks)
+{
+	struct call_ts *c;
 	__u32 d;
 
-	if (!c)
+	if (!t)
 		return;
+	c = &t->c;
 	d = c->depth;
 	if (d < BT_DEPTH) {
 		c->ts[d] = ts;
-		c->bytes[d] = bytes;
-		c->ptr[d] = ptr;
 		c->lib[d] = lib;
-		c->nranks[d] = nranks;
+		/* Off, the verifier drops the stores (aggregate is read-only). */
+		if (aggregate) {
+			c->bytes[d] = bytes;
+			c->ptr[d] = ptr;
+			c->nranks[d] = nranks;
+		}
 	}
 	c->depth = d + 1;
 }
@@ -97,7 +120,8 @@ static __always_inline void emit_trigger(__u64 pid_tgid, __u64 cookie, __u64 now
  */
 static __always_inline __u64 bt_exit(struct pt_regs *ctx, __u64 pid_tgid, __u64 cookie)
 {
-	struct call_ts *c = bpf_task_storage_get(&call_ts, bpf_get_current_task_btf(), 0, 0);
+	struct thread_calls *t = thread_calls_get(0);
+	struct call_ts *c = t ? &t->c : NULL;
 	struct bt_scratch_v *v;
 	struct rec_stack *r;
 	__u32 d, zero = 0, size;
@@ -236,10 +260,10 @@ static __always_inline bool emit_string(__u64 pid_tgid, __u64 cookie, __u32 arg,
  * goes, so that the stack stays paired across window edges. */
 static __always_inline void bt_pop(void)
 {
-	struct call_ts *c = bpf_task_storage_get(&call_ts, bpf_get_current_task_btf(), 0, 0);
+	struct thread_calls *t = thread_calls_get(0);
 
-	if (c && c->depth)
-		c->depth--;
+	if (t && t->c.depth)
+		t->c.depth--;
 }
 
 static __always_inline int enter(struct pt_regs *ctx)
@@ -248,6 +272,7 @@ static __always_inline int enter(struct pt_regs *ctx)
 	__u64 cookie;
 	struct py_rec_frame pyf = {};
 	struct rec_call_enter_py *rp = NULL;
+	struct thread_calls *t = NULL;
 	struct rec_call_enter *r;
 	__u32 kind, str;
 
@@ -260,25 +285,30 @@ static __always_inline int enter(struct pt_regs *ctx)
 		else if (!(cookie & CK_PASS) && !gate_open()) {
 			/* A slot (time 0: no backtrace) for the return to pop. */
 			if (NEED_CALL_TS)
-				bt_enter(0, 0, 0, CK_LIB(cookie), 0);
+				bt_enter(thread_calls_get(BPF_LOCAL_STORAGE_GET_F_CREATE), 0, 0, 0,
+					 CK_LIB(cookie), 0);
 			return 0;
 		}
 	}
+	/* One lookup serves the call stack and the Python leaf cache. */
+	if (NEED_CALL_TS || (py_mode == PY_MODE_LEAF && emit_records))
+		t = thread_calls_get(BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!emit_records) {
 		/* Monitor without a flight recorder: aggregates only. */
 		if (aggregate) {
 			__u64 a[6] = { PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
 				       PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx), PT_REGS_PARM6(ctx) };
 
-			bt_enter(bpf_ktime_get_boot_ns(), agg_bytes(cookie, a), agg_ptr_arg(cookie, a),
-				 CK_LIB(cookie), agg_nranks(cookie, a, PT_REGS_SP(ctx)));
+			bt_enter(t, bpf_ktime_get_boot_ns(), agg_bytes(cookie, a),
+				 agg_ptr_arg(cookie, a), CK_LIB(cookie),
+				 agg_nranks(cookie, a, PT_REGS_SP(ctx)));
 		}
 		return 0;
 	}
 	/* The call's begin event carries its Python call site: a known
 	 * user leaf in the entry record's tail, else a REC_PY_FRAMES
 	 * record before it (bpf/pyframes_rec.h). */
-	if (py_mode == PY_MODE_LEAF && py_leaf(pid_tgid, &pyf) < 0)
+	if (py_mode == PY_MODE_LEAF && py_leaf(pid_tgid, t ? &t->py : NULL, &pyf) < 0)
 		py_emit(0, pid_tgid,
 			PY_SPEC(PYR_CALL, CK_LIB(cookie), CK_FUNC(cookie), PY_LEAF_MAX, true));
 	else if (py_mode == PY_MODE_STACK)
@@ -293,7 +323,7 @@ static __always_inline int enter(struct pt_regs *ctx)
 	if (!r) {
 		/* Pushed even so, for the return to pop the right slot. */
 		if (NEED_CALL_TS)
-			bt_enter(bpf_ktime_get_boot_ns(), 0, 0, CK_LIB(cookie), 0);
+			bt_enter(t, bpf_ktime_get_boot_ns(), 0, 0, CK_LIB(cookie), 0);
 		count_drop(REC_CALL_ENTER);
 		return 0;
 	}
@@ -313,7 +343,7 @@ static __always_inline int enter(struct pt_regs *ctx)
 	r->args[5] = PT_REGS_PARM6(ctx);
 	r->args[9] = r->args[10] = 0;
 	if (NEED_CALL_TS)
-		bt_enter(r->hdr.ts, aggregate ? agg_bytes(cookie, r->args) : 0,
+		bt_enter(t, r->hdr.ts, aggregate ? agg_bytes(cookie, r->args) : 0,
 			 aggregate ? agg_ptr_arg(cookie, r->args) : 0, CK_LIB(cookie),
 			 aggregate ? agg_nranks(cookie, r->args, PT_REGS_SP(ctx)) : 0);
 	/*
@@ -489,7 +519,8 @@ static __always_inline int enter_gated(struct pt_regs *ctx)
 	if (!gate_open()) {
 		/* A slot (time 0: no backtrace) for the return to pop. */
 		if (NEED_CALL_TS && is_target(bpf_get_current_pid_tgid() >> 32))
-			bt_enter(0, 0, 0, CK_LIB(bpf_get_attach_cookie(ctx)), 0);
+			bt_enter(thread_calls_get(BPF_LOCAL_STORAGE_GET_F_CREATE), 0, 0, 0,
+				 CK_LIB(bpf_get_attach_cookie(ctx)), 0);
 		return 0;
 	}
 	return enter(ctx);

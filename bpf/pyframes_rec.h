@@ -94,6 +94,8 @@ enum py_stat {
 	PYS_CODE_FAIL,		/* a code object not described: unreadable, not a code
 				 * object, scratch busy or ring full (user space reads it) */
 	PYS_CODE_FREED,		/* code objects the process freed (py_code_free) */
+	PYS_READERS,		/* frame readers that went on to read user memory
+				 * (py_leaf, py_tstate_find): 0 without an interpreter */
 	PYS__COUNT,
 };
 

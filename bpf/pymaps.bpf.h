@@ -65,4 +65,19 @@ static __always_inline void py_count(__u32 what)
 		__sync_fetch_and_add(n, 1);
 }
 
+/*
+ * Counts one frame reader about to read user memory (PYS_READERS): on
+ * every call of a Python process, so a plain increment, not an atomic
+ * one; a preempted program may lose one, which the count's one use (is it
+ * 0 in a process without an interpreter?) does not mind.
+ */
+static __always_inline void py_count_read(void)
+{
+	__u32 what = PYS_READERS;
+	__u64 *n = bpf_map_lookup_elem(&py_stat, &what);
+
+	if (n)
+		*n += 1;
+}
+
 #endif

@@ -52,6 +52,7 @@ __noinline __u64 py_tstate_find(__u64 pid_tgid, __u32 remember_miss)
 
 	if (!pp)
 		return 0;
+	py_count_read();
 	fsbase = task->thread.fsbase;
 	o_id = pp->off.ts_thread_id;
 	c = bpf_map_lookup_elem(&py_tstate, &pid_tgid);
@@ -298,7 +299,7 @@ out:
  * address describes what is there then (REC_PY_CODE), and user space
  * names the frames after it from that description on (user/sources/python/pycode.c keeps
  * each description with its time). py_codes_gen moves on: a thread's leaf
- * cache (py_leafc) may hold this address as its last user code, with or
+ * cache (struct py_leaf_tc) may hold this address as its last user code, with or
  * without a py_codes entry (the LRU map may have dropped it).
  */
 SEC("uprobe")

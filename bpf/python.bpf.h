@@ -53,34 +53,31 @@ struct {
 #define PY_SHIMS_MAX	32	/* 3.12+ C-stack shim frames skipped per walk */
 
 /*
- * py_leaf()'s per-thread cache (task storage: cheaper than a hash lookup
- * per call): the thread state py_tstate gave (checked again on every use,
- * as py_tstate's), a copy of the process's py_procs offsets, and the last
+ * py_leaf()'s per-thread cache, kept by the caller in its own task
+ * storage (bpf/calls.bpf.c: one lookup per call serves the call stack and
+ * this): the thread state py_tstate gave (checked again on every use, as
+ * py_tstate's), a copy of the process's py_procs offsets, and the last
  * leaf code object found PY_CODE_USER in py_codes; all valid while
  * py_codes_gen is gen (user space bumps it when it changes py_procs or a
  * class in py_codes), so that a repeated call site needs neither the
  * py_procs nor the py_codes lookup. tstate is emptied when it fails its
- * check.
+ * check. nopy: at gen, the process had no py_procs entry (no interpreter
+ * found, or not yet): its calls stop at the cache, with no map lookup and
+ * no read of user memory.
  */
 struct py_leaf_tc {
 	__u64 tstate;
 	__u64 code;
 	__u64 gen;
 	__u32 tgid;		/* whose offsets (a thread that exec'd keeps its storage) */
-	__u32 pad;
+	__u8 nopy;
+	__u8 pad[3];
 	struct py_offsets off;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct py_leaf_tc);
-} py_leafc SEC(".maps") __weak;
-
 /* Bumped by user space whenever it changes the class of a code object in
  * py_codes (an address freed and reused) or a process's py_procs entry:
- * py_leafc's code and offsets go stale. */
+ * the leaf caches' code, offsets and nopy go stale. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -142,8 +139,9 @@ static __always_inline __u64 leaf64(const __u8 *buf, __u32 off)
 /*
  * --python leaf for a call's entry probe (bpf/python.bpf.h): the common
  * case in one pass, with no scratch, no lock word and no record of its
- * own. It takes the thread's cached thread state and offsets (py_leafc,
- * filled from py_tstate and py_procs while py_codes_gen stays the same;
+ * own. It takes the thread's cached thread state and offsets (*c, the
+ * caller's task storage, filled from py_tstate and py_procs while
+ * py_codes_gen stays the same;
  * the thread state is checked again: its thread_id must be the fs base),
  * so a steady call site looks up no hash map at all. It reads
  * the thread-state fields it needs in one read, the innermost frame in a
@@ -155,9 +153,9 @@ static __always_inline __u64 leaf64(const __u8 *buf, __u32 off)
  * (no cached state, a shim frame, a code object that is not known user
  * code, a failed read) leaves the call to py_emit(), which
  * does the full walk and counts whatever fails: -1 (walk). 0: a process
- * without a py_procs entry, nothing to do.
+ * without a py_procs entry, nothing to do (said by the cache once known).
  */
-static __always_inline int py_leaf(__u64 pid_tgid, struct py_rec_frame *out)
+static __always_inline int py_leaf(__u64 pid_tgid, struct py_leaf_tc *c, struct py_rec_frame *out)
 {
 	__u32 tgid = pid_tgid >> 32;
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -165,38 +163,37 @@ static __always_inline int py_leaf(__u64 pid_tgid, struct py_rec_frame *out)
 	__u64 frame, code, back, gen = 0, *g;
 	__u32 o_id, o_fr, lo, len, fr, zero = 0;
 	const struct py_offsets *o;
-	struct py_leaf_tc *c;
 	struct py_tcache *lc;
 	struct py_proc *pp;
 	__u8 buf[PY_LEAF_BUF] __attribute__((aligned(8)));
 	__u8 *cls, ok, lk;
 
-	if (!out)
+	if (!out || !c)
 		return 0;
+	/* An array lookup: inlined by the verifier, no helper call. */
 	g = bpf_map_lookup_elem(&py_codes_gen, &zero);
 	if (g)
 		gen = *(volatile __u64 *)g;
-	c = bpf_task_storage_get(&py_leafc, task, 0, 0);
-	if (!c || !c->tstate || c->gen != gen || c->tgid != tgid) {
+	if (c->gen != gen || c->tgid != tgid || (!c->tstate && !c->nopy)) {
 		/* The offsets, the thread state and the code again. */
+		c->gen = gen;
+		c->tgid = tgid;
+		c->tstate = 0;
+		c->code = 0;
 		pp = bpf_map_lookup_elem(&py_procs, &tgid);
+		c->nopy = !pp;
 		if (!pp)
 			return 0;
 		/* What the last walk found, if it did. */
 		lc = bpf_map_lookup_elem(&py_tstate, &pid_tgid);
 		if (!lc || !lc->tstate)
 			return -1;
-		if (!c)
-			c = bpf_task_storage_get(&py_leafc, task, 0,
-						 BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (!c)
-			return -1;
 		c->tstate = lc->tstate;
-		c->code = 0;
-		c->gen = gen;
-		c->tgid = tgid;
 		c->off = pp->off;
 	}
+	if (c->nopy)
+		return 0;
+	py_count_read();
 	o = &c->off;
 	/* thread_id and the frame (or cframe) pointer: one window. */
 	o_id = o->ts_thread_id;

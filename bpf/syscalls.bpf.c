@@ -120,6 +120,10 @@ int BPF_PROG(syscall_exit, struct pt_regs *regs, long ret)
 	struct rec_syscall *r;
 	__u32 nr;
 
+	/* The return of every traced call (sys_uretprobe keeps orig_ax):
+	 * nothing to look up, syscall_enter stored nothing. */
+	if (regs->orig_ax == NR_uretprobe || regs->orig_ax == NR_uprobe)
+		return 0;
 	if (!is_target(pid_tgid >> 32))
 		return 0;
 	s = bpf_task_storage_get(&sys_start, bpf_get_current_task_btf(), 0, 0);

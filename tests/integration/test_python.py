@@ -264,6 +264,8 @@ def _leaf_in_call_test(minor):
         check(records - sent >= 40, "frames carried by call records: %d records, %d sent "
               "as REC_PY_FRAMES" % (records, sent))
         check(sent >= 40, "library leaves take the walk: %d sent" % sent)
+        c = re.search(r"python: (\d+) frame readers read user memory", r.stderr)
+        check(c and int(c.group(1)) > 0, "frame readers counted: %r" % r.stderr[-1500:])
     test.__name__ = "test_leaf_in_call_record_3_%d" % minor
     return test
 
@@ -271,6 +273,24 @@ def _leaf_in_call_test(minor):
 for _minor in range(8, 14):
     _t = _leaf_in_call_test(_minor)
     globals()[_t.__name__] = _t
+
+
+def test_no_reads_without_an_interpreter():
+    """--python leaf, the default, in a C program (bench_launch through
+    the fake driver): the Python source reads no user memory at all (the
+    BPF counter of frame readers, PYS_READERS, stays 0), while every
+    launch is traced. The per-thread cache says "no interpreter" after one
+    py_procs lookup, and user space looks for one ever less often."""
+    wl = os.path.join(OUT, "workloads", "bench_launch")
+    if not os.path.exists(wl):
+        raise Skip("%s is not built (make test-bins)" % wl)
+    r = record(["-v"], cmd=[wl, "20000"])
+    eq(r.rc, 0, "cgbpf's exit status (stderr: %r)" % r.stderr[-1500:])
+    c = re.search(r"python: (\d+) frame readers read user memory", r.stderr)
+    check(c, "the debug count of frame readers in %r" % r.stderr[-1500:])
+    eq(int(c.group(1)), 0, "frame readers that read user memory in a C program")
+    got = [l.split() for l in r.stdout.splitlines() if l.split()[-1:] == ["cuLaunchKernel"]]
+    check(got and got[0][2] == "20000", "20000 launches in the summary: %r" % r.stdout[-1500:])
 
 
 def test_sites_debian_static_311():
