@@ -24,11 +24,13 @@
 #include "agg.h"
 #include "cgbpf.skel.h"
 #include "capture/monitor.h"
+#include "capture/ptinject.h"
 #include "capture/record.h"
 #include "capture/traceout.h"
 #include "core/apilib.h"
 #include "core/attach.h"
 #include "core/ingest.h"
+#include "core/inject.h"
 #include "core/model.h"
 #include "core/session.h"
 #include "core/source.h"
@@ -1037,6 +1039,8 @@ struct run {
 	struct session r;
 	struct traceout out;
 	struct capture_info ci;
+	struct ptinject_result *inj;	/* --inject: one per -p target */
+	size_t ninj;
 	uint64_t t0;		/* the capture's start (the trace's first event) */
 	uint64_t deadline;	/* --duration's end; 0: none */
 	int release_fd;		/* -- CMD waits until this is written */
@@ -1238,6 +1242,41 @@ static int spawn_command(struct run *run)
 /* The -p targets (and with --follow their descendants), then every
  * target's libraries probed: the files its loader would load, before it
  * maps them, and what it maps already. */
+/*
+ * --inject: cgbpf's injection library into each -p target (its probes are
+ * in place already, so its mapping is seen and its sites probed).
+ */
+static void inject_targets(struct run *run)
+{
+	const struct record_opts *o = run->r.o;
+	char lib[PATH_MAX];
+
+	run->inj = calloc(o->npids, sizeof(*run->inj));
+	if (!run->inj)
+		return;
+	run->ninj = o->npids;
+	if (!inject__path(lib, sizeof(lib))) {
+		for (size_t i = 0; i < o->npids; i++)
+			snprintf(run->inj[i].why, sizeof(run->inj[i].why), "cgbpf's injection library "
+				 "is not installed next to it (build/inject/ or ../lib/cgbpf/)");
+		warn("--inject: no injection library next to cgbpf: nothing injected");
+		return;
+	}
+	for (size_t i = 0; i < o->npids; i++) {
+		struct ptinject_result *x = &run->inj[i];
+
+		ptinject__run(o->pids[i], lib, x);
+		if (x->outcome == PTINJ_INJECTED)
+			info("pid %d: injection library loaded (thread %d, %s, held %.2f ms; mapped "
+			     "%.1f ms later)", o->pids[i], x->tid, x->tid_syscall, x->hold_ms,
+			     x->load_ms);
+		else if (x->outcome == PTINJ_PRESENT)
+			info("pid %d: injection library loaded already: nothing injected", o->pids[i]);
+		else
+			warn("pid %d: not injected: %s", o->pids[i], x->why);
+	}
+}
+
 static void add_given_targets(struct session *r)
 {
 	const struct record_opts *o = r->o;
@@ -1321,6 +1360,8 @@ static int start_targets(struct run *run)
 			return err;
 	}
 	add_given_targets(r);
+	if (o->inject)
+		inject_targets(run);
 	if (o->all && !o->npids)
 		add_system(r);
 	if (o->cmd)
@@ -1435,6 +1476,30 @@ static void drain_sources(struct session *r)
 	ring_buffer__consume(r->rb);
 }
 
+/* The summary's account of --inject, per process. */
+static void print_injections(const void *ctx, const uint64_t *drops, FILE *f)
+{
+	const struct run *run = ctx;
+
+	(void)drops;
+	fprintf(f, "\n GPU activity injection (--inject):\n");
+	for (size_t i = 0; i < run->ninj; i++) {
+		const struct ptinject_result *x = &run->inj[i];
+
+		fprintf(f, "   pid %d: %s", run->r.o->pids[i], ptinject__outcome_name(x->outcome));
+		if (x->outcome == PTINJ_INJECTED)
+			fprintf(f, " now: thread %d (%s) held %.2f ms; library mapped %.1f ms "
+				   "later%s\n", x->tid, x->tid_syscall, x->hold_ms, x->load_ms,
+				x->eintr ? "; its call returned EINTR" : "");
+		else if (x->outcome == PTINJ_PRESENT)
+			fprintf(f, " (%s): nothing entered the process\n", x->lib);
+		else
+			fprintf(f, ": %s\n", x->why);
+	}
+	fprintf(f, "   (GPU activity only from the injection on; NVTX ranges of a process "
+		   "that initialized NVTX before are not recovered)\n");
+}
+
 /* The capture info the summary prints: windows and sources finished,
  * counts, drops; with a capture that ran, the trace's last events. */
 static void finish_capture(struct run *run, int ret)
@@ -1451,6 +1516,8 @@ static void finish_capture(struct run *run, int ret)
 		for (size_t i = 0; i < r->nsrc; i++)
 			if (r->src[i]->finish)
 				r->src[i]->finish(r, r->src_state[i], ci);
+		if (run->ninj)
+			summary__add_section(ci, SUMMARY_OTHER, print_injections, run);
 		ci->invalid = r->invalid;
 		ci->duration_ns = end - run->t0;
 		read_drops(r, ci->drops);

@@ -83,6 +83,11 @@ static const char usage_record[] =
 "                            --split-per-process), %h host name, %n file number,\n"
 "                            %q{VAR} the target's environment variable VAR, %% %\n"
 "      --force               replace existing files (trace, --summary-file)\n"
+"      --inject              with -p: load cgbpf's injection library into each\n"
+"                            process that maps libcuda, for its GPU timeline\n"
+"                            (CUPTI); holds one thread for a few ms through\n"
+"                            ptrace (docs/security.md). Without it cgbpf never\n"
+"                            stops, signals or ptraces a process\n"
 "      --split-per-process   one trace per traced process, named by -o with its\n"
 "                            %p and %q (.%p is added before the extension when\n"
 "                            -o has no %p); turns --sched and --sample-hz off;\n"
@@ -302,7 +307,7 @@ enum { OPT_SUMMARY_ONLY = 256, OPT_NO_SUMMARY, OPT_SUMMARY_FILE, OPT_NO_FOLLOW,
        OPT_NO_STOP, OPT_RING, OPT_SCHED, OPT_SYSCALL_THRESHOLD, OPT_SAMPLE_HZ,
        OPT_BACKTRACE_THRESHOLD, OPT_STACK_COPY, OPT_TRACE, OPT_COMM, OPT_CGROUP,
        OPT_FORCE, OPT_SPLIT, OPT_DELAY, OPT_CAPTURE_RANGE, OPT_NVTX_CAPTURE,
-       OPT_CAPTURE_END, OPT_SCHEDULE, OPT_PYTHON };
+       OPT_CAPTURE_END, OPT_SCHEDULE, OPT_PYTHON, OPT_INJECT };
 
 static const struct option record_options[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -331,6 +336,7 @@ static const struct option record_options[] = {
 	{ "capture-range-end", required_argument, NULL, OPT_CAPTURE_END },
 	{ "schedule", required_argument, NULL, OPT_SCHEDULE },
 	{ "python", required_argument, NULL, OPT_PYTHON },
+	{ "inject", no_argument, NULL, OPT_INJECT },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -461,6 +467,9 @@ static int record_option(int c, const char *arg, struct record_opts *o,
 	}
 	case OPT_FORCE:
 		o->force = true;
+		return 0;
+	case OPT_INJECT:
+		o->inject = true;
 		return 0;
 	case OPT_SPLIT:
 		o->split = true;

@@ -11,7 +11,7 @@
 
 struct elfsym {
 	struct hmap by_name;	/* hash of name -> index + 1 into syms */
-	struct sym { char *name; uint64_t off; } *syms;
+	struct sym { char *name; uint64_t off, size; } *syms;
 	size_t n, cap;
 	char build_id[41];
 };
@@ -35,7 +35,7 @@ static int vaddr_to_off(Elf *elf, uint64_t vaddr, uint64_t *off)
 	return -ENOENT;
 }
 
-static int add(struct elfsym *es, const char *name, uint64_t off)
+static int add(struct elfsym *es, const char *name, uint64_t off, uint64_t size)
 {
 	uint64_t h = hash__bytes(name, strlen(name));
 
@@ -56,6 +56,7 @@ static int add(struct elfsym *es, const char *name, uint64_t off)
 	if (!es->syms[es->n].name)
 		return -ENOMEM;
 	es->syms[es->n].off = off;
+	es->syms[es->n].size = size;
 	es->n++;
 	return hmap__put(&es->by_name, h, es->n);
 }
@@ -82,7 +83,7 @@ static int read_symtab(struct elfsym *es, Elf *elf, Elf_Scn *scn, GElf_Shdr *sh)
 		name = elf_strptr(elf, sh->sh_link, sym.st_name);
 		if (!name || !*name || vaddr_to_off(elf, sym.st_value, &off))
 			continue;
-		err = add(es, name, off);
+		err = add(es, name, off, sym.st_size);
 		if (err)
 			return err;
 	}
@@ -179,17 +180,24 @@ void elfsym__close(struct elfsym *es)
 	free(es);
 }
 
-int elfsym__offset(const struct elfsym *es, const char *name, uint64_t *off)
+int elfsym__range(const struct elfsym *es, const char *name, uint64_t *off, uint64_t *size)
 {
 	uint64_t h = hash__bytes(name, strlen(name));
 
 	for (uint64_t *v; (v = hmap__get(&es->by_name, h)); h++) {
 		if (!strcmp(es->syms[*v - 1].name, name)) {
 			*off = es->syms[*v - 1].off;
+			if (size)
+				*size = es->syms[*v - 1].size;
 			return 0;
 		}
 	}
 	return -ENOENT;
+}
+
+int elfsym__offset(const struct elfsym *es, const char *name, uint64_t *off)
+{
+	return elfsym__range(es, name, off, NULL);
 }
 
 size_t elfsym__count(const struct elfsym *es)
