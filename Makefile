@@ -308,6 +308,13 @@ inject:
 	@echo "  SKIP      libcgbpf-inject.so: <sys/sdt.h> missing (make deps installs systemtap-sdt-dev)"
 endif
 
+# ---------------------------------------------------------------- portable
+# $(OUT)/portable: cgbpf (static) and the injection library, checked to need
+# nothing a GPU host may lack; copy the folder there (tests/gpu/README.md).
+portable: $(OUT)/cgbpf inject
+	$(call msg,PORTABLE,$(OUT)/portable)
+	$(Q)bash scripts/portable.sh $(OUT) $(OUT)/portable
+
 # ---------------------------------------------------------------- test tools
 # tests/bpf/NAME.bpf.c + NAME.c -> $(OUT)/tests/NAME: test-only BPF loaders.
 TEST_BPF_SRCS := $(wildcard tests/bpf/*.bpf.c)
