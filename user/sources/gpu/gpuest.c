@@ -298,5 +298,6 @@ void gpuest__print(const struct gpu *g, FILE *f)
 	free(ps);
 	if (any)
 		fprintf(f, "   (estimates bound each stream's busy time from above; they are not "
-			   "measurements: docs/gpu-activity.md)\n");
+			   "measurements: docs/gpu-activity.md; `record -p PID --inject` loads the "
+			   "injection library into a running process and measures)\n");
 }

@@ -1,0 +1,193 @@
+# SPDX-License-Identifier: MIT
+"""record -p PID --inject (issue 26): the injection library loaded into a
+process started without any injection variable, on the fake driver and
+the fake CUPTI (chosen by CGBPF_CUPTI_PATH in the workload's own
+environment, as a user's would be). GPU slices only after the injection;
+the workload's exit status and work unchanged; a plain record -p loads
+nothing; cgbpf killed with SIGKILL at every step of the sequence leaves
+the workload untraced, not stopped, finishing its loop; refusals say
+why."""
+import os
+import signal
+import subprocess
+import time
+
+import harness
+import ptrace
+from harness import CGBPF, Skip, check, clean_trace, eq, env_with, kill_quiet, tmpdir, wl
+
+LIB = os.path.join(harness.OUT, "inject", "libcgbpf-inject.so")
+FAKE_CUPTI = os.path.join(harness.OUT, "fake", "libcupti.so.13")
+STEPS = ["stub", "seized", "stopped", "checked", "frame", "regs", "detached"]
+
+
+def need_inject():
+    if not os.path.exists(LIB):
+        raise Skip("%s not built" % LIB)
+    r = subprocess.run(["nm", "-D", "--defined-only", LIB], capture_output=True, text=True)
+    if " InitializeInjection\n" not in r.stdout:
+        raise Skip("%s has no GPU part (no CUPTI headers at build time)" % LIB)
+    if not os.path.exists(FAKE_CUPTI):
+        raise Skip("%s not built (no CUPTI headers)" % FAKE_CUPTI)
+
+
+def start_train(iters, tmp):
+    """train started plainly: no CUDA_INJECTION64_PATH, its CUPTI named in
+    its own environment. 0.2 ms kernels: ~1 ms per iteration."""
+    env = env_with(CGBPF_CUPTI_PATH=FAKE_CUPTI, FAKECUDA_KERNEL_NS="200000",
+                   CGBPF_MANIFEST=os.path.join(tmp, "manifest.json"))
+    env.pop("CUDA_INJECTION64_PATH", None)
+    env.pop("NVTX_INJECTION64_PATH", None)
+    p = subprocess.Popen([wl("train"), "--iters", str(iters)], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Until it maps libcuda.
+    t = time.time() + 10
+    while time.time() < t and "libcuda" not in maps(p.pid):
+        time.sleep(0.01)
+    return p
+
+
+def maps(pid):
+    try:
+        with open("/proc/%d/maps" % pid) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def status(pid, key):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def injected(pid):
+    return "libcgbpf-inject.so" in maps(pid)
+
+
+def finish(p, what):
+    out, err = p.communicate(timeout=120)
+    eq(p.returncode, 0, "%s: the workload's own exit status (stderr %r)" % (what, err[-400:]))
+    return out
+
+
+def test_inject_mid_loop():
+    """A plain record -p loads nothing; record -p --inject mid-loop loads
+    the library once, measures GPU slices (each linked to its launch),
+    none before the injection; a second --inject injects nothing; the
+    workload finishes as it would have."""
+    need_inject()
+    tmp = tmpdir()
+    p = start_train(14000, tmp)
+    try:
+        r = subprocess.run([CGBPF, "record", "-p", str(p.pid), "-d", "500ms", "--sample-hz", "0",
+                            "--summary-only"], capture_output=True, text=True, timeout=120)
+        eq(r.returncode, 0, "plain record -p (stderr %r)" % r.stderr[-500:])
+        check(not injected(p.pid), "a plain record -p loads nothing")
+        check("--inject" in r.stdout, "the estimate line names --inject:\n" + r.stdout[-1500:])
+        trace = os.path.join(tmp, "out.perfetto-trace")
+        r = subprocess.run([CGBPF, "record", "-p", str(p.pid), "--inject", "-d", "1500ms",
+                            "--sample-hz", "0", "-o", trace], capture_output=True, text=True,
+                           timeout=120)
+        eq(r.returncode, 0, "record --inject (stderr %r)" % r.stderr[-800:])
+        check("injected now: thread" in r.stdout, "the summary says injected:\n" +
+              r.stdout[-2000:])
+        check("measured (CUPTI %s)" % FAKE_CUPTI in r.stdout, "measured:\n" + r.stdout[-2000:])
+        files = set(l.split()[-1] for l in maps(p.pid).splitlines()
+                    if "libcgbpf-inject" in l)
+        eq(len(files), 1, "one library file mapped")
+        t = ptrace.load(trace)
+        clean_trace(t)
+        streams = {u for u, x in t.tracks.items()
+                   if (x.name or "").startswith("stream ") and x.pid == p.pid and
+                   not x.name.endswith("(estimate)")}
+        gpu = [s for s in t.slices if s.track_uuid in streams]
+        check(len(gpu) > 100, "GPU slices measured after the injection: %d" % len(gpu))
+        linked = [s for s in gpu if s.flow_in or s.flow_end]
+        check(len(linked) >= len(gpu) - 2, "GPU slices linked to their launch: %d of %d" %
+              (len(linked), len(gpu)))
+        r = subprocess.run([CGBPF, "record", "-p", str(p.pid), "--inject", "-d", "300ms",
+                            "--sample-hz", "0", "--summary-only"], capture_output=True,
+                           text=True, timeout=120)
+        eq(r.returncode, 0, "second --inject")
+        check("already loaded" in r.stdout, "a second --inject injects nothing:\n" +
+              r.stdout[-1500:])
+        check(p.poll() is None, "the workload still runs")
+        eq(status(p.pid, "TracerPid"), "0", "untraced after")
+        finish(p, "after --inject")
+    finally:
+        kill_quiet(p)
+
+
+def test_killed_at_every_step():
+    """cgbpf killed with SIGKILL at each step of the sequence
+    (CGBPF_INJECT_DIE_AT): the workload is never left traced or stopped,
+    and finishes its loop with its own exit status; from the SETREGS on,
+    the stub completes by itself and the library loads."""
+    need_inject()
+    for st in STEPS:
+        tmp = tmpdir()
+        p = start_train(2500, tmp)
+        try:
+            env = env_with(CGBPF_INJECT_DIE_AT=st)
+            r = subprocess.run([CGBPF, "record", "-p", str(p.pid), "--inject", "-d", "1s",
+                                "--sample-hz", "0", "--summary-only"], env=env,
+                               capture_output=True, text=True, timeout=120)
+            eq(r.returncode, -signal.SIGKILL, "%s: cgbpf killed (stderr %r)" %
+               (st, r.stderr[-300:]))
+            time.sleep(0.2)
+            eq(status(p.pid, "TracerPid"), "0", "%s: untraced" % st)
+            state = status(p.pid, "State") or ""
+            check(not state.startswith(("T", "t")), "%s: not stopped (%s)" % (st, state))
+            if st in ("regs", "detached"):
+                t = time.time() + 5
+                while time.time() < t and not injected(p.pid):
+                    time.sleep(0.01)
+                check(injected(p.pid), "%s: the stub loaded the library by itself" % st)
+            finish(p, st)
+        finally:
+            kill_quiet(p)
+
+
+def test_refusals():
+    """A process without libcuda, and one under ptrace already: refused,
+    with the reason, and nothing changed."""
+    need_inject()
+    p = subprocess.Popen(["sleep", "30"])
+    try:
+        r = subprocess.run([CGBPF, "record", "-p", str(p.pid), "--inject", "-d", "300ms",
+                            "--summary-only"], capture_output=True, text=True, timeout=60)
+        eq(r.returncode, 0, "cgbpf exit (stderr %r)" % r.stderr[-500:])
+        check("not injected: no libcuda mapped" in r.stderr, "refused: %r" % r.stderr[-500:])
+        check("refused: no libcuda mapped" in r.stdout, "summary: %r" % r.stdout[-1000:])
+    finally:
+        kill_quiet(p)
+    tmp = tmpdir()
+    p = start_train(3000, tmp)
+    tracer = None
+    try:
+        # A tracer of our own (strace, if installed).
+        if subprocess.run(["which", "strace"], capture_output=True).returncode == 0:
+            tracer = subprocess.Popen(["strace", "-o", "/dev/null", "-p", str(p.pid)],
+                                      stderr=subprocess.DEVNULL)
+            t = time.time() + 5
+            while time.time() < t and status(p.pid, "TracerPid") in (None, "0"):
+                time.sleep(0.01)
+            r = subprocess.run([CGBPF, "record", "-p", str(p.pid), "--inject", "-d", "300ms",
+                                "--summary-only"], capture_output=True, text=True, timeout=60)
+            check("it is traced already" in r.stderr, "refused under strace: %r" %
+                  r.stderr[-500:])
+            check(not injected(p.pid), "nothing injected under strace")
+            tracer.terminate()
+            tracer.wait(timeout=10)
+            tracer = None
+        finish(p, "refusals")
+    finally:
+        if tracer:
+            tracer.kill()
+        kill_quiet(p)
