@@ -8,8 +8,10 @@
 # Measures, in one run, on the fake driver and build/workloads/bench_launch:
 #   1. ns per cuLaunchKernel untraced, under a bare entry+return trap (empty
 #      BPF programs; perf-event uprobes and uprobe_multi), under bpftrace
-#      and under `cgbpf record -p`; cgbpf's per-call overhead as a multiple
-#      of the bare trap's (target: <= 1.15x);
+#      and under `cgbpf record -p`, with the API alone and with the
+#      defaults a user gets (and the defaults less each default source:
+#      what each costs a call); cgbpf's per-call overhead as a multiple
+#      of the bare trap's (target: <= 1.15x, for both);
 #   2. the call rate one thread sustains under cgbpf, and where a small ring
 #      starts losing records;
 #   3. trace bytes per traced launch (target: <= 48), and its slope;
@@ -20,8 +22,10 @@
 # are compared. Prints a table, then a key=value block for machines.
 #
 # cgbpf runs with CGBPF_FLAGS, by default the CUDA API alone (scheduler,
-# syscalls, CPU samples and backtraces off): this suite measures the API
-# path; bench/sched.sh, bench/syscalls.sh and bench/stacks.sh measure the rest.
+# syscalls, CPU samples, backtraces and Python frames off), and in 1. also
+# with no flags at all, as a user runs it: the API path, then what the
+# default sources add to a call of a C program; bench/sched.sh,
+# bench/syscalls.sh, bench/stacks.sh and bench/python.sh measure the rest.
 #
 # Knobs (environment): CGBPF_FLAGS, BENCH_N (calls per run, 1000000), BENCH_RUNS (5),
 # BENCH_RINGS (small ring sizes in MiB to try, "1 2 4"), BENCH_TMP (parent
@@ -29,7 +33,11 @@
 set -euo pipefail
 
 N=${BENCH_N:-1000000}
-CGBPF_FLAGS=${CGBPF_FLAGS---sched off --syscall-threshold off --sample-hz 0 --backtrace-threshold off}
+CGBPF_FLAGS=${CGBPF_FLAGS---sched off --syscall-threshold off --sample-hz 0 --backtrace-threshold off --python off}
+# 1.'s breakdown of the defaults: each leaves one default source out.
+DEF_NOPY="--python off"
+DEF_NOBT="--backtrace-threshold off"
+DEF_NOSYS="--sched off --syscall-threshold off --sample-hz 0"
 RUNS=${BENCH_RUNS:-5}
 RINGS=${BENCH_RINGS:-1 2 4}
 TARGET_RATIO=1.15
@@ -183,14 +191,17 @@ run_bare() {
 	stop $b
 }
 
-# run_cgbpf N RING_MIB(empty: default) TAG
+# run_cgbpf N RING_MIB(empty: default) TAG [FLAGS (default: CGBPF_FLAGS; "-": none)]
 run_cgbpf() {
+	local flags=$CGBPF_FLAGS
+	[ $# -ge 4 ] && flags=$4
+	[ "$flags" = - ] && flags=
 	local gate=$TMP/gate.$3 w c pfx=$TMP/cg.$3
 	rm -f "$gate" "$pfx".*
 	CGBPF_WAIT_FILE=$gate "$WL" "$1" > "$pfx.wl" 2>&1 &
 	w=$!
 	track $w
-	"$CGBPF" record $CGBPF_FLAGS -p $w -o "$pfx.pftrace" ${2:+--ring-size "$2"} > "$pfx.sum" 2> "$pfx.err" &
+	"$CGBPF" record $flags -p $w -o "$pfx.pftrace" ${2:+--ring-size "$2"} > "$pfx.sum" 2> "$pfx.err" &
 	c=$!
 	track $c
 	wait_for "$pfx.err" "probing [0-9]+ CUDA driver functions" 30 $c ||
@@ -294,12 +305,13 @@ printf '  %-10s %s\n' date "$DATE" kernel "$KERNEL" cpu "$CPU" nproc "$NPROC" \
 echo
 
 # ------------------------------------------------------------ 1. per-call cost
-echo "running 1: per-call cost ($RUNS interleaved rounds of 7 configurations)..." >&2
+echo "running 1: per-call cost ($RUNS interleaved rounds of 11 configurations)..." >&2
 run_untraced 100000	# warm up: page cache, frequency
 # A 1000-launch capture: cgbpf's fixed costs, for the slopes of 1. and 3.
 run_cgbpf 1000 "" n1k
 S1K=$R_SIZE CPU1K=$R_CPU
 U=() BP=() BM=() FL=() CG=() CG_LOST=() CG_SIZE=() CG_CPU=() BT_HIST=() BT_EMPTY=()
+CGD=() CGD_NOPY=() CGD_NOBT=() CGD_NOSYS=() CGD_LOST=()
 BT_SCRIPT_EMPTY="uprobe:$LIB:cuLaunchKernel { } uretprobe:$LIB:cuLaunchKernel { }"
 BT_SCRIPT_HIST="uprobe:$LIB:cuLaunchKernel { @s[tid] = nsecs; }
 	uretprobe:$LIB:cuLaunchKernel { @d = hist(nsecs - @s[tid]); delete(@s[tid]); }"
@@ -322,8 +334,14 @@ for ((r = 1; r <= RUNS; r++)); do
 	# Less the fixed part (loading and verifying the BPF programs, setup).
 	CG_CPU+=("$(calc "($R_CPU - $CPU1K) * 1e9 / ($N - 1000)" 0)")
 	rm -f "$TMP/cg.r$r.pftrace"	# 40 MB each
+	run_cgbpf "$N" "" "d$r" -; CGD+=("$R_NS"); CGD_LOST+=("$R_LOST")
+	run_cgbpf "$N" "" "dp$r" "$DEF_NOPY"; CGD_NOPY+=("$R_NS")
+	run_cgbpf "$N" "" "db$r" "$DEF_NOBT"; CGD_NOBT+=("$R_NS")
+	run_cgbpf "$N" "" "ds$r" "$DEF_NOSYS"; CGD_NOSYS+=("$R_NS")
+	rm -f "$TMP"/cg.d*"$r".pftrace
 	echo "  round $r: untraced ${U[-1]}  bare/perf ${BP[-1]}  bare/multi $([ $HAVE_MULTI = 1 ] && echo "${BM[-1]} floor ${FL[-1]}" || echo n/a)" \
-		" bpftrace ${BT_EMPTY[-1]}/${BT_HIST[-1]}  cgbpf ${CG[-1]} (lost ${CG_LOST[-1]})" >&2
+		" bpftrace ${BT_EMPTY[-1]}/${BT_HIST[-1]}  cgbpf ${CG[-1]} (lost ${CG_LOST[-1]})" \
+		" defaults ${CGD[-1]} (lost ${CGD_LOST[-1]}) -py ${CGD_NOPY[-1]} -bt ${CGD_NOBT[-1]} -sys ${CGD_NOSYS[-1]}" >&2
 done
 
 # How much a busy CPU next door slows a trap here: the consumer of any
@@ -358,6 +376,10 @@ M_BP=$(median "${BP[@]}")
 M_BM=$([ $HAVE_MULTI = 1 ] && median "${BM[@]}" || echo "")
 M_FL=$([ $HAVE_MULTI = 1 ] && median "${FL[@]}" || echo "")
 M_CG=$(median "${CG[@]}")
+M_CGD=$(median "${CGD[@]}")
+M_CGD_NOPY=$(median "${CGD_NOPY[@]}")
+M_CGD_NOBT=$(median "${CGD_NOBT[@]}")
+M_CGD_NOSYS=$(median "${CGD_NOSYS[@]}")
 M_BTH=$(median "${BT_HIST[@]}")
 M_BTE=$(median "${BT_EMPTY[@]}")
 # The fair baseline uses the mechanism cgbpf uses (uprobe_multi here).
@@ -386,16 +408,27 @@ fi
 [ -n "$M_FL" ] && row "floor: 2 clock reads + 1 record (uprobe_multi)" "$M_FL" "${FL[@]}"
 row "bpftrace, empty actions (perf-event uprobes)" "$M_BTE" "${BT_EMPTY[@]}"
 row "bpftrace, @s[tid]=nsecs; hist(delta)" "$M_BTH" "${BT_HIST[@]}"
-row "cgbpf record -p PID ($BARE_KIND)" "$M_CG" "${CG[@]}"
+row "cgbpf record -p PID, API only ($BARE_KIND)" "$M_CG" "${CG[@]}"
+row "cgbpf record -p PID, defaults" "$M_CGD" "${CGD[@]}"
+row "  defaults less Python frames" "$M_CGD_NOPY" "${CGD_NOPY[@]}"
+row "  defaults less slow-call backtraces" "$M_CGD_NOBT" "${CGD_NOBT[@]}"
+row "  defaults less sched/syscalls/samples" "$M_CGD_NOSYS" "${CGD_NOSYS[@]}"
+echo
+echo "  API only: $CGBPF_FLAGS; defaults: no flags. What each default source adds to a call"
+echo "  (defaults - defaults less it, ns): Python frames $(calc "$M_CGD - $M_CGD_NOPY")," \
+	"backtraces $(calc "$M_CGD - $M_CGD_NOBT"), sched/syscalls/samples $(calc "$M_CGD - $M_CGD_NOSYS")"
 echo
 RATIO=$(rat "$M_CG" "$M_BARE")
 RATIO_PERF=$(rat "$M_CG" "$M_BP")
 MULTI_VS_PERF=$(rat "$M_BARE" "$M_BP")
 VS_BT=$(rat "$M_CG" "$M_BTH")
 VERDICT=$(awk "BEGIN { print ($RATIO <= $TARGET_RATIO) ? \"MET\" : \"MISSED\" }")
+RATIO_DEF=$(rat "$M_CGD" "$M_BARE")
+VERDICT_DEF=$(awk "BEGIN { print ($RATIO_DEF <= $TARGET_RATIO) ? \"MET\" : \"MISSED\" }")
 echo "  x bare = (config - untraced) / (bare $BARE_KIND - untraced); x bpftrace likewise against bpftrace hist."
 echo "  cgbpf per-call overhead: ${RATIO}x the bare entry+return trap ($BARE_KIND, the mechanism cgbpf uses);" \
 	"target <= ${TARGET_RATIO}x: $VERDICT"
+echo "  with the defaults: ${RATIO_DEF}x; target <= ${TARGET_RATIO}x: $VERDICT_DEF"
 echo "  against the bare perf-event trap: ${RATIO_PERF}x; bare uprobe_multi vs bare perf-event: ${MULTI_VS_PERF}x"
 if [ -n "$M_FL" ]; then
 	FLOOR_RATIO=$(rat "$M_FL" "$M_BARE")
@@ -532,6 +565,13 @@ cgbpf_vs_bare_perf_ratio=$RATIO_PERF
 cgbpf_vs_bpftrace_hist_ratio=$VS_BT
 target_ratio=$TARGET_RATIO
 target_ratio_met=$([ "$VERDICT" = MET ] && echo yes || echo no)
+cgbpf_defaults_ns=$M_CGD
+cgbpf_defaults_vs_bare_ratio=$RATIO_DEF
+target_ratio_defaults_met=$([ "$VERDICT_DEF" = MET ] && echo yes || echo no)
+cgbpf_defaults_lost=$(IFS=+; calc "${CGD_LOST[*]}" 0)
+cgbpf_defaults_no_python_ns=$M_CGD_NOPY
+cgbpf_defaults_no_backtrace_ns=$M_CGD_NOBT
+cgbpf_defaults_no_system_ns=$M_CGD_NOSYS
 cgbpf_consumer_cpu_ns_per_call=$M_CPU
 bare_multi_pinned_other_cpu_idle_ns=${M_IDLE:-na}
 bare_multi_pinned_other_cpu_busy_ns=${M_BUSY:-na}

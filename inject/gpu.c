@@ -7,7 +7,8 @@
  * Nothing happens until a cgbpf attaches. InitializeInjection (called by
  * the driver at cuInit, or by anyone at any later time: it is idempotent
  * and assumes nothing about CUDA's state) starts one thread that reads
- * the first byte of the two probe sites every POLL_MS. A site is a 5-byte
+ * the first byte of the two probe sites every POLL_MS (less often after
+ * a while with nobody attached: IDLE_SLOW_MS). A site is a 5-byte
  * nop; cgbpf's uprobe on it changes that byte in this process's view of
  * the page (int3, or a jump where the kernel optimizes uprobes on nops).
  * When the batch site is probed the library loads CUPTI, enables the
@@ -53,9 +54,16 @@
 #error "the probe sites are x86-64 5-byte nops"
 #endif
 
-/* How often the watcher reads the sites: the delay from cgbpf's attach to
- * the first collected activity, and 50 wakeups a second while idle. */
+/* How often the watcher reads the sites while a cgbpf is attached, and for
+ * IDLE_FAST_MS after one left (or after the start): 50 wakeups a second. */
 #define POLL_MS 20
+/* Then, with nobody attached, less often: every IDLE_MID_MS until
+ * IDLE_SLOW_AFTER_MS, then every IDLE_SLOW_MS (2 wakeups a second). The
+ * next attach waits at most that long for collection to start. */
+#define IDLE_FAST_MS 2000
+#define IDLE_MID_MS 100
+#define IDLE_SLOW_AFTER_MS 7000
+#define IDLE_SLOW_MS 500
 /* Completed records are asked for every this many polls (0.5 s). */
 #define FLUSH_EVERY 25
 /* GPU_ST_COLLECTING is said again with this many periodic flushes (2 s). */
@@ -1061,9 +1069,10 @@ static void *watch(void *arg)
 	/* Probed already: InitializeInjection started. */
 	bool was_probed = arg != NULL, was_flush = false, was_window = false;
 	unsigned polls = 0;
-	struct timespec ts = { 0, POLL_MS * 1000000L };
+	unsigned long idle_ms = 0;	/* since a probe was last seen */
 
 	for (;;) {
+		long sleep_ms;
 		bool on = probed((void (*)(void))cgbpf_gpu_batch);
 		bool fl = probed(cgbpf_gpu_flush);
 		bool win = probed(cgbpf_gpu_window);
@@ -1122,7 +1131,12 @@ static void *watch(void *arg)
 		was_probed = on;
 		was_flush = fl;
 		was_window = win;
-		nanosleep(&ts, NULL);
+		if (on || fl || win)
+			idle_ms = 0;
+		sleep_ms = idle_ms < IDLE_FAST_MS ? POLL_MS :
+			   idle_ms < IDLE_SLOW_AFTER_MS ? IDLE_MID_MS : IDLE_SLOW_MS;
+		idle_ms += (unsigned long)sleep_ms;
+		nanosleep(&(struct timespec){ sleep_ms / 1000, (sleep_ms % 1000) * 1000000L }, NULL);
 	}
 	return NULL;
 }

@@ -56,8 +56,9 @@ def maps(pid):
 
 
 def status(pid, key):
+    """KEY of /proc/PID/status; pid may be "PID/task/TID"."""
     try:
-        with open("/proc/%d/status" % pid) as f:
+        with open("/proc/%s/status" % pid) as f:
             for line in f:
                 if line.startswith(key + ":"):
                     return line.split(":", 1)[1].strip()
@@ -191,3 +192,131 @@ def test_refusals():
         if tracer:
             tracer.kill()
         kill_quiet(p)
+
+
+def tgkill(pid, tid, sig):
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall(234, pid, tid, sig)
+
+
+def run_threads(kind, env_extra=None, during=None):
+    """inject_threads with record --inject holding the thread KIND; returns
+    (cgbpf's result, the workload's output lines)."""
+    need_inject()
+    w = subprocess.Popen([wl("inject_threads"), "--seconds", "5"],
+                         env=env_with(CGBPF_CUPTI_PATH=FAKE_CUPTI), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        tids = {}
+        for line in w.stdout:
+            f = line.split()
+            if f[:1] == ["tid"]:
+                tids[f[1]] = int(f[2])
+            if f[:1] == ["ready"]:
+                break
+        check(kind in tids, "the workload named its %s thread: %r" % (kind, tids))
+        env = env_with(CGBPF_INJECT_TID=str(tids[kind]), **(env_extra or {}))
+        # Not -v while during() runs: a full stderr pipe would stop cgbpf.
+        cg = subprocess.Popen([CGBPF, "record"] + ([] if during else ["-v"]) +
+                              ["-p", str(w.pid), "--inject", "-d", "500ms", "--sample-hz", "0",
+                               "--summary-only"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if during:
+            during(w.pid, tids[kind], cg)
+        out, err = cg.communicate(timeout=120)
+        eq(cg.returncode, 0, "%s: cgbpf exit (stderr %r)" % (kind, err[-800:]))
+        rest, werr = w.communicate(timeout=60)
+        lines = rest.splitlines()
+        eq(w.returncode, 0, "%s: the workload saw what it would have: %r %r" %
+           (kind, lines, werr[-300:]))
+        return out, err, lines
+    finally:
+        kill_quiet(w)
+
+
+def _thread_state_test(kind):
+    def test():
+        """The thread held for the injection KIND: it resumes as if nothing
+        happened (its result line, the workload's exit status), and the
+        library is loaded (or, for a thread inside malloc, refused)."""
+        out, err, lines = run_threads(kind)
+        if kind == "malloc" and "refused" in out:
+            check("inside malloc" in out, "why a malloc thread was refused: %r" % out[-800:])
+        else:
+            check("injected now: thread" in out, "%s: injected:\n%s\n%s" %
+                  (kind, out[-1200:], err[-1500:]))
+        res = [l for l in lines if l.startswith("result %s " % kind)]
+        check(res and " ok " in res[0], "%s: %r" % (kind, res))
+        if kind == "epoll":
+            # signal(7): epoll_wait returns EINTR after a ptrace stop.
+            check("EINTR" in out or "errno=4" not in res[0], "epoll's EINTR said: %r" % out)
+    test.__name__ = "test_thread_%s" % kind
+    return test
+
+
+for _k in ("read", "cond", "sleep", "epoll", "spin", "malloc"):
+    _t = _thread_state_test(_k)
+    globals()[_t.__name__] = _t
+
+
+def test_signal_during_the_hold():
+    """A SIGUSR1 sent to the held thread while cgbpf holds it (a 300 ms
+    pause at the stop, CGBPF_INJECT_PAUSE_AT) is delivered once."""
+    def send(pid, tid, cg):
+        t = time.time() + 10
+        while time.time() < t and status("%d/task/%d" % (pid, tid), "TracerPid") in (None, "0"):
+            time.sleep(0.005)
+        check(status("%d/task/%d" % (pid, tid), "TracerPid") not in (None, "0"),
+              "the thread is held")
+        tgkill(pid, tid, signal.SIGUSR1)
+    out, err, lines = run_threads("cond", {"CGBPF_INJECT_PAUSE_AT": "stopped"}, send)
+    check("injected now: thread" in out, "injected: %r" % out[-800:])
+    check("sigusr1 1" in lines, "delivered once: %r" % lines)
+
+
+def test_all_with_comm():
+    """-a --inject --comm: two workloads of the named kinds, one started
+    after the capture began, both injected and measured; a third with
+    another name gets nothing."""
+    need_inject()
+    tmp = tmpdir()
+    names = ["injalpha", "injbeta", "injgamma"]
+    for n in names:
+        os.symlink(wl("train"), os.path.join(tmp, n))
+    env = env_with(CGBPF_CUPTI_PATH=FAKE_CUPTI, FAKECUDA_KERNEL_NS="200000")
+    env.pop("CUDA_INJECTION64_PATH", None)
+    procs = []
+
+    def launch(name, iters):
+        p = subprocess.Popen([os.path.join(tmp, name), "--iters", str(iters)], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        procs.append(p)
+        return p
+
+    try:
+        a = launch("injalpha", 9000)
+        t = time.time() + 10
+        while time.time() < t and "libcuda" not in maps(a.pid):
+            time.sleep(0.01)
+        trace = os.path.join(tmp, "out.perfetto-trace")
+        cg = subprocess.Popen([CGBPF, "record", "-a", "--inject", "--comm", "injalpha,injbeta",
+                               "-d", "5s", "--sample-hz", "0", "-o", trace],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(2)
+        b = launch("injbeta", 2000)
+        c = launch("injgamma", 2000)
+        out, err = cg.communicate(timeout=120)
+        eq(cg.returncode, 0, "cgbpf exit (stderr %r)" % err[-800:])
+        for p, name in ((a, "injalpha"), (b, "injbeta")):
+            check("pid %d: injected now" % p.pid in out, "%s injected:\n%s" %
+                  (name, out[out.find("GPU activity"):][:2500]))
+            check(("pid %d (%s): measured" % (p.pid, name)) in out, "%s measured" % name)
+        check("pid %d:" % c.pid not in out[out.find("injection (--inject)"):],
+              "injgamma not in the injection list")
+        check(not injected(c.pid) or c.poll() is not None, "nothing injected into injgamma")
+        for p in procs:
+            finish(p, "all")
+    finally:
+        for p in procs:
+            kill_quiet(p)

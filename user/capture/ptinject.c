@@ -296,9 +296,10 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Test hook (tests/integration/test_inject.py): CGBPF_INJECT_DIE_AT=STEP
+/* Test hooks (tests/integration/test_inject.py): CGBPF_INJECT_DIE_AT=STEP
  * kills cgbpf with SIGKILL at that step, to prove that no instant of the
- * sequence can hurt the process. */
+ * sequence can hurt the process; CGBPF_INJECT_PAUSE_AT=STEP waits 300 ms
+ * there (a signal sent during the hold). */
 static void step(const char *name)
 {
 	const char *at = getenv("CGBPF_INJECT_DIE_AT");
@@ -306,6 +307,9 @@ static void step(const char *name)
 	dbg("inject: %s", name);
 	if (at && !strcmp(at, name))
 		kill(getpid(), SIGKILL);
+	at = getenv("CGBPF_INJECT_PAUSE_AT");
+	if (at && !strcmp(at, name))
+		nanosleep(&(struct timespec){ 0, 300000000 }, NULL);
 }
 
 /* ------------------------------------------------------------ preflight */
@@ -536,6 +540,18 @@ static int preflight(struct target *t, const char *lib, struct ptinject_result *
 			 strerror(errno));
 		return -1;
 	}
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", t->pid);
+	fd = open(exe, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || read(fd, ident, sizeof(ident)) != sizeof(ident) ||
+	    ident[EI_CLASS] != ELFCLASS64) {
+		snprintf(res->why, sizeof(res->why), fd < 0 ? "cannot read its executable: %s" :
+			 "a 32-bit process: the injection library is x86-64 only",
+			 strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
 	for (size_t i = 0; i < t->ms.n; i++) {
 		const char *b = base(t->ms.m[i].path);
 
@@ -551,18 +567,6 @@ static int preflight(struct target *t, const char *lib, struct ptinject_result *
 		snprintf(res->why, sizeof(res->why), "no libcuda mapped: it runs no CUDA (yet)");
 		return -1;
 	}
-	snprintf(exe, sizeof(exe), "/proc/%d/exe", t->pid);
-	fd = open(exe, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || read(fd, ident, sizeof(ident)) != sizeof(ident) ||
-	    ident[EI_CLASS] != ELFCLASS64) {
-		snprintf(res->why, sizeof(res->why), fd < 0 ? "cannot read its executable: %s" :
-			 "a 32-bit process: the injection library is x86-64 only",
-			 strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	close(fd);
 	if (!status_field(t->pid, "TracerPid", v, sizeof(v)) && strcmp(v, "0")) {
 		snprintf(res->why, sizeof(res->why), "it is traced already (TracerPid %s: a "
 			 "debugger or strace); a process has one tracer", v);
@@ -685,10 +689,21 @@ static int cand_cmp(const void *a, const void *b)
 
 static size_t list_threads(pid_t pid, struct cand *out, size_t max)
 {
+	/* Test hook: only this thread. */
+	const char *only = getenv("CGBPF_INJECT_TID");
 	char path[64];
 	struct dirent *de;
 	size_t n = 0;
 	DIR *d;
+
+	if (only && max) {
+		out[0] = (struct cand){ .tid = (pid_t)strtol(only, NULL, 10), .rank = 0 };
+		snprintf(out[0].what, sizeof(out[0].what), "chosen");
+		if (!rank_thread(pid, out[0].tid, &out[0]))
+			return 1;
+		/* Held even so (a thread in D would be waited for). */
+		return 1;
+	}
 
 	snprintf(path, sizeof(path), "/proc/%d/task", pid);
 	d = opendir(path);
@@ -1024,6 +1039,7 @@ void ptinject__run(pid_t pid, const char *lib, struct ptinject_result *res)
 			err = hold(&t, sym, memfd, &c[i], res);
 	}
 	if (err == 1) {
+		res->busy = true;
 		snprintf(res->why, sizeof(res->why), "every thread was inside malloc, the loader or "
 			 "thread creation, or without stack room, for %d tries", ROUNDS);
 		goto out;

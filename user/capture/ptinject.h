@@ -26,6 +26,7 @@ struct ptinject_result {
 	double hold_ms;		/* from its stop to its release */
 	double load_ms;		/* from its release to the library's mapping */
 	bool eintr;		/* its blocking call returns EINTR (epoll_wait...) */
+	bool busy;		/* refused: every thread was busy (try again later) */
 	char lib[4096];		/* the library's path in the process's root */
 	char why[512];
 };

@@ -498,6 +498,8 @@ static void exec_probed(const struct rec_hdr *h)
 	    (session__now() - h->ts) / 1e6);
 }
 
+static void inject_mapped(struct session *r, pid_t pid);
+
 static void on_mmap(struct session *r, const struct rec_mmap *m)
 {
 	uint64_t live;
@@ -535,6 +537,8 @@ static void on_mmap(struct session *r, const struct rec_mmap *m)
 	proc_event(r, SRC_PROC_CHANGED, m->hdr.pid, m->hdr.ts);
 	/* Name it while it is alive: an exited process has no command line. */
 	model__proc_refresh(&r->model, m->hdr.pid);
+	if (r->o->inject && r->o->all && !strncmp(m->name, "libcuda.so", 10))
+		inject_mapped(r, (pid_t)m->hdr.pid);
 }
 
 /* A target's child gets its parent's probes. */
@@ -1035,12 +1039,26 @@ static void flush_sources(struct session *r)
 }
 
 /* One run of record__run: the session and what its steps hand on. */
+/* A process for --inject: done, or due at a time (-a: a moment after it
+ * mapped libcuda, again when all its threads were busy in the loader). */
+struct inj_entry {
+	pid_t pid;
+	bool done;
+	int tries;
+	uint64_t due;
+	struct ptinject_result res;
+};
+
+#define INJ_DELAY_NS 50000000ull	/* after the libcuda mapping (-a) */
+#define INJ_RETRY_NS 200000000ull	/* after a refusal for busy threads */
+#define INJ_TRIES 5
+
 struct run {
 	struct session r;
 	struct traceout out;
 	struct capture_info ci;
-	struct ptinject_result *inj;	/* --inject: one per -p target */
-	size_t ninj;
+	struct inj_entry *inj;	/* --inject: the processes injected or queued */
+	size_t ninj, capinj;
 	uint64_t t0;		/* the capture's start (the trace's first event) */
 	uint64_t deadline;	/* --duration's end; 0: none */
 	int release_fd;		/* -- CMD waits until this is written */
@@ -1242,39 +1260,100 @@ static int spawn_command(struct run *run)
 /* The -p targets (and with --follow their descendants), then every
  * target's libraries probed: the files its loader would load, before it
  * maps them, and what it maps already. */
-/*
- * --inject: cgbpf's injection library into each -p target (its probes are
- * in place already, so its mapping is seen and its sites probed).
- */
-static void inject_targets(struct run *run)
+/* Queues pid for --inject (once per process), due at due. */
+static void inject_queue(struct run *run, pid_t pid, uint64_t due)
 {
-	const struct record_opts *o = run->r.o;
+	for (size_t i = 0; i < run->ninj; i++)
+		if (run->inj[i].pid == pid)
+			return;
+	if (run->ninj == run->capinj) {
+		size_t nc = run->capinj ? run->capinj * 2 : 16;
+		struct inj_entry *e = realloc(run->inj, nc * sizeof(*e));
+
+		if (!e)
+			return;
+		run->inj = e;
+		run->capinj = nc;
+	}
+	run->inj[run->ninj++] = (struct inj_entry){ .pid = pid, .due = due };
+}
+
+static void inject_one(struct inj_entry *e, const char *lib, uint64_t now)
+{
+	struct ptinject_result *x = &e->res;
+
+	e->tries++;
+	ptinject__run(e->pid, lib, x);
+	/* All its threads in the loader (-a: it is loading libcuda now):
+	 * again a little later. */
+	if (x->outcome == PTINJ_REFUSED && x->busy && e->tries < INJ_TRIES) {
+		e->due = now + INJ_RETRY_NS;
+		dbg("pid %d: every thread busy (%s): injected again later", e->pid, x->why);
+		return;
+	}
+	e->done = true;
+	if (x->outcome == PTINJ_INJECTED)
+		info("pid %d: injection library loaded (thread %d, %s, held %.2f ms; mapped "
+		     "%.1f ms later)", e->pid, x->tid, x->tid_syscall, x->hold_ms, x->load_ms);
+	else if (x->outcome == PTINJ_PRESENT)
+		info("pid %d: injection library loaded already: nothing injected", e->pid);
+	else
+		warn("pid %d: not injected: %s", e->pid, x->why);
+}
+
+/*
+ * --inject: cgbpf's injection library into each queued process whose time
+ * has come (its probes are in place already, so its mapping is seen and
+ * its sites probed). -p targets are queued at the start, -a ones when
+ * they map libcuda.
+ */
+static void inject_due(struct run *run, uint64_t now)
+{
 	char lib[PATH_MAX];
+	bool have = false;
 
-	run->inj = calloc(o->npids, sizeof(*run->inj));
-	if (!run->inj)
-		return;
-	run->ninj = o->npids;
-	if (!inject__path(lib, sizeof(lib))) {
-		for (size_t i = 0; i < o->npids; i++)
-			snprintf(run->inj[i].why, sizeof(run->inj[i].why), "cgbpf's injection library "
-				 "is not installed next to it (build/inject/ or ../lib/cgbpf/)");
-		warn("--inject: no injection library next to cgbpf: nothing injected");
-		return;
-	}
-	for (size_t i = 0; i < o->npids; i++) {
-		struct ptinject_result *x = &run->inj[i];
+	for (size_t i = 0; i < run->ninj; i++) {
+		struct inj_entry *e = &run->inj[i];
 
-		ptinject__run(o->pids[i], lib, x);
-		if (x->outcome == PTINJ_INJECTED)
-			info("pid %d: injection library loaded (thread %d, %s, held %.2f ms; mapped "
-			     "%.1f ms later)", o->pids[i], x->tid, x->tid_syscall, x->hold_ms,
-			     x->load_ms);
-		else if (x->outcome == PTINJ_PRESENT)
-			info("pid %d: injection library loaded already: nothing injected", o->pids[i]);
-		else
-			warn("pid %d: not injected: %s", o->pids[i], x->why);
+		if (e->done || e->due > now)
+			continue;
+		if (!have && !inject__path(lib, sizeof(lib))) {
+			e->done = true;
+			e->res.outcome = PTINJ_REFUSED;
+			snprintf(e->res.why, sizeof(e->res.why), "cgbpf's injection library is not "
+				 "installed next to it (build/inject/ or ../lib/cgbpf/)");
+			warn("pid %d: not injected: %s", e->pid, e->res.why);
+			continue;
+		}
+		have = true;
+		inject_one(e, lib, now);
 	}
+}
+
+/* A process that maps libcuda under -a --inject: queued, for a moment
+ * later (the thread that maps it is inside its dlopen now). */
+static void inject_mapped(struct session *r, pid_t pid)
+{
+	inject_queue((struct run *)r, pid, session__now() + INJ_DELAY_NS);
+}
+
+static int find_libcuda(const struct map_entry *e, void *ctx)
+{
+	const char *b = e->path ? strrchr(e->path, '/') : NULL;
+
+	(void)ctx;
+	return b && !strncmp(b + 1, "libcuda.so", 10) ? 1 : 0;
+}
+
+/* -a --inject at the start: every traced process that maps libcuda. */
+static void inject_live(struct run *run)
+{
+	uint64_t pid, now = session__now();
+
+	for (size_t it = 0; hmap__next(&run->r.live, &it, &pid, NULL);)
+		if (procfs__for_each_map((pid_t)pid, find_libcuda, NULL) == 1)
+			inject_queue(run, (pid_t)pid, now);
+	inject_due(run, now);
 }
 
 static void add_given_targets(struct session *r)
@@ -1360,10 +1439,16 @@ static int start_targets(struct run *run)
 			return err;
 	}
 	add_given_targets(r);
-	if (o->inject)
-		inject_targets(run);
-	if (o->all && !o->npids)
+	if (o->inject) {
+		for (size_t i = 0; i < o->npids; i++)
+			inject_queue(run, o->pids[i], 0);
+		inject_due(run, session__now());
+	}
+	if (o->all && !o->npids) {
 		add_system(r);
+		if (o->inject)
+			inject_live(run);
+	}
 	if (o->cmd)
 		release_command(run);
 	if (o->cmd)
@@ -1401,6 +1486,8 @@ static void run_loop(struct run *run)
 		for (size_t i = 0; i < r->nsrc; i++)
 			if (r->src[i]->tick)
 				r->src[i]->tick(r, r->src_state[i], now);
+		if (run->ninj)
+			inject_due(run, now);
 		capture__tick(r->cap, now);
 		if (capture__done(r->cap)) {
 			info("capture windows done: stopping");
@@ -1484,17 +1571,19 @@ static void print_injections(const void *ctx, const uint64_t *drops, FILE *f)
 	(void)drops;
 	fprintf(f, "\n GPU activity injection (--inject):\n");
 	for (size_t i = 0; i < run->ninj; i++) {
-		const struct ptinject_result *x = &run->inj[i];
+		const struct ptinject_result *x = &run->inj[i].res;
 
-		fprintf(f, "   pid %d: %s", run->r.o->pids[i], ptinject__outcome_name(x->outcome));
-		if (x->outcome == PTINJ_INJECTED)
-			fprintf(f, " now: thread %d (%s) held %.2f ms; library mapped %.1f ms "
+		fprintf(f, "   pid %d: ", run->inj[i].pid);
+		if (!run->inj[i].done)
+			fprintf(f, "not injected: the capture ended first\n");
+		else if (x->outcome == PTINJ_INJECTED)
+			fprintf(f, "injected now: thread %d (%s) held %.2f ms; library mapped %.1f ms "
 				   "later%s\n", x->tid, x->tid_syscall, x->hold_ms, x->load_ms,
 				x->eintr ? "; its call returned EINTR" : "");
 		else if (x->outcome == PTINJ_PRESENT)
-			fprintf(f, " (%s): nothing entered the process\n", x->lib);
+			fprintf(f, "already loaded (%s): nothing entered the process\n", x->lib);
 		else
-			fprintf(f, ": %s\n", x->why);
+			fprintf(f, "%s: %s\n", ptinject__outcome_name(x->outcome), x->why);
 	}
 	fprintf(f, "   (GPU activity only from the injection on; NVTX ranges of a process "
 		   "that initialized NVTX before are not recovered)\n");

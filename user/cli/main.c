@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 #include "pyframes_rec.h"
 #include "capture/monitor.h"
@@ -83,11 +84,13 @@ static const char usage_record[] =
 "                            --split-per-process), %h host name, %n file number,\n"
 "                            %q{VAR} the target's environment variable VAR, %% %\n"
 "      --force               replace existing files (trace, --summary-file)\n"
-"      --inject              with -p: load cgbpf's injection library into each\n"
-"                            process that maps libcuda, for its GPU timeline\n"
-"                            (CUPTI); holds one thread for a few ms through\n"
-"                            ptrace (docs/security.md). Without it cgbpf never\n"
-"                            stops, signals or ptraces a process\n"
+"      --inject[=all]        load cgbpf's injection library into each -p target\n"
+"                            that maps libcuda (with -a: each process that maps\n"
+"                            it, later ones too; without --comm/--cgroup, -a\n"
+"                            asks on a terminal or needs --inject=all), for its\n"
+"                            GPU timeline (CUPTI); holds one thread for a few\n"
+"                            ms through ptrace (docs/security.md). Without it\n"
+"                            cgbpf never stops, signals or ptraces a process\n"
 "      --split-per-process   one trace per traced process, named by -o with its\n"
 "                            %p and %q (.%p is added before the extension when\n"
 "                            -o has no %p); turns --sched and --sample-hz off;\n"
@@ -336,7 +339,7 @@ static const struct option record_options[] = {
 	{ "capture-range-end", required_argument, NULL, OPT_CAPTURE_END },
 	{ "schedule", required_argument, NULL, OPT_SCHEDULE },
 	{ "python", required_argument, NULL, OPT_PYTHON },
-	{ "inject", no_argument, NULL, OPT_INJECT },
+	{ "inject", optional_argument, NULL, OPT_INJECT },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -469,7 +472,10 @@ static int record_option(int c, const char *arg, struct record_opts *o,
 		o->force = true;
 		return 0;
 	case OPT_INJECT:
+		if (arg && strcmp(arg, "all"))
+			return usage_error("invalid --inject=%s: the only value is 'all' (with -a)", arg);
 		o->inject = true;
+		o->inject_all = arg != NULL;
 		return 0;
 	case OPT_SPLIT:
 		o->split = true;
@@ -526,6 +532,18 @@ static int record_args(int argc, char **argv, struct record_opts *o, struct reco
 
 /* Rejects what to trace and what to write when the options contradict
  * each other; 0, or 2 after a usage message. */
+static bool confirm_inject_all(void)
+{
+	char line[16];
+
+	if (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO))
+		return false;
+	fprintf(stderr, "cgbpf: -a --inject loads cgbpf's injection library into every process "
+		"on this host that maps libcuda, now or later (each holds one thread for a few "
+		"ms). Go on? [y/N] ");
+	return fgets(line, sizeof(line), stdin) && (line[0] == 'y' || line[0] == 'Y');
+}
+
 static int record_check(struct record_opts *o)
 {
 	char msg[200];
@@ -539,6 +557,13 @@ static int record_check(struct record_opts *o)
 	if (o->all && o->cmd && (o->ncomm || o->ncgroup))
 		return usage_error("-a with -- COMMAND traces the command whatever the filters: "
 				   "drop --comm/--cgroup or the command%s", "");
+	if (o->inject && o->cmd)
+		return usage_error("--inject is for running processes (-p, -a): a command record "
+				   "starts gets the injection library in its environment%s", "");
+	if (o->inject && o->all && !o->npids && !o->ncomm && !o->ncgroup && !o->inject_all &&
+	    !confirm_inject_all())
+		return usage_error("-a --inject without --comm or --cgroup injects into every "
+				   "process on the host that maps libcuda: say --inject=all%s", "");
 	if (o->summary_only && o->no_summary)
 		return usage_error("--summary-only and --no-summary exclude each other%s", "");
 	if (o->no_summary && o->summary_path)

@@ -65,7 +65,8 @@ struct record_opts {
 	/* trace path pattern (user/lib/outname.h); NULL with summary_only */
 	const char *output;
 	bool force;		/* --force: replace existing files */
-	bool inject;		/* --inject: load the injection library into -p targets */
+	bool inject;		/* --inject: load the injection library into targets */
+	bool inject_all;	/* --inject=all: with -a and no filter, without asking */
 	bool split;		/* --split-per-process: one trace per process */
 	uint64_t duration_ns;	/* 0: until the targets exit or Ctrl-C */
 	bool summary_only;
