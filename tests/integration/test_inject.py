@@ -320,3 +320,201 @@ def test_all_with_comm():
     finally:
         for p in procs:
             kill_quiet(p)
+
+
+def start_threads(args, env=None):
+    w = subprocess.Popen([wl("inject_threads"), "--seconds", "4"] + args,
+                         env=env or env_with(CGBPF_CUPTI_PATH=FAKE_CUPTI),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in w.stdout:
+        if line.startswith("ready"):
+            break
+    return w
+
+
+def test_refused_under_seccomp():
+    """A process with a seccomp filter (one that allows everything: cgbpf
+    cannot tell) is refused, untouched, and says so."""
+    need_inject()
+    w = start_threads(["--seccomp"])
+    try:
+        r = subprocess.run([CGBPF, "record", "-p", str(w.pid), "--inject", "-d", "300ms",
+                            "--summary-only"], capture_output=True, text=True, timeout=60)
+        eq(r.returncode, 0, "cgbpf exit (stderr %r)" % r.stderr[-500:])
+        check("not injected: it runs under a seccomp filter" in r.stderr,
+              "refused: %r" % r.stderr[-600:])
+        check(not injected(w.pid), "nothing injected")
+        out, err = w.communicate(timeout=60)
+        eq(w.returncode, 0, "the workload's exit status (%r)" % out[-500:])
+    finally:
+        kill_quiet(w)
+
+
+def test_refused_without_cap_sys_ptrace():
+    """cgbpf without CAP_SYS_PTRACE (capsh --drop) against a non-dumpable
+    target: refused with the reason, the target untouched."""
+    need_inject()
+    if subprocess.run(["which", "capsh"], capture_output=True).returncode:
+        raise Skip("no capsh (libcap2-bin)")
+    w = start_threads(["--nodump"])
+    try:
+        cmd = "%s record -p %d --inject -d 300ms --summary-only" % (CGBPF, w.pid)
+        r = subprocess.run(["capsh", "--drop=cap_sys_ptrace", "--", "-c", cmd],
+                           capture_output=True, text=True, timeout=60)
+        text = r.stdout + r.stderr
+        check(("not injected" in text and ("PTRACE" in text or "Permission denied" in text))
+              or r.returncode != 0, "refused with a reason (rc %d): %r" %
+              (r.returncode, text[-800:]))
+        check("injected now" not in text, "not injected")
+        check(not injected(w.pid), "nothing injected")
+        out, err = w.communicate(timeout=60)
+        eq(w.returncode, 0, "the workload's exit status (%r)" % out[-500:])
+    finally:
+        kill_quiet(w)
+
+
+def test_refused_32_bit():
+    """A 32-bit process (gcc -m32): refused as such."""
+    need_inject()
+    tmp = tmpdir()
+    src, exe = os.path.join(tmp, "s.c"), os.path.join(tmp, "sleeper32")
+    with open(src, "w") as f:
+        f.write("#include <unistd.h>\nint main(void) { sleep(20); return 0; }\n")
+    if subprocess.run(["gcc", "-m32", src, "-o", exe], capture_output=True).returncode:
+        raise Skip("gcc -m32 does not link here (gcc-multilib)")
+    p = subprocess.Popen([exe])
+    try:
+        time.sleep(0.1)
+        r = subprocess.run([CGBPF, "record", "-p", str(p.pid), "--inject", "-d", "300ms",
+                            "--summary-only"], capture_output=True, text=True, timeout=60)
+        check("not injected: a 32-bit process" in r.stderr, "refused: %r" % r.stderr[-600:])
+        check(p.poll() is None, "the process runs on")
+    finally:
+        kill_quiet(p)
+
+
+def test_own_mount_namespace():
+    """A target in its own mount namespace where the build directory's
+    inject/ is hidden (a tmpfs over it): the library is copied into its
+    /dev/shm, loaded, and its GPU activity measured."""
+    need_inject()
+    hide = os.path.dirname(LIB)
+    tmp = tmpdir()
+    script = "mount -t tmpfs none %s && exec %s --iters 6000" % (hide, wl("train"))
+    env = env_with(CGBPF_CUPTI_PATH=FAKE_CUPTI, FAKECUDA_KERNEL_NS="200000")
+    env.pop("CUDA_INJECTION64_PATH", None)
+    p = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    copies = []
+    try:
+        t = time.time() + 10
+        while time.time() < t and "libcuda" not in maps(p.pid):
+            time.sleep(0.01)
+        check(not os.path.exists(os.path.join("/proc/%d/root" % p.pid, LIB.lstrip("/"))),
+              "the library is hidden in the target's namespace")
+        r = subprocess.run([CGBPF, "record", "-p", str(p.pid), "--inject", "-d", "1500ms",
+                            "--sample-hz", "0", "--summary-only"], capture_output=True,
+                           text=True, timeout=120)
+        eq(r.returncode, 0, "cgbpf exit (stderr %r)" % r.stderr[-800:])
+        check("injected now" in r.stdout, "injected:\n%s" % r.stdout[-1500:])
+        check("measured (CUPTI" in r.stdout, "measured:\n%s" % r.stdout[-1500:])
+        copies = [l.split()[-1] for l in maps(p.pid).splitlines() if "cgbpf-inject" in l]
+        check(copies and copies[0].startswith("/dev/shm/cgbpf-inject-"), "the copy in /dev/shm: %r" % copies)
+        out, err = p.communicate(timeout=60)
+        eq(p.returncode, 0, "the workload's exit status (%r)" % err[-300:])
+    finally:
+        kill_quiet(p)
+        for c in set(copies):
+            try:
+                os.unlink(c)
+                os.rmdir(os.path.dirname(c))
+            except OSError:
+                pass
+
+
+def test_interactive_shell_job():
+    """The workload as the foreground job of an interactive shell on a
+    terminal: injected, the shell never reports it Stopped, and its exit
+    status is its own."""
+    need_inject()
+    import pty
+    import select
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execvpe("bash", ["bash", "--norc", "--noprofile", "-i"],
+                   env_with(CGBPF_CUPTI_PATH=FAKE_CUPTI, FAKECUDA_KERNEL_NS="200000",
+                            PS1="$ "))
+    out = b""
+
+    def read_for(seconds, until=None):
+        nonlocal out
+        end = time.time() + seconds
+        while time.time() < end:
+            r, _, _ = select.select([fd], [], [], 0.05)
+            if r:
+                try:
+                    out += os.read(fd, 4096)
+                except OSError as e:
+                    out += ("[read: %s]" % e).encode()
+                    return
+            if until and until in out:
+                return
+
+    try:
+        read_for(1)
+        os.write(fd, ("%s --iters 5000; echo \"R\"C=$?\n" % wl("train")).encode())
+        w = None
+        t = time.time() + 10
+        while time.time() < t and not w:
+            r = subprocess.run(["pgrep", "-P", str(pid), "-f", "train"], capture_output=True,
+                               text=True)
+            w = r.stdout.split()[0] if r.stdout.split() else None
+            time.sleep(0.05)
+        check(w, "the foreground job started")
+        time.sleep(0.5)
+        r = subprocess.run([CGBPF, "record", "-p", w, "--inject", "-d", "1s", "--sample-hz", "0",
+                            "--summary-only"], capture_output=True, text=True, timeout=120)
+        check("injected now" in r.stdout, "injected:\n%s" % r.stdout[-1200:])
+        read_for(60, b"RC=")
+        text = out.decode(errors="replace")
+        check("RC=0" in text, "the job's own exit status: %r" % text[-600:])
+        check("Stopped" not in text, "the shell never said Stopped: %r" % text[-600:])
+    finally:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+        os.close(fd)
+
+
+def test_attach_detach_cycles():
+    """Injected once, then attached and detached again and again: one
+    library mapping, no growth of its descriptors or memory, no crash."""
+    need_inject()
+    tmp = tmpdir()
+    p = start_train(30000, tmp)
+    try:
+        def fds():
+            return len(os.listdir("/proc/%d/fd" % p.pid))
+
+        def rss():
+            return int(status(p.pid, "VmRSS").split()[0])
+
+        cycles = int(os.environ.get("CGBPF_INJECT_CYCLES", "6"))
+        seen = []
+        for i in range(cycles):
+            r = subprocess.run([CGBPF, "record", "-p", str(p.pid)] + (["--inject"] if i < 2 else [])
+                               + ["-d", "300ms", "--sample-hz", "0", "--summary-only"],
+                               capture_output=True, text=True, timeout=120)
+            eq(r.returncode, 0, "cycle %d: cgbpf exit (%r)" % (i, r.stderr[-500:]))
+            check(p.poll() is None, "cycle %d: the process runs on" % i)
+            time.sleep(0.3)
+            seen.append((fds(), rss()))
+        files = set(l.split()[-1] for l in maps(p.pid).splitlines() if "libcgbpf-inject" in l)
+        eq(len(files), 1, "one library file mapped")
+        eq(seen[-1][0], seen[1][0], "descriptors after cycle 2 and after the last: %r" % seen)
+        check(seen[-1][1] - seen[1][1] < 16 << 10, "RSS grew by less than 16 MiB: %r" % seen)
+        eq(status(p.pid, "TracerPid"), "0", "untraced")
+    finally:
+        kill_quiet(p)

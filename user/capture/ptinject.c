@@ -496,8 +496,17 @@ static int place_library(pid_t pid, const char *lib, char *out, size_t len, char
 		snprintf(out, len, "%s", lib);
 		return 0;
 	}
-	snprintf(out, len, "/dev/shm/cgbpf-inject-%llx-%llx.so", (unsigned long long)a.st_size,
+	/* Its own folder: the file keeps the library's name, which is how
+	 * cgbpf knows the library in a process's maps. */
+	snprintf(out, len, "/dev/shm/cgbpf-inject-%llx-%llx", (unsigned long long)a.st_size,
 		 (unsigned long long)a.st_mtime);
+	snprintf(there, sizeof(there), "/proc/%d/root%s", pid, out);
+	if (mkdir(there, 0755) && errno != EEXIST) {
+		snprintf(why, wl, "the library is not in the process's root and %.300s cannot be "
+			 "made there: %s", out, strerror(errno));
+		return -1;
+	}
+	snprintf(out + strlen(out), len - strlen(out), "/libcgbpf-inject.so");
 	snprintf(there, sizeof(there), "/proc/%d/root%s", pid, out);
 	if (!stat(there, &b) && b.st_size == a.st_size)
 		return 0;
