@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 """A PyTorch training loop started plainly (no cgbpf variable in its
 environment), for tests/gpu/inject.sh: runs --seconds, printing its step
-rate once a second ("rate T STEPS_PER_S"), so the rate before, during and
-after an injected capture can be compared."""
+rate once a second ("rate UNIX_TIME STEPS_PER_S"), so the rate before,
+during and after an injected capture can be compared."""
 import argparse
 import sys
 import time
@@ -39,7 +39,7 @@ def main():
             torch.cuda.synchronize()
             now = time.monotonic()
             if now - mark >= 1.0:
-                print("rate %.1f %.1f" % (now - t0, n / (now - mark)), flush=True)
+                print("rate %.3f %.1f" % (time.time(), n / (now - mark)), flush=True)
                 total += n
                 mark, n = now, 0
     torch.cuda.synchronize()
