@@ -109,6 +109,11 @@ def test_inject_mid_loop():
                    not x.name.endswith("(estimate)")}
         gpu = [s for s in t.slices if s.track_uuid in streams]
         check(len(gpu) > 100, "GPU slices measured after the injection: %d" % len(gpu))
+        marks = [i for i in t.instants
+                 if i.name.startswith("cgbpf: injection library loaded (--inject)")]
+        eq(len(marks), 1, "one injection instant in the trace")
+        early = [s for s in gpu if s.ts < marks[0].ts]
+        eq(early, [], "no GPU slice before the injection")
         linked = [s for s in gpu if s.flow_in or s.flow_end]
         check(len(linked) >= len(gpu) - 2, "GPU slices linked to their launch: %d of %d" %
               (len(linked), len(gpu)))

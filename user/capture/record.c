@@ -1278,7 +1278,27 @@ static void inject_queue(struct run *run, pid_t pid, uint64_t due)
 	run->inj[run->ninj++] = (struct inj_entry){ .pid = pid, .due = due };
 }
 
-static void inject_one(struct inj_entry *e, const char *lib, uint64_t now)
+/* The injection as an instant on the process's track: GPU activity is
+ * measured from about here on, never before. */
+static void mark_injection(struct session *r, const struct inj_entry *e, uint64_t now)
+{
+	const struct ptinject_result *x = &e->res;
+
+	if (r->pt && r->meta && model__proc(&r->model, (uint32_t)e->pid)) {
+		struct pf_annot a[] = {
+			{ .name = "thread", .type = PA_UINT, .u = (uint64_t)x->tid },
+			{ .name = "thread_was", .type = PA_STR, .s = x->tid_syscall },
+			{ .name = "held_us", .type = PA_UINT, .u = (uint64_t)(x->hold_ms * 1000) },
+			{ .name = "library", .type = PA_STR, .s = x->lib },
+		};
+
+		pftrace__instant(r->pt, r->meta, now, UUID_PROCESS((uint32_t)e->pid),
+				 "cgbpf: injection library loaded (--inject): GPU activity from here",
+				 a, 4);
+	}
+}
+
+static void inject_one(struct session *r, struct inj_entry *e, const char *lib, uint64_t now)
 {
 	struct ptinject_result *x = &e->res;
 
@@ -1292,6 +1312,8 @@ static void inject_one(struct inj_entry *e, const char *lib, uint64_t now)
 		return;
 	}
 	e->done = true;
+	if (x->outcome == PTINJ_INJECTED)
+		mark_injection(r, e, now);
 	if (x->outcome == PTINJ_INJECTED)
 		info("pid %d: injection library loaded (thread %d, %s, held %.2f ms; mapped "
 		     "%.1f ms later)", e->pid, x->tid, x->tid_syscall, x->hold_ms, x->load_ms);
@@ -1326,7 +1348,7 @@ static void inject_due(struct run *run, uint64_t now)
 			continue;
 		}
 		have = true;
-		inject_one(e, lib, now);
+		inject_one(&run->r, e, lib, now);
 	}
 }
 
