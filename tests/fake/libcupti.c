@@ -602,10 +602,24 @@ EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind)
 
 EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind)
 {
+	void (*hook)(fake_activity_fn);
+	bool any = false;
+
 	if ((unsigned)kind >= sizeof(g_kind_on))
 		return CUPTI_ERROR_INVALID_KIND;
 	pthread_mutex_lock(&g_lock);
 	g_kind_on[kind] = 0;
+	for (size_t k = 0; k < sizeof(g_kind_on); k++)
+		any |= g_kind_on[k] != 0;
+	/* Nothing enabled: the driver's launch path goes back to costing
+	 * nothing for activity, as NVIDIA's does (records already in flight
+	 * are delivered: the hook is only unset for new work). */
+	if (!any && g_hooked) {
+		*(void **)&hook = dlsym(RTLD_DEFAULT, "fakecuda_activity_hook");
+		if (hook)
+			hook(NULL);
+		g_hooked = 0;
+	}
 	pthread_mutex_unlock(&g_lock);
 	return CUPTI_SUCCESS;
 }

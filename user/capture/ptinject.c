@@ -794,7 +794,7 @@ static bool busy_inside(const struct target *t, struct symbolizer *sym, int memf
 	static uint8_t stack[SCAN_BYTES];
 	struct sym_regs sr = { .ip = r->rip, .sp = r->rsp, .bp = r->rbp };
 	uint64_t ips[128];
-	bool truncated = false;
+	bool truncated = false, trampoline = false;
 	ssize_t len = -1;
 	int n;
 
@@ -817,16 +817,22 @@ static bool busy_inside(const struct target *t, struct symbolizer *sym, int memf
 		dbg("inject: thread %d: #%d 0x%" PRIx64 " %s (%s)", tid, i, ips[i],
 		    fr.function ? fr.function : "?", fr.module ? fr.module : "?");
 	}
-	/* A return into the kernel's uretprobe trampoline: the frames above
-	 * are the application's, which called a traced API (cgbpf's own
-	 * return probe hides the real return address). No allocator, loader
-	 * or thread creation calls those APIs, so the frames unwound are the
-	 * ones that can hold their locks. */
-	if (n > 1 && truncated && in_uprobes_area(t, ips[n - 1])) {
-		n--;
-		truncated = false;
+	/* A return into the kernel's uretprobe trampoline (or the thread in
+	 * it): the frames above are the application's, which called a traced
+	 * API (cgbpf's own return probe hides the real return address). No
+	 * allocator, loader or thread creation calls those APIs, so the
+	 * frames below the trampoline are the ones that can hold their
+	 * locks. */
+	for (int i = 0; i < n; i++) {
+		if (in_uprobes_area(t, ips[i])) {
+			/* What the unwinder made of the frames above is a guess. */
+			n = i;
+			truncated = false;
+			trampoline = true;
+			break;
+		}
 	}
-	if (n <= 0 || truncated) {
+	if ((n <= 0 && !trampoline) || truncated) {
 		dbg("inject: thread %d: its stack does not unwind (%d frames)", tid, n);
 		return true;
 	}
