@@ -495,7 +495,8 @@ def test_interactive_shell_job():
 
 def test_attach_detach_cycles():
     """Injected once, then attached and detached again and again: one
-    library mapping, no growth of its descriptors or memory, no crash."""
+    library mapping, no growth of its descriptors or memory, no crash.
+    6 cycles by default; CGBPF_INJECT_CYCLES=100 for the long run."""
     need_inject()
     tmp = tmpdir()
     p = start_train(30000, tmp)
