@@ -499,7 +499,8 @@ def test_attach_detach_cycles():
     6 cycles by default; CGBPF_INJECT_CYCLES=100 for the long run."""
     need_inject()
     tmp = tmpdir()
-    p = start_train(30000, tmp)
+    cycles = int(os.environ.get("CGBPF_INJECT_CYCLES", "6"))
+    p = start_train(4000 * cycles + 10000, tmp)
     try:
         def fds():
             return len(os.listdir("/proc/%d/fd" % p.pid))
@@ -507,7 +508,6 @@ def test_attach_detach_cycles():
         def rss():
             return int(status(p.pid, "VmRSS").split()[0])
 
-        cycles = int(os.environ.get("CGBPF_INJECT_CYCLES", "6"))
         seen = []
         for i in range(cycles):
             r = subprocess.run([CGBPF, "record", "-p", str(p.pid)] + (["--inject"] if i < 2 else [])
