@@ -337,22 +337,28 @@ def start_threads(args, env=None):
     return w
 
 
-def test_refused_under_seccomp():
-    """A process with a seccomp filter (one that allows everything: cgbpf
-    cannot tell) is refused, untouched, and says so."""
+def test_seccomp_filters():
+    """Seccomp filters are read (PTRACE_SECCOMP_GET_FILTER) and asked
+    about every call the injection makes: one that allows everything
+    lets the injection through; one that kills the process on an mmap
+    with PROT_EXEC (what dlopen does) gets it refused, naming the action
+    and the call, and the process untouched."""
     need_inject()
-    w = start_threads(["--seccomp"])
-    try:
-        r = subprocess.run([CGBPF, "record", "-p", str(w.pid), "--inject", "-d", "300ms",
-                            "--summary-only"], capture_output=True, text=True, timeout=60)
-        eq(r.returncode, 0, "cgbpf exit (stderr %r)" % r.stderr[-500:])
-        check("not injected: it runs under a seccomp filter" in r.stderr,
-              "refused: %r" % r.stderr[-600:])
-        check(not injected(w.pid), "nothing injected")
-        out, err = w.communicate(timeout=60)
-        eq(w.returncode, 0, "the workload's exit status (%r)" % out[-500:])
-    finally:
-        kill_quiet(w)
+    for args, want in ((["--seccomp"], "injected now"),
+                       (["--seccomp-kill-exec"], "not injected: its seccomp filter would answer "
+                        "KILL_PROCESS to mmap")):
+        w = start_threads(args)
+        try:
+            r = subprocess.run([CGBPF, "record", "-p", str(w.pid), "--inject", "-d", "300ms",
+                                "--summary-only"], capture_output=True, text=True, timeout=60)
+            eq(r.returncode, 0, "%s: cgbpf exit (stderr %r)" % (args, r.stderr[-500:]))
+            check(want in r.stdout + r.stderr, "%s: %r" % (args, (r.stdout + r.stderr)[-900:]))
+            if "not" in want:
+                check(not injected(w.pid), "%s: nothing injected" % args)
+            out, err = w.communicate(timeout=60)
+            eq(w.returncode, 0, "%s: the workload's exit status (%r)" % (args, out[-500:]))
+        finally:
+            kill_quiet(w)
 
 
 def test_refused_without_cap_sys_ptrace():

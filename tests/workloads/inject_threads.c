@@ -16,12 +16,15 @@
  *           through a busy loop, compared after every round
  *   malloc  malloc and free in a tight loop
  *
- * --seccomp: first installs a seccomp filter that allows everything (for
- * the refusal test); --nodump: makes itself non-dumpable.
+ * --seccomp: first installs a seccomp filter that allows everything;
+ * --seccomp-kill-exec: after cuInit, one that kills the process on an
+ * mmap with PROT_EXEC (what a dlopen does); --nodump: makes itself
+ * non-dumpable.
  */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -223,7 +226,7 @@ int main(int argc, char **argv)
 {
 	void *(*fns[])(void *) = { t_read, t_cond, t_sleep, t_epoll, t_spin, t_malloc };
 	pthread_t th[6];
-	int bad = 0;
+	int bad = 0, kill_exec = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
@@ -235,6 +238,8 @@ int main(int argc, char **argv)
 			if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
 			    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
 				wl_die("seccomp: %s", strerror(errno));
+		} else if (!strcmp(argv[i], "--seccomp-kill-exec")) {
+			kill_exec = 1;
 		} else if (!strcmp(argv[i], "--nodump")) {
 			if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
 				wl_die("PR_SET_DUMPABLE: %s", strerror(errno));
@@ -248,6 +253,21 @@ int main(int argc, char **argv)
 	if (pipe(pipefd))
 		wl_die("pipe: %s", strerror(errno));
 	CHECK(cuInit, 0);
+	if (kill_exec) {
+		struct sock_filter f[] = {
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 9 /* mmap */, 0, 3),
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
+			BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 4 /* PROT_EXEC */, 0, 1),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		};
+		struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+			wl_die("seccomp: %s", strerror(errno));
+	}
 	for (long i = 0; i < 6; i++)
 		if (pthread_create(&th[i], NULL, fns[i], (void *)i))
 			wl_die("pthread_create");

@@ -49,6 +49,7 @@
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
+#include <linux/audit.h>
 #include <cpuid.h>
 #include <stddef.h>
 
@@ -58,6 +59,7 @@
 #include "lib/elf/symbolize.h"
 #include "lib/log.h"
 #include "lib/procfs.h"
+#include "lib/scfilter.h"
 
 #define MAPS_MAX 4096
 #define SCAN_BYTES (64u << 10)	/* stack scanned above the stopped thread's sp */
@@ -323,6 +325,7 @@ struct target {
 	size_t ndeny;
 	uint64_t slack;			/* where the stub goes */
 	size_t xsave_size;
+	int seccomp;			/* its Seccomp: mode (2: filters, checked when held) */
 };
 
 static int status_field(pid_t pid, const char *key, char *out, size_t len)
@@ -581,11 +584,11 @@ static int preflight(struct target *t, const char *lib, struct ptinject_result *
 			 "debugger or strace); a process has one tracer", v);
 		return -1;
 	}
-	if (!status_field(t->pid, "Seccomp", v, sizeof(v)) && strcmp(v, "0")) {
-		snprintf(res->why, sizeof(res->why), "it runs under a seccomp %s (Seccomp: %s in "
-			 "/proc/%d/status): cgbpf cannot tell whether the filter allows the "
-			 "calls the injection makes (clone3, mmap, openat)",
-			 strcmp(v, "1") ? "filter" : "strict mode", v, t->pid);
+	if (!status_field(t->pid, "Seccomp", v, sizeof(v)))
+		t->seccomp = atoi(v);
+	if (t->seccomp == 1) {
+		snprintf(res->why, sizeof(res->why), "it runs in seccomp strict mode: no call but "
+			 "read, write and exit is allowed to it");
 		return -1;
 	}
 	if (!(m = find_map(&t->ms, is_libc))) {
@@ -847,6 +850,96 @@ static bool busy_inside(const struct target *t, struct symbolizer *sym, int memf
 	return false;
 }
 
+/* The calls the injection makes on the held thread and on the thread it
+ * starts (the stub, pthread_create, dlopen, the library's start), with
+ * the arguments glibc gives them, for a seccomp filter to answer. */
+static const struct {
+	int nr;
+	const char *name;
+	uint64_t a[6];
+} inj_calls[] = {
+	{ 14, "rt_sigprocmask", { 2, 1, 1, 8 } },
+	{ 9, "mmap", { 0, 1 << 20, 3, 0x20022, (uint64_t)-1, 0 } },		/* a stack */
+	{ 9, "mmap", { 0, 1 << 20, 0, 0x20022, (uint64_t)-1, 0 } },
+	{ 9, "mmap", { 0, 1 << 20, 1, 0x802, 3, 0 } },				/* dlopen */
+	{ 9, "mmap", { 1 << 20, 1 << 20, 5, 0x812, 3, 1 << 12 } },
+	{ 9, "mmap", { 1 << 20, 1 << 20, 3, 0x812, 3, 1 << 12 } },
+	{ 9, "mmap", { 1 << 20, 1 << 12, 3, 0x32, (uint64_t)-1, 0 } },
+	{ 10, "mprotect", { 1 << 20, 1 << 12, 0 } },
+	{ 10, "mprotect", { 1 << 20, 1 << 12, 1 } },
+	{ 10, "mprotect", { 1 << 20, 1 << 12, 3 } },
+	{ 11, "munmap", { 1 << 20, 1 << 12 } },
+	{ 28, "madvise", { 1 << 20, 1 << 12, 4 } },
+	{ 435, "clone3", { 1, 88 } },
+	{ 56, "clone", { 0x3d0f00, 1, 1, 1, 1 } },
+	{ 273, "set_robust_list", { 1, 24 } },
+	{ 334, "rseq", { 1, 32, 0, 0x53053053 } },
+	{ 202, "futex", { 1, 128, 0 } },
+	{ 202, "futex", { 1, 129, 1 } },
+	{ 257, "openat", { (uint64_t)-100, 1, 0x80000 } },
+	{ 0, "read", { 3, 1, 832 } },
+	{ 17, "pread64", { 3, 1, 784, 64 } },
+	{ 262, "newfstatat", { 3, 1, 1, 0x1000 } },
+	{ 5, "fstat", { 3, 1 } },
+	{ 3, "close", { 3 } },
+	{ 12, "brk", { 0 } },
+	{ 318, "getrandom", { 1, 8, 1 } },
+	{ 157, "prctl", { 15, 1 } },
+	{ 186, "gettid", { 0 } },
+	{ 39, "getpid", { 0 } },
+	{ 230, "clock_nanosleep", { 1, 0, 1, 0 } },
+	{ 35, "nanosleep", { 1, 0 } },
+	{ 60, "exit", { 0 } },
+};
+
+/* The held thread's seccomp filters, asked about every call above: 0 if
+ * none would hurt or stop the process (ERRNO only fails the injection);
+ * else why. */
+static int seccomp_ok(pid_t tid, uint64_t ip, char *why, size_t wl)
+{
+	struct sock_filter *f[64] = { 0 };
+	size_t len[64];
+	int nf = 0, ret = 0;
+
+	for (; nf < 64; nf++) {
+		long n = ptrace(PTRACE_SECCOMP_GET_FILTER, tid, (void *)(long)nf, NULL);
+
+		if (n < 0 && errno == ENOENT)
+			break;
+		if (n <= 0 || !(f[nf] = calloc((size_t)n, sizeof(**f))) ||
+		    ptrace(PTRACE_SECCOMP_GET_FILTER, tid, (void *)(long)nf, f[nf]) != n) {
+			snprintf(why, wl, "it runs under a seccomp filter cgbpf cannot read "
+				 "(PTRACE_SECCOMP_GET_FILTER: %s): whether it allows the calls the "
+				 "injection makes is unknown", strerror(n < 0 ? errno : EIO));
+			ret = -1;
+			nf++;
+			goto out;
+		}
+		len[nf] = (size_t)n;
+	}
+	for (size_t c = 0; c < sizeof(inj_calls) / sizeof(inj_calls[0]) && !ret; c++) {
+		struct seccomp_data d = { .nr = inj_calls[c].nr, .arch = AUDIT_ARCH_X86_64,
+					  .instruction_pointer = ip };
+		uint32_t act = SECCOMP_RET_ALLOW;
+
+		memcpy(d.args, inj_calls[c].a, sizeof(d.args));
+		for (int i = 0; i < nf; i++) {
+			int64_t r = scfilter__run(f[i], len[i], &d);
+
+			act = scfilter__stricter(act, r < 0 ? SECCOMP_RET_KILL_PROCESS : (uint32_t)r);
+		}
+		if (scfilter__harmful(act)) {
+			snprintf(why, wl, "its seccomp filter would answer %s to %s, a call the "
+				 "injection makes", scfilter__name(act), inj_calls[c].name);
+			ret = -1;
+		}
+	}
+out:
+	for (int i = 0; i < nf; i++)
+		free(f[i]);
+	return ret;
+}
+
 /* The mapping that holds the thread's stack has room for the frame and
  * the stub's calls below sp - 128. */
 static bool stack_room(const struct target *t, uint64_t sp, uint64_t lo)
@@ -936,6 +1029,10 @@ static int hold(struct target *t, struct symbolizer *sym, int memfd, const struc
 	fp = (r.rsp - 128 - size) & ~63ull;
 	dbg("inject: thread %d (%s): pc 0x%llx sp 0x%llx cs 0x%llx", c->tid, c->what, r.rip, r.rsp,
 	    r.cs);
+	if (t->seccomp == 2 && seccomp_ok(c->tid, r.rip, res->why, sizeof(res->why))) {
+		ptrace(PTRACE_DETACH, c->tid, 0, 0);
+		return -EPERM;
+	}
 	if (r.cs != 0x33 || busy_inside(t, sym, memfd, c->tid, &r) ||
 	    !stack_room(t, r.rsp, fp - SCRATCH)) {
 		ptrace(PTRACE_DETACH, c->tid, 0, 0);
