@@ -99,6 +99,8 @@ def test_inject_mid_loop():
         check("injected now: thread" in r.stdout, "the summary says injected:\n" +
               r.stdout[-2000:])
         check("measured (CUPTI %s)" % FAKE_CUPTI in r.stdout, "measured:\n" + r.stdout[-2000:])
+        check("the library was loaded into the running process by this capture" in r.stdout,
+              "the GPU section says how its data came:\n" + r.stdout[-2000:])
         files = set(l.split()[-1] for l in maps(p.pid).splitlines()
                     if "libcgbpf-inject" in l)
         eq(len(files), 1, "one library file mapped")

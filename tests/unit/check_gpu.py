@@ -452,7 +452,8 @@ def check_estimate(d):
           inn == [("GPU activity not measured: no CUPTI library found",
                    "CGBPF_CUPTI_PATH (unset), libcupti.so.13, /usr/local/cuda/lib64")],
           "%s: the trace says why each process's activity is not measured" % L, [ie, inn])
-    check("pid %d (pid %d): no injection library (GPU activity not measured)" % (pe, pe)
+    check("pid %d (pid %d): no injection library (GPU activity not measured; --inject loads "
+          "it into a running process)" % (pe, pe)
           in summary and "pid %d (pid %d): not measured: no CUPTI library found (looked in "
           "CGBPF_CUPTI_PATH (unset), libcupti.so.13, /usr/local/cuda/lib64)" % (pn, pn)
           in summary, "%s: the summary says which processes are only estimated, and why" % L)

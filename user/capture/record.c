@@ -1283,8 +1283,11 @@ static void inject_queue(struct run *run, pid_t pid, uint64_t due)
 static void mark_injection(struct session *r, const struct inj_entry *e, uint64_t now)
 {
 	const struct ptinject_result *x = &e->res;
+	struct proc *p = model__proc(&r->model, (uint32_t)e->pid);
 
-	if (r->pt && r->meta && model__proc(&r->model, (uint32_t)e->pid)) {
+	if (p)
+		p->injected_ns = now;
+	if (r->pt && r->meta && p) {
 		struct pf_annot a[] = {
 			{ .name = "thread", .type = PA_UINT, .u = (uint64_t)x->tid },
 			{ .name = "thread_was", .type = PA_STR, .s = x->tid_syscall },

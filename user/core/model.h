@@ -141,6 +141,9 @@ struct proc {
 	/* Capture windows per process (model.proc_mute): its own. */
 	bool muted;
 	uint32_t window;
+	/* record --inject loaded cgbpf's injection library into it at this
+	 * time (session clock); 0: it was not injected by this capture. */
+	uint64_t injected_ns;
 };
 
 struct model;

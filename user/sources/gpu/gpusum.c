@@ -522,7 +522,8 @@ static void why_not(const struct gpu_proc *p, FILE *f)
 		fprintf(f, "not measured: the injection library was loaded but had not started "
 			"collecting when the process or the capture ended");
 	else
-		fprintf(f, "no injection library (GPU activity not measured)");
+		fprintf(f, "no injection library (GPU activity not measured; --inject loads it "
+			"into a running process)");
 }
 
 void gpusum__procs_rows(const struct gpu *g, int fmt, FILE *f)
@@ -578,6 +579,9 @@ void gpusum__print_procs(const struct gpu *g, FILE *f)
 				   " memsets, %" PRIu64 " synchronizations\n",
 				p->status_text[GPU_ST_COLLECTING] ? p->status_text[GPU_ST_COLLECTING] : "",
 				p->kernels, p->copies, p->memsets, p->syncs);
+			if (mp && mp->injected_ns)
+				fprintf(f, "      from the injection on: the library was loaded into the "
+					   "running process by this capture (--inject)\n");
 			if (p->taken)
 				fprintf(f, "      GPU activity stopped at +%.3f s (after collection began): "
 					   "%s took CUPTI; the counts above are until then (the "
