@@ -232,17 +232,25 @@ EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFu
 
 EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f)
 {
-	uint64_t a, m, b;
+	uint64_t best = UINT64_MAX;
 
 	g_ts = f;
 	if (!f) {
 		g_ts_offset = 0;
 		return CUPTI_SUCCESS;
 	}
-	a = mono_ns();
-	m = f();
-	b = mono_ns();
-	g_ts_offset = (int64_t)(m - (a + (b - a) / 2));
+	/* The tightest of 16 reads: one read preempted between its two
+	 * CLOCK_MONOTONIC reads put the offset off by as much (seen: a
+	 * 0-ns kernel 0.5 us before the uprobe entry of its own launch,
+	 * so no flow; test_profiler_api_windows_hold_their_gpu_activity). */
+	for (int i = 0; i < 16; i++) {
+		uint64_t a = mono_ns(), m = f(), b = mono_ns();
+
+		if (b - a < best) {
+			best = b - a;
+			g_ts_offset = (int64_t)(m - (a + (b - a) / 2));
+		}
+	}
 	return CUPTI_SUCCESS;
 }
 
