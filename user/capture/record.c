@@ -1599,7 +1599,10 @@ static void print_injections(const void *ctx, const uint64_t *drops, FILE *f)
 		const struct ptinject_result *x = &run->inj[i].res;
 
 		fprintf(f, "   pid %d: ", run->inj[i].pid);
-		if (!run->inj[i].done)
+		if (!run->inj[i].done && run->inj[i].tries)
+			fprintf(f, "refused: %s (tried %d times; the capture ended before the "
+				   "next try)\n", x->why, run->inj[i].tries);
+		else if (!run->inj[i].done)
 			fprintf(f, "not injected: the capture ended first\n");
 		else if (x->outcome == PTINJ_INJECTED)
 			fprintf(f, "injected now: thread %d (%s) held %.2f ms; library mapped %.1f ms "
