@@ -48,6 +48,11 @@ enum py_mode {
 				 * object now at the address is not known; as no entry, but
 				 * user space does not mark it from older records */
 
+/* py_codes_gen's slots (bpf/python.bpf.h): frees counted by BPF, changes
+ * made by user space. */
+#define PY_GEN_FREES	0
+#define PY_GEN_USER	1
+
 /* rec_py_frames.what */
 enum py_for {
 	PYR_CALL = 0,		/* the REC_CALL_ENTER that follows */

@@ -305,7 +305,7 @@ out:
 SEC("uprobe")
 int BPF_KPROBE(py_code_free, __u64 code)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, slot = PY_GEN_FREES;
 	struct py_code_key k = { .tgid = tgid, .code = code };
 	__u64 *g;
 	__u8 *c;
@@ -315,7 +315,7 @@ int BPF_KPROBE(py_code_free, __u64 code)
 	c = bpf_map_lookup_elem(&py_codes, &k);
 	if (c)
 		*(volatile __u8 *)c = PY_CODE_FREED;
-	g = bpf_map_lookup_elem(&py_codes_gen, &zero);
+	g = bpf_map_lookup_elem(&py_codes_gen, &slot);
 	if (g)
 		__sync_fetch_and_add(g, 1);
 	py_count(PYS_CODE_FREED);

@@ -75,12 +75,19 @@ struct py_leaf_tc {
 	struct py_offsets off;
 };
 
-/* Bumped by user space whenever it changes the class of a code object in
- * py_codes (an address freed and reused) or a process's py_procs entry:
- * the leaf caches' code, offsets and nopy go stale. */
+/*
+ * The generation the leaf caches are valid for, the sum of two counts that
+ * only go up (slots: bpf/pyframes_rec.h): PY_GEN_FREES, bumped atomically by BPF when a process
+ * frees a code object (py_code_free), and slot PY_GEN_USER, written only
+ * by user space (one thread) when it changes the class of a code object in
+ * py_codes or a process's py_procs entry. One shared word would not do:
+ * user space's read-add-write could write back a value from before two
+ * frees, and a cache filled between them (a freed address as its last
+ * user code) would look valid again.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, __u64);
 } py_codes_gen SEC(".maps") __weak;
@@ -161,7 +168,7 @@ static __always_inline int py_leaf(__u64 pid_tgid, struct py_leaf_tc *c, struct 
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct py_code_key k = { .tgid = tgid };
 	__u64 frame, code, back, gen = 0, *g;
-	__u32 o_id, o_fr, lo, len, fr, zero = 0;
+	__u32 o_id, o_fr, lo, len, fr, zero = PY_GEN_FREES, one = PY_GEN_USER;
 	const struct py_offsets *o;
 	struct py_tcache *lc;
 	struct py_proc *pp;
@@ -170,10 +177,13 @@ static __always_inline int py_leaf(__u64 pid_tgid, struct py_leaf_tc *c, struct 
 
 	if (!out || !c)
 		return 0;
-	/* An array lookup: inlined by the verifier, no helper call. */
+	/* Array lookups: inlined by the verifier, no helper call. */
 	g = bpf_map_lookup_elem(&py_codes_gen, &zero);
 	if (g)
 		gen = *(volatile __u64 *)g;
+	g = bpf_map_lookup_elem(&py_codes_gen, &one);
+	if (g)
+		gen += *(volatile __u64 *)g;
 	if (c->gen != gen || c->tgid != tgid || (!c->tstate && !c->nopy)) {
 		/* The offsets, the thread state and the code again. */
 		c->gen = gen;

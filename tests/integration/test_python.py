@@ -334,7 +334,11 @@ def test_attach_mid_run():
         import json
         with open(man) as f:
             m = json.load(f)
-        n = check_sites(t, m, skip_setup=True, attached=True)
+        try:
+            n = check_sites(t, m, skip_setup=True, attached=True)
+        except AssertionError as e:
+            with open(log) as f:
+                raise AssertionError("%s\ncgbpf -v said:\n%s" % (e, f.read()[-3000:]))
         check(n >= 30, "launches checked after the attach: %d" % n)
     finally:
         kill_quiet(p)

@@ -124,6 +124,7 @@ struct pysrc {
 					 * code objects (the frame cache is not used for them) */
 	uint32_t gens;			/* the last pyp.gen given */
 	int fd_procs, fd_codes, fd_codes_gen, fd_stat;
+	uint64_t user_gen;		/* py_codes_gen's PY_GEN_USER slot */
 	uint64_t orphans, unresolved, records;
 	uint64_t codes, codes_bad;	/* REC_PY_CODE records taken, refused */
 	uint64_t stat[PYS__COUNT];
@@ -191,17 +192,15 @@ static struct site *site_find(struct pysrc *ps, const char *text, bool create)
 	return st;
 }
 
-/* py_codes_gen + 1: a class in py_codes or an entry of py_procs changed
- * (bpf/python.bpf.h). */
+/* py_codes_gen's user slot + 1: a class in py_codes or an entry of
+ * py_procs changed (bpf/python.bpf.h). Only this thread writes the slot,
+ * so the count kept here is the slot's. */
 static void bump_codes_gen(struct pysrc *ps)
 {
-	uint32_t zero = 0;
-	uint64_t gen = 0;
+	uint32_t slot = PY_GEN_USER;
+	uint64_t gen = ++ps->user_gen;
 
-	if (!bpf_map_lookup_elem(ps->fd_codes_gen, &zero, &gen)) {
-		gen++;
-		bpf_map_update_elem(ps->fd_codes_gen, &zero, &gen, BPF_ANY);
-	}
+	bpf_map_update_elem(ps->fd_codes_gen, &slot, &gen, BPF_ANY);
 }
 
 static struct site *site_get(struct pysrc *ps, const char *text)
@@ -214,7 +213,7 @@ static struct site *site_get(struct pysrc *ps, const char *text)
  * that asks may be from before the free, and the address may hold another
  * code object now (the walk that meets it describes it, and its own
  * records mark it). A free between the look and the write would be
- * overwritten, so when py_codes_gen moved meanwhile (every free moves it)
+ * overwritten, so when py_codes_gen's count of frees moved meanwhile
  * the entry goes instead: the next walk describes the address again. True
  * when set.
  */
@@ -222,14 +221,14 @@ static bool set_class(struct pysrc *ps, struct pyp *p, uint64_t code, uint8_t cl
 {
 	struct { uint32_t tgid, pad; uint64_t code; } k = { .tgid = p->pid, .code = code };
 	uint64_t g0 = 0, g1 = 0;
-	uint32_t zero = 0;
+	uint32_t frees = PY_GEN_FREES;
 	uint8_t cur;
 
-	if (bpf_map_lookup_elem(ps->fd_codes_gen, &zero, &g0) ||
+	if (bpf_map_lookup_elem(ps->fd_codes_gen, &frees, &g0) ||
 	    (!bpf_map_lookup_elem(ps->fd_codes, &k, &cur) && cur == PY_CODE_FREED) ||
 	    bpf_map_update_elem(ps->fd_codes, &k, &cls, BPF_ANY))
 		return false;
-	if (bpf_map_lookup_elem(ps->fd_codes_gen, &zero, &g1) || g1 != g0) {
+	if (bpf_map_lookup_elem(ps->fd_codes_gen, &frees, &g1) || g1 != g0) {
 		bpf_map_delete_elem(ps->fd_codes, &k);
 		return false;
 	}
@@ -1085,6 +1084,12 @@ static int py_start(struct session *s, void *state)
 	ps->fd_procs = bpf_map__fd(s->skel->maps.py_procs);
 	ps->fd_codes = bpf_map__fd(s->skel->maps.py_codes);
 	ps->fd_codes_gen = bpf_map__fd(s->skel->maps.py_codes_gen);
+	{
+		uint32_t slot = PY_GEN_USER;
+
+		/* Counting on from what a previous session left there. */
+		bpf_map_lookup_elem(ps->fd_codes_gen, &slot, &ps->user_gen);
+	}
 	ps->fd_stat = bpf_map__fd(s->skel->maps.py_stat);
 	ps->sites_out = s->pysites;
 	return 0;
