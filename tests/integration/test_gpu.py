@@ -364,6 +364,8 @@ def test_short_program_measured_from_its_first_kernel():
     pid = m["pid"]
     check("pid %d (train): measured (CUPTI %s)" % (pid, FAKE_CUPTI) in r.stdout,
           "summary: measured:\n%s" % r.stdout[r.stdout.find("GPU activity per"):][:600])
+    check("library at start: CUDA_INJECTION64_PATH named it" in r.stdout,
+          "summary: how the data came:\n%s" % r.stdout[r.stdout.find("GPU activity per"):][:600])
     kernels = [s for s in fake_gpu_slices(t, pid) if not s.name.startswith("[CUDA")]
     eq(len(kernels), sum(m["kernels"].values()), "every kernel launched is on the timeline")
     into = flows_into(t)

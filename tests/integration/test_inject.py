@@ -8,6 +8,7 @@ nothing; cgbpf killed with SIGKILL at every step of the sequence leaves
 the workload untraced, not stopped, finishing its loop; refusals say
 why."""
 import os
+import re
 import signal
 import subprocess
 import time
@@ -125,9 +126,50 @@ def test_inject_mid_loop():
         eq(r.returncode, 0, "second --inject")
         check("already loaded" in r.stdout, "a second --inject injects nothing:\n" +
               r.stdout[-1500:])
+        check("library loaded before this capture (an earlier --inject" in r.stdout,
+              "the GPU section says how its data came:\n" + r.stdout[-1500:])
         check(p.poll() is None, "the workload still runs")
         eq(status(p.pid, "TracerPid"), "0", "untraced after")
         finish(p, "after --inject")
+    finally:
+        kill_quiet(p)
+
+
+def test_window_end_cuts_running_kernels():
+    """Kernels of 300 ms, back to back: when an injected capture ends, one
+    is running and more are queued. CUPTI's forced flush gives their
+    records no times: the summary and the "stopped" or "flushed" instant
+    say how many,
+    and no slice is drawn for them (none invented)."""
+    need_inject()
+    env = env_with(CGBPF_CUPTI_PATH=FAKE_CUPTI, FAKECUDA_KERNEL_NS="300000000")
+    env.pop("CUDA_INJECTION64_PATH", None)
+    p = subprocess.Popen([wl("train"), "--iters", "12"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        t = time.time() + 10
+        while time.time() < t and "libcuda" not in maps(p.pid):
+            time.sleep(0.01)
+        trace = os.path.join(tmpdir(), "cut.perfetto-trace")
+        r = subprocess.run([CGBPF, "record", "-p", str(p.pid), "--inject", "-d", "1500ms",
+                            "--sample-hz", "0", "-o", trace], capture_output=True, text=True,
+                           timeout=120)
+        eq(r.returncode, 0, "record --inject (stderr %r)" % r.stderr[-800:])
+        m = re.search(r"(\d+) GPU operations were still running when collection stopped: "
+                      r"cut by the window's end, not drawn", r.stdout)
+        check(m and int(m.group(1)) >= 1, "the cut operations in the summary:\n" +
+              r.stdout[r.stdout.find("GPU activity per"):][:1200])
+        tr = ptrace.load(trace)
+        clean_trace(tr)
+        stops = [i for i in tr.instants if i.pid == p.pid and
+                 i.name in ("GPU activity: stopped", "GPU activity: flushed")]
+        check(stops, "a stopped or flushed instant: %r" % sorted({i.name for i in tr.instants}))
+        said = " ".join(str(v) for i in stops for v in i.args.values())
+        check("%s operations still running then, not drawn" % m.group(1) in said,
+              "the stopped instant says how many were cut: %r" % said)
+        for s in tr.slices:
+            check(s.dur is None or s.dur >= 0, "no slice with a negative duration")
+        finish(p, "after the cut window")
     finally:
         kill_quiet(p)
 

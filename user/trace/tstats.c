@@ -648,9 +648,11 @@ static int on_event(void *ctx, const struct tread_event *e)
 		return 0;
 	}
 	if (k->kind == TK_GPU_INFO && e->type == TREAD_INSTANT) {
-		const struct tread_arg *d = arg(e->args, e->nargs, "detail");
+		const struct tread_arg *d = arg(e->args, e->nargs, "detail"),
+				       *l = arg(e->args, e->nargs, "library");
 
-		gpu__replay_status(a->g, k->pid, e->name, d && d->type == TREAD_A_STR ? d->s : "");
+		gpu__replay_status(a->g, k->pid, e->name, d && d->type == TREAD_A_STR ? d->s : "",
+				   l && l->type == TREAD_A_STR ? l->s : NULL);
 		return 0;
 	}
 	if (k->kind != TK_THREAD)

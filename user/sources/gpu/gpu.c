@@ -29,10 +29,12 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "lib/elf/symbolize.h"
 #include "lib/log.h"
+#include "lib/outname.h"
 #include "lib/sumtab.h"
 #include "sources/gpu/gpu.h"
 #include "sources/gpu/gpuest.h"
@@ -632,13 +634,35 @@ static void on_taken(struct gpu *g, struct gpu_proc *p, uint64_t ts, const char 
 	gpupf__status_args(g, p, p->stop_ts, name, a, 6);
 }
 
+const char *const gpu_how_text[GPU_HOW__COUNT] = {
+	[GPU_HOW_BEFORE] = "loaded before", [GPU_HOW_AT_START] = "at start",
+	[GPU_HOW_INJECTED] = "injected now",
+};
+
+/* How p's library came, at its first "collecting": injected by this
+ * capture (the model's process says), named by CUDA_INJECTION64_PATH in
+ * its environment at exec (read while the process lives), or neither. */
+static uint8_t how_it_came(struct gpu *g, struct gpu_proc *p)
+{
+	uint64_t *pv = hmap__get(&g->m->procs, p->pid);
+	const struct proc *mp = pv ? (const void *)(uintptr_t)*pv : NULL;
+	char env[512];
+
+	if (mp && mp->injected_ns)
+		return GPU_HOW_INJECTED;
+	if (!outname__proc_env(NULL, (pid_t)p->pid, "CUDA_INJECTION64_PATH", env, sizeof(env)) &&
+	    strstr(env, "libcgbpf"))
+		return GPU_HOW_AT_START;
+	return GPU_HOW_BEFORE;
+}
+
 static void on_status(struct gpu *g, struct gpu_proc *p, uint64_t ts, const uint8_t *e,
 		      size_t size)
 {
 	struct gpu_status st;
 	const char *text = (const char *)e + sizeof(st);
 	size_t room = size - sizeof(st);
-	char detail[GPU_STATUS_TEXT + 48];
+	char detail[GPU_STATUS_TEXT + 160];
 	const char *nul;
 
 	memcpy(&st, e, sizeof(st));
@@ -665,8 +689,10 @@ static void on_status(struct gpu *g, struct gpu_proc *p, uint64_t ts, const uint
 	dbg("pid %u: GPU activity: status %u (%s)", p->pid, st.code, text);
 	switch (st.code) {
 	case GPU_ST_COLLECTING:
-		if (!p->collect_ts)
+		if (!p->collect_ts) {
 			p->collect_ts = ts;
+			p->how = how_it_came(g, p);
+		}
 		p->collecting = p->measured = true;
 		/* Measured from now on: what the estimate had open goes. */
 		gpuest__stop(g, p, false);
@@ -686,8 +712,24 @@ static void on_status(struct gpu *g, struct gpu_proc *p, uint64_t ts, const uint
 	}
 	if (st.error)
 		snprintf(detail, sizeof(detail), "%s (error %" PRId32 ")", text, st.error);
+	else if ((st.code == GPU_ST_STOPPED || st.code == GPU_ST_FLUSHED) &&
+		 p->unfinished > p->unfinished_said)
+		snprintf(detail, sizeof(detail), "%s; %" PRIu64 " operations still running "
+			 "then, not drawn (CUPTI gives them no times)", text,
+			 p->unfinished - p->unfinished_said);
 	else
 		snprintf(detail, sizeof(detail), "%s", text);
+	if (st.code == GPU_ST_STOPPED || st.code == GPU_ST_FLUSHED)
+		p->unfinished_said = p->unfinished;
+	if (st.code == GPU_ST_COLLECTING) {
+		const struct pf_annot a[] = {
+			{ .name = "detail", .type = PA_STR, .s = detail },
+			{ .name = "library", .type = PA_STR, .s = gpu_how_text[p->how] },
+		};
+
+		gpupf__status_args(g, p, ts, status_what[st.code], a, 2);
+		return;
+	}
 	gpupf__status(g, p, ts, status_what[st.code], detail);
 }
 
@@ -881,6 +923,26 @@ static bool on_stream(struct gpu_proc *p, const uint8_t *e, size_t size)
 	return true;
 }
 
+_Static_assert(offsetof(struct gpu_kernel, start) == offsetof(struct gpu_memcpy, start) &&
+		       offsetof(struct gpu_kernel, start) == offsetof(struct gpu_memset, start) &&
+		       offsetof(struct gpu_kernel, end) == offsetof(struct gpu_memcpy, end) &&
+		       offsetof(struct gpu_kernel, end) == offsetof(struct gpu_memset, end),
+	       "the operations' times are where unfinished() reads them");
+
+/* A kernel, copy or memset entry with neither start nor end: CUPTI's
+ * record of work still running when a forced flush (the end of a
+ * collection window) handed its buffer over. */
+static bool unfinished(uint16_t kind, const uint8_t *e, size_t size)
+{
+	uint64_t start, end;
+
+	if (kind == GPU_SYNC || size < offsetof(struct gpu_kernel, end) + sizeof(end))
+		return false;
+	memcpy(&start, e + offsetof(struct gpu_kernel, start), sizeof(start));
+	memcpy(&end, e + offsetof(struct gpu_kernel, end), sizeof(end));
+	return !start && !end;
+}
+
 /* One entry of a batch: an operation queued for the timeline, or what
  * describes them; a bad one is counted. */
 static void on_entry(struct gpu *g, struct gpu_proc *p, const struct rec_hdr *h, const uint8_t *e,
@@ -897,8 +959,14 @@ static void on_entry(struct gpu *g, struct gpu_proc *p, const struct rec_hdr *h,
 		ok = kind == GPU_KERNEL ? kernel_op(p, e, size, &op) :
 		     kind == GPU_MEMCPY ? memcpy_op(e, size, &op) :
 		     kind == GPU_MEMSET ? memset_op(e, size, &op) : sync_op(e, size, &op);
-		if (ok)
+		if (ok) {
 			push_op(g, p, &op);
+		} else if (unfinished(kind, e, size)) {
+			/* Cut by the window's end: counted and said, not drawn
+			 * (its times are not known). */
+			p->unfinished++;
+			ok = true;
+		}
 		break;
 	case GPU_API:
 		ok = on_api_entry(g, p, e, size);
@@ -1248,7 +1316,8 @@ void gpu__replay_comm(struct gpu *g, uint32_t pid, const char *comm)
 		snprintf(p->comm, sizeof(p->comm), "%s", comm);
 }
 
-void gpu__replay_status(struct gpu *g, uint32_t pid, const char *what, const char *detail)
+void gpu__replay_status(struct gpu *g, uint32_t pid, const char *what, const char *detail,
+			const char *library)
 {
 	struct gpu_proc *p = gpuproc__get(g, pid, false);
 	const char *e;
@@ -1276,8 +1345,12 @@ void gpu__replay_status(struct gpu *g, uint32_t pid, const char *what, const cha
 	p->status_text[c] = strndup(detail, n);
 	p->status_err[c] = err;
 	p->status_n[c]++;
-	if (c == GPU_ST_COLLECTING)
+	if (c == GPU_ST_COLLECTING) {
 		p->collecting = p->measured = true;
+		for (int h = 0; library && h < GPU_HOW__COUNT; h++)
+			if (!strcmp(library, gpu_how_text[h]))
+				p->how = (uint8_t)h;
+	}
 }
 
 void gpu__replay_est(struct gpu *g, uint32_t pid, uint64_t stream, uint64_t ns, uint64_t launches)

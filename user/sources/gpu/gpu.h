@@ -111,7 +111,8 @@ void gpu__replay_end(struct gpu *g);
  * key); what record counted that the events do not show (the value of a
  * cgbpf.gpu_process / cgbpf.gpu_batches attribute). */
 void gpu__replay_comm(struct gpu *g, uint32_t pid, const char *comm);
-void gpu__replay_status(struct gpu *g, uint32_t pid, const char *what, const char *detail);
+void gpu__replay_status(struct gpu *g, uint32_t pid, const char *what, const char *detail,
+			const char *library);
 void gpu__replay_est(struct gpu *g, uint32_t pid, uint64_t stream, uint64_t ns, uint64_t launches);
 void gpu__replay_attr(struct gpu *g, const char *key, const char *value);
 /* The "GPU activity per process" section alone: text (nothing when no

@@ -23,6 +23,18 @@
 #define GPU_LANES 4
 
 /* One activity record, validated, waiting to be written in time order. */
+/* How a process's injection library came, as the summary says (and the
+ * "collecting" instant's "library" arg keeps for stats). */
+enum gpu_how {
+	GPU_HOW_BEFORE = 0,	/* before this capture: an earlier --inject, the program */
+	GPU_HOW_AT_START,	/* CUDA_INJECTION64_PATH named it at exec */
+	GPU_HOW_INJECTED,	/* this capture's --inject */
+	GPU_HOW__COUNT
+};
+
+/* The "library" arg's values, by enum gpu_how (gpu.c). */
+extern const char *const gpu_how_text[GPU_HOW__COUNT];
+
 struct gpu_op {
 	uint64_t start, end;
 	uint64_t seq;		/* arrival order: ties keep it */
@@ -134,6 +146,7 @@ struct gpu_proc {
 	char *status_text[GPU_ST__COUNT];	/* the latest of each code */
 	char comm[16];		/* cgbpf stats: its name in the trace (no model process) */
 	uint64_t collect_ts;			/* first GPU_ST_COLLECTING */
+	uint8_t how;				/* how the library came: enum gpu_how */
 	/* Another client took CUPTI while the library collected
 	 * (GPU_ST_TAKEN): GPU activity stopped at stop_ts (the end of the
 	 * last operation received, else the latest GPU_ST_COLLECTING), the
@@ -178,6 +191,8 @@ struct gpu_proc {
 	/* Counts of what the ops showed. */
 	uint64_t ops, kernels, copies, memsets, syncs;
 	uint64_t no_launch;	/* ops whose launch call was not found */
+	uint64_t unfinished;	/* ops still running at a forced flush: no times */
+	uint64_t unfinished_said; /* of them, told by a stopped/flushed instant */
 	uint64_t before_launch;	/* ops that start before their launch call began */
 	uint64_t lane_overflow;	/* ops on a stream's last lane although they overlap */
 	uint64_t unknown_names;	/* kernels whose name id was never sent */

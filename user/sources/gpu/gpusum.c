@@ -579,9 +579,15 @@ void gpusum__print_procs(const struct gpu *g, FILE *f)
 				   " memsets, %" PRIu64 " synchronizations\n",
 				p->status_text[GPU_ST_COLLECTING] ? p->status_text[GPU_ST_COLLECTING] : "",
 				p->kernels, p->copies, p->memsets, p->syncs);
-			if (mp && mp->injected_ns)
+			if (p->how == GPU_HOW_INJECTED)
 				fprintf(f, "      from the injection on: the library was loaded into the "
 					   "running process by this capture (--inject)\n");
+			else if (p->how == GPU_HOW_AT_START)
+				fprintf(f, "      library at start: CUDA_INJECTION64_PATH named it when "
+					   "the process started\n");
+			else
+				fprintf(f, "      library loaded before this capture (an earlier "
+					   "--inject, or by the program itself)\n");
 			if (p->taken)
 				fprintf(f, "      GPU activity stopped at +%.3f s (after collection began): "
 					   "%s took CUPTI; the counts above are until then (the "
@@ -605,6 +611,10 @@ void gpusum__print_procs(const struct gpu *g, FILE *f)
 			fprintf(f, "      %" PRIu64 " GPU operations without their launch call (made "
 				   "before attach, untraced, or its API record was lost): no flow\n",
 				p->no_launch);
+		if (p->unfinished)
+			fprintf(f, "      %" PRIu64 " GPU operations were still running when "
+				   "collection stopped: cut by the window's end, not drawn (CUPTI "
+				   "gives them no times)\n", p->unfinished);
 		if (p->before_launch)
 			fprintf(f, "      %" PRIu64 " GPU operations start before their launch call "
 				   "began: the clocks disagree\n", p->before_launch);
