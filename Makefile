@@ -27,7 +27,7 @@ endif
 endif
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all portable inject test-bins deps test unit-test integration-test demo demo-bins bench bench-bins stacks stack-bins clean install \
+.PHONY: all portable inject test-bins deps test test-slow unit-test integration-test demo demo-bins bench bench-bins stacks stack-bins clean install \
 	fuzz fuzz-bins fuzz-run asan asan-test layers
 
 CFLAGS ?= -O2 -g
@@ -514,6 +514,13 @@ asan-test: deps
 test: deps
 	$(Q)$(MAKE) --no-print-directory all test-bins
 	$(Q)bash tests/run.sh
+
+# The slow tier: long versions of tests whose default run is short (not
+# in CI; run before a release or after touching what they cover).
+test-slow: deps
+	$(Q)$(MAKE) --no-print-directory all test-bins
+	$(Q)CGBPF_INJECT_CYCLES=100 $(PYTHON) tests/integration/run.py \
+		test_inject::test_attach_detach_cycles
 
 # The demo needs the binary, the injection library, the fakes and its workload.
 demo-bins: $(OUT)/cgbpf inject fakes $(OUT)/workloads/demo
