@@ -467,9 +467,13 @@ static void report_late(struct session *r, const struct rec_mmap *m, uint64_t li
 
 /*
  * A forked child runs its parent's code, breakpoints included, before its
- * own probes exist (the kernel has no way to hand a pid-filtered probe
- * down at fork). If it turns out to call a traced API, how long it ran
- * unprobed is reported as for a late mapping.
+ * own probes exist: a uprobe_multi link's filter is the parent's task, and
+ * the one probe the kernel copies into a child at fork (a perf-event
+ * uprobe with attr.inherit) runs no BPF program there, slows each fork by
+ * ~120 ms and makes fork fail with EACCES in an unprivileged process
+ * (tests/bpf/inherit_probe.c, docs/design.md). If the child turns out to
+ * call a traced API, how long it ran unprobed is reported as for a late
+ * mapping.
  */
 static void note_fork(struct session *r, uint32_t child, uint64_t fork_ts, uint64_t now)
 {
