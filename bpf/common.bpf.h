@@ -36,11 +36,13 @@ struct {
 } events SEC(".maps") __weak;
 
 /*
- * Copies of the REC_PROC_FORK records of targets' children, which user
- * space reads ahead of the events ring's backlog: a forked child runs
- * unprobed until user space attaches its probes, and behind millions of
- * call records that took seconds. The copy in the events ring keeps the
- * model's order; a fork that does not fit here takes that slower path.
+ * Copies of the REC_PROC_FORK records of targets' children and of the
+ * REC_MMAP records of watched library files, which user space reads ahead
+ * of the events ring's backlog: a forked child, or a file mapped by a path
+ * no search named, runs unprobed until user space attaches its probes,
+ * and behind millions of call records that took seconds. The copy in the
+ * events ring keeps the model's order; a record that does not fit here
+ * takes that slower path.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

@@ -1107,6 +1107,7 @@ __attribute__((destructor)) static void fake_unload(void)
  * during the first cuInit and its InitializeInjection called (outside the
  * driver's lock: the library calls back into the driver). A library that
  * cannot be loaded or initialized is reported and ignored.
+ * FAKECUDA_NO_INJECTION=1 makes the driver ignore the variable.
  */
 static void load_injection(void)
 {
@@ -1114,7 +1115,9 @@ static void load_injection(void)
 	int (*init)(void);
 	void *h;
 
-	if (!path || !*path)
+	/* FAKECUDA_NO_INJECTION=1: a driver that ignores the variable (tests
+	 * of what cgbpf does without the library's help). */
+	if (!path || !*path || env_u64("FAKECUDA_NO_INJECTION", 0))
 		return;
 	h = dlopen(path, RTLD_NOW);
 	if (!h) {

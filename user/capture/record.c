@@ -504,6 +504,21 @@ static void exec_probed(const struct rec_hdr *h)
 
 static void inject_mapped(struct session *r, pid_t pid);
 
+/* The process has exited, reaped or not: a zombie still answers kill(0)
+ * (cgbpf is the parent of `record -- CMD`'s command), so its state says.
+ * A leader that exited while other threads run is not gone. */
+static bool exited(pid_t pid)
+{
+	long threads = 0;
+	char state = 0;
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return true;
+	if (procfs__state(pid, &state, &threads))
+		return true;
+	return state == 'X' || (state == 'Z' && threads <= 1);
+}
+
 static void on_mmap(struct session *r, const struct rec_mmap *m)
 {
 	uint64_t live;
@@ -526,16 +541,16 @@ static void on_mmap(struct session *r, const struct rec_mmap *m)
 	 * (-a) or seen only now (a container's private copy). */
 	if (live > m->hdr.ts) {
 		report_late(r, m, live);
-	} else if (!live && kill((pid_t)m->hdr.pid, 0) && errno == ESRCH) {
+	} else if (!live && exited((pid_t)m->hdr.pid)) {
 		char name[REC_MMAP_NAME + 24];
 		uint64_t now = session__now();
 
 		/* Gone before its probes could be attached: every call it
 		 * made through that file is missing. */
 		snprintf(name, sizeof(name), "%.*s (exited unprobed)", REC_MMAP_NAME, m->name);
-		info("pid %u: exited %.3f ms after it mapped %.*s, before it could be probed: its "
-		     "calls are missing", m->hdr.pid, (now - m->hdr.ts) / 1e6, REC_MMAP_NAME,
-		     m->name);
+		info("pid %u: had exited when cgbpf read that it mapped %.*s (%.3f ms after the "
+		     "mapping), before it could be probed: its calls through that file are missing",
+		     m->hdr.pid, REC_MMAP_NAME, m->name, (now - m->hdr.ts) / 1e6);
 		add_late(r, m->hdr.pid, m->hdr.ts, now - m->hdr.ts, name);
 	}
 	proc_event(r, SRC_PROC_CHANGED, m->hdr.pid, m->hdr.ts);
@@ -565,12 +580,30 @@ static void probe_child(struct session *r, const struct rec_proc *p)
 	}
 }
 
-/* The ctl ring: forks of targets, acted on ahead of the events ring. */
+/* The ctl ring's copy of a watched file's mapping: its probes now; the
+ * events ring's copy then finds them live (attach__live_since) and says
+ * how late they came, in the model's order. */
+static void ctl_mmap(struct session *r, const struct rec_mmap *m)
+{
+	if (!m->new_target && !hmap__get(&r->live, m->hdr.pid))
+		return;
+	dbg("pid %u mapped %.*s: probing it ahead of the events ring", m->hdr.pid,
+	    REC_MMAP_NAME, m->name);
+	scan(r, m->hdr.pid);
+}
+
+/* The ctl ring: forks of targets and mappings of watched files, acted on
+ * ahead of the events ring. */
 static int handle_ctl(void *ctx, void *data, size_t size)
 {
 	struct session *r = ctx;
 	const struct rec_proc *p = data;
 
+	if (size >= sizeof(struct rec_mmap) && p->hdr.type == REC_MMAP &&
+	    !ingest__check(data, size)) {
+		ctl_mmap(r, data);
+		return 0;
+	}
 	if (size < sizeof(*p) || p->hdr.type != REC_PROC_FORK || !r->o->follow ||
 	    hmap__get(&r->fork_probed, p->other))
 		return 0;
@@ -580,8 +613,9 @@ static int handle_ctl(void *ctx, void *data, size_t size)
 }
 
 /* Records of the events ring between two reads of the ctl ring: a
- * backlog of millions is drained in seconds, a fork waits for at most
- * this many. */
+ * backlog of millions is drained in seconds, a fork or a mapping waits
+ * for at most this many (and the first record of every read of the rings
+ * reads the ctl ring first). */
 #define CTL_EVERY 512
 
 /* The events ring's callback (s->handle): validates a record and gives it
@@ -1503,7 +1537,11 @@ static void run_loop(struct run *run)
 	last_flush = last_scan = last_system_scan = run->t0;
 	while (!stop_requested) {
 		uint64_t now;
-		int n = ring_buffer__poll(r->rb, POLL_MS);
+		int n;
+
+		/* The first record of every read looks at the ctl ring first. */
+		r->since_ctl = CTL_EVERY - 1;
+		n = ring_buffer__poll(r->rb, POLL_MS);
 
 		if (n < 0 && n != -EINTR) {
 			err("reading the ring buffer: %s", strerror(-n));
