@@ -214,6 +214,10 @@ enum gpu_status_code {
 	GPU_ST_TAKEN = 8,	/* another client took CUPTI's activity buffer callbacks while
 				 * collecting: nothing more comes; text: its name when CUPTI
 				 * says (cuptiSubscribe_v2), else what is known */
+	GPU_ST_WAITED = 9,	/* InitializeInjection, with cgbpf attached, waited for the
+				 * process's driver file to be probed (issue 27); error 0:
+				 * it was, 1: the library gave up (CGBPF_MAP_WAIT_MS); text:
+				 * "<microseconds> <file>" */
 };
 
 /* Size: 16 + the text rounded up to 8. */

@@ -1177,6 +1177,84 @@ static void at_exit(void)
  * running process): only the first call starts the watcher. Returns 1
  * (success) unless the watcher cannot start.
  */
+/* ------------------------------------------------- the driver's probes */
+
+/* Driver functions cgbpf probes by default: one of them probed says that
+ * this process's driver file is (cuInit is running: it may be probed
+ * already, or not yet). */
+static const char *const driver_funcs[] = {
+	"cuLaunchKernel", "cuMemAlloc_v2", "cuCtxCreate_v2", "cuModuleLoadData",
+	"cuStreamSynchronize", "cuCtxSynchronize", "cuInit",
+};
+
+#define MAP_WAIT_MS 100		/* CGBPF_MAP_WAIT_MS's default */
+
+struct map_wait {
+	bool waited;		/* the driver file was not probed at first: waited */
+	bool probed;
+	uint64_t us;
+	char file[160];
+};
+
+static uint64_t mono_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
+}
+
+/*
+ * cgbpf is attached (the batch site is probed) and the driver calls
+ * InitializeInjection inside cuInit, before any CUDA work: when the
+ * driver file this process mapped is not probed yet (a file no search
+ * named, loaded by an absolute path: cgbpf probes it only once it sees
+ * the mapping), wait here until it is, at most CGBPF_MAP_WAIT_MS (100 ms;
+ * 0: never), so that the program's calls after cuInit are all traced. A
+ * process with nobody attached never gets here. Reads one byte of each of
+ * a few functions every 200 us: a probed function's first byte is int3.
+ * w->waited: the file was not probed at the first look (what cgbpf is
+ * told, GPU_ST_WAITED); a file probed in advance costs one look.
+ */
+static void wait_for_driver(void *caller, struct map_wait *w)
+{
+	const char *env = getenv("CGBPF_MAP_WAIT_MS");
+	const volatile uint8_t *fn[sizeof(driver_funcs) / sizeof(driver_funcs[0])];
+	uint64_t limit = env && *env ? strtoull(env, NULL, 10) : MAP_WAIT_MS, t0;
+	void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	size_t n = 0;
+	Dl_info di;
+
+	memset(w, 0, sizeof(*w));
+	if (!h && caller && dladdr(caller, &di) && di.dli_fname)
+		h = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h || !limit)
+		goto out;
+	for (size_t i = 0; i < sizeof(fn) / sizeof(fn[0]); i++) {
+		void *f = dlsym(h, driver_funcs[i]);
+
+		if (f)
+			fn[n++] = f;
+	}
+	if (!n)
+		goto out;
+	if (dladdr((void *)(uintptr_t)fn[0], &di) && di.dli_fname)
+		snprintf(w->file, sizeof(w->file), "%s", di.dli_fname);
+	t0 = mono_us();
+	for (;;) {
+		for (size_t i = 0; i < n && !w->probed; i++)
+			w->probed = *fn[i] == 0xcc;
+		w->us = mono_us() - t0;
+		if (w->probed || w->us >= limit * 1000)
+			break;
+		w->waited = true;
+		usleep(200);
+	}
+out:
+	if (h)
+		dlclose(h);	/* NOLOAD: only the reference just taken */
+}
+
 EXPORT int InitializeInjection(void)
 {
 	static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
@@ -1199,8 +1277,17 @@ EXPORT int InitializeInjection(void)
 	 */
 	probed_now = probed((void (*)(void))cgbpf_gpu_batch);
 	if (probed_now) {
+		struct map_wait w;
+
+		wait_for_driver(__builtin_return_address(0), &w);
 		pthread_mutex_lock(&g.lock);
 		start(true);
+		if (w.waited) {
+			char text[200];
+
+			snprintf(text, sizeof(text), "%llu %s", (unsigned long long)w.us, w.file);
+			put_status(GPU_ST_WAITED, !w.probed, 0, text);
+		}
 		send_batch();
 		pthread_mutex_unlock(&g.lock);
 	}

@@ -484,6 +484,28 @@ static void note_fork(struct session *r, uint32_t child, uint64_t fork_ts, uint6
 		hmap__del(&r->forked, child, NULL);
 }
 
+/*
+ * A forked child exited before any call of it was traced. When it exited
+ * before its probes were in place, whatever it called was missed: said
+ * as for a late mapping. One that lived past its window is not (a worker
+ * that never calls the API, a DataLoader's, would be noise), which
+ * leaves one gap: a child that called only inside its window and lived
+ * on without a call (docs/design.md).
+ */
+static void child_exit(struct session *r, uint32_t pid, uint64_t exit_ts)
+{
+	uint64_t ts, window = 0;
+
+	if (!hmap__del(&r->forked, pid, &ts))
+		return;
+	hmap__del(&r->forked_win, pid, &window);
+	if (exit_ts > ts + window)
+		return;
+	info("pid %u: exited %.3f ms after its fork, before its probes were in place (%.3f ms "
+	     "after it): calls it made are missing", pid, (exit_ts - ts) / 1e6, window / 1e6);
+	add_late(r, pid, ts, window, "(its fork; exited unprobed)");
+}
+
 static void first_call_of_child(struct session *r, uint32_t pid)
 {
 	uint64_t ts, window = 0;
@@ -500,6 +522,22 @@ static void exec_probed(const struct rec_hdr *h)
 {
 	dbg("pid %u: probes in place %.3f ms after its exec", h->pid,
 	    (session__now() - h->ts) / 1e6);
+}
+
+/* Test hook (tests/integration/test_gaps.py): CGBPF_TEST_MMAP_LAG_MS=N
+ * makes the consumer wait N ms before it acts on each copy of a watched
+ * file's mapping, as a consumer far behind would. */
+static void mmap_lag(void)
+{
+	static long ms = -1;
+
+	if (ms < 0) {
+		const char *e = getenv("CGBPF_TEST_MMAP_LAG_MS");
+
+		ms = e ? atol(e) : 0;
+	}
+	if (ms > 0)
+		usleep((useconds_t)ms * 1000);
 }
 
 static void inject_mapped(struct session *r, pid_t pid);
@@ -523,6 +561,7 @@ static void on_mmap(struct session *r, const struct rec_mmap *m)
 {
 	uint64_t live;
 
+	mmap_lag();
 	if (m->new_target) {
 		/* BPF made it a target before its mmap returned. */
 		mark_live(r, m->hdr.pid);
@@ -569,8 +608,11 @@ static void probe_child(struct session *r, const struct rec_proc *p)
 	dbg("pid %u forked %u (%.3f ms ago)", p->hdr.pid, p->other, (t - p->hdr.ts) / 1e6);
 	/* Its memory is its parent's: the same files. */
 	n = attach__inherit(r->attach, p->hdr.pid, p->other);
-	if (n == -ESRCH)
+	if (n == -ESRCH) {
+		/* Gone already: its exit record says it (child_exit). */
 		r->forks_unprobed++;
+		note_fork(r, p->other, p->hdr.ts, session__now());
+	}
 	if (!n)
 		dbg("pid %u: probes in place at its fork (its parent's)", p->other);
 	if (n > 0) {
@@ -585,11 +627,29 @@ static void probe_child(struct session *r, const struct rec_proc *p)
  * how late they came, in the model's order. */
 static void ctl_mmap(struct session *r, const struct rec_mmap *m)
 {
+	uint64_t t0 = session__now();
+
 	if (!m->new_target && !hmap__get(&r->live, m->hdr.pid))
 		return;
-	dbg("pid %u mapped %.*s: probing it ahead of the events ring", m->hdr.pid,
-	    REC_MMAP_NAME, m->name);
+	mmap_lag();
+	t0 = session__now();
 	scan(r, m->hdr.pid);
+	dbg("pid %u mapped %.*s: probed ahead of the events ring, %.3f ms after the mapping "
+	    "(scan %.3f ms)", m->hdr.pid, REC_MMAP_NAME, m->name, (session__now() - m->hdr.ts) / 1e6,
+	    (session__now() - t0) / 1e6);
+}
+
+/* fork_probed's values: which copy of a fork record probed the child;
+ * the other copy, when it comes, only removes the entry. */
+#define FORK_BY_CTL 1
+#define FORK_BY_EVENTS 2
+
+static void fork_done(struct session *r, uint32_t child, uint64_t by)
+{
+	/* A ctl copy lost to a full ring leaves its entry: bounded. */
+	if (r->fork_probed.count >= 65536)
+		hmap__free(&r->fork_probed);
+	hmap__put(&r->fork_probed, child, by);
 }
 
 /* The ctl ring: forks of targets and mappings of watched files, acted on
@@ -598,17 +658,24 @@ static int handle_ctl(void *ctx, void *data, size_t size)
 {
 	struct session *r = ctx;
 	const struct rec_proc *p = data;
+	uint64_t *v;
 
 	if (size >= sizeof(struct rec_mmap) && p->hdr.type == REC_MMAP &&
 	    !ingest__check(data, size)) {
 		ctl_mmap(r, data);
 		return 0;
 	}
-	if (size < sizeof(*p) || p->hdr.type != REC_PROC_FORK || !r->o->follow ||
-	    hmap__get(&r->fork_probed, p->other))
+	if (size < sizeof(*p) || p->hdr.type != REC_PROC_FORK || !r->o->follow)
 		return 0;
+	v = hmap__get(&r->fork_probed, p->other);
+	if (v) {
+		/* The events ring's copy came first and did it. */
+		if (*v == FORK_BY_EVENTS)
+			hmap__del(&r->fork_probed, p->other, NULL);
+		return 0;
+	}
 	probe_child(r, p);
-	hmap__put(&r->fork_probed, p->other, 1);
+	fork_done(r, p->other, FORK_BY_CTL);
 	return 0;
 }
 
@@ -697,9 +764,12 @@ static int handle_record(void *ctx, void *data, size_t size)
 
 		if (r->o->follow) {
 			mark_live(r, p->other);
-			/* Done already when the ctl ring's copy came first. */
-			if (!hmap__del(&r->fork_probed, p->other, NULL))
+			/* Done already when the ctl ring's copy came first;
+			 * else done here, and that copy is told. */
+			if (!hmap__del(&r->fork_probed, p->other, NULL)) {
 				probe_child(r, p);
+				fork_done(r, p->other, FORK_BY_EVENTS);
+			}
 			scan(r, p->other);
 		}
 		break;
@@ -719,6 +789,10 @@ static int handle_record(void *ctx, void *data, size_t size)
 		if (r->o->split && r->pt)
 			pfsplit__remember(r->pt, h->pid);
 		model__proc_exec(&r->model, data);
+		/* A forked child's window ends with its exec: a new program,
+		 * whose probes follow it (the links' filter is the task). */
+		hmap__del(&r->forked, h->pid, NULL);
+		hmap__del(&r->forked_win, h->pid, NULL);
 		/* Its maps first, while it lives: resolving and attaching
 		 * below can take milliseconds, a short program's whole life,
 		 * and an exited one has no maps to name its host stubs by. */
@@ -731,6 +805,8 @@ static int handle_record(void *ctx, void *data, size_t size)
 	case REC_PROC_EXIT: {
 		const struct rec_proc *p = data;
 
+		if (r->forked.count)
+			child_exit(r, h->pid, h->ts);
 		model__proc_exit(&r->model, data);
 		capture__proc_exit(r->cap, h->pid, h->ts);
 		target_gone(r, h->pid, true);

@@ -38,7 +38,7 @@ struct session {
 	struct ring_buffer *rb;
 	struct ring_buffer *ctl_rb;	/* the ctl ring alone, read ahead of rb's backlog */
 	uint32_t since_ctl;		/* records handled since ctl_rb was read */
-	struct hmap fork_probed;	/* children whose probes the ctl ring's copy attached */
+	struct hmap fork_probed;	/* children probed by one copy of their fork record (record.c) */
 	struct model model;
 	struct summary *summary;
 	struct pftrace *pt;		/* NULL with --summary-only */

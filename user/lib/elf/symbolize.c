@@ -36,6 +36,8 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +160,11 @@ struct symbolizer {
 	struct ksym *ksyms;
 	size_t nksyms;
 	bool ksyms_read, ksyms_ok;
+	/* symbolizer__kernel_prefetch()'s thread, joined at the first kernel
+	 * frame: its table points into kbuf (the file's text). */
+	pthread_t kthread;
+	bool kthread_on;
+	char *kbuf;
 	void *vdso;
 	size_t vdso_len;
 	/* Our own executable, for libdwfl's unwinder to take the machine
@@ -1105,20 +1112,79 @@ static int ksym_cmp(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-static void ksyms_read(struct symbolizer *s)
+/* kallsyms, parsed: text symbols, names and modules pointing into buf
+ * (the whole file, NUL-terminated in place), sorted by address. Touches
+ * nothing of the symbolizer: it runs on symbolizer__kernel_prefetch()'s
+ * thread too. */
+struct ktable {
+	char *buf;
+	struct ksym *v;
+	size_t n;
+};
+
+static char *read_all(const char *path)
 {
-	char *line = NULL, *name, *mod;
-	size_t cap = 0, kcap = 0;
-	FILE *f;
+	size_t len = 0, cap = 8 << 20;
+	char *buf = malloc(cap + 1);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t r;
 
-	s->ksyms_read = true;
-	f = fopen("/proc/kallsyms", "re");
-	if (!f)
+	if (!buf || fd < 0) {
+		free(buf);
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	while ((r = read(fd, buf + len, cap - len)) > 0) {
+		len += (size_t)r;
+		if (len == cap) {
+			char *n = realloc(buf, 2 * cap + 1);
+
+			if (!n)
+				break;
+			buf = n;
+			cap *= 2;
+		}
+	}
+	close(fd);
+	buf[len] = 0;
+	return buf;
+}
+
+/* The module text of a line, one pointer per module name (a table's
+ * users may compare them): the last few seen are remembered. */
+static const char *kmodule(const char **seen, size_t *nseen, const char *mod)
+{
+	for (size_t i = 0; i < *nseen; i++)
+		if (!strcmp(seen[i], mod))
+			return seen[i];
+	if (*nseen < 512)
+		seen[(*nseen)++] = mod;
+	return mod;
+}
+
+static void ktable_read(struct ktable *t)
+{
+	static const char core[] = "[kernel.kallsyms]";
+	const char **mods = calloc(512, sizeof(*mods));
+	size_t cap = 0, nmods = 0;
+	char *line, *next;
+
+	memset(t, 0, sizeof(*t));
+	t->buf = read_all("/proc/kallsyms");
+	if (!t->buf || !mods) {
+		free(mods);
 		return;
-	while (getline(&line, &cap, f) > 0) {
+	}
+	for (line = t->buf; *line; line = next) {
 		unsigned long long addr;
-		char type, *end;
+		char type, *end, *name, *mod;
 
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		else
+			next = line + strlen(line);
 		addr = strtoull(line, &end, 16);
 		if (end == line || end[0] != ' ' || !end[1] || end[2] != ' ')
 			continue;
@@ -1128,32 +1194,72 @@ static void ksyms_read(struct symbolizer *s)
 		if (!addr)
 			continue;	/* hidden from non-root: all zero */
 		name = end + 3;
-		name[strcspn(name, "\n")] = 0;
 		mod = strchr(name, '\t');
 		if (mod) {
 			*mod++ = 0;
 			mod[strcspn(mod, " ")] = 0;
 		}
-		if (s->nksyms == kcap) {
+		if (t->n == cap) {
 			void *n;
 
-			kcap = kcap ? 2 * kcap : 65536;
-			n = realloc(s->ksyms, kcap * sizeof(*s->ksyms));
+			cap = cap ? 2 * cap : 65536;
+			n = realloc(t->v, cap * sizeof(*t->v));
 			if (!n)
 				break;
-			s->ksyms = n;
+			t->v = n;
 		}
-		s->ksyms[s->nksyms].addr = addr;
-		s->ksyms[s->nksyms].name = intern(s, name);
-		s->ksyms[s->nksyms].module = intern(s, mod ? mod : "[kernel.kallsyms]");
-		if (s->ksyms[s->nksyms].name && s->ksyms[s->nksyms].module)
-			s->nksyms++;
+		t->v[t->n].addr = addr;
+		t->v[t->n].name = name;
+		t->v[t->n].module = mod ? kmodule(mods, &nmods, mod) : core;
+		t->n++;
 	}
-	free(line);
-	fclose(f);
-	if (s->nksyms)
-		qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
-	s->ksyms_ok = s->nksyms > 0;
+	free(mods);
+	if (t->n)
+		qsort(t->v, t->n, sizeof(*t->v), ksym_cmp);
+}
+
+static void *ktable_thread(void *arg)
+{
+	ktable_read(arg);
+	return arg;
+}
+
+void symbolizer__kernel_prefetch(struct symbolizer *s)
+{
+	struct ktable *t;
+	sigset_t all, old;
+
+	if (s->ksyms_read || s->kthread_on || !(t = malloc(sizeof(*t))))
+		return;
+	/* The thread takes no signals: they are cgbpf's main thread's. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	s->kthread_on = !pthread_create(&s->kthread, NULL, ktable_thread, t);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!s->kthread_on)
+		free(t);
+}
+
+static void ksyms_read(struct symbolizer *s)
+{
+	struct ktable local, *t = &local;
+	void *ret = NULL;
+
+	s->ksyms_read = true;
+	if (s->kthread_on) {
+		s->kthread_on = false;
+		if (pthread_join(s->kthread, &ret) || !ret)
+			return;
+		t = ret;
+	} else {
+		ktable_read(t);
+	}
+	s->kbuf = t->buf;
+	s->ksyms = t->v;
+	s->nksyms = t->n;
+	s->ksyms_ok = t->n > 0;
+	if (t != &local)
+		free(t);
 }
 
 int symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym_frame *out)
@@ -1262,7 +1368,10 @@ void symbolizer__free(struct symbolizer *s)
 	for (i = 0; hmap__next(&s->strings, &i, &k, &v);)
 		free((void *)(uintptr_t)v);
 	hmap__free(&s->strings);
+	if (s->kthread_on)
+		ksyms_read(s);	/* joins the thread */
 	free(s->ksyms);
+	free(s->kbuf);
 	free(s->vdso);
 	if (s->host_root >= 0)
 		close(s->host_root);

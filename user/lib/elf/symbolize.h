@@ -67,6 +67,13 @@ int symbolizer__user(struct symbolizer *s, pid_t pid, uint64_t ip, struct sym_fr
  * The frame reports ret as ip and function_off relative to ret. */
 int symbolizer__user_ret(struct symbolizer *s, pid_t pid, uint64_t ret, struct sym_frame *out);
 
+/* Reads the kernel's symbols (/proc/kallsyms, ~50 ms of kernel time for
+ * 120k lines) on a thread of its own, so that the first kernel frame to
+ * symbolize, often a target's first sample, does not stall the caller's
+ * thread (cgbpf's consumer: mappings and forks wait behind it). That
+ * frame waits for the thread if it is not done. */
+void symbolizer__kernel_prefetch(struct symbolizer *s);
+
 /* Symbolizes one kernel address from /proc/kallsyms (root only: addresses
  * read as zero otherwise, and then function stays NULL). */
 int symbolizer__kernel(struct symbolizer *s, uint64_t ip, struct sym_frame *out);

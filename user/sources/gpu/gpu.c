@@ -590,6 +590,7 @@ static const char *const status_what[GPU_ST__COUNT] = {
 	[GPU_ST_NO_DEVICE] = "GPU activity not measured: no GPU",
 	[GPU_ST_FLUSHED] = "GPU activity: flushed",
 	[GPU_ST_TAKEN] = "GPU activity stopped: another tool took CUPTI",
+	[GPU_ST_WAITED] = "cuInit held until the driver was probed",
 };
 
 /*

@@ -131,7 +131,7 @@ struct gpu_dev {
 enum { GPU_DROP_OTHER, GPU_DROP_CUPTI, GPU_DROP_QUEUE, GPU_DROP__COUNT };
 
 /* Status codes 1 .. GPU_ST_TAKEN. */
-#define GPU_ST__COUNT (GPU_ST_TAKEN + 1)
+#define GPU_ST__COUNT (GPU_ST_WAITED + 1)
 #define GPU_STATUS_TEXT 256
 
 struct gpu_proc {

@@ -497,7 +497,28 @@ static const char *const st_names[GPU_ST__COUNT] = {
 	[GPU_ST_NO_CUPTI] = "no CUPTI library found", [GPU_ST_CUPTI_FAILED] = "a CUPTI call failed",
 	[GPU_ST_HELD] = "another tool holds CUPTI", [GPU_ST_NO_DEVICE] = "no GPU",
 	[GPU_ST_FLUSHED] = "flushed", [GPU_ST_TAKEN] = "another tool took CUPTI",
+	[GPU_ST_WAITED] = "cuInit held for the driver's probes",
 };
+
+/* GPU_ST_WAITED's line: how long the injection library held cuInit for
+ * the driver file's probes ("<us> <file>"), and whether they came. */
+static void print_waited(const struct gpu_proc *p, FILE *f)
+{
+	const char *t = p->status_text[GPU_ST_WAITED], *file;
+	unsigned long long us;
+	char *end;
+
+	if (!t)
+		return;
+	us = strtoull(t, &end, 10);
+	file = *end == ' ' ? end + 1 : "the driver";
+	if (!p->status_err[GPU_ST_WAITED])
+		fprintf(f, "      cuInit held %.3f ms until %s was probed (the injection library; "
+			   "CGBPF_MAP_WAIT_MS): no call after cuInit missed\n", us / 1e3, file);
+	else
+		fprintf(f, "      cuInit held %.3f ms, then let go: %s was not probed by then "
+			   "(CGBPF_MAP_WAIT_MS): calls until it was may be missing\n", us / 1e3, file);
+}
 
 /* Why a process's GPU activity is not measured, in a few words. */
 static void why_not(const struct gpu_proc *p, FILE *f)
@@ -600,6 +621,7 @@ void gpusum__print_procs(const struct gpu *g, FILE *f)
 			why_not(p, f);
 			fputc('\n', f);
 		}
+		print_waited(p, f);
 		for (int i = 0; i < GPU_DROP__COUNT; i++)
 			lost += p->dropped[i];
 		if (lost)

@@ -66,6 +66,11 @@ struct stacks *stacks__new(struct model *m)
 	return s;
 }
 
+void stacks__prefetch_kernel(struct stacks *s)
+{
+	symbolizer__kernel_prefetch(s->sym);
+}
+
 void stacks__free(struct stacks *s)
 {
 	if (!s)
@@ -473,6 +478,9 @@ static int stacks_start(struct session *s, void *state)
 	(void)state;
 	if (!s->o->sample_hz)
 		return 0;
+	/* Samples carry kernel stacks: the kernel's symbols are read now, on
+	 * a thread of their own, not at the first sample on the consumer's. */
+	stacks__prefetch_kernel(s->stacks);
 	if (ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.samples), s->handle, s)) {
 		err = -errno ? -errno : -ENOMEM;
 		err("setting up the samples' ring buffer: %s", strerror(-err));

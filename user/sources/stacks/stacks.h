@@ -31,6 +31,9 @@ struct stacks_stats {
 /* A decoder feeding m; NULL with errno set. */
 struct stacks *stacks__new(struct model *m);
 /* Closes the perf events and frees; accepts NULL. */
+/* Reads the kernel's symbols on a thread of their own now (samples will
+ * need them; symbolizer__kernel_prefetch). */
+void stacks__prefetch_kernel(struct stacks *s);
 void stacks__free(struct stacks *s);
 /* Opens a CPU-clock perf event per online CPU at hz and attaches prog to
  * each. 0 or -errno (with a message printed). */
