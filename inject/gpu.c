@@ -1188,6 +1188,11 @@ static const char *const driver_funcs[] = {
 };
 
 #define MAP_WAIT_MS 100		/* CGBPF_MAP_WAIT_MS's default */
+/* After the first probed byte: cgbpf attaches a file's return probes (one
+ * link: the first bytes change), then its entry probes (a second link,
+ * 0.04-0.07 ms later measured here, docs/design.md); calls in between
+ * would have no entry. */
+#define MAP_SETTLE_US 2000
 
 struct map_wait {
 	bool waited;		/* the driver file was not probed at first: waited */
@@ -1249,6 +1254,10 @@ static void wait_for_driver(void *caller, struct map_wait *w)
 			break;
 		w->waited = true;
 		usleep(200);
+	}
+	if (w->probed && w->waited) {
+		usleep(MAP_SETTLE_US);
+		w->us = mono_us() - t0;
 	}
 out:
 	if (h)

@@ -425,26 +425,32 @@ static void add_late(struct session *r, uint32_t pid, uint64_t ts, uint64_t wind
 		     const char *what)
 {
 	struct proc *p = model__proc(&r->model, pid);
-	struct late_attach *l;
+	struct late_attach *l = NULL;
 
-	if (r->nlate == r->caplate) {
+	/* The summary's rows are the first LATE_ROWS; the rest are counted
+	 * (hours of churn must not grow this). */
+	if (r->nlate < LATE_ROWS && r->nlate == r->caplate) {
 		size_t nc = r->caplate ? r->caplate * 2 : 16;
 		struct late_attach *n = realloc(r->late, nc * sizeof(*n));
 
-		if (!n)
-			return;
-		r->late = n;
-		r->caplate = nc;
+		if (n) {
+			r->late = n;
+			r->caplate = nc;
+		}
 	}
-	l = &r->late[r->nlate++];
-	memset(l, 0, sizeof(*l));
-	l->pid = pid;
-	l->window_ns = window;
-	snprintf(l->comm, sizeof(l->comm), "%s", p ? p->comm : "?");
-	snprintf(l->file, sizeof(l->file), "%s", what);
+	if (r->nlate < r->caplate && r->nlate < LATE_ROWS) {
+		l = &r->late[r->nlate];
+		memset(l, 0, sizeof(*l));
+		l->pid = pid;
+		l->window_ns = window;
+		snprintf(l->comm, sizeof(l->comm), "%s", p ? p->comm : "?");
+		snprintf(l->file, sizeof(l->file), "%s", what);
+	}
+	r->nlate++;
+	r->late_ns += window;
 	if (r->pt && r->meta && p) {
 		struct pf_annot a[] = {
-			{ .name = "library", .type = PA_STR, .s = l->file },
+			{ .name = "library", .type = PA_STR, .s = what },
 			{ .name = "probed_after_us", .type = PA_UINT, .u = window / 1000 },
 		};
 
@@ -1767,6 +1773,8 @@ static void finish_capture(struct run *run, int ret)
 		ci->probes = attach__probes(r->attach);
 		ci->late = r->late;
 		ci->nlate = r->nlate;
+		ci->nlate_rows = r->nlate < LATE_ROWS ? r->nlate : LATE_ROWS;
+		ci->late_ns = r->late_ns;
 		ci->forks_unprobed = r->forks_unprobed;
 		if (ret == 0 && !attach__seen_mapped(r->attach) && !r->lib_mapped) {
 			char names[64];

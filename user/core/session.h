@@ -69,7 +69,8 @@ struct session {
 	struct late_attach *late;	/* mappings that came before their probes */
 	struct hmap forked;		/* forked child -> its fork's ts */
 	struct hmap forked_win;		/* forked child -> ns from its fork to its probes */
-	size_t nlate, caplate;
+	size_t nlate, caplate;		/* windows said; late[] holds the first LATE_ROWS */
+	uint64_t late_ns;		/* their windows, summed */
 	dev_t root_dev;			/* cgbpf's root, to tell containers' (-a) */
 	ino_t root_ino;
 	int fatal;			/* -errno that ends the capture */

@@ -328,14 +328,16 @@ void summary__print(struct summary *s, const struct model *m, const struct captu
 			   " calls whose return was not seen\n",
 			m->unmatched_exits, m->lost_exits);
 	if (ci->nlate) {
-		fprintf(f, "   %zu library mapping(s) came before their probes: calls made "
-			   "between the mapping and the probes may be missing:\n", ci->nlate);
+		fprintf(f, "   %zu window(s) before probes (a library mapped, or a child forked, "
+			   "before its probes were in place): calls made in them may be missing, "
+			   "%.3f ms in all:\n", ci->nlate, ci->late_ns / 1e6);
 		fprintf(f, "   %8s  %-16s %-28s %12s\n", "PID", "Process", "Library", "Probed after");
-		for (size_t i = 0; i < ci->nlate && i < 20; i++)
+		for (size_t i = 0; i < ci->nlate_rows; i++)
 			fprintf(f, "   %8u  %-16.16s %-28.64s %9.3f ms\n", ci->late[i].pid,
 				ci->late[i].comm, ci->late[i].file, ci->late[i].window_ns / 1e6);
-		if (ci->nlate > 20)
-			fprintf(f, "   ... and %zu more\n", ci->nlate - 20);
+		if (ci->nlate > ci->nlate_rows)
+			fprintf(f, "   ... and %zu more (each said on stderr and on its process's "
+				   "track)\n", ci->nlate - ci->nlate_rows);
 	}
 	if (ci->forks_unprobed) {
 		fprintf(f, "   %" PRIu64 " forked child(ren) exited before their probes were in place "

@@ -20,6 +20,9 @@ struct late_attach {
 	uint64_t window_ns;	/* from the mapping's return to the probes in place */
 };
 
+/* The windows the summary lists one by one; the rest are counted. */
+#define LATE_ROWS 20
+
 /* Where a section is printed: after the CUDA API, kernel and memory
  * tables, place by place in this order, the sections of one place in the
  * order they were added; then "Capture". */
@@ -39,8 +42,9 @@ struct capture_info {
 	uint64_t trace_bytes;		/* 0 with --summary-only */
 	const char *trace_path;		/* NULL with --summary-only */
 	size_t lib_files, probes;
-	const struct late_attach *late;	/* mappings that came before their probes */
-	size_t nlate;
+	const struct late_attach *late;	/* windows before probes: the first nlate_rows */
+	size_t nlate, nlate_rows;
+	uint64_t late_ns;		/* all nlate windows, summed */
 	uint64_t forks_unprobed;	/* forked children that exited before their probes */
 	/* The sections of the sources (user/core/source.h, their finish hook)
 	 * and of the capture windows (user/out/capwin.c). */
