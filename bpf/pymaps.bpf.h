@@ -24,16 +24,18 @@ struct {
 /*
  * Code objects user space has resolved, per process: PY_CODE_USER for the
  * user's own code (user/sources/python/pycode.c's rule), PY_CODE_OTHER for the rest
- * (PY_CODE_SENT: described, not classified yet; PY_CODE_FREED: freed). The
+ * (PY_CODE_SENT: described, not classified yet). The
  * leaf walk stops at the first PY_CODE_USER frame; until user space has
  * seen a code object, walks go up to PY_LEAF_MAX frames and user space
  * picks the user frame itself. A record with a code object user space has
  * not seen wakes it up at once, so that it reads the object while the
  * process still lives (a program that exits within the consumer's 50 ms
  * poll would otherwise take its code objects with it). A code object the
- * process frees turns its entry into PY_CODE_FREED (py_code_free, on the
- * interpreter's code_dealloc), so a code object that takes the address
- * later is described again, never named after the one before.
+ * process frees loses its entry (py_code_free, on the interpreter's
+ * code_dealloc), so a code object that takes the address later is
+ * described again, never named after the one before. User space only
+ * updates entries that exist (BPF_EXIST): a class it learned from a record
+ * made before the free cannot come back after it.
  */
 struct py_code_key {
 	__u32 tgid;

@@ -295,8 +295,10 @@ out:
  * The interpreter's code_dealloc (the function PyCode_Type.tp_dealloc
  * points at, probed per process by user/sources/python/pysrc.c before it fills py_procs):
  * a code object is being freed, and its address may soon hold another. Its
- * py_codes entry becomes PY_CODE_FREED, so the next walk that meets the
- * address describes what is there then (REC_PY_CODE), and user space
+ * py_codes entry goes (it was PY_CODE_FREED once; a deleted entry cannot
+ * be written back by user space, whose updates need one to exist: see
+ * set_class()), so the next walk that meets the address describes what is
+ * there then (REC_PY_CODE), and user space
  * names the frames after it from that description on (user/sources/python/pycode.c keeps
  * each description with its time). py_codes_gen moves on: a thread's leaf
  * cache (struct py_leaf_tc) may hold this address as its last user code, with or
@@ -308,13 +310,10 @@ int BPF_KPROBE(py_code_free, __u64 code)
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, slot = PY_GEN_FREES;
 	struct py_code_key k = { .tgid = tgid, .code = code };
 	__u64 *g;
-	__u8 *c;
 
 	if (!bpf_map_lookup_elem(&py_procs, &tgid))
 		return 0;
-	c = bpf_map_lookup_elem(&py_codes, &k);
-	if (c)
-		*(volatile __u8 *)c = PY_CODE_FREED;
+	bpf_map_delete_elem(&py_codes, &k);
 	g = bpf_map_lookup_elem(&py_codes_gen, &slot);
 	if (g)
 		__sync_fetch_and_add(g, 1);

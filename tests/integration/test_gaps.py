@@ -178,3 +178,32 @@ def test_fifty_forks_each_traced_or_said():
         said += 1
     eq(traced + said, 50, "every child traced or said")
     print("# 50 forks: %d traced whole, %d windows said" % (traced, said))
+
+
+def test_forked_nccl_ranks_traced_or_said():
+    """A traced process forks 4 ranks that create a communicator and
+    all-reduce at once (nccl_ranks --procs: fork without exec, as
+    multiprocessing's fork start method and forking servers do), with no
+    gate: each rank either has its communicator's creation and its last
+    call traced, or its window is said (stderr and summary)."""
+    r = record(["-v", "--sample-hz", "0"], cmd=[wl("nccl_ranks"), "--ranks", "4", "--procs",
+                                                "--iters", "200"])
+    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-800:])
+    clean_trace(r.trace)
+    parent = pid_of(r)
+    children = sorted({int(c) for p, c in re.findall(r"pid (\d+) forked (\d+)", r.stderr)
+                       if int(p) == parent})
+    eq(len(children), 4, "the ranks' processes forked")
+    whole = said = 0
+    for pid in children:
+        names = [s.name for s in sorted(r.trace.slices, key=lambda s: s.ts)
+                 if s.pid == pid and s.name and s.name.startswith("nccl")]
+        if names and names[0].startswith("ncclCommInitRank") and names[-1] == "ncclCommDestroy":
+            whole += 1
+            continue
+        check(re.search(r"pid %d: (exited [\d.]+ ms after its fork|probes came)" % pid,
+                        r.stderr) or re.search(r"^\s*%d\s+.*\(its fork" % pid, r.stdout, re.M),
+              "rank process %d: NCCL calls %r and no window said:\n%s" %
+              (pid, names[:4], r.stdout[-1500:]))
+        said += 1
+    print("# %d rank processes: %d traced whole, %d windows said" % (len(children), whole, said))

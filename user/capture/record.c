@@ -157,10 +157,29 @@ static void update_mmap_watch(struct session *r)
 	}
 }
 
+/* Test hook (tests/integration/test_gaps.py): CGBPF_TEST_MMAP_LAG_MS=N
+ * makes the consumer wait N ms before every scan of a process's maps for
+ * files to probe, as a consumer far behind would. */
+static void mmap_lag(void)
+{
+	static long ms = -1;
+
+	if (ms < 0) {
+		const char *e = getenv("CGBPF_TEST_MMAP_LAG_MS");
+
+		ms = e ? atol(e) : 0;
+	}
+	if (ms > 0)
+		usleep((useconds_t)ms * 1000);
+}
+
 static void scan(struct session *r, pid_t pid)
 {
 	bool mapped = false;
-	int n = attach__scan(r->attach, pid, &mapped);
+	int n;
+
+	mmap_lag();
+	n = attach__scan(r->attach, pid, &mapped);
 
 	if (n < 0 && n != -ENOENT && n != -ESRCH)
 		dbg("pid %d: scanning maps: %s", pid, strerror(-n));
@@ -530,22 +549,6 @@ static void exec_probed(const struct rec_hdr *h)
 	    (session__now() - h->ts) / 1e6);
 }
 
-/* Test hook (tests/integration/test_gaps.py): CGBPF_TEST_MMAP_LAG_MS=N
- * makes the consumer wait N ms before it acts on each copy of a watched
- * file's mapping, as a consumer far behind would. */
-static void mmap_lag(void)
-{
-	static long ms = -1;
-
-	if (ms < 0) {
-		const char *e = getenv("CGBPF_TEST_MMAP_LAG_MS");
-
-		ms = e ? atol(e) : 0;
-	}
-	if (ms > 0)
-		usleep((useconds_t)ms * 1000);
-}
-
 static void inject_mapped(struct session *r, pid_t pid);
 
 /* The process has exited, reaped or not: a zombie still answers kill(0)
@@ -567,7 +570,6 @@ static void on_mmap(struct session *r, const struct rec_mmap *m)
 {
 	uint64_t live;
 
-	mmap_lag();
 	if (m->new_target) {
 		/* BPF made it a target before its mmap returned. */
 		mark_live(r, m->hdr.pid);
@@ -637,8 +639,6 @@ static void ctl_mmap(struct session *r, const struct rec_mmap *m)
 
 	if (!m->new_target && !hmap__get(&r->live, m->hdr.pid))
 		return;
-	mmap_lag();
-	t0 = session__now();
 	scan(r, m->hdr.pid);
 	dbg("pid %u mapped %.*s: probed ahead of the events ring, %.3f ms after the mapping "
 	    "(scan %.3f ms)", m->hdr.pid, REC_MMAP_NAME, m->name, (session__now() - m->hdr.ts) / 1e6,

@@ -209,30 +209,21 @@ static struct site *site_get(struct pysrc *ps, const char *text)
 }
 
 /*
- * Sets code's class in py_codes, but not over PY_CODE_FREED: the record
- * that asks may be from before the free, and the address may hold another
- * code object now (the walk that meets it describes it, and its own
- * records mark it). A free between the look and the write would be
- * overwritten, so when py_codes_gen's count of frees moved meanwhile
- * the entry goes instead: the next walk describes the address again. True
- * when set.
+ * Sets code's class in py_codes where it has an entry: the walk that
+ * described the code object made one (PY_CODE_SENT). The record that asks
+ * may be from before the object was freed, and its address may hold
+ * another code object now: a free deletes the entry (py_code_free), so
+ * the update fails (BPF_EXIST) and the next walk describes the address
+ * again. (A free that came between a read of the entry and the write,
+ * with a write that made one, let a leaf walk take a new code object for
+ * the freed one's user code and name it so: the CI flake of
+ * test_python's reuse scenario.) True when set.
  */
 static bool set_class(struct pysrc *ps, struct pyp *p, uint64_t code, uint8_t cls)
 {
 	struct { uint32_t tgid, pad; uint64_t code; } k = { .tgid = p->pid, .code = code };
-	uint64_t g0 = 0, g1 = 0;
-	uint32_t frees = PY_GEN_FREES;
-	uint8_t cur;
 
-	if (bpf_map_lookup_elem(ps->fd_codes_gen, &frees, &g0) ||
-	    (!bpf_map_lookup_elem(ps->fd_codes, &k, &cur) && cur == PY_CODE_FREED) ||
-	    bpf_map_update_elem(ps->fd_codes, &k, &cls, BPF_ANY))
-		return false;
-	if (bpf_map_lookup_elem(ps->fd_codes_gen, &frees, &g1) || g1 != g0) {
-		bpf_map_delete_elem(ps->fd_codes, &k);
-		return false;
-	}
-	return true;
+	return !bpf_map_update_elem(ps->fd_codes, &k, &cls, BPF_EXIST);
 }
 
 /* Tells the BPF walks what code is (PY_CODE_USER: the leaf walk stops
@@ -254,8 +245,9 @@ static void mark_code(struct pysrc *ps, struct pyp *p, uint64_t code, bool user)
 		bump_codes_gen(ps);
 }
 
-/* Marks code as user code in py_codes whatever user space remembers: the
- * BPF map is an LRU hash and may have dropped it. */
+/* Marks code as user code in py_codes whatever user space remembers (its
+ * entry may be SENT again: described anew). An entry the LRU map dropped
+ * stays dropped: the next walk describes the object again. */
 static void remark_user(struct pysrc *ps, struct pyp *p, uint64_t code)
 {
 	if (set_class(ps, p, code, PY_CODE_USER)) {
