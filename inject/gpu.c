@@ -1188,11 +1188,13 @@ static const char *const driver_funcs[] = {
 };
 
 #define MAP_WAIT_MS 100		/* CGBPF_MAP_WAIT_MS's default */
-/* After the first probed byte: cgbpf attaches a file's return probes (one
+/* After a probed byte is seen: cgbpf attaches a file's return probes (one
  * link: the first bytes change), then its entry probes (a second link,
- * 0.04-0.07 ms later measured here, docs/design.md); calls in between
- * would have no entry. */
-#define MAP_SETTLE_US 2000
+ * 0.04-0.07 ms later measured idle here, more under load; docs/design.md);
+ * calls in between would have no entry. The bytes cannot tell the two
+ * apart, so a probed driver is always given this long, also when it was
+ * probed at the first look (it may have been probed a moment before). */
+#define MAP_SETTLE_US 5000
 
 struct map_wait {
 	bool waited;		/* the driver file was not probed at first: waited */
@@ -1217,9 +1219,11 @@ static uint64_t mono_us(void)
  * the mapping), wait here until it is, at most CGBPF_MAP_WAIT_MS (100 ms;
  * 0: never), so that the program's calls after cuInit are all traced. A
  * process with nobody attached never gets here. Reads one byte of each of
- * a few functions every 200 us: a probed function's first byte is int3.
- * w->waited: the file was not probed at the first look (what cgbpf is
- * told, GPU_ST_WAITED); a file probed in advance costs one look.
+ * a few functions every 200 us: a probed function's first byte is int3;
+ * then MAP_SETTLE_US more. w->waited: the file was not probed at the
+ * first look (what cgbpf is told, GPU_ST_WAITED); a file probed in
+ * advance costs one look and the settle (5 ms, once, in cuInit, only
+ * while cgbpf is attached).
  */
 static void wait_for_driver(void *caller, struct map_wait *w)
 {
@@ -1255,7 +1259,7 @@ static void wait_for_driver(void *caller, struct map_wait *w)
 		w->waited = true;
 		usleep(200);
 	}
-	if (w->probed && w->waited) {
+	if (w->probed) {
 		usleep(MAP_SETTLE_US);
 		w->us = mono_us() - t0;
 	}
