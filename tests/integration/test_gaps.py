@@ -39,6 +39,17 @@ def python(minor):
     return pyenv_python(minor)
 
 
+def tp_agrees(r):
+    """Perfetto's trace processor reads what the decoder reads (the window
+    instants, the cuInit wait), where ../shared/perfetto has it."""
+    import tpcheck
+    if tpcheck.shell_path() is None:
+        print("# skipped trace processor check: %s" % tpcheck.skip_reason())
+        return
+    problems, _ = tpcheck.compare(r.trace_path, r.trace)
+    eq(problems, [], "trace processor and the decoder")
+
+
 def launches(trace, pid):
     return sum(1 for s in trace.slices if s.pid == pid and s.name == "cuLaunchKernel")
 
@@ -85,6 +96,7 @@ def _ctypes_every_call(minor):
         held = re.search(r"cuInit held ([\d.]+) ms until (\S+) was probed", r.stdout)
         if held:
             eq(held.group(2), lib, "the file cuInit waited for")
+        tp_agrees(r)
     test.__name__ = "test_ctypes_absolute_path_every_call_3_%d" % minor
     return test
 
@@ -149,6 +161,7 @@ def test_cuinit_let_go_is_said():
     check_loss_said(r, pid_of(r), "libcuda.so.1", "let go")
     waited = [i for i in r.trace.instants if i.name == "cuInit held until the driver was probed"]
     eq(len(waited), 1, "one instant of the wait in the trace")
+    tp_agrees(r)
 
 
 def test_fifty_forks_each_traced_or_said():
@@ -170,13 +183,14 @@ def test_fifty_forks_each_traced_or_said():
         if got == want:
             traced += 1
             continue
-        check(re.search(r"pid %d: (exited [\d.]+ ms after its fork, before its probes|probes "
-                        r"came|libcuda)" % pid, r.stderr) or
+        check(re.search(r"pid %d: (exited [\d.]+ ms after its fork, before its probes|a forked "
+                        r"child calling the API)" % pid, r.stderr) or
               re.search(r"^\s*%d\s+.*\(its fork" % pid, r.stdout, re.M),
               "child %d: %r of %r calls traced and nothing said:\n%s" %
               (pid, got, want, r.stdout[-1500:]))
         said += 1
     eq(traced + said, 50, "every child traced or said")
+    tp_agrees(r)
     print("# 50 forks: %d traced whole, %d windows said" % (traced, said))
 
 
@@ -201,9 +215,44 @@ def test_forked_nccl_ranks_traced_or_said():
         if names and names[0].startswith("ncclCommInitRank") and names[-1] == "ncclCommDestroy":
             whole += 1
             continue
-        check(re.search(r"pid %d: (exited [\d.]+ ms after its fork|probes came)" % pid,
-                        r.stderr) or re.search(r"^\s*%d\s+.*\(its fork" % pid, r.stdout, re.M),
+        check(re.search(r"pid %d: (exited [\d.]+ ms after its fork|a forked child calling "
+                        r"the API)" % pid, r.stderr) or
+              re.search(r"^\s*%d\s+.*\(its fork" % pid, r.stdout, re.M),
               "rank process %d: NCCL calls %r and no window said:\n%s" %
               (pid, names[:4], r.stdout[-1500:]))
         said += 1
     print("# %d rank processes: %d traced whole, %d windows said" % (len(children), whole, said))
+
+
+def test_multiprocessing_fork_ranks_traced_or_said():
+    """Python's multiprocessing with the fork start method: 4 ranks, each
+    creating an NCCL communicator through ctypes and all-reducing at once
+    (tests/workloads/py/mp_nccl.py). Each rank either has its
+    communicator's creation and its destroy traced, or its window is said
+    (here the ranks usually make their first calls inside their windows:
+    the rank loses its ncclCommInitRank, and says so)."""
+    exe = python(11)
+    mp = os.path.join(HERE, "..", "workloads", "py", "mp_nccl.py")
+    r = record(["-v", "--sample-hz", "0", "--python", "off"], cmd=[exe, mp, "4", "100"])
+    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-800:])
+    check("ranks ok" in r.stdout, "the ranks ran: %r" % r.stdout[-400:])
+    clean_trace(r.trace)
+    parent = pid_of(r)
+    children = sorted({int(c) for p, c in re.findall(r"pid (\d+) forked (\d+)", r.stderr)
+                       if int(p) == parent})
+    ranks = [int(x) for x in re.findall(r"rank \d+ pid (\d+) done", r.stdout)]
+    eq(sorted(ranks), sorted(set(ranks) & set(children)), "every rank's fork was seen")
+    whole = said = 0
+    for pid in ranks:
+        names = [s.name for s in sorted(r.trace.slices, key=lambda s: s.ts)
+                 if s.pid == pid and s.name and s.name.startswith("nccl")]
+        if names[:1] == ["ncclCommInitRank"] and names[-1:] == ["ncclCommDestroy"]:
+            eq(names.count("ncclAllReduce"), 100, "rank process %d's all-reduces" % pid)
+            whole += 1
+            continue
+        check(re.search(r"pid %d: (exited [\d.]+ ms after its fork|a forked child calling "
+                        r"the API)" % pid, r.stderr) or
+              re.search(r"^\s*%d\s+.*\(its fork" % pid, r.stdout, re.M),
+              "rank process %d: NCCL calls %r and no window said" % (pid, names[:4]))
+        said += 1
+    print("# multiprocessing fork, 4 ranks: %d traced whole, %d windows said" % (whole, said))

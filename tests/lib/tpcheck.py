@@ -111,6 +111,10 @@ def _track_key(trace, uuid):
         return (0, "track", None)
     if tr.kind == "thread":
         return (tr.machine, "thread", tr.tid)
+    if tr.kind == "process":
+        # trace processor names a process's own track only by its
+        # descriptor's name (the UI shows the process name over it)
+        return (tr.machine, "track", tr.name)
     return (tr.machine, "track", tr.display_name)
 
 

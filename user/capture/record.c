@@ -441,9 +441,9 @@ static void proc_event(struct session *r, enum src_proc ev, uint32_t pid, uint64
  * made in between were not seen.
  */
 static void add_late(struct session *r, uint32_t pid, uint64_t ts, uint64_t window,
-		     const char *what)
+		     const char *what, const char *comm)
 {
-	struct proc *p = model__proc(&r->model, pid);
+	struct proc *p = model__proc_as(&r->model, pid, comm);
 	struct late_attach *l = NULL;
 
 	/* The summary's rows are the first LATE_ROWS; the rest are counted
@@ -487,7 +487,7 @@ static void report_late(struct session *r, const struct rec_mmap *m, uint64_t li
 	snprintf(name, sizeof(name), "%.*s", REC_MMAP_NAME, m->name);
 	info("pid %u: %s probed %.3f ms after it was mapped; calls made meanwhile may be "
 	     "missing", m->hdr.pid, name, window / 1e6);
-	add_late(r, m->hdr.pid, m->hdr.ts, window, name);
+	add_late(r, m->hdr.pid, m->hdr.ts, window, name, NULL);
 }
 
 /*
@@ -517,7 +517,7 @@ static void note_fork(struct session *r, uint32_t child, uint64_t fork_ts, uint6
  * leaves one gap: a child that called only inside its window and lived
  * on without a call (docs/design.md).
  */
-static void child_exit(struct session *r, uint32_t pid, uint64_t exit_ts)
+static void child_exit(struct session *r, uint32_t pid, uint64_t exit_ts, const char *comm)
 {
 	uint64_t ts, window = 0;
 
@@ -528,7 +528,7 @@ static void child_exit(struct session *r, uint32_t pid, uint64_t exit_ts)
 		return;
 	info("pid %u: exited %.3f ms after its fork, before its probes were in place (%.3f ms "
 	     "after it): calls it made are missing", pid, (exit_ts - ts) / 1e6, window / 1e6);
-	add_late(r, pid, ts, window, "(its fork; exited unprobed)");
+	add_late(r, pid, ts, window, "(its fork; exited unprobed)", comm);
 }
 
 static void first_call_of_child(struct session *r, uint32_t pid)
@@ -538,7 +538,9 @@ static void first_call_of_child(struct session *r, uint32_t pid)
 	if (!hmap__del(&r->forked, pid, &ts))
 		return;
 	hmap__del(&r->forked_win, pid, &window);
-	add_late(r, pid, ts, window, "(its fork)");
+	info("pid %u: a forked child calling the API; its probes came %.3f ms after its fork: "
+	     "calls it made before them are missing", pid, window / 1e6);
+	add_late(r, pid, ts, window, "(its fork)", NULL);
 }
 
 /* The libraries an exec'ed program's loader will find are probed; tests
@@ -598,7 +600,7 @@ static void on_mmap(struct session *r, const struct rec_mmap *m)
 		info("pid %u: had exited when cgbpf read that it mapped %.*s (%.3f ms after the "
 		     "mapping), before it could be probed: its calls through that file are missing",
 		     m->hdr.pid, REC_MMAP_NAME, m->name, (now - m->hdr.ts) / 1e6);
-		add_late(r, m->hdr.pid, m->hdr.ts, now - m->hdr.ts, name);
+		add_late(r, m->hdr.pid, m->hdr.ts, now - m->hdr.ts, name, NULL);
 	}
 	proc_event(r, SRC_PROC_CHANGED, m->hdr.pid, m->hdr.ts);
 	/* Name it while it is alive: an exited process has no command line. */
@@ -812,7 +814,7 @@ static int handle_record(void *ctx, void *data, size_t size)
 		const struct rec_proc *p = data;
 
 		if (r->forked.count)
-			child_exit(r, h->pid, h->ts);
+			child_exit(r, h->pid, h->ts, p->comm);
 		model__proc_exit(&r->model, data);
 		capture__proc_exit(r->cap, h->pid, h->ts);
 		target_gone(r, h->pid, true);

@@ -117,6 +117,11 @@ void model__free(struct model *m)
 
 struct proc *model__proc(struct model *m, uint32_t pid)
 {
+	return model__proc_as(m, pid, NULL);
+}
+
+struct proc *model__proc_as(struct model *m, uint32_t pid, const char *comm)
+{
 	uint64_t *v = hmap__get(&m->procs, pid);
 	struct proc *p;
 
@@ -131,8 +136,12 @@ struct proc *model__proc(struct model *m, uint32_t pid)
 	p->muted = m->proc_mute;
 	/* Stream ordinals 0..2 are the NULL, legacy and per-thread streams. */
 	p->next_stream = 1;
-	if (procfs__comm(pid, 0, p->comm, sizeof(p->comm)))
-		snprintf(p->comm, sizeof(p->comm), "pid %u", pid);
+	if (procfs__comm(pid, 0, p->comm, sizeof(p->comm))) {
+		if (comm && *comm)
+			snprintf(p->comm, sizeof(p->comm), "%.15s", comm);
+		else
+			snprintf(p->comm, sizeof(p->comm), "pid %u", pid);
+	}
 	p->cmdline = procfs__cmdline(pid);
 	if (procfs__container_id(pid, p->container, sizeof(p->container)))
 		p->container[0] = 0;

@@ -258,6 +258,9 @@ int model__add_sink_first(struct model *m, const struct sink *s);
 /* The process / thread for a pid / tid, created (and announced to sinks)
  * on first use from /proc. NULL only on ENOMEM. */
 struct proc *model__proc(struct model *m, uint32_t pid);
+/* The same; a process created now that /proc cannot name any more (it
+ * exited) takes comm (a record's) instead of "pid N". */
+struct proc *model__proc_as(struct model *m, uint32_t pid, const char *comm);
 struct thread *model__thread(struct model *m, uint32_t pid, uint32_t tid);
 /* Names a process known from elsewhere (an exit record) when /proc can
  * no longer say. */

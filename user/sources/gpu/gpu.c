@@ -722,6 +722,15 @@ static void on_status(struct gpu *g, struct gpu_proc *p, uint64_t ts, const uint
 		snprintf(detail, sizeof(detail), "%s", text);
 	if (st.code == GPU_ST_STOPPED || st.code == GPU_ST_FLUSHED)
 		p->unfinished_said = p->unfinished;
+	if (st.code == GPU_ST_WAITED) {
+		/* At the start of the wait ("<us> <file>"): not at the batch's
+		 * time, which the "collecting" instant of the same batch has. */
+		uint64_t us = strtoull(text, NULL, 10) + 1;
+
+		gpupf__status(g, p, ts > us * 1000 ? ts - us * 1000 : ts, status_what[st.code],
+			      detail);
+		return;
+	}
 	if (st.code == GPU_ST_COLLECTING) {
 		const struct pf_annot a[] = {
 			{ .name = "detail", .type = PA_STR, .s = detail },
