@@ -210,8 +210,10 @@ def test_forked_nccl_ranks_traced_or_said():
     eq(len(children), 4, "the ranks' processes forked")
     whole = said = 0
     for pid in children:
+        # The calls on the rank's thread (each collective is drawn on its
+        # communicator's track too).
         names = [s.name for s in sorted(r.trace.slices, key=lambda s: s.ts)
-                 if s.pid == pid and s.name and s.name.startswith("nccl")]
+                 if s.pid == pid and s.tid == pid and s.name and s.name.startswith("nccl")]
         if names and names[0].startswith("ncclCommInitRank") and names[-1] == "ncclCommDestroy":
             whole += 1
             continue
@@ -244,8 +246,10 @@ def test_multiprocessing_fork_ranks_traced_or_said():
     eq(sorted(ranks), sorted(set(ranks) & set(children)), "every rank's fork was seen")
     whole = said = 0
     for pid in ranks:
+        # The calls on the rank's thread (each collective is drawn on its
+        # communicator's track too).
         names = [s.name for s in sorted(r.trace.slices, key=lambda s: s.ts)
-                 if s.pid == pid and s.name and s.name.startswith("nccl")]
+                 if s.pid == pid and s.tid == pid and s.name and s.name.startswith("nccl")]
         if names[:1] == ["ncclCommInitRank"] and names[-1:] == ["ncclCommDestroy"]:
             eq(names.count("ncclAllReduce"), 100, "rank process %d's all-reduces" % pid)
             whole += 1
