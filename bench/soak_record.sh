@@ -8,7 +8,8 @@
 #   fork   a target that forks a child making CUDA calls (workloads/fork)
 #   exec   a shell that execs a CUDA program (workloads/mt)
 #   late   a program that dlopens a private copy of the driver by an
-#          absolute path no search names (workloads/dl_late; 10 copies)
+#          absolute path no search names (workloads/dl_late; a new copy
+#          each time, removed after)
 #   kill   a program killed (SIGKILL) while inside a 100 ms synchronize
 # Every 10 s: cgbpf's RSS and open descriptors. At the end:
 #   record: RSS and fds of the last sample against the one at 60 s (the
@@ -34,7 +35,6 @@ TMP=$(mktemp -d)
 cg=
 churn=
 trap '[ -n "$churn" ] && kill $churn 2>/dev/null; [ -n "$cg" ] && kill -INT $cg 2>/dev/null; wait 2>/dev/null || true; rm -rf "$TMP"' EXIT
-for i in $(seq 0 9); do mkdir -p "$TMP/copy$i"; cp "$OUT/fake/libcuda.so.1" "$TMP/copy$i/"; done
 
 # The churn loop: one process every 100 ms, kinds in turn; counts in $TMP/kinds.
 churn_loop() {
@@ -45,10 +45,16 @@ churn_loop() {
 			> /dev/null 2>&1 & echo fork ;;
 		1) LD_LIBRARY_PATH="$OUT/fake" sh -c "exec $OUT/workloads/mt --threads 2 --iters 3" \
 			> /dev/null 2>&1 & echo exec ;;
-		2) "$OUT/workloads/dl_late" --lib "$TMP/copy$((n / 4 % 10))/libcuda.so.1" \
-			--after-dlopen-ms 0 --iters 3 > /dev/null 2>&1 & echo late ;;
-		3) LD_LIBRARY_PATH="$OUT/fake" FAKECUDA_KERNEL_NS=100000000 timeout -s KILL 0.05 \
-			"$OUT/workloads/train" --iters 3 > /dev/null 2>&1 & echo kill ;;
+		2) # a fresh file each time (a new inode no search names: under -a a
+		   # file's probes serve every process, so only its first mapping
+		   # is late), removed once the process is gone
+		   d="$TMP/late$n"
+		   mkdir -p "$d" && cp "$OUT/fake/libcuda.so.1" "$d/" &&
+		   { "$OUT/workloads/dl_late" --lib "$d/libcuda.so.1" --after-dlopen-ms 0 \
+			--iters 3 > /dev/null 2>&1; rm -rf "$d"; } & echo late ;;
+		3) sh -c "LD_LIBRARY_PATH='$OUT/fake' FAKECUDA_KERNEL_NS=100000000 \
+			timeout -s KILL 0.05 '$OUT/workloads/train' --iters 3 > /dev/null 2>&1" &
+		   echo kill ;;
 		esac
 		n=$((n + 1))
 		sleep 0.1
