@@ -188,12 +188,10 @@ __noinline int py_code_describe(__u32 slot, __u32 tgid, __u64 code)
 		struct py_code_key k = { .tgid = tgid, .code = code };
 		__u8 sent = PY_CODE_SENT, *cur = bpf_map_lookup_elem(&py_codes, &k);
 
-		/* Not over user space's class, should it have come first; over
-		 * a freed one's entry. */
+		/* Not over user space's class, should it have come first (a
+		 * freed object's entry is gone: py_code_free). */
 		if (!cur)
 			bpf_map_update_elem(&py_codes, &k, &sent, BPF_NOEXIST);
-		else if (*cur == PY_CODE_FREED)
-			*(volatile __u8 *)cur = PY_CODE_SENT;
 	}
 	ret = 0;
 out:

@@ -11,10 +11,10 @@
 /*
  * Describes the code object at code of process tgid in a REC_PY_CODE
  * record: slot 0 (uprobes) to the events ring, then marks it PY_CODE_SENT
- * in py_codes where it has no entry or a PY_CODE_FREED one (once per code
+ * in py_codes where it has no entry (once per code
  * object; two CPUs racing send it twice,
  * harmlessly); slot 1 (the sampler, NMI) to the samples ring, unmarked,
- * for a code object without an entry, or PY_CODE_SENT or PY_CODE_FREED (the rings are
+ * for a code object without an entry or with PY_CODE_SENT (the rings are
  * drained one after the other: a record in one must not count on a record
  * in the other, which user space may take later). Nothing is sent for an
  * object that is not a code object or cannot be read (counted:

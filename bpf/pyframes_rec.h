@@ -44,9 +44,7 @@ enum py_mode {
 #define PY_CODE_OTHER	2	/* stdlib, site-packages, frozen */
 #define PY_CODE_SENT	3	/* BPF sent its REC_PY_CODE (bpf/pycode.bpf.c); user space has
 				 * not classified it yet: a leaf walk goes on as for no entry */
-#define PY_CODE_FREED	4	/* no longer written (a free deletes the entry); read as no entry. Was: freed: a code
-				 * object now at the address is not known; as no entry, but
-				 * user space does not mark it from older records */
+/* 4 was PY_CODE_FREED: a free now deletes the entry (py_code_free). */
 
 /* py_codes_gen's slots (bpf/python.bpf.h): frees counted by BPF, changes
  * made by user space. */

@@ -165,7 +165,7 @@ __noinline int py_frame_one(__u32 slot, __u32 tgid, __u32 max, __u32 leaf)
 		struct py_code_key k = { .tgid = tgid, .code = code };
 		__u8 *c = bpf_map_lookup_elem(&py_codes, &k);
 
-		if (!c || *c == PY_CODE_FREED) {
+		if (!c) {
 			v->unknown = 1;
 			py_code_describe(slot, tgid, code);
 		} else if (leaf && *c == PY_CODE_USER) {
@@ -295,9 +295,8 @@ out:
  * The interpreter's code_dealloc (the function PyCode_Type.tp_dealloc
  * points at, probed per process by user/sources/python/pysrc.c before it fills py_procs):
  * a code object is being freed, and its address may soon hold another. Its
- * py_codes entry goes (it was PY_CODE_FREED once; a deleted entry cannot
- * be written back by user space, whose updates need one to exist: see
- * set_class()), so the next walk that meets the address describes what is
+ * py_codes entry goes (a deleted entry cannot be written back by user
+ * space, whose updates need one to exist: see set_class()), so the next walk that meets the address describes what is
  * there then (REC_PY_CODE), and user space
  * names the frames after it from that description on (user/sources/python/pycode.c keeps
  * each description with its time). py_codes_gen moves on: a thread's leaf
