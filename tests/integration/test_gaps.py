@@ -50,6 +50,40 @@ def tp_agrees(r):
     eq(problems, [], "trace processor and the decoder")
 
 
+def fork_window_said(r, pid):
+    """A forked child's window, on stderr or as a summary row."""
+    return (re.search(r"pid %d: (exited [\d.]+ ms after its fork, before its probes|a forked "
+                      r"child calling the API)" % pid, r.stderr) or
+            re.search(r"^\s*%d\s+.*\(its fork" % pid, r.stdout, re.M))
+
+
+def forked_by(r, parent):
+    """The children cgbpf saw parent fork (-v)."""
+    return sorted({int(c) for p, c in re.findall(r"pid (\d+) forked (\d+)", r.stderr)
+                   if int(p) == parent})
+
+
+def check_ranks(r, pids, init, allreduces=None):
+    """Each rank process has its communicator's creation (a name in init)
+    first and ncclCommDestroy last on its thread (each collective is drawn
+    on its communicator's track too), with allreduces all-reduces when
+    given; or its window is said. (traced whole, said)."""
+    whole = said = 0
+    for pid in pids:
+        names = [s.name for s in sorted(r.trace.slices, key=lambda s: s.ts)
+                 if s.pid == pid and s.tid == pid and s.name and s.name.startswith("nccl")]
+        if names[:1] and names[0] in init and names[-1] == "ncclCommDestroy":
+            if allreduces is not None:
+                eq(names.count("ncclAllReduce"), allreduces,
+                   "rank process %d's all-reduces" % pid)
+            whole += 1
+            continue
+        check(fork_window_said(r, pid), "rank process %d: NCCL calls %r and no window said:\n%s"
+              % (pid, names[:4], r.stdout[-1500:]))
+        said += 1
+    return whole, said
+
+
 def launches(trace, pid):
     return sum(1 for s in trace.slices if s.pid == pid and s.name == "cuLaunchKernel")
 
@@ -183,14 +217,10 @@ def test_fifty_forks_each_traced_or_said():
         if got == want:
             traced += 1
             continue
-        check(re.search(r"pid %d: (exited [\d.]+ ms after its fork, before its probes|a forked "
-                        r"child calling the API)" % pid, r.stderr) or
-              re.search(r"^\s*%d\s+.*\(its fork" % pid, r.stdout, re.M),
-              "child %d: %r of %r calls traced and nothing said:\n%s" %
+        check(fork_window_said(r, pid), "child %d: %r of %r calls traced and nothing said:\n%s" %
               (pid, got, want, r.stdout[-1500:]))
         said += 1
     eq(traced + said, 50, "every child traced or said")
-    tp_agrees(r)
     print("# 50 forks: %d traced whole, %d windows said" % (traced, said))
 
 
@@ -204,25 +234,9 @@ def test_forked_nccl_ranks_traced_or_said():
                                                 "--iters", "200"])
     eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-800:])
     clean_trace(r.trace)
-    parent = pid_of(r)
-    children = sorted({int(c) for p, c in re.findall(r"pid (\d+) forked (\d+)", r.stderr)
-                       if int(p) == parent})
+    children = forked_by(r, pid_of(r))
     eq(len(children), 4, "the ranks' processes forked")
-    whole = said = 0
-    for pid in children:
-        # The calls on the rank's thread (each collective is drawn on its
-        # communicator's track too).
-        names = [s.name for s in sorted(r.trace.slices, key=lambda s: s.ts)
-                 if s.pid == pid and s.tid == pid and s.name and s.name.startswith("nccl")]
-        if names and names[0].startswith("ncclCommInitRank") and names[-1] == "ncclCommDestroy":
-            whole += 1
-            continue
-        check(re.search(r"pid %d: (exited [\d.]+ ms after its fork|a forked child calling "
-                        r"the API)" % pid, r.stderr) or
-              re.search(r"^\s*%d\s+.*\(its fork" % pid, r.stdout, re.M),
-              "rank process %d: NCCL calls %r and no window said:\n%s" %
-              (pid, names[:4], r.stdout[-1500:]))
-        said += 1
+    whole, said = check_ranks(r, children, ("ncclCommInitRank", "ncclCommInitRankConfig"))
     print("# %d rank processes: %d traced whole, %d windows said" % (len(children), whole, said))
 
 
@@ -239,24 +253,8 @@ def test_multiprocessing_fork_ranks_traced_or_said():
     eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-800:])
     check("ranks ok" in r.stdout, "the ranks ran: %r" % r.stdout[-400:])
     clean_trace(r.trace)
-    parent = pid_of(r)
-    children = sorted({int(c) for p, c in re.findall(r"pid (\d+) forked (\d+)", r.stderr)
-                       if int(p) == parent})
+    children = forked_by(r, pid_of(r))
     ranks = [int(x) for x in re.findall(r"rank \d+ pid (\d+) done", r.stdout)]
     eq(sorted(ranks), sorted(set(ranks) & set(children)), "every rank's fork was seen")
-    whole = said = 0
-    for pid in ranks:
-        # The calls on the rank's thread (each collective is drawn on its
-        # communicator's track too).
-        names = [s.name for s in sorted(r.trace.slices, key=lambda s: s.ts)
-                 if s.pid == pid and s.tid == pid and s.name and s.name.startswith("nccl")]
-        if names[:1] == ["ncclCommInitRank"] and names[-1:] == ["ncclCommDestroy"]:
-            eq(names.count("ncclAllReduce"), 100, "rank process %d's all-reduces" % pid)
-            whole += 1
-            continue
-        check(re.search(r"pid %d: (exited [\d.]+ ms after its fork|a forked child calling "
-                        r"the API)" % pid, r.stderr) or
-              re.search(r"^\s*%d\s+.*\(its fork" % pid, r.stdout, re.M),
-              "rank process %d: NCCL calls %r and no window said" % (pid, names[:4]))
-        said += 1
+    whole, said = check_ranks(r, ranks, ("ncclCommInitRank",), allreduces=100)
     print("# multiprocessing fork, 4 ranks: %d traced whole, %d windows said" % (whole, said))
