@@ -30,6 +30,22 @@ cg=
 trap '[ -n "$cg" ] && kill -INT $cg 2>/dev/null; wait 2>/dev/null || true; rm -rf "$TMP"' EXIT
 py=/usr/bin/python3
 
+# N processes one after another, each dlopening a fresh copy of the driver
+# (TMP/PREFIXi) and staying until cgbpf's ERRFILE says it probed it.
+late_copies() {
+	local prefix=$1 errf=$2 i w
+	for i in $(seq "$N"); do
+		mkdir "$TMP/$prefix$i"
+		cp "$OUT/fake/libcuda.so.1" "$TMP/$prefix$i/"
+		"$OUT/workloads/dl_late" --lib "$TMP/$prefix$i/libcuda.so.1" --after-dlopen-ms 0 \
+			--iters 5 --exit-file "$TMP/$prefix$i/leave" > /dev/null &
+		w=$!
+		for _ in $(seq 400); do grep -q "pid $w: libcuda.so.1 probed" "$errf" && break; sleep 0.05; done
+		touch "$TMP/$prefix$i/leave"
+		wait $w
+	done
+}
+
 # 1. Resolvable at start.
 if [[ $PATHS == *1* ]]; then
 missed=0 made=0
@@ -72,16 +88,7 @@ if [[ $PATHS == *2* ]]; then
 	--syscall-threshold off 2> "$TMP/err" > /dev/null &
 cg=$!
 for _ in $(seq 200); do grep -q "capture running" "$TMP/err" 2>/dev/null && break; sleep 0.05; done
-for i in $(seq "$N"); do
-	mkdir "$TMP/l$i"
-	cp "$OUT/fake/libcuda.so.1" "$TMP/l$i/"
-	"$OUT/workloads/dl_late" --lib "$TMP/l$i/libcuda.so.1" --after-dlopen-ms 0 --iters 5 \
-		--exit-file "$TMP/l$i/leave" > /dev/null &
-	w=$!
-	for _ in $(seq 400); do grep -q "pid $w: libcuda.so.1 probed" "$TMP/err" && break; sleep 0.05; done
-	touch "$TMP/l$i/leave"
-	wait $w
-done
+late_copies l "$TMP/err"
 kill -INT $cg
 wait $cg || true
 cg=
@@ -116,16 +123,7 @@ for _ in $(seq 200); do grep -q "capture running" "$TMP/berr" 2>/dev/null && bre
 LD_LIBRARY_PATH="$OUT/fake" "$OUT/workloads/bench_launch" 1000000000 > /dev/null 2>&1 &
 hot=$!
 sleep 2
-for i in $(seq "$N"); do
-	mkdir "$TMP/b$i"
-	cp "$OUT/fake/libcuda.so.1" "$TMP/b$i/"
-	"$OUT/workloads/dl_late" --lib "$TMP/b$i/libcuda.so.1" --after-dlopen-ms 0 --iters 5 \
-		--exit-file "$TMP/b$i/leave" > /dev/null &
-	w=$!
-	for _ in $(seq 400); do grep -q "pid $w: libcuda.so.1 probed" "$TMP/berr" && break; sleep 0.05; done
-	touch "$TMP/b$i/leave"
-	wait $w
-done
+late_copies b "$TMP/berr"
 kill $hot
 wait $hot 2>/dev/null || true
 kill -INT $cg
