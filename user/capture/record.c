@@ -1669,13 +1669,14 @@ static void run_loop(struct run *run)
 			}
 			monitor__tick(r->mon, now);
 		}
-		if (o->all && !o->npids && now - last_system_scan >= SYSTEM_SCAN_NS) {
-			size_t found = scan_all(r, false);
+		if (now - last_system_scan >= SYSTEM_SCAN_NS) {
+			size_t found = o->all && !o->npids ? scan_all(r, false) : 0;
 
 			if (found)
 				warn("%zu process(es) mapping a traced library were found by the "
 				     "periodic scan, not when they mapped it: their first calls may "
 				     "be missing", found);
+			attach__release_unmapped(r->attach);
 			last_system_scan = now;
 		}
 		if (o->all && o->cmd && r->child_reaped) {

@@ -41,6 +41,7 @@ struct lib_file {
 	size_t n;		/* functions found */
 	uint64_t *offs, *cookies;
 	bool probed;		/* attached at least once */
+	bool mapped;		/* attach__release_unmapped: seen in a process's maps */
 };
 
 /* The probes of one file for one scope: a process, or every process (-1). */
@@ -68,6 +69,7 @@ struct attach {
 	struct probe_set loose;	/* attach__offsets outside a file (check, bench) */
 	struct probe_set *cur;	/* the set being attached */
 	size_t probes;		/* probes attached, all sets, detached ones included */
+	size_t nprobed;		/* files probed, released ones included */
 	struct hmap exes;	/* main executables looked at, per scope */
 	bool seen_mapped;	/* a scan found a traced library mapped */
 };
@@ -169,11 +171,7 @@ void attach__free(struct attach *a)
 
 size_t attach__files(const struct attach *a)
 {
-	size_t n = 0;
-
-	for (size_t i = 0; i < a->nfiles; i++)
-		n += a->files[i].probed;
-	return n;
+	return a->nprobed;
 }
 
 bool attach__seen_mapped(const struct attach *a)
@@ -452,12 +450,32 @@ struct cgbpf_bpf *attach__skel(const struct attach *a)
 
 /* ---------------------------------------------------------------- files */
 
+/* A slot of files whose descriptor is closed is free (released). */
 static struct lib_file *find_file(struct attach *a, const struct stat *st)
 {
 	for (size_t i = 0; i < a->nfiles; i++)
-		if (a->files[i].dev == st->st_dev && a->files[i].ino == st->st_ino)
+		if (a->files[i].fd >= 0 && a->files[i].dev == st->st_dev &&
+		    a->files[i].ino == st->st_ino)
 			return &a->files[i];
 	return NULL;
+}
+
+static struct lib_file *free_slot(struct attach *a)
+{
+	for (size_t i = 0; i < a->nfiles; i++)
+		if (a->files[i].fd < 0)
+			return &a->files[i];
+	if (a->nfiles == a->capfiles) {
+		size_t nc = a->capfiles ? a->capfiles * 2 : 8;
+		struct lib_file *n = realloc(a->files, nc * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		a->files = n;
+		a->capfiles = nc;
+	}
+	a->files[a->nfiles].fd = -1;
+	return &a->files[a->nfiles++];
 }
 
 static struct probe_set *find_set(struct attach *a, size_t file, pid_t scope)
@@ -476,16 +494,9 @@ static struct lib_file *file_of(struct attach *a, const struct api_lib *lib, int
 
 	if (f)
 		return f;
-	if (a->nfiles == a->capfiles) {
-		size_t nc = a->capfiles ? a->capfiles * 2 : 8;
-		struct lib_file *n = realloc(a->files, nc * sizeof(*n));
-
-		if (!n)
-			return NULL;
-		a->files = n;
-		a->capfiles = nc;
-	}
-	f = &a->files[a->nfiles];
+	f = free_slot(a);
+	if (!f)
+		return NULL;
 	memset(f, 0, sizeof(*f));
 	f->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	f->path = strdup(display);
@@ -493,12 +504,13 @@ static struct lib_file *file_of(struct attach *a, const struct api_lib *lib, int
 		if (f->fd >= 0)
 			close(f->fd);
 		free(f->path);
+		f->path = NULL;
+		f->fd = -1;
 		return NULL;
 	}
 	f->dev = st->st_dev;
 	f->ino = st->st_ino;
 	f->lib = lib->id;
-	a->nfiles++;
 	return f;
 }
 
@@ -645,6 +657,8 @@ static int attach_fd(struct attach *a, const struct api_lib *lib, int fd, const 
 		     scope > 0 ? "" : " (every process)");
 	else
 		dbg("probing %d %s functions in %s for pid %d", n, lib->title, display, scope);
+	if (!f->probed)
+		a->nprobed++;
 	f->probed = true;
 	return 1;
 }
@@ -907,6 +921,102 @@ void attach__forget(struct attach *a, pid_t pid)
 		else
 			i++;
 	}
+}
+
+/* ---------------------------------------------------------------- release */
+
+struct unmapped_ctx {
+	struct attach *a;
+	size_t left;		/* candidates not seen mapped yet */
+	size_t unreadable;	/* processes whose maps could not be read */
+	bool unsure;		/* the process list could not be read */
+};
+
+static int mark_mapped(const struct map_entry *e, void *ctx)
+{
+	struct unmapped_ctx *u = ctx;
+
+	for (size_t i = 0; i < u->a->nfiles; i++) {
+		struct lib_file *f = &u->a->files[i];
+
+		if (f->fd >= 0 && !f->mapped && f->ino == e->inode &&
+		    major(f->dev) == e->dev_major && minor(f->dev) == e->dev_minor) {
+			f->mapped = true;
+			u->left--;
+		}
+	}
+	return !u->left;
+}
+
+static int maps_of(pid_t pid, void *ctx)
+{
+	struct unmapped_ctx *u = ctx;
+	int err = procfs__for_each_map(pid, mark_mapped, u);
+
+	/* Gone meanwhile: maps nothing. Unreadable (a process in a sandbox
+	 * of its own): cgbpf found no file through it either, so a private
+	 * copy probed for a process it could read is not shared with it. */
+	if (err < 0 && err != -ENOENT && err != -ESRCH)
+		u->unreadable++;
+	return !u->left;
+}
+
+static void release_file(struct attach *a, size_t fi)
+{
+	struct lib_file *f = &a->files[fi];
+
+	for (size_t i = 0; i < a->nsets;) {
+		if (a->sets[i].file == fi)
+			drop_set(a, &a->sets[i]);
+		else
+			i++;
+	}
+	dbg("%s: deleted and mapped by no process: probes released", f->path);
+	close(f->fd);
+	free(f->path);
+	free(f->offs);
+	free(f->cookies);
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
+}
+
+/*
+ * A deleted library file (st_nlink 0) that no process maps can never be
+ * mapped again by a new process: its probes and descriptor go (hours of
+ * churn through private copies of a library must not grow cgbpf's
+ * descriptors). Looks at every process's maps, only when such a file has
+ * probes. Returns the number of files released.
+ */
+size_t attach__release_unmapped(struct attach *a)
+{
+	struct unmapped_ctx u = { .a = a };
+	size_t released = 0, cand;
+	uint64_t t0 = boot_ns();
+
+	for (size_t i = 0; i < a->nfiles; i++) {
+		struct lib_file *f = &a->files[i];
+		struct stat st;
+
+		f->mapped = true;
+		if (f->fd < 0 || fstat(f->fd, &st) || st.st_nlink)
+			continue;
+		f->mapped = false;
+		u.left++;
+	}
+	cand = u.left;
+	if (u.left && procfs__for_each_pid(maps_of, &u) < 0)
+		u.unsure = true;
+	for (size_t i = 0; i < a->nfiles && !u.unsure; i++) {
+		if (a->files[i].fd >= 0 && !a->files[i].mapped) {
+			release_file(a, i);
+			released++;
+		}
+	}
+	if (cand)
+		dbg("%zu deleted library file(s), %zu released; every process's maps read in "
+		    "%.2f ms (%zu unreadable)", cand, released, (double)(boot_ns() - t0) / 1e6,
+		    u.unreadable);
+	return released;
 }
 
 uint64_t attach__live_since(struct attach *a, pid_t pid, uint32_t kdev, uint64_t ino)

@@ -54,6 +54,10 @@ int attach__resolve(struct attach *a, pid_t pid, const char *exe, char *const *e
 int attach__inherit(struct attach *a, pid_t parent, pid_t child);
 /* Detaches the probes of an exited process (per_process only). */
 void attach__forget(struct attach *a, pid_t pid);
+/* Releases the probes and descriptor of every deleted library file that
+ * no process maps any more (reads every process's maps, only when a
+ * probed file is deleted); the number of files released. */
+size_t attach__release_unmapped(struct attach *a);
 /* Whether the file (kernel dev encoding, inode) is probed for pid. */
 uint64_t attach__live_since(struct attach *a, pid_t pid, uint32_t kdev, uint64_t ino);
 /* Attaches entry and return probes at file offsets with attach cookies;
