@@ -118,7 +118,8 @@ if [ "$MODE" = monitor ] || [ "$MODE" = both ]; then
 	echo "== monitor --flight-recorder 5m, a dump every 5 minutes, $SECS s of churn"
 	mkdir -p "$TMP/dumps"
 	"$OUT/cgbpf" monitor --listen 127.0.0.1:${BENCH_PORT:-19466} --comm fork,mt,dl_late,train --flight-recorder 5m \
-		--dump-dir "$TMP/dumps" --interval 10s --no-trigger-exit \
+		--dump-dir "$TMP/dumps" --interval 10s --no-trigger-exit --no-trigger-errors \
+		--trigger-slow off \
 		> "$TMP/mon.out" 2> "$TMP/mon.err" &
 	cg=$!
 	for _ in $(seq 200); do grep -q "monitoring;" "$TMP/mon.err" && break; sleep 0.1; done

@@ -68,6 +68,7 @@ static void free_thread(struct thread *t)
 {
 	for (int i = 0; i < t->depth; i++)
 		free(t->stack[i].str);
+	free(t->stack);
 	free(t->bt);
 	free(t);
 }
@@ -237,7 +238,11 @@ static bool has_string(const struct model *m, const struct call *c)
 bool model__inside_cuda_api(const struct thread *t, const struct call *c)
 {
 	/* Callers sit below c on the stack; at call_end c was just popped. */
-	ptrdiff_t below = c - t->stack;
+	ptrdiff_t below;
+
+	if (!t->stack)
+		return false;
+	below = c - t->stack;
 
 	if (below < 0 || below > CALL_DEPTH)
 		below = 0;
@@ -401,6 +406,8 @@ void model__call_enter(struct model *m, const struct rec_call_enter *r)
 
 	if (!t || r->lib >= LIB__COUNT || !m->libs[r->lib])
 		return;
+	if (!t->stack && !(t->stack = calloc(CALL_DEPTH, sizeof(*t->stack))))
+		return;
 	if (t->depth == CALL_DEPTH) {
 		/* Deeper than any real API nesting: returns were lost. Close
 		 * the oldest so the newest calls stay visible. */
@@ -559,12 +566,20 @@ void model__thread_exit(struct model *m, const struct rec_proc *r)
 	uint64_t *v = hmap__get(&m->threads, r->hdr.tid);
 	struct thread *t = v ? (void *)(uintptr_t)*v : NULL;
 
+	if (!t)
+		return;
 	/* Keep the thread's last name: it may have renamed itself after
 	 * cgbpf first saw it; a name the application gave through NVTX is
 	 * the one it wants to see. */
-	if (t && !t->app_named && strncmp(t->name, r->comm, sizeof(t->name))) {
+	if (!t->app_named && strncmp(t->name, r->comm, sizeof(t->name))) {
 		snprintf(t->name, sizeof(t->name), "%.15s", r->comm);
 		EMIT(m, thread, t);
+	}
+	/* Its call stack is most of a thread's memory (hours of churn keep
+	 * every thread): gone with it unless a call is still open. */
+	if (!t->depth) {
+		free(t->stack);
+		t->stack = NULL;
 	}
 }
 
@@ -621,10 +636,15 @@ void model__proc_exec(struct model *m, const struct rec_proc *r)
 void model__proc_exit(struct model *m, const struct rec_proc *r)
 {
 	uint64_t *v = hmap__get(&m->procs, r->hdr.pid);
+	struct proc *p = v ? (void *)(uintptr_t)*v : NULL;
 
 	model__thread_exit(m, r);
-	if (v)
-		((struct proc *)(uintptr_t)*v)->exited = true;
+	if (p) {
+		p->exited = true;
+		/* A cache for launches to come (made again if one is read late). */
+		free(p->launch_fmt);
+		p->launch_fmt = NULL;
+	}
 }
 
 void model__mem(struct model *m, struct thread *t, enum counter_kind k, uint64_t ts,

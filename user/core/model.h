@@ -113,7 +113,9 @@ struct thread {
 	struct proc *proc;
 	char name[16];
 	bool app_named;		/* named by the application (nvtxNameOsThread) */
-	struct call stack[CALL_DEPTH];
+	/* Open calls, CALL_DEPTH of them: allocated at the thread's first
+	 * call, freed when it exits with none open (threads are kept). */
+	struct call *stack;
 	int depth;
 	struct pfseq *seq;	/* the Perfetto sink's sequence */
 	struct stack *bt;	/* backtrace for the call returning next (owned) */

@@ -148,7 +148,12 @@ char *procfs__cmdline(pid_t pid)
 		if (buf[i] == 0)
 			buf[i] = ' ';
 	buf[n] = 0;
-	return buf;
+	/* Kept per process for hours of churn: no 4 KiB for a short line. */
+	{
+		char *fit = realloc(buf, n + 1);
+
+		return fit ? fit : buf;
+	}
 }
 
 int procfs__state(pid_t pid, char *state, long *threads)

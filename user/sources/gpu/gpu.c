@@ -1138,7 +1138,7 @@ static void proc_end(struct gpu *g, struct gpu_proc *p)
 {
 	release_before(g, p, UINT64_MAX);
 	for (int i = 0; i < GPU_DEVS; i++)
-		if (p->devs[i])
+		if (gpuproc__dev_at(p, i))
 			gpusum__dev_end(g, p, p->devs[i]);
 	gpuest__stop(g, p, true);
 }
@@ -1425,7 +1425,7 @@ void gpu__replay_end(struct gpu *g)
 		struct gpu_proc *p = (void *)(uintptr_t)v;
 
 		for (int i = 0; i < GPU_DEVS; i++)
-			if (p->devs[i])
+			if (gpuproc__dev_at(p, i))
 				gpusum__dev_end(g, p, p->devs[i]);
 	}
 }

@@ -42,10 +42,13 @@ struct gpu_proc *gpuproc__get(struct gpu *g, uint32_t pid, bool announce)
 
 struct gpu_dev *gpuproc__dev(struct gpu_proc *p, uint8_t index)
 {
-	struct gpu_dev *d = p->devs[index];
+	struct gpu_dev *d = gpuproc__dev_at(p, index);
 
 	if (d)
 		return d;
+	/* Most processes never report a device: no table for them. */
+	if (!p->devs && !(p->devs = calloc(GPU_DEVS, sizeof(*p->devs))))
+		return NULL;
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return NULL;
@@ -143,7 +146,8 @@ void gpuproc__free(struct gpu_proc *p)
 {
 	gpuproc__free_bulk(p);
 	for (int i = 0; i < GPU_DEVS; i++)
-		free(p->devs[i]);
+		free(gpuproc__dev_at(p, i));
+	free(p->devs);
 	for (int i = 0; i < GPU_ST__COUNT; i++)
 		free(p->status_text[i]);
 	free(p);

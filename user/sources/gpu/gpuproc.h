@@ -164,7 +164,7 @@ struct gpu_proc {
 	/* Losses (GPU_DROPPED). */
 	uint64_t dropped[GPU_DROP__COUNT];
 	/* Activity. */
-	struct gpu_dev *devs[GPU_DEVS];
+	struct gpu_dev **devs;	/* GPU_DEVS, by index; NULL until the first (gpuproc__dev_at) */
 	struct hmap names;	/* name id -> char * (demangled) */
 	uint64_t name_bytes;
 	struct hmap streams;	/* (device, context, stream) hash -> struct gstream * */
@@ -236,6 +236,11 @@ struct gpu_proc *gpuproc__get(struct gpu *g, uint32_t pid, bool announce);
 struct gpu_proc *gpuproc__find(const struct gpu *g, uint32_t pid);
 /* The device's state (created on first use); NULL on ENOMEM. */
 struct gpu_dev *gpuproc__dev(struct gpu_proc *p, uint8_t index);
+/* Device index of p, or NULL when none reported it. */
+static inline struct gpu_dev *gpuproc__dev_at(const struct gpu_proc *p, int index)
+{
+	return p->devs ? p->devs[index] : NULL;
+}
 /* The stream's state (created on first use); NULL on ENOMEM. */
 struct gstream *gpuproc__stream(struct gpu_proc *p, uint8_t device, uint32_t context,
 				uint32_t id);

@@ -381,7 +381,7 @@ static void print_devices(const struct gpu *g, FILE *f)
 		const struct gpu_proc *p = ps[j];
 
 		for (int i = 0; i < GPU_DEVS; i++) {
-			const struct gpu_dev *d = p->devs[i];
+			const struct gpu_dev *d = gpuproc__dev_at(p, i);
 			uint64_t span, idle;
 
 			if (!d || !d->ops)
@@ -426,7 +426,7 @@ void gpusum__timeline_rows(const struct gpu *g, int fmt, FILE *f)
 	sumtab__begin(f, fmt, cols, nc);
 	for (size_t j = 0; ps && j < np; j++) {
 		for (int i = 0; i < GPU_DEVS; i++) {
-			const struct gpu_dev *d = ps[j]->devs[i];
+			const struct gpu_dev *d = gpuproc__dev_at(ps[j], i);
 			uint64_t span = d ? d->busy_end - d->first : 0;
 			const struct sumtab_cell c[] = {
 				{ SC_U64, .u = ps[j]->pid }, { SC_U64, .u = (uint64_t)i },

@@ -941,8 +941,11 @@ static void py_proc(struct session *s, void *state, enum src_proc ev, uint32_t p
 		}
 		if (p && p->state == PYP_LOOKING)
 			p->state = PYP_REFUSED;	/* nothing to look for any more */
-		/* A monitor prints no summary and runs for days: the dead go. */
-		if (p && s->mon && hmap__del(&ps->procs, pid, NULL))
+		/* A monitor prints no summary and runs for days: the dead go;
+		 * so do those the summary has nothing to say of (no Python:
+		 * every process of hours of churn under -a). */
+		if (p && (s->mon || (p->state != PYP_OK && !p->why[0])) &&
+		    hmap__del(&ps->procs, pid, NULL))
 			free(p);
 		return;
 	}
