@@ -221,6 +221,13 @@ def test_fifty_forks_each_traced_or_said():
               (pid, got, want, r.stdout[-1500:]))
         said += 1
     eq(traced + said, 50, "every child traced or said")
+    # A child reaped before /proc could name it is named by its fork
+    # record, not "pid N" (whatever record of it came first).
+    names = {pid: r.trace.processes[pid].process_name
+             for pid in m["children"] if pid in r.trace.processes}
+    eq(sorted(pid for pid, n in names.items() if n != "fork"), [],
+       "children not named as their parent: %r" % names)
+    tp_agrees(r)
     print("# 50 forks: %d traced whole, %d windows said" % (traced, said))
 
 

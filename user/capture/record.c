@@ -675,6 +675,8 @@ static int handle_ctl(void *ctx, void *data, size_t size)
 	}
 	if (size < sizeof(*p) || p->hdr.type != REC_PROC_FORK || !r->o->follow)
 		return 0;
+	/* A child reaped before /proc names it: its name is its parent's. */
+	model__proc_hint(&r->model, p->other, p->comm);
 	v = hmap__get(&r->fork_probed, p->other);
 	if (v) {
 		/* The events ring's copy came first and did it. */
@@ -771,6 +773,7 @@ static int handle_record(void *ctx, void *data, size_t size)
 		const struct rec_proc *p = data;
 
 		if (r->o->follow) {
+			model__proc_hint(&r->model, p->other, p->comm);
 			mark_live(r, p->other);
 			/* Done already when the ctl ring's copy came first;
 			 * else done here, and that copy is told. */

@@ -112,8 +112,11 @@ void model__free(struct model *m)
 		free_thread((void *)(uintptr_t)v);
 	for (size_t it = 0; hmap__next(&m->procs, &it, NULL, &v);)
 		free_proc(m, (void *)(uintptr_t)v);
+	for (size_t it = 0; hmap__next(&m->name_hints, &it, NULL, &v);)
+		free((void *)(uintptr_t)v);
 	hmap__free(&m->threads);
 	hmap__free(&m->procs);
+	hmap__free(&m->name_hints);
 }
 
 struct proc *model__proc(struct model *m, uint32_t pid)
@@ -126,8 +129,19 @@ struct proc *model__proc_as(struct model *m, uint32_t pid, const char *comm)
 	uint64_t *v = hmap__get(&m->procs, pid);
 	struct proc *p;
 
-	if (v)
-		return (void *)(uintptr_t)*v;
+	uint64_t *hint = hmap__get(&m->name_hints, pid);
+
+	if (!(comm && *comm) && hint)
+		comm = (const char *)(uintptr_t)*hint;
+	if (v) {
+		p = (void *)(uintptr_t)*v;
+		if (p->comm_guessed && comm && *comm) {
+			snprintf(p->comm, sizeof(p->comm), "%.15s", comm);
+			p->comm_guessed = false;
+			EMIT(m, process, p);
+		}
+		return p;
+	}
 	p = calloc(1, sizeof(*p));
 	if (!p || hmap__put(&m->procs, pid, (uintptr_t)p)) {
 		free(p);
@@ -138,16 +152,43 @@ struct proc *model__proc_as(struct model *m, uint32_t pid, const char *comm)
 	/* Stream ordinals 0..2 are the NULL, legacy and per-thread streams. */
 	p->next_stream = 1;
 	if (procfs__comm(pid, 0, p->comm, sizeof(p->comm))) {
-		if (comm && *comm)
+		if (comm && *comm) {
 			snprintf(p->comm, sizeof(p->comm), "%.15s", comm);
-		else
+		} else {
 			snprintf(p->comm, sizeof(p->comm), "pid %u", pid);
+			p->comm_guessed = true;
+		}
 	}
 	p->cmdline = procfs__cmdline(pid);
 	if (procfs__container_id(pid, p->container, sizeof(p->container)))
 		p->container[0] = 0;
 	EMIT(m, process, p);
 	return p;
+}
+
+static void drop_hint(struct model *m, uint32_t pid)
+{
+	uint64_t v;
+
+	if (hmap__del(&m->name_hints, pid, &v))
+		free((void *)(uintptr_t)v);
+}
+
+void model__proc_hint(struct model *m, uint32_t pid, const char *comm)
+{
+	uint64_t *v = hmap__get(&m->procs, pid);
+	char *s;
+
+	if (!comm || !*comm)
+		return;
+	if (v) {
+		model__proc_as(m, pid, comm);	/* renames it if it is "pid N" */
+		return;
+	}
+	s = strndup(comm, 15);
+	drop_hint(m, pid);
+	if (s && hmap__put(&m->name_hints, pid, (uintptr_t)s))
+		free(s);
 }
 
 void model__proc_name(struct model *m, uint32_t pid, const char *comm)
@@ -157,6 +198,7 @@ void model__proc_name(struct model *m, uint32_t pid, const char *comm)
 	if (!p || !strncmp(p->comm, comm, sizeof(p->comm) - 1))
 		return;
 	snprintf(p->comm, sizeof(p->comm), "%.15s", comm);
+	p->comm_guessed = false;
 	EMIT(m, process, p);
 }
 
@@ -616,6 +658,7 @@ void model__proc_exec(struct model *m, const struct rec_proc *r)
 	 * samples before the exec), it was named from /proc then: the old
 	 * program. By now /proc may show a later rename or nothing at all. */
 	snprintf(p->comm, sizeof(p->comm), "%.15s", r->comm);
+	p->comm_guessed = false;
 	cmdline = procfs__cmdline(r->hdr.pid);
 	if (!cmdline || !*cmdline) {
 		/* Exited already: the arguments the exec record carries. */
@@ -639,7 +682,10 @@ void model__proc_exit(struct model *m, const struct rec_proc *r)
 	struct proc *p = v ? (void *)(uintptr_t)*v : NULL;
 
 	model__thread_exit(m, r);
+	drop_hint(m, r->hdr.pid);
 	if (p) {
+		if (p->comm_guessed)
+			model__proc_as(m, r->hdr.pid, r->comm);
 		p->exited = true;
 		/* A cache for launches to come (made again if one is read late). */
 		free(p->launch_fmt);

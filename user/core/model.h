@@ -124,6 +124,7 @@ struct thread {
 struct proc {
 	uint32_t pid;
 	char comm[16];
+	bool comm_guessed;	/* "pid N": /proc could not name it (model__proc_hint may) */
 	char *cmdline;
 	char container[13];	/* container id (12 hex digits) or "" */
 	bool exited;
@@ -199,6 +200,9 @@ struct lib_ops {
 struct model {
 	struct hmap procs;	/* pid -> struct proc * */
 	struct hmap threads;	/* tid -> struct thread * */
+	/* pid -> char * (malloc'ed): a followed child's name from its fork
+	 * record, for a child gone before /proc could name it */
+	struct hmap name_hints;
 	struct sink sinks[MAX_SINKS];
 	int nsinks;
 	const struct lib_ops *libs[LIB__COUNT];
@@ -261,8 +265,13 @@ int model__add_sink_first(struct model *m, const struct sink *s);
  * on first use from /proc. NULL only on ENOMEM. */
 struct proc *model__proc(struct model *m, uint32_t pid);
 /* The same; a process created now that /proc cannot name any more (it
- * exited) takes comm (a record's) instead of "pid N". */
+ * exited) takes comm (a record's) instead of "pid N"; so does a known
+ * one that was named so. */
 struct proc *model__proc_as(struct model *m, uint32_t pid, const char *comm);
+/* A followed child's name from its fork record: names it now if it is
+ * known as "pid N", or when it is first seen if /proc cannot by then
+ * (kept until its exit). */
+void model__proc_hint(struct model *m, uint32_t pid, const char *comm);
 struct thread *model__thread(struct model *m, uint32_t pid, uint32_t tid);
 /* Names a process known from elsewhere (an exit record) when /proc can
  * no longer say. */
