@@ -102,8 +102,10 @@ def rank_script(r, n, k):
     out = [("ncclCommInitRankConfig" if r % 2 else "ncclCommInitRank", {"nranks": n, "rank": r}),
            ("ncclCommCount", {"count": n}), ("ncclCommUserRank", {"rank": r})]
     ar = {"count": 1024, "datatype": "float32", "bytes": 4096, "op": "sum"}
-    out += [("ncclAllReduce", ar)] * k
-    out += [("ncclAllGather", {"count": 256, "datatype": "int32", "bytes": 1024}),
+    # seq: each collective's number on its communicator, from 1; sends
+    # and receives numbered per peer and direction.
+    out += [("ncclAllReduce", dict(ar, seq=i + 1)) for i in range(k)]
+    colls = [("ncclAllGather", {"count": 256, "datatype": "int32", "bytes": 1024}),
             ("ncclReduceScatter", {"count": 128, "datatype": "float64", "bytes": 1024, "op": "sum"}),
             ("ncclBroadcast", {"count": 4096, "datatype": "uint8", "bytes": 4096, "root": 0}),
             ("ncclBcast", {"count": 2048, "datatype": "int64", "bytes": 16384, "root": n - 1}),
@@ -116,19 +118,30 @@ def rank_script(r, n, k):
             ("ncclAllReduce", {"count": 16, "datatype": "float64", "bytes": 128, "op": "sum",
                                "group": "enqueued: runs at ncclGroupEnd"}),
             ("ncclGroupEnd", {})]
+    seq = k
+    for name, args in colls:
+        if name.startswith("ncclGroup"):
+            out.append((name, args))
+            continue
+        seq += 1
+        out.append((name, dict(args, seq=seq)))
     if n >= 2:
         g = {"count": 1000, "datatype": "float32", "bytes": 4000,
              "group": "enqueued: runs at ncclGroupEnd"}
-        out += [("ncclGroupStart", {}), ("ncclSend", dict(g, peer=(r + 1) % n)),
-                ("ncclRecv", dict(g, peer=(r + n - 1) % n)), ("ncclGroupEnd", {})]
+        out += [("ncclGroupStart", {}), ("ncclSend", dict(g, peer=(r + 1) % n, seq=1)),
+                ("ncclRecv", dict(g, peer=(r + n - 1) % n, seq=1)), ("ncclGroupEnd", {})]
+        # Rank 0's second send to rank 1, rank 1's second receive from 0.
         if r == 0:
-            out.append(("ncclSend", {"count": 333, "datatype": "int8", "bytes": 333, "peer": 1}))
+            out.append(("ncclSend", {"count": 333, "datatype": "int8", "bytes": 333, "peer": 1,
+                                     "seq": 2}))
         elif r == 1:
-            out.append(("ncclRecv", {"count": 333, "datatype": "int8", "bytes": 333, "peer": 0}))
+            out.append(("ncclRecv", {"count": 333, "datatype": "int8", "bytes": 333, "peer": 0,
+                                     "seq": 2}))
     cn, cr = child_rank(r, n)
     out += [("ncclCommSplit", {"color": r % 2, "key": -r}), ("ncclCommCount", {"count": cn}),
             ("ncclCommUserRank", {"rank": cr}),
-            ("ncclAllReduce", {"count": 100, "datatype": "uint32", "bytes": 400, "op": "sum"}),
+            ("ncclAllReduce", {"count": 100, "datatype": "uint32", "bytes": 400, "op": "sum",
+                               "seq": 1}),
             ("ncclCommAbort" if r % 2 else "ncclCommDestroy", {}), ("ncclCommDestroy", {})]
     return out
 
@@ -159,7 +172,7 @@ def check_script(r):
     for rank, (pid, tid) in rank_threads(r).items():
         got = [(s.name, {a: v for a, v in s.args.items()
                          if a in ("nranks", "rank", "count", "datatype", "bytes", "op", "root",
-                                  "peer", "color", "key", "group")})
+                                  "peer", "color", "key", "group", "seq")})
                for s in app_slices(r, pid=pid, tid=tid)]
         eq(got, rank_script(rank, n, k), "rank %d's NCCL calls and arguments" % rank)
 

@@ -115,6 +115,7 @@ static void proc_free(struct proc *p)
 		free((void *)(uintptr_t)v);
 	for (struct nccl_comm *c = np->first, *next; c; c = next) {
 		next = c->next;
+		hmap__free(&c->p2p_seq);
 		free(c);
 	}
 	hmap__free(&np->threads);
@@ -270,6 +271,25 @@ static const struct call *enclosing(const struct thread *t, ptrdiff_t i)
 
 /* ------------------------------------------------------------ decoding */
 
+/* The number of an operation entering on comm: the comm's next
+ * collective, or the next send to / receive from peer. 0: none. */
+static uint64_t next_seq(struct nccl_comm *comm, const struct nccl_func *f, int peer)
+{
+	uint64_t key, *v;
+
+	if (!comm)
+		return 0;
+	if (f->cls == NC_C_COLL)
+		return ++comm->coll_seq;
+	if (f->cls != NC_C_P2P || peer < 0)
+		return 0;
+	key = (uint64_t)peer << 1 | (f->coll == NCOLL_RECV);
+	v = hmap__get(&comm->p2p_seq, key);
+	if (v)
+		return ++*v;
+	return hmap__put(&comm->p2p_seq, key, 1) ? 0 : 1;
+}
+
 static void decode_op(struct proc *p, struct nccl_proc *np, struct nccl_thread *nt,
 		      struct call *c, struct nccl_call *nc)
 {
@@ -286,9 +306,12 @@ static void decode_op(struct proc *p, struct nccl_proc *np, struct nccl_thread *
 		nc->root = (int32_t)a[f->root];
 	nc->comm = comm_get(np, p->pid, a[f->comm], true);
 	nc->grouped = !nc->nested && nt->group_depth > 0;
+	nc->seq = nc->nested ? 0 : next_seq(nc->comm, f, nc->root);
 	c->bytes = nc->bytes;
 
 	annot_comm(c, false, nc->comm);
+	if (nc->seq)
+		annot_u(c, false, "seq", nc->seq);
 	annot_u(c, false, "count", nc->count);
 	dt = nccl__dtype_name(nc->dtype);
 	if (dt)

@@ -35,6 +35,13 @@ struct nccl_comm {
 	uint32_t ordinal;	/* per process, from 1 */
 	int rank, nranks;	/* -1: unknown */
 	uint32_t splits;	/* ncclCommSplit calls made on it */
+	/* Operations entered on it in this process, numbered from 1 as they
+	 * enter: collectives on the communicator, sends and receives per
+	 * peer and direction (peer << 1 | recv -> count). The n-th of each
+	 * is the n-th of every other rank's, for a communicator seen from
+	 * its creation. */
+	uint64_t coll_seq;
+	struct hmap p2p_seq;
 	bool destroyed;
 	bool described;		/* its Perfetto track is written */
 	bool stale;		/* rank or size learned after the track was written */
@@ -53,6 +60,7 @@ struct nccl_call {
 	uint64_t count, bytes;	/* count and count x datatype size */
 	int dtype, redop, root;	/* -1: none */
 	struct nccl_comm *comm;	/* NULL: the call has none */
+	uint64_t seq;		/* collective / send / receive: its number on comm (0: none) */
 	/* group_close: the group, from its ncclGroupStart's entry. */
 	uint64_t group_ts;
 	uint32_t group_ops;
