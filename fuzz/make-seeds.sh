@@ -67,6 +67,9 @@ wl=$out/workloads
 capture train --sched off --sample-hz 0 --syscall-threshold off -- "$wl/train" --iters 3
 capture cudart --sched off --sample-hz 0 --syscall-threshold off -- "$wl/crt_app" --iters 2
 capture nccl --sched off --sample-hz 0 --syscall-threshold off -- "$wl/nccl_ranks" --ranks 2 --iters 2
+# nccl_stragglers: three ranks, one slow, numbered operations
+capture nccl-slow --sched off --sample-hz 0 --syscall-threshold off -- "$wl/nccl_ranks" --ranks 3 \
+	--iters 20 --slow-rank 1 --slow-us 1000
 capture nvtx-v2 --sched off --sample-hz 0 --syscall-threshold off -- "$wl/nvtx_v2"
 capture nvtx-v3 --sched off --sample-hz 0 --syscall-threshold off -- "$wl/nvtx_ranges"
 capture syscalls --sched off --sample-hz 0 --syscall-threshold 1us -- "$wl/sys_mix" --sleeps 1 --getpids 20
@@ -116,7 +119,7 @@ pair "$tmp/merged.perfetto-trace" "$tmp/syscalls.perfetto-trace" "$seeds/fuzz_me
 # tread: each trace of those pairs on its own
 mkdir -p "$seeds/fuzz_tread"
 rm -f "$seeds"/fuzz_tread/seed-*
-for f in train nccl nvtx-v2 sched merged syscalls; do
+for f in train nccl nccl-slow nvtx-v2 sched merged syscalls; do
 	cp "$tmp/$f.perfetto-trace" "$seeds/fuzz_tread/seed-$f"
 done
 

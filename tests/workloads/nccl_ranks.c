@@ -6,9 +6,12 @@
  * tests; the toolkit's nccl.h).
  *
  * Usage: nccl_ranks [--ranks N] [--iters K] [--procs] [--late-ms MS] [--deadlock]
+ *                   [--slow-rank R --slow-us US]
  *   N ranks (default 4) as threads of this process, or with --procs as
  *   child processes; K (default 2) ungrouped all-reduces; --late-ms makes
- *   the last rank enter its first all-reduce MS milliseconds late.
+ *   the last rank enter its first all-reduce MS milliseconds late;
+ *   --slow-rank makes rank R sleep US microseconds before each of its K
+ *   ungrouped all-reduces (the rank the others wait for).
  *   --deadlock: instead of the script below, every rank sends to rank
  *   r+1 outside a group (a deadlock on real NCCL too) and expects
  *   ncclSystemError once FAKENCCL_TIMEOUT_S has passed.
@@ -60,7 +63,7 @@
 
 #define MAX_RANKS 64
 
-static int nranks = 4, iters = 2, late_ms, deadlock;
+static int nranks = 4, iters = 2, late_ms, deadlock, slow_rank = -1, slow_us;
 static ncclUniqueId uid;
 static CUcontext ctx;
 
@@ -139,6 +142,8 @@ static void rank_main(int r)
 	if (late_ms && r == n - 1)
 		usleep(late_ms * 1000);
 	for (i = 0; i < iters; i++) {
+		if (r == slow_rank && slow_us)
+			usleep(slow_us);
 		t0 = now_ms();
 		OK(ncclAllReduce(send, recv, 1024, ncclFloat32, ncclSum, comm, (cudaStream_t)s));
 		if (i == 0)
@@ -278,12 +283,17 @@ int main(int argc, char **argv)
 			iters = num(argv[++i]);
 		else if (!strcmp(argv[i], "--late-ms") && i + 1 < argc)
 			late_ms = num(argv[++i]);
+		else if (!strcmp(argv[i], "--slow-rank") && i + 1 < argc)
+			slow_rank = num(argv[++i]);
+		else if (!strcmp(argv[i], "--slow-us") && i + 1 < argc)
+			slow_us = num(argv[++i]);
 		else if (!strcmp(argv[i], "--procs"))
 			procs = 1;
 		else if (!strcmp(argv[i], "--deadlock"))
 			deadlock = 1;
 		else {
-			fprintf(stderr, "usage: nccl_ranks [--ranks N] [--iters K] [--procs] [--late-ms MS] [--deadlock]\n");
+			fprintf(stderr, "usage: nccl_ranks [--ranks N] [--iters K] [--procs] [--late-ms MS] "
+				"[--deadlock] [--slow-rank R --slow-us US]\n");
 			return 2;
 		}
 	}

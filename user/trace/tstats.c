@@ -43,6 +43,7 @@
 #include "lib/log.h"
 #include "lib/outfile.h"
 #include "lib/stats.h"
+#include "lib/straggle.h"
 #include "lib/sumtab.h"
 #include "sources/cuda/cuda.h"
 #include "sources/cuda/cudart.h"
@@ -155,6 +156,7 @@ enum report {
 	R_API_MEM,
 	R_PEAK,
 	R_NCCL,
+	R_NCCL_STRAG,
 	R_NVTX,
 	R_SAMPLES,
 	R_OSRT,
@@ -177,6 +179,7 @@ static const struct {
 	[R_API_MEM] = { "cuda_api_mem_size_sum", "Memory copies, API side" },
 	[R_PEAK] = { "cuda_mem_peak", "Peak memory allocated per process" },
 	[R_NCCL] = { "nccl_sum", "NCCL Summary" },
+	[R_NCCL_STRAG] = { "nccl_stragglers", "NCCL stragglers: which rank the others wait for" },
 	[R_NVTX] = { "nvtx_sum", "NVTX Range Summary" },
 	[R_SAMPLES] = { "cpu_samples", "CPU samples" },
 	[R_OSRT] = { "osrt_sum", "OS Runtime Summary" },
@@ -201,6 +204,7 @@ enum tk_kind {
 	TK_GPU_INFO,		/* "GPU activity (CUPTI)" under a process */
 	TK_EST_GROUP,		/* "GPU (estimate from API calls)" under a process */
 	TK_EST_STREAM,		/* "... (estimate)" under that */
+	TK_NCCL_COMM,		/* "NCCL comm 3fa2 rank 1/4" under a process */
 };
 
 struct proc_row {
@@ -215,6 +219,8 @@ struct tk {
 	struct proc_row *proc;	/* process tracks */
 	uint32_t pid, tid;	/* thread tracks; pid: of GPU device and sync tracks too */
 	uint32_t device;	/* GPU device tracks */
+	char *comm;		/* NCCL comm tracks: the id ("3fa2"); rank, nranks: -1 unknown */
+	int rank, nranks;
 	/* Thread tracks: which open slices are CUDA API calls (bit 0) and
 	 * calls of any traced library (bit 1). */
 	uint8_t *api;
@@ -274,6 +280,13 @@ struct acc {
 	struct proc_row **procs;
 	size_t nprocs, capprocs;
 	uint32_t machines;		/* highest machine id + 1 seen */
+	/* nccl_stragglers: the operations, and each capture's host (per file
+	 * and machine; unmerged files of different hosts are refused). */
+	struct straggle *strag;
+	int file;			/* the file being read */
+	struct hmap hosts;		/* file << 32 | machine -> char * */
+	char *first_host;		/* machine 0 of the first file */
+	bool hosts_differ;		/* unmerged files of different hosts */
 	/* The GPU timeline, replayed through user/sources/gpu/gpu.c (cuda_gpu_util). */
 	struct model model;
 	struct gpu *g;
@@ -371,7 +384,8 @@ static int acc_init(struct acc *a)
 	a->threshold = SUMTAB_UNKNOWN;
 	model__init(&a->model);
 	a->g = gpu__new(&a->model, NULL);
-	if (!a->g)
+	a->strag = straggle__new();
+	if (!a->g || !a->strag)
 		return -ENOMEM;
 	for (int f = 0; f < NC_FN__COUNT; f++) {
 		const char *name = nccl_funcs[f].name;
@@ -426,9 +440,15 @@ static void acc_free(struct acc *a)
 		struct tk *t = (struct tk *)(uintptr_t)v;
 
 		free(t->api);
+		free(t->comm);
 		free(t);
 	}
 	hmap__free(&a->tracks);
+	for (size_t it = 0; hmap__next(&a->hosts, &it, NULL, &v);)
+		free((void *)(uintptr_t)v);
+	hmap__free(&a->hosts);
+	free(a->first_host);
+	straggle__free(a->strag);
 	hmap__free(&a->api_fn);
 	hmap__free(&a->other_fn);
 	names_free(&a->pysites);
@@ -518,6 +538,28 @@ static const char *gpu_device(const char *name, uint32_t *dev)
 	return name[n] ? name + n + 2 : "";
 }
 
+/* "NCCL comm 3fa2 rank 1/4" (user/sources/nccl/ncclpf.c): the id and
+ * the rank and size, -1 when "?" or when the id is a handle ("(0x...)":
+ * no id shared by the ranks). Renamed when a rank or size was learned
+ * late. 0 or -ENOMEM. */
+static int nccl_comm_track(struct tk *k, const char *name)
+{
+	char id[64], r[16], n[16];
+
+	k->rank = k->nranks = -1;
+	if (sscanf(name, "NCCL comm %63s rank %15[^/]/%15s", id, r, n) != 3)
+		return 0;
+	free(k->comm);
+	k->comm = strdup(id);
+	if (!k->comm)
+		return -ENOMEM;
+	if (id[0] != '(' && r[0] != '?' && n[0] != '?') {
+		k->rank = atoi(r);
+		k->nranks = atoi(n);
+	}
+	return 0;
+}
+
 static int on_track(void *ctx, const struct tread_track *t)
 {
 	struct acc *a = ctx;
@@ -552,6 +594,8 @@ static int on_track(void *ctx, const struct tread_track *t)
 			kind = TK_GPU_INFO;
 		else if (!strcmp(t->name, "GPU (estimate from API calls)"))
 			kind = TK_EST_GROUP;
+		else if (starts(t->name, "NCCL comm "))
+			kind = TK_NCCL_COMM;
 		else if (t->parent)
 			kind = TK_EST_STREAM;	/* checked below: its parent's kind */
 		break;
@@ -577,6 +621,8 @@ static int on_track(void *ctx, const struct tread_track *t)
 		if (kind == TK_EST_STREAM && (!pt || pt->kind != TK_EST_GROUP))
 			k->kind = TK_OTHER;
 	}
+	if (kind == TK_NCCL_COMM && nccl_comm_track(k, t->name))
+		return -ENOMEM;
 	if (kind == TK_GPU_DEV) {
 		const char *name = gpu_device(t->name, &k->device);
 
@@ -926,6 +972,32 @@ static void nccl_call(struct acc *a, const struct tread_slice *s, int f)
 		       ncclsum__bus_factor(nccl_funcs[f].coll, nranks);
 }
 
+/* The host of the capture being read (machine of a merged trace). */
+static const char *host_of(const struct acc *a, uint32_t machine)
+{
+	uint64_t *v = hmap__get(&a->hosts, (uint64_t)a->file << 32 | machine);
+
+	return v ? (const char *)(uintptr_t)*v : "";
+}
+
+/* A collective, send or receive on a communicator's track. */
+static int nccl_op(struct acc *a, const struct tk *k, const struct tread_slice *s)
+{
+	const struct tread_arg *peer = arg(s->args, s->nargs, "peer");
+	struct straggle_op op = {
+		.host = host_of(a, s->machine), .comm = k->comm ? k->comm : "",
+		.rank = k->comm ? k->rank : -1, .nranks = k->nranks, .pid = k->pid,
+		.name = s->name, .seq = arg_u(s->args, s->nargs, "seq"), .peer = -1,
+		.recv = !strcmp(s->name, "ncclRecv"), .ts = s->ts, .end = s->end_ts,
+	};
+
+	if ((op.recv || !strcmp(s->name, "ncclSend")) && peer && peer->type == TREAD_A_INT)
+		op.peer = (int)peer->i;
+	else if (op.recv || !strcmp(s->name, "ncclSend"))
+		op.seq = 0;	/* a send without its peer: not matched */
+	return straggle__add(a->strag, &op);
+}
+
 static int on_slice(void *ctx, const struct tread_slice *s)
 {
 	struct acc *a = ctx;
@@ -973,6 +1045,8 @@ static int on_slice(void *ctx, const struct tread_slice *s)
 		gpu__replay_est(a->g, k->pid, key_of(s->machine, s->track), s->end_ts - s->ts,
 				arg_u(s->args, s->nargs, "launches"));
 		break;
+	case TK_NCCL_COMM:
+		return nccl_op(a, k, s);
 	default:
 		break;
 	}
@@ -1041,6 +1115,23 @@ static int on_attr(void *ctx, uint32_t machine, const char *key, const char *val
 			a->capcomms = nc;
 		}
 		a->comms[a->ncomms++] = c;
+	} else if (!strcmp(key, "cgbpf.hostname")) {
+		uint64_t k = (uint64_t)a->file << 32 | machine;
+		char *h = strdup(value);
+
+		if (!h)
+			return -ENOMEM;
+		if (hmap__del(&a->hosts, k, &v))
+			free((void *)(uintptr_t)v);
+		if (hmap__put(&a->hosts, k, (uintptr_t)h)) {
+			free(h);
+			return -ENOMEM;
+		}
+		/* Files of one host, or one merged file: the clocks agree. */
+		if (!machine && !a->first_host && !(a->first_host = strdup(value)))
+			return -ENOMEM;
+		else if (!machine && a->file && strcmp(a->first_host, value))
+			a->hosts_differ = true;
 	} else if (!strcmp(key, "cgbpf.gpu_processes")) {
 		a->gpu = true;
 	} else if (!strcmp(key, "cgbpf.gpu_process") || !strcmp(key, "cgbpf.gpu_batches")) {
@@ -1236,6 +1327,16 @@ static int print_report(struct acc *a, enum report r, enum sumtab_fmt fmt, bool 
 		sumtab__nccl(f, fmt, &t);
 		break;
 	}
+	case R_NCCL_STRAG:
+		if (a->hosts_differ) {
+			if (fmt == SUMTAB_TEXT)
+				fprintf(f, "\n** %s (%s):\n\n", reports[r].title, reports[r].name);
+			fprintf(f, "   not computed: these traces come from different hosts, whose "
+				   "clocks differ; merge them first (cgbpf merge -o all.perfetto-trace "
+				   "FILE...), which aligns the clocks, and run stats on the merged trace\n");
+			return 0;
+		}
+		return straggle__print(a->strag, fmt, f);
 	case R_NVTX:
 		rows = names_rows(&a->nvtx, false, &n);
 		if (!rows)
@@ -1362,6 +1463,8 @@ static bool shown(const struct acc *a, enum report r)
 				return true;
 		return a->nccl_nested > 0;
 	}
+	if (r == R_NCCL_STRAG)
+		return straggle__any(a->strag);
 	if (r == R_NVTX)
 		return a->nvtx_traced || a->nvtx.n || a->marks;
 	if (r == R_GPU_KERN || r == R_GPU_MEM_TIME || r == R_GPU_MEM_SIZE)
@@ -1484,7 +1587,10 @@ static int read_traces(struct acc *a, char *const *paths, int n)
 {
 	for (int i = 0; i < n; i++) {
 		struct tread_stats st;
-		int err = tread__run(paths[i], &stats_ops, a, &st);
+		int err;
+
+		a->file = i;
+		err = tread__run(paths[i], &stats_ops, a, &st);
 
 		if (err) {
 			if (err == -ENOMEM)

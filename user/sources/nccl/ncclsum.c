@@ -2,7 +2,9 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include "lib/stats.h"
+#include "lib/straggle.h"
 #include "lib/sumtab.h"
 #include "out/perfetto.h"
 #include "sources/nccl/nccl.h"
@@ -26,14 +28,26 @@ struct ncclsum {
 	struct stats groups;
 	uint64_t group_ops, group_bytes;
 	uint64_t nested;
+	struct straggle *strag;	/* nccl_stragglers: every rank's operations */
+	bool strag_oom;
+	char host[65];		/* as the trace's cgbpf.hostname */
 };
 
 struct ncclsum *ncclsum__new(const struct model *m)
 {
 	struct ncclsum *s = calloc(1, sizeof(*s));
+	struct utsname u;
 
-	if (s)
-		s->m = m;
+	if (!s)
+		return NULL;
+	s->m = m;
+	s->strag = straggle__new();
+	if (!s->strag) {
+		free(s);
+		return NULL;
+	}
+	if (!uname(&u))
+		snprintf(s->host, sizeof(s->host), "%s", u.nodename);
 	return s;
 }
 
@@ -44,6 +58,7 @@ void ncclsum__free(struct ncclsum *s)
 	for (int i = 0; i < NC_FN__COUNT; i++)
 		stats__free(&s->ops[i].time);
 	stats__free(&s->groups);
+	straggle__free(s->strag);
 	free(s);
 }
 
@@ -75,6 +90,34 @@ double ncclsum__bus_factor(int coll, int nranks)
 	return 1;
 }
 
+/* An operation for nccl_stragglers: its communicator as its track names
+ * it (user/sources/nccl/ncclpf.c), rank and size unknown without an id
+ * shared by the ranks. */
+static void add_op(struct ncclsum *s, const struct thread *t, const struct call *c,
+		   const struct nccl_call *nc)
+{
+	const struct nccl_comm *comm = nc->comm;
+	bool p2p = nccl_funcs[c->func].cls == NC_C_P2P;
+	struct straggle_op op = {
+		.host = s->host, .rank = comm->id ? comm->rank : -1, .nranks = comm->nranks,
+		.pid = comm->pid, .tid = t->tid, .name = c->name, .seq = nc->seq,
+		.peer = p2p ? nc->root : -1,
+		.recv = p2p && nccl_funcs[c->func].coll == NCOLL_RECV, .ts = c->ts,
+		.end = c->end_ts,
+	};
+	char id[64];
+
+	if (comm->id)
+		snprintf(id, sizeof(id), "%04x", nccl__short_id(comm->id));
+	else
+		snprintf(id, sizeof(id), "(0x%" PRIx64 ")", comm->handle);
+	op.comm = id;
+	if (p2p && op.peer < 0)
+		op.seq = 0;
+	if (straggle__add(s->strag, &op))
+		s->strag_oom = true;
+}
+
 static void on_end(void *ctx, struct thread *t, struct call *c)
 {
 	struct ncclsum *s = ctx;
@@ -84,13 +127,18 @@ static void on_end(void *ctx, struct thread *t, struct call *c)
 	bool ok;
 	uint64_t dur;
 
-	if (c->lib != LIB_NCCL || !c->ended || !(nc = nccl__call(t, c)))
+	if (c->lib != LIB_NCCL || !(nc = nccl__call(t, c)))
+		return;
+	f = &nccl_funcs[c->func];
+	/* What its communicator's track shows, as cgbpf stats reads it. */
+	if (!nc->nested && nc->comm && (f->cls == NC_C_COLL || f->cls == NC_C_P2P))
+		add_op(s, t, c, nc);
+	if (!c->ended)
 		return;
 	if (nc->nested) {
 		s->nested++;
 		return;
 	}
-	f = &nccl_funcs[c->func];
 	o = &s->ops[c->func];
 	ok = c->ret == 0;
 	dur = c->end_ts - c->ts;
@@ -200,4 +248,8 @@ void ncclsum__print(const void *ctx, const uint64_t *drops, FILE *f)
 	t.comms = comms(s, &t.ncomms);
 	sumtab__nccl(f, SUMTAB_TEXT, &t);
 	free(t.comms);
+	/* With two ranks of a communicator or more, as cgbpf stats shows it. */
+	if (straggle__any(s->strag) &&
+	    (s->strag_oom || straggle__print(s->strag, SUMTAB_TEXT, f)))
+		fprintf(f, "\n   nccl_stragglers: out of memory\n");
 }

@@ -1,0 +1,215 @@
+# SPDX-License-Identifier: MIT
+"""Which rank the others wait for (issue 28): nccl_stragglers, from
+record's summary and from `cgbpf stats` on the trace, on the fake NCCL
+whose collectives block until every rank entered (a late rank holds the
+others, as on a GPU). One rank made slow (nccl_ranks --slow-rank: it
+sleeps before each of its all-reduces) must be named, in one trace and
+over the files of --split-per-process; with no slow rank nobody is named;
+traces of two hosts are refused until merged; traces without NCCL give a
+clear line."""
+import csv
+import glob
+import io
+import os
+import re
+import subprocess
+
+from harness import CGBPF, FAKE, Skip, check, clean_trace, eq, record, tmpdir, wl
+
+HEAD = "** NCCL stragglers: which rank the others wait for (nccl_stragglers):"
+NAMED = re.compile(r"Rank (\d+) of communicator (\S+) \((\d+) ranks; pid (\d+)")
+ITERS = 30
+
+
+def need():
+    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
+            os.path.join(FAKE, "libnccl.so.2")):
+        raise Skip("nccl_ranks / fake libnccl.so.2 not built (no CUDA toolkit: they need nccl.h)")
+
+
+def stats(args, rc=0):
+    p = subprocess.run([CGBPF, "stats"] + list(args), capture_output=True, text=True,
+                       timeout=120)
+    eq(p.returncode, rc, "cgbpf stats %s exit (stderr %r)" % (" ".join(args), p.stderr[-500:]))
+    return p.stdout
+
+
+def section(text, head=HEAD):
+    """The body of one section of a summary (up to the next heading)."""
+    out, on = [], False
+    for line in text.splitlines():
+        if line.startswith("** "):
+            on = line == head
+            continue
+        if on:
+            out.append(line.rstrip())
+    return "\n".join(out).strip("\n")
+
+
+def csv_rows(files):
+    text = stats(["--report", "nccl_stragglers", "--format", "csv"] + files)
+    return list(csv.DictReader(io.StringIO(text.split("\n\n", 1)[-1].strip())))
+
+
+def run(procs, slow, split=False):
+    need()
+    tmp = tmpdir()
+    cmd = [wl("nccl_ranks"), "--ranks", "4", "--iters", str(ITERS)]
+    if procs:
+        cmd.append("--procs")
+    if slow:
+        cmd += ["--slow-rank", "2", "--slow-us", "3000"]
+    args = ["--sample-hz", "0"]
+    if split:
+        args += ["--split-per-process", "-o", os.path.join(tmp, "r.%p.perfetto-trace")]
+    r = record(args, cmd=cmd, tmp=tmp, child_gate=procs)
+    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-800:])
+    r.files = sorted(glob.glob(os.path.join(tmp, "r.*.perfetto-trace"))) if split else [
+        r.trace_path]
+    return r
+
+
+def world_rows(rows):
+    """The rows of the 4-rank communicator (the world)."""
+    by = {}
+    for x in rows:
+        by.setdefault(x["comm"], []).append(x)
+    out = [v for v in by.values() if len(v) == 4]
+    eq(len(out), 1, "one communicator of four ranks: %r" % rows)
+    eq(sorted(int(x["rank"]) for x in out[0]), [0, 1, 2, 3], "the world's ranks")
+    return {int(x["rank"]): x for x in out[0]}
+
+
+def recount(trace):
+    """{(comm, rank): (matched, last)} recomputed from the decoded trace:
+    the slices on the communicators' tracks, matched by their seq."""
+    names = {u: t.name for u, t in trace.tracks.items() if u >> 56 == 5}
+    inst = {}
+    for s in trace.slices:
+        m = re.match(r"NCCL comm ([0-9a-f]{4}) rank (\d+)/(\d+)$", names.get(s.track_uuid, ""))
+        if not m or "seq" not in s.args:
+            continue
+        comm, rank, n = m.group(1), int(m.group(2)), int(m.group(3))
+        if s.name in ("ncclSend", "ncclRecv"):
+            a, b = (rank, s.args["peer"]) if s.name == "ncclSend" else (s.args["peer"], rank)
+            key, need = (comm, n, s.args["seq"], a, b), 2
+        else:
+            key, need = (comm, n, s.args["seq"]), n
+        inst.setdefault(key, [need, []])[1].append((s.ts, rank))
+    out = {}
+    for key, (need, entries) in inst.items():
+        if len(entries) != need:
+            continue
+        last = max(entries)[1]
+        for _, rank in entries:
+            m, l = out.get((key[0], rank), (0, 0))
+            out[(key[0], rank)] = (m + 1, l + (rank == last))
+    return out
+
+
+def check_named(text, rows, rank_pids=None):
+    m = NAMED.search(text)
+    check(m, "a rank named:\n%s" % text)
+    eq(int(m.group(1)), 2, "the slow rank named")
+    eq(int(m.group(3)), 4, "its communicator's size")
+    w = world_rows(rows)
+    eq(w[2]["named"], "1", "rank 2's row is the named one")
+    eq([x["named"] for k, x in w.items() if k != 2], ["0"] * 3, "nobody else named")
+    # It slept 3 ms before each of its ITERS all-reduces: last in those.
+    check(int(w[2]["last"]) >= ITERS, "rank 2 last in its all-reduces: %r" % w[2])
+    check(float(w[2]["last_pct"]) >= 50, "last in most: %r" % w[2])
+    check(int(w[2]["late_med_ns"]) >= 2000000, "late by ~3 ms at the median: %r" % w[2])
+    check(int(w[2]["others_waited_ns"]) >= 3 * 2000000 * ITERS,
+          "three ranks waited ~3 ms each time: %r" % w[2])
+    for k, x in w.items():
+        check(int(x["collectives"]) >= ITERS + 6, "rank %d: every collective matched: %r" % (k, x))
+    if rank_pids:
+        eq(int(m.group(4)), rank_pids[2], "the slow rank's process")
+        eq(int(w[2]["pid"]), rank_pids[2], "its row's pid")
+
+
+def rank_pids(files):
+    """{rank: pid} from the world communicator's rows."""
+    return {k: int(x["pid"]) for k, x in world_rows(csv_rows(files)).items()}
+
+
+def test_slow_rank_named_threads():
+    r = run(False, True)
+    body = section(r.stdout)
+    check(body, "record printed nccl_stragglers:\n%s" % r.stdout[-3000:])
+    eq(section(stats([r.trace_path])), body, "stats prints what record printed")
+    check_named(body, csv_rows(r.files))
+
+
+def test_slow_rank_named_processes():
+    """One process per rank (fork), each gated until its probes are in
+    place so that its communicator's creation is traced."""
+    r = run(True, True)
+    body = section(r.stdout)
+    eq(section(stats([r.trace_path])), body, "stats prints what record printed")
+    pids = rank_pids(r.files)
+    eq(len(set(pids.values())), 4, "four processes: %r" % pids)
+    check_named(body, csv_rows(r.files), pids)
+    check(" on " in body, "the host named")
+    clean_trace(r.trace)
+    got = {(x["comm"], int(x["rank"])): (int(x["collectives"]), int(x["last"]))
+           for x in csv_rows(r.files)}
+    want = recount(r.trace)
+    eq({k: v for k, v in got.items() if k in want}, want, "matched and last, recomputed")
+
+
+def test_slow_rank_named_over_split_files():
+    r = run(True, True, split=True)
+    check(len(r.files) >= 4, "a file per process: %r" % r.files)
+    text = stats(["--report", "nccl_stragglers"] + r.files)
+    check_named(text, csv_rows(r.files), rank_pids(r.files))
+
+
+def test_no_slow_rank_nobody_named():
+    r = run(True, False)
+    body = section(r.stdout)
+    check("No rank holds the others back" in body, "nobody named:\n%s" % body)
+    check(not NAMED.search(body), "no rank line")
+    eq([x["named"] for x in csv_rows(r.files)], ["0"] * len(csv_rows(r.files)), "named column")
+
+
+def test_hosts_differ_refused_until_merged():
+    """Files of two hosts (a capture under unshare -u with another host
+    name): refused with a hint to merge; the merge is read."""
+    need()
+    tmp = tmpdir()
+    a = os.path.join(tmp, "a.perfetto-trace")
+    b = os.path.join(tmp, "b.perfetto-trace")
+    cmd = [wl("nccl_ranks"), "--ranks", "2", "--iters", "3"]
+    r = record(["--sample-hz", "0", "-o", a], cmd=cmd, tmp=tmp)
+    eq(r.rc, 0, "first capture")
+    p = subprocess.run(["unshare", "-u", "sh", "-c", 'hostname cgbpf-other-host && exec "$@"',
+                        "sh", CGBPF, "record", "--sample-hz", "0", "-o", b, "--"] + cmd,
+                       capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, LD_LIBRARY_PATH=FAKE))
+    if p.returncode and "unshare" in p.stderr:
+        raise Skip("unshare -u not allowed here: %s" % p.stderr.strip()[-200:])
+    eq(p.returncode, 0, "second capture (stderr %r)" % p.stderr[-500:])
+    text = stats(["--report", "nccl_stragglers", a, b])
+    check("different hosts" in text and "cgbpf merge" in text, "refused with the hint:\n%s" % text)
+    m = os.path.join(tmp, "m.perfetto-trace")
+    subprocess.run([CGBPF, "merge", "-o", m, a, b], check=True, capture_output=True, timeout=120)
+    rows = csv_rows([m])
+    hosts = sorted({x["host"] for x in rows})
+    eq(len(hosts), 2, "rows of both hosts in the merge: %r" % rows)
+    check("cgbpf-other-host" in hosts, "the other host's name: %r" % hosts)
+
+
+def test_traces_without_nccl_or_one_rank():
+    need()
+    r = record(["--sample-hz", "0"], cmd=[wl("train"), "--iters", "2"])
+    eq(r.rc, 0, "record train")
+    text = stats(["--report", "nccl_stragglers", r.trace_path])
+    check("no NCCL operation" in text, "a clear line without NCCL:\n%s" % text)
+    check(HEAD not in stats([r.trace_path]), "not among the default tables without NCCL")
+    r = record(["--sample-hz", "0"], cmd=[wl("nccl_ranks"), "--ranks", "1", "--iters", "3"])
+    eq(r.rc, 0, "record one rank")
+    check(HEAD not in r.stdout, "record: no section for one rank")
+    text = stats(["--report", "nccl_stragglers", r.trace_path])
+    check("No rank holds the others back" in text, "one rank, nobody named:\n%s" % text)
+    clean_trace(r.trace)

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Which rank the others wait for (cgbpf stats --report nccl_stragglers):
+ * NCCL operations of every rank, matched across ranks by communicator and
+ * sequence number (the "seq" each collective, send and receive carries,
+ * user/sources/nccl/nccl.c), and per (communicator, rank) how often and
+ * how late it entered them last. Lateness is on entry: how long after the
+ * first rank of an instance this rank's host call began.
+ *
+ * Operations come in any order (split files are read one after another);
+ * an instance is folded into its ranks' rows once every rank entered it,
+ * so memory is the instances still missing a rank, ~(3 x 8 x ranks + 80)
+ * bytes each, plus the rows.
+ */
+#ifndef CGBPF_STRAGGLE_H
+#define CGBPF_STRAGGLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "lib/sumtab.h"
+
+/* One NCCL operation as a rank entered it. */
+struct straggle_op {
+	const char *host;	/* the capture's host name; "" when unknown */
+	const char *comm;	/* the communicator as its tracks name it ("3fa2") */
+	int rank, nranks;	/* -1: unknown (a communicator older than the capture) */
+	uint32_t pid, tid;
+	const char *name;	/* "ncclAllReduce" */
+	uint64_t seq;		/* 0: none */
+	int peer;		/* ncclSend / ncclRecv: the peer; -1 for a collective */
+	bool recv;
+	uint64_t ts, end;	/* entry and return, the trace's clock */
+};
+
+/* One stretch of a rank's time before an operation it entered last: from
+ * the return of its previous operation on that communicator to the entry. */
+struct straggle_gap {
+	uint64_t from, to;
+};
+
+/* The rank the others wait for, when there is one. */
+struct straggle_named {
+	const char *comm, *host;
+	int rank, nranks;
+	uint32_t pid;
+	uint64_t ops, last, waited_ns, late_med_ns;
+	const struct straggle_gap *gaps;	/* sorted by from; at most STRAGGLE_GAPS */
+	size_t ngaps;
+};
+
+#define STRAGGLE_GAPS 65536
+#define STRAGGLE_MIN_OPS 10	/* fewer matched operations name nobody */
+
+struct straggle;
+
+struct straggle *straggle__new(void);
+void straggle__free(struct straggle *s);
+/* Adds one operation; 0 or -ENOMEM. */
+int straggle__add(struct straggle *s, const struct straggle_op *op);
+/* Whether an operation of two or more ranks of one communicator came
+ * (record prints the report then). */
+bool straggle__any(const struct straggle *s);
+/* Ends the matching (instances still missing a rank are counted as
+ * unmatched) and picks the rank to name; true when there is one. */
+bool straggle__finish(struct straggle *s, struct straggle_named *named);
+/* The table (after straggle__finish): text (with its notes and the named
+ * rank's line), CSV or JSON. 0 or -ENOMEM. */
+int straggle__print(struct straggle *s, enum sumtab_fmt fmt, FILE *f);
+
+#endif
