@@ -6,12 +6,14 @@
  * tests; the toolkit's nccl.h).
  *
  * Usage: nccl_ranks [--ranks N] [--iters K] [--procs] [--late-ms MS] [--deadlock]
- *                   [--slow-rank R --slow-us US]
+ *                   [--slow-rank R --slow-us US] [--hang-rank R --hang-ms MS]
  *   N ranks (default 4) as threads of this process, or with --procs as
  *   child processes; K (default 2) ungrouped all-reduces; --late-ms makes
  *   the last rank enter its first all-reduce MS milliseconds late;
  *   --slow-rank makes rank R sleep US microseconds before each of its K
- *   ungrouped all-reduces (the rank the others wait for).
+ *   ungrouped all-reduces (the rank the others wait for); --hang-rank
+ *   makes rank R stop for MS milliseconds before its all-reduce number
+ *   K/2 + 1 (the others wait inside theirs: a hang, until it comes).
  *   --deadlock: instead of the script below, every rank sends to rank
  *   r+1 outside a group (a deadlock on real NCCL too) and expects
  *   ncclSystemError once FAKENCCL_TIMEOUT_S has passed.
@@ -63,7 +65,8 @@
 
 #define MAX_RANKS 64
 
-static int nranks = 4, iters = 2, late_ms, deadlock, slow_rank = -1, slow_us;
+static int nranks = 4, iters = 2, late_ms, deadlock, slow_rank = -1, slow_us, hang_rank = -1,
+	   hang_ms;
 static ncclUniqueId uid;
 static CUcontext ctx;
 
@@ -144,6 +147,8 @@ static void rank_main(int r)
 	for (i = 0; i < iters; i++) {
 		if (r == slow_rank && slow_us)
 			usleep(slow_us);
+		if (r == hang_rank && i == iters / 2)
+			usleep((useconds_t)hang_ms * 1000);
 		t0 = now_ms();
 		OK(ncclAllReduce(send, recv, 1024, ncclFloat32, ncclSum, comm, (cudaStream_t)s));
 		if (i == 0)
@@ -287,13 +292,17 @@ int main(int argc, char **argv)
 			slow_rank = num(argv[++i]);
 		else if (!strcmp(argv[i], "--slow-us") && i + 1 < argc)
 			slow_us = num(argv[++i]);
+		else if (!strcmp(argv[i], "--hang-rank") && i + 1 < argc)
+			hang_rank = num(argv[++i]);
+		else if (!strcmp(argv[i], "--hang-ms") && i + 1 < argc)
+			hang_ms = num(argv[++i]);
 		else if (!strcmp(argv[i], "--procs"))
 			procs = 1;
 		else if (!strcmp(argv[i], "--deadlock"))
 			deadlock = 1;
 		else {
 			fprintf(stderr, "usage: nccl_ranks [--ranks N] [--iters K] [--procs] [--late-ms MS] "
-				"[--deadlock] [--slow-rank R --slow-us US]\n");
+				"[--deadlock] [--slow-rank R --slow-us US] [--hang-rank R --hang-ms MS]\n");
 			return 2;
 		}
 	}

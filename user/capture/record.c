@@ -424,6 +424,13 @@ static size_t scan_all(struct session *r, bool resolve)
 
 /* ---------------------------------------------------------------- records */
 
+/* A source's trigger (session.trigger): the monitor's flight recorder. */
+static void monitor_trigger(struct session *s, const char *why)
+{
+	if (s->mon)
+		monitor__trigger(s->mon, why);
+}
+
 /* Samples, backtraces and the runtime's kernel names (host stubs) need
  * the symbolizer to have read a process's files while it is alive. */
 /* Tells every source of a change in a target's life (user/core/source.h). */
@@ -1227,6 +1234,7 @@ static int open_outputs(struct run *run)
 		if (!r->mon)
 			return 1;
 		r->pysites = monitor__pysites(r->mon);
+		r->trigger = monitor_trigger;
 	}
 	if (o->summary_path && !o->no_summary) {
 		r->summary_f = outfile__fopen_new(o->summary_path, OUTFILE_MODE, o->force);

@@ -142,6 +142,11 @@ static const char usage_record[] =
 "                            differs), stack (the whole Python stack) or off;\n"
 "                            slow-call backtraces and CPU samples get mixed\n"
 "                            Python and native stacks unless off\n"
+"      --nccl-hang-after TIME\n"
+"                            an NCCL operation some ranks entered and another\n"
+"                            has not after TIME is said on stderr at once, with\n"
+"                            what that rank is doing (default 30s; 'off');\n"
+"                            communicators whose every rank is traced here\n"
 "  -v, --verbose             debug messages, including libbpf's\n"
 "  -h, --help                this help\n"
 "\n"
@@ -310,7 +315,7 @@ enum { OPT_SUMMARY_ONLY = 256, OPT_NO_SUMMARY, OPT_SUMMARY_FILE, OPT_NO_FOLLOW,
        OPT_NO_STOP, OPT_RING, OPT_SCHED, OPT_SYSCALL_THRESHOLD, OPT_SAMPLE_HZ,
        OPT_BACKTRACE_THRESHOLD, OPT_STACK_COPY, OPT_TRACE, OPT_COMM, OPT_CGROUP,
        OPT_FORCE, OPT_SPLIT, OPT_DELAY, OPT_CAPTURE_RANGE, OPT_NVTX_CAPTURE,
-       OPT_CAPTURE_END, OPT_SCHEDULE, OPT_PYTHON, OPT_INJECT };
+       OPT_CAPTURE_END, OPT_SCHEDULE, OPT_PYTHON, OPT_INJECT, OPT_NCCL_HANG };
 
 static const struct option record_options[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -340,6 +345,7 @@ static const struct option record_options[] = {
 	{ "schedule", required_argument, NULL, OPT_SCHEDULE },
 	{ "python", required_argument, NULL, OPT_PYTHON },
 	{ "inject", optional_argument, NULL, OPT_INJECT },
+	{ "nccl-hang-after", required_argument, NULL, OPT_NCCL_HANG },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -412,6 +418,12 @@ static int record_tuning_option(int c, const char *arg, struct record_opts *o,
 		if (parse_u64(arg, &v) || v > 16384)
 			return usage_error("invalid --stack-copy '%s': 0 to 16384 bytes", arg);
 		o->stack_copy = v;
+		return 0;
+	case OPT_NCCL_HANG:
+		if (parse_threshold(arg, &v) || v == 0)
+			return usage_error("invalid --nccl-hang-after '%s': expected e.g. 30s or off",
+					   arg);
+		o->nccl_hang_ns = v == THRESHOLD_OFF ? 0 : v;
 		return 0;
 	default:
 		fprintf(stderr, "Try 'cgbpf record --help'.\n");
@@ -627,6 +639,7 @@ static int cmd_record(int argc, char **argv)
 		.follow = true, .ring_mib = 64, .sched = SCHED_ALL,
 		.syscall_threshold_ns = 1000, .sample_hz = 99, .backtrace_threshold_ns = 100000,
 		.stack_copy = 8192, .trace_mask = TRACE_ALL, .python = PY_MODE_LEAF,
+		.nccl_hang_ns = 30000000000ull,
 	};
 	struct record_given given = { 0 };
 	char default_out[64], split_out[PATH_MAX];
@@ -749,6 +762,11 @@ static const char usage_monitor[] =
 "                            (default 10s; 'off')\n"
 "      --no-trigger-errors   calls returning an error do not dump\n"
 "      --no-trigger-exit     processes dying abnormally do not dump\n"
+"      --nccl-hang-after TIME\n"
+"                            with --flight-recorder (calls reach user space only\n"
+"                            then): an NCCL operation some ranks of a\n"
+"                            communicator entered and another has not after\n"
+"                            TIME is said on stderr and dumps (default 30s; 'off')\n"
 "      --syscall-threshold TIME\n"
 "                            also aggregate syscalls of traced processes lasting\n"
 "                            TIME or more (default off: while on, every syscall\n"
@@ -788,6 +806,7 @@ static const struct option monitor_options[] = {
 	{ "trigger-slow", required_argument, NULL, 'S' },
 	{ "no-trigger-errors", no_argument, NULL, 'E' },
 	{ "no-trigger-exit", no_argument, NULL, 'X' },
+	{ "nccl-hang-after", required_argument, NULL, 'H' },
 	{ "trace", required_argument, NULL, 'T' },
 	{ "comm", required_argument, NULL, 'C' },
 	{ "cgroup", required_argument, NULL, 'G' },
@@ -855,6 +874,12 @@ static int monitor_args(int argc, char **argv, struct record_opts *o, struct mon
 			break;
 		case 'X':
 			mo->trigger_exit = false;
+			break;
+		case 'H':
+			if (parse_threshold(optarg, &v) || v == 0)
+				return monitor_error("invalid --nccl-hang-after '%s': expected e.g. 30s "
+						     "or off", optarg);
+			mo->nccl_hang_ns = v == THRESHOLD_OFF ? 0 : v;
 			break;
 		case 'T': {
 			char msg[160];
@@ -925,6 +950,7 @@ static int cmd_monitor(int argc, char **argv)
 		.listen = MONITOR_DEFAULT_LISTEN, .interval_ns = 10000000000ull,
 		.flight_bytes = 64ull << 20,
 		.trigger_slow_ns = 10000000000ull, .trigger_errors = true, .trigger_exit = true,
+		.nccl_hang_ns = 30000000000ull,
 	};
 	struct record_opts o = {
 		.all = true, .follow = true, .ring_mib = 0,
@@ -979,6 +1005,8 @@ static int cmd_monitor(int argc, char **argv)
 	 * triggers: a small one keeps the daemon's resident memory small. */
 	if (!o.ring_mib)
 		o.ring_mib = mo.flight_ns ? 16 : 4;
+	/* NCCL calls reach user space only with the flight recorder. */
+	o.nccl_hang_ns = mo.flight_ns ? mo.nccl_hang_ns : 0;
 	ret = record__run(&o);
 out:
 	/* The options point into the file's argv: it lives until here. */

@@ -54,6 +54,7 @@ struct monitor_opts {
 	uint64_t trigger_slow_ns;	/* NCCL/sync calls at least this long dump; 0: off */
 	bool trigger_errors;		/* a call returning an error dumps */
 	bool trigger_exit;		/* a traced process dying abnormally dumps */
+	uint64_t nccl_hang_ns;		/* --nccl-hang-after; 0: off */
 	unsigned python_sites;		/* --python-sites N: top N call sites per process; 0: off */
 	unsigned python_site_sample;	/* --python-site-sample K: one call in K is sampled */
 };
@@ -69,6 +70,7 @@ struct record_opts {
 	bool inject_all;	/* --inject=all: with -a and no filter, without asking */
 	bool split;		/* --split-per-process: one trace per process */
 	uint64_t duration_ns;	/* 0: until the targets exit or Ctrl-C */
+	uint64_t nccl_hang_ns;	/* --nccl-hang-after: say NCCL operations waiting this long; 0: off */
 	bool summary_only;
 	bool no_summary;
 	bool follow;		/* forks of targets become targets */

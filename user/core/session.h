@@ -46,6 +46,9 @@ struct session {
 	struct pfseq *meta;		/* cgbpf's own events (drops) */
 	struct stacks *stacks;		/* the symbolizer, CPU samples and backtraces */
 	struct monitor *mon;		/* `cgbpf monitor` */
+	/* A source's reason to dump the monitor's flight recorder (set by
+	 * record.c for a monitor; NULL otherwise). */
+	void (*trigger)(struct session *s, const char *why);
 	struct pysites *pysites;	/* monitor --python-sites: the monitor's table of
 					 * sampled Python call sites, or NULL */
 	struct capture *cap;		/* capture windows (user/out/capwin.h), or NULL */

@@ -14,15 +14,18 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include "core/opts.h"
 #include "core/session.h"
 #include "core/source.h"
 #include "lib/log.h"
 #include "out/summary.h"
+#include "sources/nccl/ncclhang.h"
 #include "sources/nccl/ncclpf.h"
 #include "sources/nccl/ncclsum.h"
 
 struct ncclsrc {
 	struct ncclsum *sum;
+	struct ncclhang *hang;	/* --nccl-hang-after; NULL: off */
 	bool last_flush;	/* finish came: the next flush is the trace's last */
 };
 
@@ -36,11 +39,15 @@ struct ncclsrc {
 static int nccl_init(struct session *s, void **state)
 {
 	struct ncclsrc *n = calloc(1, sizeof(*n));
-	struct sink before, after, sum;
+	struct sink before, after, sum, hang;
 
 	if (n)
 		n->sum = ncclsum__new(&s->model);
-	if (!n || !n->sum) {
+	if (n && s->o->nccl_hang_ns)
+		n->hang = ncclhang__new(&s->model, s->o->nccl_hang_ns);
+	if (!n || !n->sum || (s->o->nccl_hang_ns && !n->hang)) {
+		if (n)
+			ncclsum__free(n->sum);
 		free(n);
 		err("out of memory");
 		return -ENOMEM;
@@ -55,11 +62,17 @@ static int nccl_init(struct session *s, void **state)
 	}
 	if (model__add_sink(&s->model, &sum))
 		goto full;
+	if (n->hang) {
+		hang = ncclhang__sink(n->hang);
+		if (model__add_sink(&s->model, &hang))
+			goto full;
+	}
 	*state = n;
 	return 0;
 full:
 	err("too many model sinks for NCCL");
 	ncclsum__free(n->sum);
+	ncclhang__free(n->hang);
 	free(n);
 	return -E2BIG;
 }
@@ -86,11 +99,22 @@ static void nccl_finish(struct session *s, void *state, struct capture_info *ci)
 	n->last_flush = true;
 }
 
+/* An operation waiting past --nccl-hang-after is said now; a monitor
+ * dumps its flight recorder. */
+static void nccl_tick(struct session *s, void *state, uint64_t now)
+{
+	struct ncclsrc *n = state;
+
+	if (ncclhang__tick(n->hang, now) && s->trigger)
+		s->trigger(s, "nccl-hang");
+}
+
 static void nccl_fini(struct session *s, void *state)
 {
 	struct ncclsrc *n = state;
 
 	(void)s;
+	ncclhang__free(n->hang);
 	ncclsum__free(n->sum);
 	free(n);
 }
@@ -99,6 +123,7 @@ const struct source src_nccl = {
 	.name = "nccl",
 	.init = nccl_init,
 	.flush = nccl_flush,
+	.tick = nccl_tick,
 	.finish = nccl_finish,
 	.fini = nccl_fini,
 };
