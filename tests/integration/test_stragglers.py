@@ -213,3 +213,53 @@ def test_traces_without_nccl_or_one_rank():
     text = stats(["--report", "nccl_stragglers", r.trace_path])
     check("No rank holds the others back" in text, "one rank, nobody named:\n%s" % text)
     clean_trace(r.trace)
+
+
+HANG = re.compile(r"NCCL hang\? (\w+) #(\d+) \((\d+) bytes\) on communicator (\w+) \((\d+) ranks\): "
+                  r"rank\(s\) (.*) entered it, the first ([\d.]+) s ago; waiting for:")
+
+
+def test_hang_said_while_it_lasts():
+    """Rank 2 stops for 4 s before its 4th all-reduce while the others
+    wait inside theirs: with --nccl-hang-after 1s the hang is said on
+    stderr while it lasts, with the waiting ranks, the missing one and
+    its threads (asleep in clock_nanosleep), then that it ended."""
+    need()
+    cmd = [wl("nccl_ranks"), "--procs", "--ranks", "4", "--iters", "6", "--hang-rank", "2",
+           "--hang-ms", "4000"]
+    r = record(["--sample-hz", "0", "--nccl-hang-after", "1s"], cmd=cmd, child_gate=True)
+    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-800:])
+    said = HANG.findall(r.stderr)
+    eq(len(said), 1, "one hang said:\n%s" % r.stderr[-3000:])
+    name, seq, nbytes, comm, n, waiting, ago = said[0]
+    eq((name, seq, nbytes, n), ("ncclAllReduce", "4", "4096", "4"), "the operation")
+    pids = rank_pids([r.trace_path])
+    want = ", ".join("%d (pid %d)" % (k, pids[k]) for k in (0, 1, 3))
+    eq(waiting, want, "the ranks waiting, with their processes")
+    check(float(ago) >= 1.0, "said after the limit")
+    check(re.search(r"rank 2 \(pid %d\), which has not entered it; its threads now:" % pids[2],
+                    r.stderr), "the missing rank named:\n%s" % r.stderr[-3000:])
+    check(re.search(r"pid %d thread %d \S+ \(S, in (clock_)?nanosleep\)" % (pids[2], pids[2]),
+                    r.stderr), "what it was doing: asleep:\n%s" % r.stderr[-3000:])
+    check("ncclAllReduce #4 on communicator %s: every rank entered it at last" % comm in r.stderr,
+          "its end said")
+    # The operation it said is the one the trace shows late.
+    check(r.stderr.index("NCCL hang?") < r.stderr.index("every rank entered it at last"),
+          "said before it ended")
+
+
+def test_hang_off_and_no_hang_quiet():
+    need()
+    cmd = [wl("nccl_ranks"), "--procs", "--ranks", "4", "--iters", "6", "--hang-rank", "2",
+           "--hang-ms", "2500"]
+    r = record(["--sample-hz", "0", "--nccl-hang-after", "off"], cmd=cmd, child_gate=True)
+    eq(r.rc, 0, "cgbpf exit")
+    check("NCCL hang?" not in r.stderr, "off: nothing said")
+    r = record(["--sample-hz", "0", "--nccl-hang-after", "1s"],
+               cmd=[wl("nccl_ranks"), "--procs", "--ranks", "4", "--iters", "6"], child_gate=True)
+    eq(r.rc, 0, "cgbpf exit")
+    check("NCCL hang?" not in r.stderr, "no hang, nothing said:\n%s" % r.stderr[-2000:])
+    p = subprocess.run([CGBPF, "record", "--nccl-hang-after", "soon", "--", "true"],
+                       capture_output=True, text=True, timeout=30)
+    eq(p.returncode, 2, "a bad value is a usage error")
+    check("--nccl-hang-after" in p.stderr, "named in the message")
