@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the rank matching behind nccl_stragglers
+ * (user/lib/straggle.c) on hand-made operations: lateness and the waiting
+ * each rank caused against sums computed here, sends matched with their
+ * receives, operations arriving file by file (one rank's all, then the
+ * next's), what is not matched and why, two processes claiming a rank,
+ * nobody named when the lateness is spread, and the CSV row.
+ * No root, no BPF.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/straggle.h"
+#include "tap.h"
+
+static struct straggle_op op(const char *comm, int rank, int n, uint64_t seq, uint64_t ts)
+{
+	return (struct straggle_op){ .host = "h", .comm = comm, .rank = rank, .nranks = n,
+				     .pid = 100 + rank, .name = "ncclAllReduce", .seq = seq,
+				     .peer = -1, .ts = ts, .end = ts + 50 };
+}
+
+static char *print(struct straggle *s, enum sumtab_fmt fmt)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	straggle__print(s, fmt, f);
+	fclose(f);
+	return text;
+}
+
+/* Three ranks, rank 2 always 1000 ns after rank 1, which is 100 ns after
+ * rank 0: rank 2 last every time, late 1100 ns; the others waited
+ * 1100 + 1000 per instance for it, 100 for rank 1. */
+static void test_late_rank(void)
+{
+	struct straggle *s = straggle__new();
+	struct straggle_named n;
+	char *text;
+
+	for (uint64_t i = 1; i <= 12; i++) {
+		uint64_t t = i * 1000000;
+		struct straggle_op o[3] = { op("abcd", 1, 3, i, t + 100), op("abcd", 2, 3, i, t + 1100),
+					    op("abcd", 0, 3, i, t) };
+
+		for (int k = 0; k < 3; k++)
+			straggle__add(s, &o[k]);
+	}
+	check(straggle__any(s), "three ranks: the report is shown");
+	check(straggle__finish(s, &n), "a rank named");
+	check(n.rank == 2 && n.nranks == 3 && !strcmp(n.comm, "abcd") && n.pid == 102,
+	      "rank 2 of abcd named (rank %d, pid %u)", n.rank, n.pid);
+	check(n.ops == 12 && n.last == 12, "last in 12 of 12 (%lu of %lu)",
+	      (unsigned long)n.last, (unsigned long)n.ops);
+	check(n.late_med_ns == 1100, "late by 1100 ns (%lu)", (unsigned long)n.late_med_ns);
+	check(n.waited_ns == 12 * (1100 + 1000), "waited 12 x 2100 ns (%lu)",
+	      (unsigned long)n.waited_ns);
+	/* The stretch before each late entry: from its previous return. */
+	check(n.ngaps == 11 && n.gaps[0].from == 1000000 + 1100 + 50 &&
+		      n.gaps[0].to == 2000000 + 1100,
+	      "gaps from the previous return to the late entry (%zu)", n.ngaps);
+	text = print(s, SUMTAB_CSV);
+	check(strstr(text, "abcd,2,102,h,12,12,100,1100,1100,25200,1\n") != NULL,
+	      "rank 2's CSV row:\n%s", text);
+	check(strstr(text, "abcd,1,101,h,12,0,0,100,100,1200,0\n") != NULL,
+	      "rank 1's CSV row:\n%s", text);
+	free(text);
+	text = print(s, SUMTAB_TEXT);
+	check(strstr(text, "Rank 2 of communicator abcd (3 ranks; pid 102 on h)") != NULL,
+	      "the named line:\n%s", text);
+	free(text);
+	straggle__free(s);
+}
+
+/* File by file (rank 0's operations, then rank 1's): matched all the
+ * same; sends matched with receives by (sender, receiver, seq). */
+static void test_files_and_p2p(void)
+{
+	struct straggle *s = straggle__new();
+	char *text;
+
+	for (int r = 0; r < 2; r++)
+		for (uint64_t i = 1; i <= 20; i++) {
+			struct straggle_op o = op("beef", r, 2, i, i * 1000 + (r ? 0 : 10));
+
+			straggle__add(s, &o);
+			/* rank 0 sends to 1, rank 1 receives from 0, later */
+			o.name = r ? "ncclRecv" : "ncclSend";
+			o.recv = r == 1;
+			o.peer = !r;
+			o.ts = i * 1000 + 500 + (r ? 300 : 0);
+			straggle__add(s, &o);
+		}
+	straggle__finish(s, NULL);
+	text = print(s, SUMTAB_TEXT);
+	check(strstr(text, "20 collective(s), 20 send/receive pair(s)") != NULL,
+	      "every instance matched:\n%s", text);
+	check(strstr(text, "Rank 0 of communicator beef") == NULL &&
+		      strstr(text, "No rank holds the others back") != NULL,
+	      "rank 0 last in the collectives, rank 1 in the pairs: 50%%, nobody named:\n%s",
+	      text);
+	free(text);
+	straggle__free(s);
+}
+
+/* What is not matched, and a rank in two processes. */
+static void test_unmatched(void)
+{
+	struct straggle *s = straggle__new();
+	struct straggle_op o = op("c0de", 0, 4, 1, 1000);
+	char *text;
+
+	straggle__add(s, &o);
+	o.rank = 1;
+	straggle__add(s, &o);			/* 2 of 4 ranks: never complete */
+	straggle__add(s, &o);			/* twice */
+	o.rank = -1;
+	straggle__add(s, &o);			/* unknown rank */
+	o.rank = 7;
+	straggle__add(s, &o);			/* out of range */
+	o = op("c0de", 0, 4, 0, 5);
+	straggle__add(s, &o);			/* no seq */
+	o = op("dead", 0, 2, 1, 10);
+	straggle__add(s, &o);
+	o.pid = 999;
+	o.seq = 2;
+	straggle__add(s, &o);			/* rank 0 of dead in another process */
+	straggle__finish(s, NULL);
+	text = print(s, SUMTAB_TEXT);
+	check(strstr(text, "4 operation(s) of 3 instance(s) some rank never entered") != NULL,
+	      "incomplete instances counted:\n%s", text);
+	check(strstr(text, "1 operation(s) on communicators whose rank or size is unknown"),
+	      "unknown rank counted:\n%s", text);
+	check(strstr(text, "1 operation(s) without a sequence number"), "no seq counted");
+	check(strstr(text, "1 operation(s) with a rank or peer out of range, 1 entering"),
+	      "out of range and twice counted:\n%s", text);
+	check(strstr(text, "communicator dead of 2 ranks: one rank in two processes"),
+	      "the conflict said:\n%s", text);
+	free(text);
+	straggle__free(s);
+}
+
+static void test_empty(void)
+{
+	struct straggle *s = straggle__new();
+	char *text;
+
+	check(!straggle__any(s) && !straggle__finish(s, NULL), "empty: nothing shown or named");
+	text = print(s, SUMTAB_TEXT);
+	check(strstr(text, "no NCCL operation with a known rank") != NULL, "a clear line:\n%s",
+	      text);
+	free(text);
+	text = print(s, SUMTAB_JSON);
+	check(strstr(text, "[") != NULL, "JSON: an empty array (%s)", text);
+	free(text);
+	straggle__free(s);
+}
+
+int main(void)
+{
+	test_late_rank();
+	test_files_and_p2p();
+	test_unmatched();
+	test_empty();
+	printf("%d passed, %d failed\n", n_pass, n_fail);
+	return n_fail ? 1 : 0;
+}
