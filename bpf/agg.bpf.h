@@ -15,6 +15,9 @@
 const volatile __u8 aggregate __weak = 0;
 /* Emit per-call records into `events` (record; monitor's flight recorder). */
 const volatile __u8 emit_records __weak = 1;
+/* Monitor without a flight recorder: NCCL calls still make records, for
+ * the per-communicator metrics and the hang watch (a few per step). */
+const volatile __u8 nccl_records __weak = 0;
 /* Calls flagged AGG_F_SLOW lasting at least this make a trigger record. */
 const volatile __u64 trigger_slow_ns __weak = 0;
 

@@ -275,10 +275,12 @@ static __always_inline int enter(struct pt_regs *ctx)
 	struct thread_calls *t = NULL;
 	struct rec_call_enter *r;
 	__u32 kind, str;
+	bool emit;
 
 	if (!is_target(pid_tgid >> 32))
 		return 0;
 	cookie = bpf_get_attach_cookie(ctx);
+	emit = emit_records || (nccl_records && CK_LIB(cookie) == LIB_NCCL);
 	if (capture_gated) {
 		if (cookie & CK_TRIG_ON)
 			gate_profiler(pid_tgid >> 32, true);
@@ -291,9 +293,9 @@ static __always_inline int enter(struct pt_regs *ctx)
 		}
 	}
 	/* One lookup serves the call stack and the Python leaf cache. */
-	if (NEED_CALL_TS || (py_mode == PY_MODE_LEAF && emit_records))
+	if (NEED_CALL_TS || (py_mode == PY_MODE_LEAF && emit))
 		t = thread_calls_get(BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!emit_records) {
+	if (!emit) {
 		/* Monitor without a flight recorder: aggregates only. */
 		if (aggregate) {
 			__u64 a[6] = { PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
@@ -419,7 +421,7 @@ static __always_inline int exit(struct pt_regs *ctx)
 	/* Before the exit record: the model attaches it to the call ending next. */
 	if (NEED_CALL_TS)
 		now = bt_exit(ctx, pid_tgid, cookie);
-	if (!emit_records)
+	if (!emit_records && !(nccl_records && CK_LIB(cookie) == LIB_NCCL))
 		return 0;
 	/* Before the exit record: the string belongs to the call ending next. */
 	if (CK_STR(cookie)) {

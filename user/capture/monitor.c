@@ -30,6 +30,7 @@
 #include "out/perfetto.h"
 #include "out/pfsink.h"
 #include "sources/nccl/nccl.h"
+#include "sources/nccl/ncclmon.h"
 #include "sources/nccl/ncclsum.h"
 #include "sources/python/pysites.h"
 #include "sources/syscalls/syscalls.h"
@@ -220,6 +221,7 @@ struct monitor {
 	uint64_t last_dump_ns;
 	char last_dump[4096];
 	struct pysites *pysites;	/* --python-sites */
+	struct ncclmon *nccl;		/* NCCL metrics per communicator and rank */
 };
 
 static int parse_listen(const char *s, struct sockaddr_in *sa)
@@ -367,8 +369,15 @@ int monitor__start(struct monitor *mo, struct cgbpf_bpf *skel, struct model *m,
 	if (mo->ncpu <= 0)
 		return -EINVAL;
 	mo->vals = calloc(mo->ncpu, sizeof(*mo->vals));
-	if (!mo->vals)
+	mo->nccl = ncclmon__new();
+	if (!mo->vals || !mo->nccl)
 		return -ENOMEM;
+	{
+		struct sink s = ncclmon__sink(mo->nccl);
+
+		if (model__add_sink(m, &s))
+			return -E2BIG;
+	}
 	err = configure(mo);
 	if (err)
 		err("configuring the aggregates: %s", strerror(-err));
@@ -395,6 +404,7 @@ void monitor__free(struct monitor *mo)
 	free(mo->vals);
 	free(mo->flight.buf);
 	pysites__free(mo->pysites);
+	ncclmon__free(mo->nccl);
 	hmap__free(&mo->gone);
 	{
 		uint64_t v;
@@ -977,6 +987,11 @@ static void render(struct monitor *mo, struct buf *b)
 
 		pysites__render(mo->pysites, site_line, site_comm, ctx);
 	}
+	{
+		void *ctx[2] = { b, mo };
+
+		ncclmon__render(mo->nccl, site_line, ctx);
+	}
 }
 
 /* ------------------------------------------------------------ http */
@@ -1298,6 +1313,7 @@ void monitor__tick(struct monitor *mo, uint64_t now)
 		forget_memory(mo);
 		if (mo->pysites)
 			pysites__sweep(mo->pysites, pid_alive);
+		ncclmon__sweep(mo->nccl, pid_alive);
 		mo->last_house = now;
 	}
 }

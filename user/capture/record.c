@@ -963,6 +963,7 @@ static int open_bpf(struct session *r)
 	if (o->monitor) {
 		skel->rodata->aggregate = 1;
 		skel->rodata->emit_records = o->monitor->flight_ns != 0;
+		skel->rodata->nccl_records = !!(o->trace_mask & TRACE_BIT(LIB_NCCL));
 		skel->rodata->trigger_slow_ns = o->monitor->trigger_slow_ns;
 	}
 	{

@@ -763,10 +763,9 @@ static const char usage_monitor[] =
 "      --no-trigger-errors   calls returning an error do not dump\n"
 "      --no-trigger-exit     processes dying abnormally do not dump\n"
 "      --nccl-hang-after TIME\n"
-"                            with --flight-recorder (calls reach user space only\n"
-"                            then): an NCCL operation some ranks of a\n"
-"                            communicator entered and another has not after\n"
-"                            TIME is said on stderr and dumps (default 30s; 'off')\n"
+"                            an NCCL operation some ranks of a communicator\n"
+"                            entered and another has not after TIME is said on\n"
+"                            stderr and dumps (default 30s; 'off')\n"
 "      --syscall-threshold TIME\n"
 "                            also aggregate syscalls of traced processes lasting\n"
 "                            TIME or more (default off: while on, every syscall\n"
@@ -1005,8 +1004,7 @@ static int cmd_monitor(int argc, char **argv)
 	 * triggers: a small one keeps the daemon's resident memory small. */
 	if (!o.ring_mib)
 		o.ring_mib = mo.flight_ns ? 16 : 4;
-	/* NCCL calls reach user space only with the flight recorder. */
-	o.nccl_hang_ns = mo.flight_ns ? mo.nccl_hang_ns : 0;
+	o.nccl_hang_ns = mo.nccl_hang_ns;
 	ret = record__run(&o);
 out:
 	/* The options point into the file's argv: it lives until here. */
