@@ -680,3 +680,43 @@ def test_monitor_python_sites_bad_input():
         r = subprocess.run([CGBPF, "monitor"] + args, capture_output=True, text=True, timeout=30)
         eq(r.returncode, 2, "exit for %s (stderr %r)" % (args, r.stderr))
         check(why in r.stderr, "message %r for %s: %r" % (why, args, r.stderr))
+
+
+def test_monitor_nccl_last_seq_and_hang():
+    """A 4-rank job whose rank 2 stops for 4 s before its 4th all-reduce,
+    without a flight recorder: during the hang cgbpf_nccl_last_seq shows
+    rank 2 one behind the others on the world communicator, the hang is
+    said on stderr; after the job every rank has the same last_seq and
+    ops; two sweeps after the exit the rows are gone (bounded labels)."""
+    from harness import FAKE, Skip
+    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
+            os.path.join(FAKE, "libnccl.so.2")):
+        raise Skip("nccl_ranks / fake libnccl.so.2 not built (no CUDA toolkit: they need nccl.h)")
+    d = tmpdir()
+    mon = Monitor(["--interval", "1s", "--comm", "nccl_ranks", "--nccl-hang-after", "1s"], d)
+    try:
+        w = start([wl("nccl_ranks"), "--ranks", "4", "--iters", "6", "--procs", "--hang-rank", "2",
+                   "--hang-ms", "4000"], env=mon.wl_env())
+        wait_for(lambda: "NCCL hang?" in mon.stderr(), 20, "the hang said")
+        m = mon.scrape()
+        seq = {int(dict(k[1])["rank"]): v for k, v in series(m, "cgbpf_nccl_last_seq",
+                                                             nranks=4).items()}
+        eq(sorted(seq), [0, 1, 2, 3], "a last_seq per rank of the world: %r" % seq)
+        eq(seq[0], seq[1], "ranks 0 and 1 at the same operation")
+        eq(seq[3], seq[0], "rank 3 too")
+        eq(seq[2], seq[0] - 1, "rank 2 one behind: %r" % seq)
+        check(re.search(r"NCCL hang\? ncclAllReduce #4 .* 0 \(pid \d+\), 1 \(pid \d+\), "
+                        r"3 \(pid \d+\) entered it", mon.stderr()), "the waiting ranks said")
+        eq(w.wait(120), 0, "nccl_ranks exit")
+        m = mon.scrape()
+        seq = {int(dict(k[1])["rank"]): v for k, v in series(m, "cgbpf_nccl_last_seq",
+                                                             nranks=4).items()}
+        ops = {int(dict(k[1])["rank"]): v for k, v in series(m, "cgbpf_nccl_ops_total",
+                                                             nranks=4).items()}
+        check(len(set(seq.values())) == 1 and len(seq) == 4, "every rank at the end: %r" % seq)
+        eq(seq[0], 6 + 8, "6 all-reduces and 8 other collectives numbered")
+        check(min(ops.values()) >= 14, "operations counted: %r" % ops)
+        wait_for(lambda: not series(mon.scrape(), "cgbpf_nccl_last_seq"), 10,
+                 "the exited ranks' rows dropped")
+    finally:
+        eq(mon.stop(), 0, "monitor exit")
