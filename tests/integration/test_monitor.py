@@ -720,3 +720,33 @@ def test_monitor_nccl_last_seq_and_hang():
                  "the exited ranks' rows dropped")
     finally:
         eq(mon.stop(), 0, "monitor exit")
+
+
+def test_monitor_nccl_straggler_counts():
+    """Rank 2 sleeps 3 ms before each of its 30 all-reduces: the monitor
+    counts it entered last in those, and the waiting it caused, on the
+    world communicator (every rank traced here); the other ranks entered
+    last in few."""
+    from harness import FAKE, Skip
+    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
+            os.path.join(FAKE, "libnccl.so.2")):
+        raise Skip("nccl_ranks / fake libnccl.so.2 not built (no CUDA toolkit: they need nccl.h)")
+    d = tmpdir()
+    mon = Monitor(["--interval", "1h", "--comm", "nccl_ranks"], d)
+    try:
+        w = start([wl("nccl_ranks"), "--ranks", "4", "--iters", "30", "--procs", "--slow-rank", "2",
+                   "--slow-us", "3000"], env=mon.wl_env())
+        eq(w.wait(120), 0, "nccl_ranks exit")
+        m = mon.scrape()
+    finally:
+        eq(mon.stop(), 0, "monitor exit")
+
+    def by_rank(name):
+        return {int(dict(k[1])["rank"]): v for k, v in series(m, name, nranks=4).items()}
+    matched, last = by_rank("cgbpf_nccl_matched_total"), by_rank("cgbpf_nccl_entered_last_total")
+    waited = by_rank("cgbpf_nccl_others_waited_seconds_total")
+    eq(sorted(matched), [0, 1, 2, 3], "rows of the world's ranks: %r" % matched)
+    check(min(matched.values()) >= 30 + 8, "every collective matched: %r" % matched)
+    check(last[2] >= 30, "rank 2 last in its slow all-reduces: %r" % last)
+    check(all(last[r] < last[2] / 2 for r in (0, 1, 3)), "the others last in few: %r" % last)
+    check(waited[2] >= 30 * 3 * 0.002, "the waiting it caused: %r" % waited)

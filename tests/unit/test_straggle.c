@@ -144,6 +144,45 @@ static void test_unmatched(void)
 	straggle__free(s);
 }
 
+static void count_row(void *ctx, const struct straggle_row *r)
+{
+	int *n = ctx;
+
+	(*n)++;
+	check(r->rank == 1 && r->ops == 0, "the live row: rank 1, nothing matched (%d, %lu)",
+	      r->rank, (unsigned long)r->ops);
+}
+
+/* A monitor's use: instances left open expire, an exited process's rows
+ * go and a new process takes its rank afresh. */
+static void test_expire_forget(void)
+{
+	struct straggle *s = straggle__new();
+	struct straggle_op o = op("f00d", 0, 2, 1, 1000);
+	int n = 0;
+	char *text;
+
+	straggle__no_gaps(s);
+	straggle__add(s, &o);			/* rank 1 never comes */
+	o = op("f00d", 1, 2, 2, 5000);
+	straggle__add(s, &o);
+	straggle__expire(s, 2000);		/* the first goes, the second stays */
+	straggle__forget_pid(s, 100);		/* rank 0's process exited */
+	straggle__each(s, count_row, &n);
+	check(n == 1, "one live row (%d)", n);
+	o = op("f00d", 0, 2, 2, 5100);
+	o.pid = 555;				/* rank 0 again, a new process */
+	straggle__add(s, &o);
+	straggle__finish(s, NULL);
+	text = print(s, SUMTAB_TEXT);
+	check(strstr(text, "1 operation(s) of 1 instance(s) some rank never entered") != NULL,
+	      "the expired instance counted:\n%s", text);
+	check(strstr(text, "one rank in two processes") == NULL && strstr(text, "555") != NULL,
+	      "the new process took the rank, no conflict:\n%s", text);
+	free(text);
+	straggle__free(s);
+}
+
 static void test_empty(void)
 {
 	struct straggle *s = straggle__new();
@@ -165,6 +204,7 @@ int main(void)
 	test_late_rank();
 	test_files_and_p2p();
 	test_unmatched();
+	test_expire_forget();
 	test_empty();
 	printf("%d passed, %d failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;

@@ -25,6 +25,7 @@ struct row {
 	uint64_t prev_end;	/* the return of its latest operation on the communicator */
 	struct straggle_gap *gaps;	/* before the operations it entered last */
 	size_t ngaps, capgaps;
+	bool dead;		/* straggle__forget_pid: its process exited */
 };
 
 /* An operation of one communicator as its ranks enter it: every rank's
@@ -37,6 +38,7 @@ struct inst {
 	int n, seen;
 	uint64_t *ts, *from;
 	size_t *row;		/* SIZE_MAX: not entered yet */
+	uint64_t first;		/* the earliest entry */
 };
 
 struct straggle {
@@ -56,6 +58,7 @@ struct straggle {
 	uint64_t incomplete;	/* instances some rank never entered */
 	uint64_t incomplete_ops;
 	bool finished, any;
+	bool no_gaps;
 	ssize_t named;		/* row index, -1: none */
 };
 
@@ -149,6 +152,18 @@ static ssize_t row_of(struct straggle *s, size_t comm, const struct straggle_op 
 
 	for (; (v = hmap__get(&s->row_ix, h)); h++) {
 		r = &s->rows[*v - 1];
+		if (r->comm == comm && r->rank == op->rank && r->dead) {
+			/* A new process as a rank of a forgotten one. */
+			free(r->host);
+			free(r->gaps);
+			stats__free(&r->late);
+			memset(r, 0, sizeof(*r));
+			r->comm = comm;
+			r->rank = op->rank;
+			r->pid = op->pid;
+			r->host = strdup(op->host);
+			return r->host ? (ssize_t)(*v - 1) : -1;
+		}
 		if (r->comm == comm && r->rank == op->rank) {
 			/* Another process as the same rank: two jobs, or two
 			 * communicators whose short ids collide. */
@@ -223,9 +238,9 @@ static int by_ts(const void *x, const void *y)
 	return a->ts < b->ts ? -1 : a->ts > b->ts;
 }
 
-static int add_gap(struct row *r, uint64_t from, uint64_t to)
+static int add_gap(struct straggle *s, struct row *r, uint64_t from, uint64_t to)
 {
-	if (!from || from >= to || r->ngaps >= STRAGGLE_GAPS)
+	if (s->no_gaps || !from || from >= to || r->ngaps >= STRAGGLE_GAPS)
 		return 0;
 	if (grow((void **)&r->gaps, &r->capgaps, r->ngaps, sizeof(*r->gaps)))
 		return -ENOMEM;
@@ -266,7 +281,7 @@ static int fold(struct straggle *s, struct inst *in)
 		s->p2p++;
 	else
 		s->coll++;
-	return add_gap(last, in->from[k], in->ts[k]);
+	return add_gap(s, last, in->from[k], in->ts[k]);
 }
 
 int straggle__add(struct straggle *s, const struct straggle_op *op)
@@ -317,6 +332,8 @@ int straggle__add(struct straggle *s, const struct straggle_op *op)
 		s->mismatched++;
 	in->row[slot] = (size_t)ri;
 	in->ts[slot] = op->ts;
+	if (!in->first || op->ts < in->first)
+		in->first = op->ts;
 	in->from[slot] = from;
 	s->any = true;
 	if (++in->seen == in->n) {
@@ -325,6 +342,49 @@ int straggle__add(struct straggle *s, const struct straggle_op *op)
 		inst_free(in);
 	}
 	return err;
+}
+
+void straggle__no_gaps(struct straggle *s)
+{
+	s->no_gaps = true;
+}
+
+void straggle__expire(struct straggle *s, uint64_t ts)
+{
+	uint64_t k, v;
+
+	for (size_t it = 0; hmap__next(&s->insts, &it, &k, &v);) {
+		struct inst *in = (struct inst *)(uintptr_t)v;
+
+		if (in->first >= ts)
+			continue;
+		s->incomplete++;
+		s->incomplete_ops += in->seen;
+		hmap__del(&s->insts, k, NULL);
+		inst_free(in);
+	}
+}
+
+void straggle__forget_pid(struct straggle *s, uint32_t pid)
+{
+	for (size_t i = 0; i < s->nrows; i++)
+		if (s->rows[i].pid == pid)
+			s->rows[i].dead = true;
+}
+
+void straggle__each(const struct straggle *s, void (*cb)(void *ctx, const struct straggle_row *r),
+		    void *ctx)
+{
+	for (size_t i = 0; i < s->nrows; i++) {
+		const struct row *r = &s->rows[i];
+
+		if (r->dead)
+			continue;
+		cb(ctx, &(struct straggle_row){ .comm = s->comms[r->comm].id, .host = r->host,
+						.rank = r->rank, .nranks = s->comms[r->comm].nranks,
+						.pid = r->pid, .ops = r->ops, .last = r->last,
+						.waited_ns = r->waited });
+	}
 }
 
 bool straggle__any(const struct straggle *s)

@@ -54,7 +54,26 @@ struct straggle_named {
 
 struct straggle;
 
+/* A row as straggle__each gives it. */
+struct straggle_row {
+	const char *comm, *host;
+	int rank, nranks;
+	uint32_t pid;
+	uint64_t ops, last, waited_ns;
+};
+
 struct straggle *straggle__new(void);
+/* Keeps no gaps (a monitor running for weeks needs only the counts). */
+void straggle__no_gaps(struct straggle *s);
+/* Drops the instances still open whose first entry is before ts (a rank
+ * that exited, or one that is not watched): counted as not matched. */
+void straggle__expire(struct straggle *s, uint64_t ts);
+/* Forgets pid's rows (its process exited); a process taking its rank
+ * later starts afresh. */
+void straggle__forget_pid(struct straggle *s, uint32_t pid);
+/* Calls cb for every row of a live process. */
+void straggle__each(const struct straggle *s, void (*cb)(void *ctx, const struct straggle_row *r),
+		    void *ctx);
 void straggle__free(struct straggle *s);
 /* Adds one operation; 0 or -ENOMEM. */
 int straggle__add(struct straggle *s, const struct straggle_op *op);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/hmap.h"
+#include "lib/straggle.h"
 #include "sources/nccl/nccl.h"
 #include "sources/nccl/ncclmon.h"
 
@@ -19,11 +20,27 @@ struct row {
 
 struct ncclmon {
 	struct hmap rows;	/* hash(pid, id, rank) (+ probe) -> struct row * */
+	struct hmap local;	/* communicator id -> its ranks with a row here */
+	/* Entries matched across the ranks of communicators whose every
+	 * rank is here: who entered last, and the waiting it caused. */
+	struct straggle *strag;
+	uint64_t last_entry;	/* the latest entry seen (expiry of open instances) */
 };
+
+/* Instances some rank has not entered after this long are let go. */
+#define OPEN_NS (60ull * 1000000000)
 
 struct ncclmon *ncclmon__new(void)
 {
-	return calloc(1, sizeof(struct ncclmon));
+	struct ncclmon *nm = calloc(1, sizeof(*nm));
+
+	if (nm && !(nm->strag = straggle__new())) {
+		free(nm);
+		return NULL;
+	}
+	if (nm)
+		straggle__no_gaps(nm->strag);
+	return nm;
 }
 
 void ncclmon__free(struct ncclmon *nm)
@@ -35,6 +52,8 @@ void ncclmon__free(struct ncclmon *nm)
 	for (size_t it = 0; hmap__next(&nm->rows, &it, NULL, &v);)
 		free((void *)(uintptr_t)v);
 	hmap__free(&nm->rows);
+	hmap__free(&nm->local);
+	straggle__free(nm->strag);
 	free(nm);
 }
 
@@ -67,6 +86,10 @@ static struct row *row_of(struct ncclmon *nm, const struct nccl_comm *c)
 	r->id = c->id;
 	r->rank = c->rank;
 	r->nranks = c->nranks;
+	if ((v = hmap__get(&nm->local, c->id)))
+		++*v;
+	else
+		hmap__put(&nm->local, c->id, 1);
 	return r;
 }
 
@@ -83,11 +106,26 @@ static void on_begin(void *ctx, struct thread *t, struct call *c)
 	const struct nccl_call *nc = c->lib == LIB_NCCL ? nccl__call(t, c) : NULL;
 	struct row *r;
 
-	if (!nc || !is_op(c, nc) || nccl_funcs[c->func].cls != NC_C_COLL ||
-	    !(r = row_of(ctx, nc->comm)))
+	struct ncclmon *nm = ctx;
+	const uint64_t *local;
+	char id[20];
+
+	if (!nc || !is_op(c, nc) || !(r = row_of(nm, nc->comm)))
 		return;
-	if (nc->seq > r->last_seq)
+	if (nccl_funcs[c->func].cls == NC_C_COLL && nc->seq > r->last_seq)
 		r->last_seq = nc->seq;
+	/* Who entered last: only where every rank is here. */
+	local = hmap__get(&nm->local, r->id);
+	if (!local || (int)*local < r->nranks || !nc->seq)
+		return;
+	snprintf(id, sizeof(id), "%016" PRIx64, r->id);
+	if (c->ts > nm->last_entry)
+		nm->last_entry = c->ts;
+	straggle__add(nm->strag, &(struct straggle_op){
+		.host = "", .comm = id, .rank = r->rank, .nranks = r->nranks, .pid = r->pid,
+		.name = c->name, .seq = nc->seq,
+		.peer = nccl_funcs[c->func].cls == NC_C_P2P ? nc->root : -1,
+		.recv = nccl_funcs[c->func].coll == NCOLL_RECV, .ts = c->ts, .end = c->ts });
 }
 
 static void on_end(void *ctx, struct thread *t, struct call *c)
@@ -121,12 +159,19 @@ void ncclmon__sweep(struct ncclmon *nm, bool (*alive)(uint32_t pid))
 		if (alive(r->pid)) {
 			r->gone = false;
 		} else if (r->gone) {
+			uint64_t *n = hmap__get(&nm->local, r->id);
+
+			if (n && !--*n)
+				hmap__del(&nm->local, r->id, NULL);
+			straggle__forget_pid(nm->strag, r->pid);
 			hmap__del(&nm->rows, k, NULL);
 			free(r);
 		} else {
 			r->gone = true;
 		}
 	}
+	if (nm->last_entry > OPEN_NS)
+		straggle__expire(nm->strag, nm->last_entry - OPEN_NS);
 }
 
 static void series(const struct ncclmon *nm, void (*out)(void *, const char *), void *ctx,
@@ -153,6 +198,54 @@ static void series(const struct ncclmon *nm, void (*out)(void *, const char *), 
 	}
 }
 
+struct strag_out {
+	void (*out)(void *ctx, const char *line);
+	void *ctx;
+	int what;
+};
+
+static void strag_row(void *ctx, const struct straggle_row *r)
+{
+	const struct strag_out *o = ctx;
+	static const char *const names[] = { "cgbpf_nccl_matched_total",
+					     "cgbpf_nccl_entered_last_total",
+					     "cgbpf_nccl_others_waited_seconds_total" };
+	char line[256], val[32];
+
+	if (o->what == 2)
+		snprintf(val, sizeof(val), "%.9f", r->waited_ns / 1e9);
+	else
+		snprintf(val, sizeof(val), "%" PRIu64, o->what ? r->last : r->ops);
+	/* The id's first 4 hex digits: its short form, as the traces show it. */
+	snprintf(line, sizeof(line), "%s{comm=\"%.4s\",rank=\"%d\",nranks=\"%d\",pid=\"%u\"} %s\n",
+		 names[o->what], r->comm, r->rank, r->nranks, r->pid, val);
+	o->out(o->ctx, line);
+}
+
+/* Matched operations, those entered last, the waiting caused: the
+ * straggler rule's inputs. */
+static void render_strag(const struct ncclmon *nm, void (*out)(void *ctx, const char *line),
+			 void *ctx)
+{
+	static const char *const head[] = {
+		"# HELP cgbpf_nccl_matched_total NCCL operations matched across the ranks of a "
+		"communicator whose every rank is traced here.\n"
+		"# TYPE cgbpf_nccl_matched_total counter\n",
+		"# HELP cgbpf_nccl_entered_last_total Of those, the ones this rank entered last.\n"
+		"# TYPE cgbpf_nccl_entered_last_total counter\n",
+		"# HELP cgbpf_nccl_others_waited_seconds_total How long the other ranks had been "
+		"waiting when this rank entered, summed.\n"
+		"# TYPE cgbpf_nccl_others_waited_seconds_total counter\n",
+	};
+
+	for (int i = 0; i < 3; i++) {
+		struct strag_out o = { out, ctx, i };
+
+		out(ctx, head[i]);
+		straggle__each(nm->strag, strag_row, &o);
+	}
+}
+
 void ncclmon__render(const struct ncclmon *nm, void (*out)(void *ctx, const char *line),
 		     void *ctx)
 {
@@ -175,4 +268,5 @@ void ncclmon__render(const struct ncclmon *nm, void (*out)(void *ctx, const char
 		out(ctx, head[i][1]);
 		series(nm, out, ctx, head[i][0], i);
 	}
+	render_strag(nm, out, ctx);
 }
