@@ -10,7 +10,8 @@ pkgs=(make gcc g++ clang libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev
       systemtap-sdt-dev curl libclang-rt-dev
       python3-torch	# test_python: real torch frames (CPU build)
       python3.11-dev	# test_pyfind: gen-pyoffsets.sh --check compares Debian's 3.11 headers
-      strace libcap2-bin gcc-multilib)	# test_inject: a traced target, capsh, a 32-bit one
+      strace libcap2-bin gcc-multilib	# test_inject: a traced target, capsh, a 32-bit one
+      prometheus)	# test_prometheus: dist/prometheus rules against a real one (never its service)
 [ "${1:-}" = "--bench" ] && pkgs+=(bpftrace linux-perf)
 
 missing=()
