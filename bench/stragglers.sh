@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# `cgbpf stats --report nccl_stragglers` on a large trace (not a test):
+# 8 ranks (threads of nccl_ranks on the fake NCCL) x N all-reduces,
+# recorded with the NCCL probes alone, then read STRAG_RUNS times with
+# --report nccl_stragglers and, for the baseline, --report nccl_sum (what
+# `stats` reads NCCL traces at today); the median wall and CPU time and
+# the maximum RSS of each, the ratio of the two, and the trace's size.
+# Rank 3 sleeps 200 us before each all-reduce, so that the report names it.
+#
+#   sudo bash bench/stragglers.sh        (after make test-bins; STRAG_N=100000 STRAG_RUNS=3)
+set -euo pipefail
+
+N=${STRAG_N:-100000}
+RUNS=${STRAG_RUNS:-3}
+top=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-$top/build}
+. "$top/bench/lib.sh"
+
+[ "$(id -u)" -eq 0 ] || { echo "bench/stragglers.sh: needs root (records a trace)" >&2; exit 1; }
+[ -x /usr/bin/time ] || { echo "bench/stragglers.sh: needs GNU time (apt-get install time)" >&2; exit 1; }
+for f in "$out/cgbpf" "$out/workloads/nccl_ranks" "$out/fake/libnccl.so.2"; do
+	[ -e "$f" ] || { echo "bench/stragglers.sh: $f missing: run make test-bins" >&2; exit 1; }
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+trace=$tmp/ranks.perfetto-trace
+LD_LIBRARY_PATH=$out/fake "$out/cgbpf" record --sample-hz 0 --syscall-threshold off --sched off \
+	--python off --trace nccl --no-summary -o "$trace" -- "$out/workloads/nccl_ranks" --ranks 8 \
+	--iters "$N" --slow-rank 3 --slow-us 200 > /dev/null 2> "$tmp/record.err" ||
+	{ cat "$tmp/record.err" >&2; exit 1; }
+echo "8 ranks x $N all-reduces: trace $(calc "$(stat -c %s "$trace") / 1048576") MiB, median of $RUNS runs"
+printf '  %-16s %8s %8s %12s\n' report "wall s" "CPU s" "max RSS MiB"
+declare -A W C R
+for rep in nccl_sum nccl_stragglers; do
+	walls=() cpus=() rss=()
+	for _ in $(seq "$RUNS"); do
+		/usr/bin/time -f '%e %U %S %M' -o "$tmp/time" "$out/cgbpf" stats --report "$rep" \
+			"$trace" > "$tmp/$rep.out"
+		read -r w u s m < "$tmp/time"
+		walls+=("$w") cpus+=("$(calc "$u + $s" 2)") rss+=("$m")
+	done
+	W[$rep]=$(median "${walls[@]}") C[$rep]=$(median "${cpus[@]}")
+	R[$rep]=$(printf '%s\n' "${rss[@]}" | sort -n | tail -1)
+	printf '  %-16s %8s %8s %12s\n' "$rep" "${W[$rep]}" "${C[$rep]}" "$(calc "${R[$rep]} / 1024")"
+done
+echo "  nccl_stragglers / nccl_sum: CPU $(calc "${C[nccl_stragglers]} / ${C[nccl_sum]}" 2)x," \
+	"RSS $(calc "${R[nccl_stragglers]} / ${R[nccl_sum]}" 2)x"
+grep -E "Rank [0-9]+ of communicator|No rank holds" "$tmp/nccl_stragglers.out" | sed 's/^ */  /'
