@@ -17,6 +17,7 @@ import subprocess
 from harness import CGBPF, FAKE, Skip, check, clean_trace, eq, record, tmpdir, wl
 
 HEAD = "** NCCL stragglers: which rank the others wait for (nccl_stragglers):"
+HEAD_ACT = "** NCCL straggler: what it did before its late entries (nccl_straggler_activity):"
 NAMED = re.compile(r"Rank (\d+) of communicator (\S+) \((\d+) ranks; pid (\d+)")
 ITERS = 30
 
@@ -156,6 +157,16 @@ def test_slow_rank_named_processes():
            for x in csv_rows(r.files)}
     want = recount(r.trace)
     eq({k: v for k, v in got.items() if k in want}, want, "matched and last, recomputed")
+    # What it did before its late entries: it slept (usleep), 3 ms each.
+    act = stats(["--report", "nccl_straggler_activity", r.trace_path])
+    m = re.search(r"rank 2 of communicator \S+ \(pid (\d+) on \S+\): (\d+) stretch\(es\)", act)
+    check(m and int(m.group(1)) == pids[2] and int(m.group(2)) >= ITERS - 1,
+          "its stretches before the late entries:\n%s" % act)
+    top = re.search(r"^ +([\d.]+) ms +([\d.]+)%  (\S+)$", act, re.M)
+    check(top and top.group(3) in ("clock_nanosleep", "nanosleep") and float(top.group(2)) >= 80,
+          "asleep before its late entries:\n%s" % act)
+    check(float(top.group(1)) >= (ITERS - 1) * 2.5, "~3 ms each time:\n%s" % act)
+    check(HEAD_ACT not in stats([r.trace_path]), "only when asked")
 
 
 def test_slow_rank_named_over_split_files():

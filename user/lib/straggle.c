@@ -520,8 +520,10 @@ static void named_line(struct straggle *s, FILE *f)
 	fprintf(f, "   Rank %d of communicator %s (%d ranks; pid %u%s%s) is the one the others "
 		   "wait for: it entered last in %" PRIu64 " of %" PRIu64 " operations (%.0f%%), "
 		   "%.3f ms after the first rank at the median; the others waited %.3f ms in all "
-		   "for it.\n", n.rank, n.comm, n.nranks, n.pid, *n.host ? " on " : "", n.host,
-		n.last, n.ops, 100.0 * n.last / n.ops, n.late_med_ns / 1e6, n.waited_ns / 1e6);
+		   "for it. What it did before its late entries: cgbpf stats --report "
+		   "nccl_straggler_activity on the trace.\n", n.rank, n.comm, n.nranks, n.pid,
+		*n.host ? " on " : "", n.host, n.last, n.ops, 100.0 * n.last / n.ops,
+		n.late_med_ns / 1e6, n.waited_ns / 1e6);
 }
 
 int straggle__print(struct straggle *s, enum sumtab_fmt fmt, FILE *f)

@@ -51,6 +51,7 @@
 #include "sources/nccl/nccl.h"
 #include "sources/nccl/ncclsum.h"
 #include "sources/syscalls/syscall_names.h"
+#include "trace/stragact.h"
 #include "trace/tread.h"
 #include "trace/tstats.h"
 
@@ -157,6 +158,7 @@ enum report {
 	R_PEAK,
 	R_NCCL,
 	R_NCCL_STRAG,
+	R_NCCL_STRAG_ACT,
 	R_NVTX,
 	R_SAMPLES,
 	R_OSRT,
@@ -180,6 +182,8 @@ static const struct {
 	[R_PEAK] = { "cuda_mem_peak", "Peak memory allocated per process" },
 	[R_NCCL] = { "nccl_sum", "NCCL Summary" },
 	[R_NCCL_STRAG] = { "nccl_stragglers", "NCCL stragglers: which rank the others wait for" },
+	[R_NCCL_STRAG_ACT] = { "nccl_straggler_activity",
+			       "NCCL straggler: what it did before its late entries" },
 	[R_NVTX] = { "nvtx_sum", "NVTX Range Summary" },
 	[R_SAMPLES] = { "cpu_samples", "CPU samples" },
 	[R_OSRT] = { "osrt_sum", "OS Runtime Summary" },
@@ -286,6 +290,8 @@ struct acc {
 	int file;			/* the file being read */
 	struct hmap hosts;		/* file << 32 | machine -> char * */
 	char *first_host;		/* machine 0 of the first file */
+	char *const *paths;		/* the traces read (nccl_straggler_activity reads them again) */
+	int npaths;
 	bool hosts_differ;		/* unmerged files of different hosts */
 	/* The GPU timeline, replayed through user/sources/gpu/gpu.c (cuda_gpu_util). */
 	struct model model;
@@ -1337,6 +1343,12 @@ static int print_report(struct acc *a, enum report r, enum sumtab_fmt fmt, bool 
 			return 0;
 		}
 		return straggle__print(a->strag, fmt, f);
+	case R_NCCL_STRAG_ACT: {
+		struct straggle_named nm;
+		bool named = !a->hosts_differ && straggle__finish(a->strag, &nm);
+
+		return stragact__print(named ? &nm : NULL, a->paths, a->npaths, fmt, f) ? -ENOMEM : 0;
+	}
 	case R_NVTX:
 		rows = names_rows(&a->nvtx, false, &n);
 		if (!rows)
@@ -1465,6 +1477,8 @@ static bool shown(const struct acc *a, enum report r)
 	}
 	if (r == R_NCCL_STRAG)
 		return straggle__any(a->strag);
+	if (r == R_NCCL_STRAG_ACT)
+		return false;	/* a second read of the traces: when asked */
 	if (r == R_NVTX)
 		return a->nvtx_traced || a->nvtx.n || a->marks;
 	if (r == R_GPU_KERN || r == R_GPU_MEM_TIME || r == R_GPU_MEM_SIZE)
@@ -1585,6 +1599,8 @@ static int stats_args(int argc, char **argv, struct stats_opts *so)
  * (after a message when out of memory). */
 static int read_traces(struct acc *a, char *const *paths, int n)
 {
+	a->paths = paths;
+	a->npaths = n;
 	for (int i = 0; i < n; i++) {
 		struct tread_stats st;
 		int err;
