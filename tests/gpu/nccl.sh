@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# NCCL on a real GPU (issue 28): a 1-rank all-reduce loop
+# (tests/gpu/nccl_loop.py: torch.distributed, NCCL backend, world size 1)
+# under `cgbpf record --`. Checks, from the decoded trace
+# (tests/lib/ptrace.py) and the summary:
+#   * ncclCommInitRank* seen, the communicator "rank 0/1";
+#   * the loop's all-reduces on the communicator's track carry seq 1..N
+#     consecutively (NCCL's own calls nested inside none), bytes 1 MiB;
+#   * nccl_sum counts them; nccl_stragglers is not printed (one rank);
+#   * no "NCCL hang?" line (--nccl-hang-after 5s).
+# Prints "ok ..." / "FAIL ..." lines, then "N failed". Files in $OUT.
+#
+#   sudo bash tests/gpu/nccl.sh [ITERS]        (after make portable)
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+portable=${CGBPF_PORTABLE:-$top/build/portable}
+cgbpf=$portable/cgbpf
+py=${PYTHON:-python3}
+out=${OUT:-/tmp/cgbpf-gpu-nccl}
+iters=${1:-200}
+mkdir -p "$out"
+[ -x "$cgbpf" ] || { echo "nccl.sh: no $cgbpf: run make portable" >&2; exit 2; }
+"$py" -c 'import torch, torch.distributed as d; assert torch.cuda.is_available() and d.is_nccl_available()' ||
+	{ echo "nccl.sh: $py has no CUDA torch with NCCL" >&2; exit 2; }
+"$cgbpf" record --sample-hz 0 --nccl-hang-after 5s -o "$out/nccl.perfetto-trace" --force \
+	-- "$py" "$top/tests/gpu/nccl_loop.py" "$iters" > "$out/nccl.summary" 2> "$out/nccl.err"
+echo "record exit $?"
+/usr/bin/python3 - "$out" "$iters" "$top" <<'PY'
+import os, re, sys
+sys.path.insert(0, os.path.join(sys.argv[3], "tests", "lib"))
+import ptrace
+out, iters = sys.argv[1], int(sys.argv[2])
+fails = 0
+def ok(cond, what):
+    global fails
+    print(("ok " if cond else "FAIL ") + what)
+    fails += 0 if cond else 1
+summary = open(os.path.join(out, "nccl.summary")).read()
+err = open(os.path.join(out, "nccl.err")).read()
+line = [l for l in summary.splitlines() if l.startswith('{"pid"')]
+ok(len(line) == 1, "the loop's JSON line")
+t = ptrace.load(os.path.join(out, "nccl.perfetto-trace"))
+names = {u: tr.name for u, tr in t.tracks.items() if u >> 56 == 5}
+ok(any(re.match(r"NCCL comm [0-9a-f]{4} rank 0/1$", n) for n in names.values()),
+   "the communicator rank 0/1: %r" % sorted(set(names.values())))
+ar = sorted((s for s in t.slices if s.track_uuid in names and s.name == "ncclAllReduce"),
+            key=lambda s: s.ts)
+ok(len(ar) == iters, "%d all-reduces on the comm track (%d)" % (iters, len(ar)))
+ok([s.args.get("seq") for s in ar] == list(range(1, len(ar) + 1)), "seq 1..N in order")
+ok(all(s.args.get("bytes") == 1 << 20 for s in ar), "1 MiB each")
+ok("** NCCL Summary (nccl_sum):" in summary and "nccl_stragglers" not in summary,
+   "nccl_sum printed, no stragglers section for one rank")
+ok("NCCL hang?" not in err, "no hang said")
+print("%d failed" % fails)
+PY
