@@ -8,7 +8,7 @@ import os
 import socket
 import subprocess
 
-from harness import (CGBPF, api_counts, check, clean_trace, eq, env_with, expected_calls,
+from harness import (CGBPF, FAKE, api_counts, check, clean_trace, eq, env_with, expected_calls,
                      ptrace, record, tmpdir, wl)
 
 # Scheduler data and CPU samples are off with --split-per-process; the
@@ -280,3 +280,69 @@ def test_bad_patterns_exit_2():
         check(why in p.stderr, "message for %s: %r" % (args, p.stderr))
         check("tracing" not in p.stderr, "before any tracing: %r" % p.stderr)
     eq(os.listdir(d), [], "no file written")
+
+
+REUSE_DRIVER = r'''
+import ctypes, os, subprocess, sys, threading
+train, libcuda = sys.argv[1], sys.argv[2]
+subprocess.run([train, "--iters", "1"], stdout=subprocess.DEVNULL)
+pid_a = int(open(os.environ["CGBPF_MANIFEST"]).read().split('"pid": ')[1].split(",")[0])
+if os.fork() == 0:
+    # Another process whose thread takes pid_a as its tid: the pid is
+    # chosen just before the thread is created.
+    cu = ctypes.CDLL(libcuda)
+    t = threading.Thread(target=lambda: cu.cuInit(0))
+    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+        f.write(str(pid_a - 1))
+    t.start()
+    t.join()
+    os._exit(0)
+os.wait()
+print("REUSE pid_a=%d" % pid_a)
+'''
+
+
+def test_thread_id_reused_by_another_process():
+    """A tid that another process's thread takes later (pids wrap after
+    pid_max: 32768 on many hosts; /proc/sys/kernel/ns_last_pid makes it
+    happen here): each thread keeps its own track under its own process,
+    and trace processor reports no conflicting track descriptor."""
+    if not os.access("/proc/sys/kernel/ns_last_pid", os.W_OK):
+        from harness import Skip
+        raise Skip("/proc/sys/kernel/ns_last_pid not writable here")
+    d = tmpdir()
+    script = os.path.join(d, "driver.py")
+    with open(script, "w") as f:
+        f.write(REUSE_DRIVER)
+    for attempt in range(3):
+        r = record(FLAGS, cmd=["/usr/bin/python3", script, wl("train"),
+                               os.path.join(FAKE, "libcuda.so.1")])
+        eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-800:])
+        import re
+        m = re.search(r"^REUSE pid_a=(\d+)$", r.stdout, re.M)
+        check(m, "the driver's line:\n%s" % r.stdout[-1500:])
+        pid_a = int(m.group(1))
+        t = r.trace
+        threads = [(tr.pid, tr.tid) for tr in t.tracks.values() if tr.kind == "thread"]
+        reused = [p for (p, tid) in threads if tid == pid_a and p != pid_a]
+        if reused:
+            break
+        print("# attempt %d: pid %d not reused as another process's thread (%r)" %
+              (attempt, pid_a, threads))
+    else:
+        from harness import Skip
+        raise Skip("the system took the pid first three times")
+    clean_trace(t)
+    check((pid_a, pid_a) in threads, "the first process's thread (%d) is there" % pid_a)
+    import tpcheck
+    if tpcheck.shell_path() is None:
+        print("# skipped trace processor check: %s" % tpcheck.skip_reason())
+        return
+    rows = tpcheck.query(r.trace_path, "select name, value from stats where value > 0 and "
+                         "severity in ('error', 'data_loss')")[0]
+    eq([x for x in rows if x["name"] == "track_descriptor_conflicting_reservation"], [],
+       "no conflicting track descriptors: %r" % rows)
+    rows = tpcheck.query(r.trace_path, "select t.tid, p.pid from thread t join process p "
+                         "using (upid) where t.tid = %d" % pid_a)[0]
+    eq(sorted(int(x["pid"]) for x in rows), sorted({pid_a, reused[0]}),
+       "trace processor: tid %d in both processes" % pid_a)

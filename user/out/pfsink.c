@@ -25,14 +25,14 @@ static void on_process(void *ctx, struct proc *p)
 
 static void on_thread(void *ctx, struct thread *t)
 {
-	pftrace__thread(ctx, UUID_THREAD(t->tid), UUID_PROCESS(t->proc->pid), t->proc->pid,
+	pftrace__thread(ctx, UUID_THREAD(t->proc->pid, t->tid), UUID_PROCESS(t->proc->pid), t->proc->pid,
 			t->tid, t->name);
 }
 
 static struct pfseq *seq_of(struct pftrace *pt, struct thread *t, uint64_t ts)
 {
 	if (!t->seq)
-		t->seq = pftrace__seq(pt, UUID_THREAD(t->tid), ts);
+		t->seq = pftrace__seq(pt, UUID_THREAD(t->proc->pid, t->tid), ts);
 	return t->seq;
 }
 

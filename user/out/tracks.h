@@ -11,7 +11,10 @@
 #include <stdint.h>
 
 #define UUID_PROCESS(pid)	((1ull << 56) | (pid))
-#define UUID_THREAD(tid)	((2ull << 56) | (tid))
+/* A thread's track is its process's and its own: a tid another process's
+ * thread takes later (pids wrap at pid_max, 32768 on many hosts) is
+ * another track. Pids and tids are below 2^22 (PID_MAX_LIMIT). */
+#define UUID_THREAD(pid, tid)	((2ull << 56) | ((uint64_t)(pid) << 22) | (tid))
 #define UUID_COUNTER(pid, k)	((3ull << 56) | ((uint64_t)(k) << 32) | (pid))
 #define UUID_CGBPF		(4ull << 56)
 #define UUID_CGBPF_DROPS	((4ull << 56) | 1)
