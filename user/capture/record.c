@@ -608,6 +608,18 @@ static void on_mmap(struct session *r, const struct rec_mmap *m)
 		     "mapping), before it could be probed: its calls through that file are missing",
 		     m->hdr.pid, REC_MMAP_NAME, m->name, (now - m->hdr.ts) / 1e6);
 		add_late(r, m->hdr.pid, m->hdr.ts, now - m->hdr.ts, name, NULL);
+	} else if (!live && !attach__probed_file(r->attach, m->dev, m->ino)) {
+		char name[REC_MMAP_NAME + 24];
+		uint64_t now = session__now();
+
+		/* Alive, but the mapping was not in its maps when read (an
+		 * exit under way, or an munmap): never probed. */
+		snprintf(name, sizeof(name), "%.*s (not probed)", REC_MMAP_NAME, m->name);
+		info("pid %u: mapped %.*s, but it was no longer in its memory map when cgbpf read it "
+		     "(%.3f ms after the mapping: an exit under way, or an munmap): not probed, its "
+		     "calls through that file are missing", m->hdr.pid, REC_MMAP_NAME, m->name,
+		     (now - m->hdr.ts) / 1e6);
+		add_late(r, m->hdr.pid, m->hdr.ts, now - m->hdr.ts, name, NULL);
 	}
 	proc_event(r, SRC_PROC_CHANGED, m->hdr.pid, m->hdr.ts);
 	/* Name it while it is alive: an exited process has no command line. */

@@ -1019,6 +1019,19 @@ size_t attach__release_unmapped(struct attach *a)
 	return released;
 }
 
+bool attach__probed_file(struct attach *a, uint32_t kdev, uint64_t ino)
+{
+	struct stat st = { .st_dev = makedev(kdev >> 20, kdev & 0xfffff), .st_ino = ino };
+	struct lib_file *f = find_file(a, &st);
+
+	if (!f)
+		return false;
+	for (size_t i = 0; i < a->nsets; i++)
+		if (a->sets[i].file == (size_t)(f - a->files))
+			return true;
+	return false;
+}
+
 uint64_t attach__live_since(struct attach *a, pid_t pid, uint32_t kdev, uint64_t ino)
 {
 	/* The kernel's encoding: major << 20 | minor. */

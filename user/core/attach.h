@@ -58,6 +58,8 @@ void attach__forget(struct attach *a, pid_t pid);
  * no process maps any more (reads every process's maps, only when a
  * probed file is deleted); the number of files released. */
 size_t attach__release_unmapped(struct attach *a);
+/* Whether the file (kernel dev encoding, inode) has probes for any scope. */
+bool attach__probed_file(struct attach *a, uint32_t kdev, uint64_t ino);
 /* Whether the file (kernel dev encoding, inode) is probed for pid. */
 uint64_t attach__live_since(struct attach *a, pid_t pid, uint32_t kdev, uint64_t ino);
 /* Attaches entry and return probes at file offsets with attach cookies;
