@@ -723,7 +723,7 @@ def test_monitor_nccl_last_seq_and_hang():
 
 
 def test_monitor_nccl_straggler_counts():
-    """Rank 2 sleeps 3 ms before each of its 30 all-reduces: the monitor
+    """Rank 2 sleeps 10 ms before each of its 30 all-reduces: the monitor
     counts it entered last in those, and the waiting it caused, on the
     world communicator (every rank traced here); the other ranks entered
     last in few."""
@@ -735,7 +735,7 @@ def test_monitor_nccl_straggler_counts():
     mon = Monitor(["--interval", "1h", "--comm", "nccl_ranks"], d)
     try:
         w = start([wl("nccl_ranks"), "--ranks", "4", "--iters", "30", "--procs", "--slow-rank", "2",
-                   "--slow-us", "3000"], env=mon.wl_env())
+                   "--slow-us", "10000"], env=mon.wl_env())
         eq(w.wait(120), 0, "nccl_ranks exit")
         m = mon.scrape()
     finally:
@@ -747,6 +747,6 @@ def test_monitor_nccl_straggler_counts():
     waited = by_rank("cgbpf_nccl_others_waited_seconds_total")
     eq(sorted(matched), [0, 1, 2, 3], "rows of the world's ranks: %r" % matched)
     check(min(matched.values()) >= 30 + 8, "every collective matched: %r" % matched)
-    check(last[2] >= 30, "rank 2 last in its slow all-reduces: %r" % last)
+    check(last[2] >= 24, "rank 2 last in (most of) its slow all-reduces: %r" % last)
     check(all(last[r] < last[2] / 2 for r in (0, 1, 3)), "the others last in few: %r" % last)
-    check(waited[2] >= 30 * 3 * 0.002, "the waiting it caused: %r" % waited)
+    check(waited[2] >= 24 * 3 * 0.005, "the waiting it caused: %r" % waited)

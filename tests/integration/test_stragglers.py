@@ -19,7 +19,8 @@ from harness import CGBPF, FAKE, Skip, check, clean_trace, eq, record, tmpdir, w
 HEAD = "** NCCL stragglers: which rank the others wait for (nccl_stragglers):"
 HEAD_ACT = "** NCCL straggler: what it did before its late entries (nccl_straggler_activity):"
 NAMED = re.compile(r"Rank (\d+) of communicator (\S+) \((\d+) ranks; pid (\d+)")
-ITERS = 30
+ITERS = 60
+SLOW_US = 10000   # well above the scheduling delays of a loaded 2-CPU machine
 
 
 def need():
@@ -59,7 +60,7 @@ def run(procs, slow, split=False):
     if procs:
         cmd.append("--procs")
     if slow:
-        cmd += ["--slow-rank", "2", "--slow-us", "3000"]
+        cmd += ["--slow-rank", "2", "--slow-us", str(SLOW_US)]
     args = ["--sample-hz", "0"]
     if split:
         args += ["--split-per-process", "-o", os.path.join(tmp, "r.%p.perfetto-trace")]
@@ -116,12 +117,13 @@ def check_named(text, rows, rank_pids=None):
     w = world_rows(rows)
     eq(w[2]["named"], "1", "rank 2's row is the named one")
     eq([x["named"] for k, x in w.items() if k != 2], ["0"] * 3, "nobody else named")
-    # It slept 3 ms before each of its ITERS all-reduces: last in those.
-    check(int(w[2]["last"]) >= ITERS, "rank 2 last in its all-reduces: %r" % w[2])
-    check(float(w[2]["last_pct"]) >= 50, "last in most: %r" % w[2])
-    check(int(w[2]["late_med_ns"]) >= 2000000, "late by ~3 ms at the median: %r" % w[2])
-    check(int(w[2]["others_waited_ns"]) >= 3 * 2000000 * ITERS,
-          "three ranks waited ~3 ms each time: %r" % w[2])
+    # It slept 10 ms before each of its ITERS all-reduces: last in those
+    # (most of them: a loaded machine may delay another rank as long).
+    check(int(w[2]["last"]) >= 0.8 * ITERS, "rank 2 last in its all-reduces: %r" % w[2])
+    check(float(w[2]["last_pct"]) >= 67, "last in most: %r" % w[2])
+    check(int(w[2]["late_med_ns"]) >= SLOW_US * 500, "late by ~10 ms at the median: %r" % w[2])
+    check(int(w[2]["others_waited_ns"]) >= 3 * SLOW_US * 500 * 0.8 * ITERS,
+          "three ranks waited ~10 ms each time: %r" % w[2])
     for k, x in w.items():
         check(int(x["collectives"]) >= ITERS + 6, "rank %d: every collective matched: %r" % (k, x))
     if rank_pids:
@@ -157,15 +159,15 @@ def test_slow_rank_named_processes():
            for x in csv_rows(r.files)}
     want = recount(r.trace)
     eq({k: v for k, v in got.items() if k in want}, want, "matched and last, recomputed")
-    # What it did before its late entries: it slept (usleep), 3 ms each.
+    # What it did before its late entries: it slept (usleep), 10 ms each.
     act = stats(["--report", "nccl_straggler_activity", r.trace_path])
     m = re.search(r"rank 2 of communicator \S+ \(pid (\d+) on \S+\): (\d+) stretch\(es\)", act)
-    check(m and int(m.group(1)) == pids[2] and int(m.group(2)) >= ITERS - 1,
+    check(m and int(m.group(1)) == pids[2] and int(m.group(2)) >= 0.8 * ITERS - 1,
           "its stretches before the late entries:\n%s" % act)
     top = re.search(r"^ +([\d.]+) ms +([\d.]+)%  (\S+)$", act, re.M)
     check(top and top.group(3) in ("clock_nanosleep", "nanosleep") and float(top.group(2)) >= 80,
           "asleep before its late entries:\n%s" % act)
-    check(float(top.group(1)) >= (ITERS - 1) * 2.5, "~3 ms each time:\n%s" % act)
+    check(float(top.group(1)) >= (0.8 * ITERS - 1) * SLOW_US / 2000, "~10 ms each time:\n%s" % act)
     check(HEAD_ACT not in stats([r.trace_path]), "only when asked")
 
 
