@@ -12,9 +12,11 @@ import glob
 import io
 import os
 import re
+import socket
 import subprocess
+import time
 
-from harness import CGBPF, FAKE, Skip, check, clean_trace, eq, record, tmpdir, wl
+from harness import CGBPF, FAKE, Skip, check, clean_trace, eq, record, tmpdir, wait_for, wl
 
 HEAD = "** NCCL stragglers: which rank the others wait for (nccl_stragglers):"
 HEAD_ACT = "** NCCL straggler: what it did before its late entries (nccl_straggler_activity):"
@@ -276,3 +278,79 @@ def test_hang_off_and_no_hang_quiet():
                        capture_output=True, text=True, timeout=30)
     eq(p.returncode, 2, "a bad value is a usage error")
     check("--nccl-hang-after" in p.stderr, "named in the message")
+
+
+def children_of(pid):
+    with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+        return [int(x) for x in f.read().split()]
+
+
+def test_slow_rank_named_across_two_hosts_merged():
+    """One job, two captures: ranks 0 and 1 recorded on this host, ranks
+    2 and 3 by a cgbpf under another host name (unshare -u); each rank
+    waits at its gate until both captures are attached. The merge names
+    rank 2, on the other host."""
+    need()
+    import tempfile
+    import threading
+    d = tmpdir()
+    gate = tempfile.mkdtemp(prefix="gate-", dir=d)
+    env = dict(os.environ, LD_LIBRARY_PATH=FAKE, CGBPF_CHILD_GATE=gate)
+    job = subprocess.Popen([wl("nccl_ranks"), "--procs", "--ranks", "4", "--iters", str(ITERS),
+                            "--slow-rank", "2", "--slow-us", str(SLOW_US)], env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    caps = []
+    open(os.path.join(gate, str(job.pid)), "w").close()   # the parent is not traced
+    try:
+        kids = []
+        for _ in range(300):
+            kids = children_of(job.pid)
+            if len(kids) == 4:
+                break
+            time.sleep(0.02)
+        eq(len(kids), 4, "the four rank processes, waiting at their gate")
+        kids.sort()
+        a, b = os.path.join(d, "a.perfetto-trace"), os.path.join(d, "b.perfetto-trace")
+        argv = [CGBPF, "record", "--sample-hz", "0", "--sched", "off", "-o"]
+        cmds = [argv + [a, "-p", "%d,%d" % tuple(kids[:2])],
+                ["unshare", "-u", "sh", "-c", 'hostname cgbpf-other-host && exec "$@"', "sh"] +
+                argv + [b, "-p", "%d,%d" % tuple(kids[2:])]]
+        for cmd in cmds:
+            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            p.err = []
+            threading.Thread(target=lambda p=p: p.err.extend(p.stderr), daemon=True).start()
+            caps.append(p)
+        wait_for(lambda: all(any("Ctrl-C stops" in ln for ln in p.err) or p.poll() is not None
+                             for p in caps), 30, "both captures attached")
+        if caps[1].poll() is not None and "unshare" in "".join(caps[1].err):
+            raise Skip("unshare -u not allowed here: %s" % "".join(caps[1].err)[-200:])
+        for k in kids:
+            open(os.path.join(gate, str(k)), "w").close()
+        eq(job.wait(120), 0, "the job (stderr %r)" % job.stderr.read()[-500:])
+        for p in caps:
+            eq(p.wait(60), 0, "a capture's exit (%r)" % "".join(p.err)[-500:])
+    finally:
+        for p in caps:
+            if p.poll() is None:
+                p.kill()
+        if job.poll() is None:
+            job.kill()
+    text = stats(["--report", "nccl_stragglers", a, b])
+    check("different hosts" in text, "unmerged: refused")
+    m = os.path.join(d, "m.perfetto-trace")
+    subprocess.run([CGBPF, "merge", "-o", m, a, b], check=True, capture_output=True, timeout=120)
+    from harness import ptrace
+    t = ptrace.load(m)
+    clean_trace(t)
+    want = recount(t)
+    rows = csv_rows([m])
+    got = {(x["comm"], int(x["rank"])): (int(x["collectives"]), int(x["last"])) for x in rows}
+    eq({k: v for k, v in got.items() if k in want}, want, "matched and last, from the decoded merge")
+    w = world_rows(rows)
+    eq({k: int(x["pid"]) for k, x in w.items()}, dict(enumerate(kids)),
+       "each rank its process: %r" % rows)
+    eq(w[2]["host"], "cgbpf-other-host", "rank 2 recorded on the other host")
+    eq(w[0]["host"], socket.gethostname(), "rank 0 on this one")
+    check_named(stats(["--report", "nccl_stragglers", m]), rows, {2: kids[2]})
+    check("on cgbpf-other-host" in stats(["--report", "nccl_stragglers", m]),
+          "the named line gives its host")
