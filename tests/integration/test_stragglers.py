@@ -87,7 +87,8 @@ def world_rows(rows):
 def recount(trace):
     """{(comm, rank): (matched, last)} recomputed from the decoded trace:
     the slices on the communicators' tracks, matched by their seq."""
-    names = {u: t.name for u, t in trace.tracks.items() if u >> 56 == 5}
+    # By name: a merge moves each machine's uuids out of their namespaces.
+    names = {u: t.name for u, t in trace.tracks.items() if (t.name or "").startswith("NCCL comm ")}
     inst = {}
     for s in trace.slices:
         m = re.match(r"NCCL comm ([0-9a-f]{4}) rank (\d+)/(\d+)$", names.get(s.track_uuid, ""))

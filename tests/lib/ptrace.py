@@ -746,7 +746,7 @@ class _Loader:
             # trace processor handles snapshots before (and instead of)
             # timestamp conversion: a snapshot packet's own timestamp is not
             # interpreted and does not advance incremental clocks.
-            self._snapshot(idx, where, seq_id, pf[kind])
+            self._snapshot(idx, where, seq_id, pf[kind], pf.get("machine_id", 0))
             return
 
         tsref = None
@@ -810,7 +810,7 @@ class _Loader:
         return v[1]
 
     # -- clocks ------------------------------------------------------------
-    def _snapshot(self, idx, where, seq_id, snap):
+    def _snapshot(self, idx, where, seq_id, snap, machine=0):
         values = {}
         info = {}
         raw = {}
@@ -853,7 +853,9 @@ class _Loader:
         # ids* (snapshot hash) and rejects a snapshot in which the trace clock
         # (BOOTTIME) goes backwards within that series; other clocks going
         # backwards are marked non-monotonic and no longer used as sources.
-        key = frozenset(values)
+        # Each machine of a merged trace (TracePacket.machine_id) has its
+        # own clocks: two captures of one host merged overlap in time.
+        key = (machine, frozenset(values))
         for node, ns in values.items():
             prev = self.snap_series.get((key, node))
             if prev is not None and ns < prev:
