@@ -23,7 +23,8 @@
 #           RSS and fds likewise, and the dumps written.
 #
 # Usage: sudo bash bench/soak_record.sh [MINUTES] [record|monitor|both]
-#        (default 30 both; SOAK_SECONDS overrides MINUTES)
+#        (default 30 both; SOAK_SECONDS overrides MINUTES; SOAK_KEEP=DIR
+#        keeps cgbpf's stdout, stderr and the samples there)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MIN=${1:-30}
@@ -34,7 +35,8 @@ make -s --no-print-directory all test-bins >&2
 TMP=$(mktemp -d)
 cg=
 churn=
-trap '[ -n "$churn" ] && kill $churn 2>/dev/null; [ -n "$cg" ] && kill -INT $cg 2>/dev/null; wait 2>/dev/null || true; rm -rf "$TMP"' EXIT
+keep() { [ -n "${SOAK_KEEP:-}" ] && mkdir -p "$SOAK_KEEP" && cp "$TMP"/*.out "$TMP"/*.err "$TMP"/*.samples "$TMP/kinds" "$SOAK_KEEP"/ 2>/dev/null; true; }
+trap '[ -n "$churn" ] && kill $churn 2>/dev/null; [ -n "$cg" ] && kill -INT $cg 2>/dev/null; wait 2>/dev/null || true; keep; rm -rf "$TMP"' EXIT
 
 # The churn loop: one process every 100 ms, kinds in turn; counts in $TMP/kinds.
 churn_loop() {
@@ -100,7 +102,7 @@ if [ "$MODE" = record ] || [ "$MODE" = both ]; then
 	flat "$TMP/rec.samples"
 	grep -E "records lost|LOST" "$TMP/rec.out" | head -3
 	late=$(grep -c '^late$' "$TMP/kinds")
-	said=$(grep -cE "libcuda.so.1 probed [0-9.]+ ms after it was mapped|had exited when cgbpf read that it mapped libcuda.so.1" "$TMP/rec.err" || true)
+	said=$(grep -cE "libcuda.so.1 probed [0-9.]+ ms after it was mapped|had exited when cgbpf read that it mapped libcuda.so.1|mapped libcuda.so.1, but it was no longer in its memory map" "$TMP/rec.err" || true)
 	echo "late-mapping processes started: $late; windows said for libcuda.so.1: $said"
 	grep -E "window\(s\) before probes|\.\.\. and [0-9]+ more" "$TMP/rec.out" | head -2
 	echo "trace: $(du -h "$TMP/soak.perfetto-trace" | cut -f1)"
