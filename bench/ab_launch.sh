@@ -48,10 +48,11 @@ traced() {
 	CGBPF_WAIT_FILE=$gate "$WL" "$N" > "$TMP/wl.out" 2>&1 &
 	w=$!
 	# shellcheck disable=SC2086
+	rm -f "$TMP/t.pftrace"
 	"$1" record $2 -p $w -o "$TMP/t.pftrace" > "$TMP/cg.out" 2> "$TMP/cg.err" &
 	c=$!
 	for ((i = 0; i < 1500; i++)); do
-		grep -Eq "probing [0-9]+ CUDA driver functions" "$TMP/cg.err" && break
+		grep -Eq "probing [0-9]+ CUDA driver functions" "$TMP/cg.err" 2>/dev/null && break
 		kill -0 $c 2>/dev/null || { cat "$TMP/cg.err" >&2; exit 1; }
 		sleep 0.02
 	done
