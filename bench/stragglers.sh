@@ -7,7 +7,12 @@
 # --report nccl_stragglers and, for the baseline, --report nccl_sum (what
 # `stats` reads NCCL traces at today); the median wall and CPU time and
 # the maximum RSS of each, the ratio of the two, and the trace's size.
-# Rank 3 sleeps 200 us before each all-reduce, so that the report names it.
+# Every report is computed in the one read of the trace (--report picks
+# what is printed), so the cost of the matching shows against a cgbpf
+# without it: STRAG_BASE=OLD_CGBPF times that one's `stats --report
+# nccl_sum` on the same trace too (e.g. a build of commit 9e86696).
+# Rank 3 sleeps 200 us before each all-reduce (less than the scheduling
+# noise of 8 threads on 2 CPUs: not always last).
 #
 #   sudo bash bench/stragglers.sh        (after make test-bins; STRAG_N=100000 STRAG_RUNS=3)
 set -euo pipefail
@@ -33,11 +38,15 @@ LD_LIBRARY_PATH=$out/fake "$out/cgbpf" record --sample-hz 0 --syscall-threshold 
 echo "8 ranks x $N all-reduces: trace $(calc "$(stat -c %s "$trace") / 1048576") MiB, median of $RUNS runs"
 printf '  %-16s %8s %8s %12s\n' report "wall s" "CPU s" "max RSS MiB"
 declare -A W C R
-for rep in nccl_sum nccl_stragglers; do
+reps=(nccl_sum nccl_stragglers)
+[ -n "${STRAG_BASE:-}" ] && reps=(base:nccl_sum "${reps[@]}")
+for rep in "${reps[@]}"; do
 	walls=() cpus=() rss=()
+	bin=$out/cgbpf
+	[ "${rep%%:*}" = base ] && bin=$STRAG_BASE
 	for _ in $(seq "$RUNS"); do
-		/usr/bin/time -f '%e %U %S %M' -o "$tmp/time" "$out/cgbpf" stats --report "$rep" \
-			"$trace" > "$tmp/$rep.out"
+		/usr/bin/time -f '%e %U %S %M' -o "$tmp/time" "$bin" stats --report "${rep#base:}" \
+			"$trace" > "$tmp/${rep#base:}.out"
 		read -r w u s m < "$tmp/time"
 		walls+=("$w") cpus+=("$(calc "$u + $s" 2)") rss+=("$m")
 	done
@@ -47,4 +56,7 @@ for rep in nccl_sum nccl_stragglers; do
 done
 echo "  nccl_stragglers / nccl_sum: CPU $(calc "${C[nccl_stragglers]} / ${C[nccl_sum]}" 2)x," \
 	"RSS $(calc "${R[nccl_stragglers]} / ${R[nccl_sum]}" 2)x"
+[ -n "${STRAG_BASE:-}" ] && echo "  this cgbpf / STRAG_BASE (nccl_sum): CPU" \
+	"$(calc "${C[nccl_sum]} / ${C[base:nccl_sum]}" 2)x, RSS $(calc "${R[nccl_sum]} / ${R[base:nccl_sum]}" 2)x"
+grep -E "^ +[0-9a-f]{4} +3 " "$tmp/nccl_stragglers.out" | sed 's/^/  rank 3: /' | head -1
 grep -E "Rank [0-9]+ of communicator|No rank holds" "$tmp/nccl_stragglers.out" | sed 's/^ */  /'
