@@ -177,9 +177,12 @@ def check_formats(trace, text_secs, has_inner):
                                                  re.escape(r["Operation"])), mem, re.M),
               "API memory row %r in the text" % r)
     peak = text_secs.get(by_name["cuda_mem_peak"], "")
-    for r in j.get("cuda_mem_peak", []):
-        check(re.search(r"^ +%d %-16s " % (r["PID"], re.escape(r["Process"])), peak, re.M),
-              "peak memory row %r in the text" % r)
+    more = re.search(r"\.\.\. and (\d+) more process", peak)
+    shown = [r for r in j.get("cuda_mem_peak", [])
+             if re.search(r"^ +%d %-16s " % (r["PID"], re.escape(r["Process"])), peak, re.M)]
+    # The text shows 20 of many and counts the others; CSV and JSON all.
+    eq(len(shown) + (int(more.group(1)) if more else 0), len(j.get("cuda_mem_peak", [])),
+       "peak memory rows in the text, or counted there:\n%s" % peak)
     kern = text_secs.get(by_name["cuda_kern_launch_sum"], "")
     for r in j.get("cuda_kern_launch_sum", [])[:15]:
         check(re.search(r"^ +%d +%s +%s  %s$" % (r["Launches"], re.escape(f1(r["(%)"])),
@@ -204,12 +207,16 @@ def check_formats(trace, text_secs, has_inner):
                                      r["Waiting for host (ns)"] / 1e9), util, re.M),
               "GPU utilization row %r in the text" % r)
     procs = text_secs.get(by_name["cuda_gpu_procs"], "")
-    eq(len(j.get("cuda_gpu_procs", [])), len(re.findall(r"^   pid \d+ \(", procs, re.M)),
-       "a cuda_gpu_procs row per process of the text")
+    more = re.search(r"^   \.\.\. and (\d+) more process\(es\)", procs, re.M)
+    eq(len(j.get("cuda_gpu_procs", [])), len(re.findall(r"^   pid \d+ \(", procs, re.M)) +
+       (int(more.group(1)) if more else 0),
+       "a cuda_gpu_procs row per process of the text, or counted there")
     for r in j.get("cuda_gpu_procs", []):
         line = re.search(r"^   pid %d \(%s\): (.*)$" % (r["PID"], re.escape(r["Process"])), procs,
                          re.M)
-        check(line, "GPU process row %r in the text" % r)
+        check(line or more, "GPU process row %r in the text" % r)
+        if not line:
+            continue
         if r["Measured"]:
             eq(line.group(1), "measured (CUPTI %s): %d kernels, %d copies, %d memsets, %d "
                "synchronizations" % (r["CUPTI"], r["Kernels"], r["Copies"], r["Memsets"],
@@ -572,3 +579,20 @@ def test_cpu_samples():
     js = json.loads(stats(["--report", "cpu_samples", "--format", "json",
                            res.trace_path]).stdout)["cpu_samples"]
     eq([(r["Self"], r["Function"]) for r in js], top, "JSON rows = CSV rows")
+
+
+def test_process_rows_bounded():
+    """25 processes: the per-process tables of the text summary show 20
+    rows and a count of the others, record and stats alike; CSV and JSON
+    keep every process."""
+    loop = "for i in $(seq 25); do %s --iters 1 > /dev/null; done" % wl("train")
+    res = harness.record(FLAGS, ["/bin/sh", "-c", loop])
+    got = compare(res)
+    peak = got["** Peak memory allocated per process (since attach):"]
+    rows = [ln for ln in peak.splitlines() if re.match(r"^ +\d+ ", ln)]
+    eq(len(rows), 20, "20 rows of peaks:\n%s" % peak)
+    m = re.search(r"\.\.\. and (\d+) more process\(es\) with smaller peaks", peak)
+    check(m, "the others counted:\n%s" % peak)
+    csv_rows = csv_blocks(stats(["--format", "csv", "--report", "cuda_mem_peak",
+                                 res.trace_path]).stdout)["cuda_mem_peak"][1]
+    eq(len(csv_rows), 20 + int(m.group(1)), "CSV lists every process")

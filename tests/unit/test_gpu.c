@@ -645,7 +645,8 @@ static void test_validation(void)
 	check(g->unknown_kinds == 2, "two entries of unknown kinds (77, 0) (%" PRIu64 ")", g->unknown_kinds);
 	check(g->bad_entries == bad, "%" PRIu64 " bad entries counted (%" PRIu64 ")", bad,
 	      g->bad_entries);
-	check(!p->devs[1] || !p->devs[1]->known, "a device named without a NUL is not taken");
+	check(!gpuproc__dev_at(p, 1) || !gpuproc__dev_at(p, 1)->known,
+	      "a device named without a NUL is not taken");
 	check(p->status_n[GPU_ST_HELD] == 0, "a status without its NUL is not taken");
 	check(hmap__get(&p->names, 0x78787878) == NULL && hmap__get(&p->names, 0) == NULL,
 	      "names without a NUL, or with id 0, are not taken");
@@ -711,9 +712,9 @@ static void test_validation(void)
 	check(feed(PID_V, PID_V, &b) == 0, "a late record taken");
 	now = t + 3001 * MS;
 	gpu__proc_exit(g, PID_V, now);
-	check(p->exited && p->nheap == 0 && p->devs[0] && p->devs[0]->late == 1,
+	check(p->exited && p->nheap == 0 && gpuproc__dev_at(p, 0) && gpuproc__dev_at(p, 0)->late == 1,
 	      "process exit writes what waits; the late record counted (%" PRIu64 ")",
-	      p->devs[0] ? p->devs[0]->late : 0);
+	      gpuproc__dev_at(p, 0) ? gpuproc__dev_at(p, 0)->late : 0);
 	check(gpu__settled(g), "an exited process does not hold the flush");
 	fprintf(ex, "{\"kind\":\"meta\",\"pid\":%u,\"bad_batches\":3,\"bad_entries\":%" PRIu64
 		    ",\"unknown_kinds\":2}\n", PID_V, g->bad_entries);

@@ -506,6 +506,21 @@ static int cmp_peak(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
+/* Whether ps[i] is among the SUMTAB_PROC_ROWS largest peaks (ties: the
+ * lower index). */
+static bool among_largest(const struct sumtab_peak *ps, size_t n, size_t i)
+{
+	uint64_t v = ps[i].gpu + ps[i].pinned;
+	size_t above = 0;
+
+	for (size_t k = 0; k < n && above < SUMTAB_PROC_ROWS; k++) {
+		uint64_t w = ps[k].gpu + ps[k].pinned;
+
+		above += w > v || (w == v && k < i);
+	}
+	return above < SUMTAB_PROC_ROWS;
+}
+
 void sumtab__peak(FILE *f, enum sumtab_fmt fmt, struct sumtab_peak *ps, size_t n)
 {
 	static const char *const cols[] = { "PID", "Process", "GPU (bytes)", "Pinned host (bytes)" };
@@ -530,11 +545,18 @@ void sumtab__peak(FILE *f, enum sumtab_fmt fmt, struct sumtab_peak *ps, size_t n
 	}
 	fprintf(f, "\n** Peak memory allocated per process (since attach):\n\n");
 	fprintf(f, " %8s %-16s %18s %18s\n", "PID", "Process", "GPU (cuMemAlloc*)", "Pinned host");
+	/* Hours of -a churn would list every process: the SUMTAB_PROC_ROWS of
+	 * largest peaks, by pid. */
 	for (size_t i = 0; i < n; i++) {
+		if (n > SUMTAB_PROC_ROWS && !among_largest(ps, n, i))
+			continue;
 		sumtab__human_bytes(ps[i].gpu, b1, sizeof(b1));
 		sumtab__human_bytes(ps[i].pinned, b2, sizeof(b2));
 		fprintf(f, " %8u %-16s %18s %18s\n", ps[i].pid, ps[i].comm, b1, b2);
 	}
+	if (n > SUMTAB_PROC_ROWS)
+		fprintf(f, " ... and %zu more process(es) with smaller peaks (--format csv lists every "
+			   "one)\n", n - SUMTAB_PROC_ROWS);
 }
 
 void sumtab__nvtx(FILE *f, enum sumtab_fmt fmt, struct sumtab_row *rows, int n, uint64_t marks,

@@ -97,7 +97,9 @@ struct sumtab_peak {
 	const char *comm;
 	uint64_t gpu, pinned;
 };
-/* Sorts ps by pid and prints them. */
+/* Sorts ps by pid and prints them; in text at most SUMTAB_PROC_ROWS (those
+ * of largest peaks) and a count of the others. */
+#define SUMTAB_PROC_ROWS 20
 void sumtab__peak(FILE *f, enum sumtab_fmt fmt, struct sumtab_peak *ps, size_t n);
 
 /* nvtx_sum; rows have a style. marks and unmatched make its last line

@@ -269,7 +269,14 @@ static int cmp_pid(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-void gpuest__print(const struct gpu *g, FILE *f)
+uint64_t gpuest__spans(const struct gpu_proc *p)
+{
+	const struct est_proc *e = p->est;
+
+	return e ? e->spans : 0;
+}
+
+void gpuest__print(const struct gpu *g, const struct hmap *only, FILE *f)
 {
 	const struct gpu_proc **ps = malloc((g->procs.count + 1) * sizeof(*ps));
 	size_t np = 0;
@@ -286,7 +293,7 @@ void gpuest__print(const struct gpu *g, FILE *f)
 		const struct gpu_proc *p = ps[j];
 		const struct est_proc *e = p->est;
 
-		if (!e || !e->spans)
+		if (!e || !e->spans || (only && !hmap__get(only, p->pid)))
 			continue;
 		any = true;
 		fprintf(f, "   pid %u: estimated from API calls: %" PRIu64 " spans of queued GPU work "

@@ -22,6 +22,7 @@
 #include "sources/gpu/gpusum.h"
 
 #define KERNEL_ROWS 4096
+#define PROC_ROWS SUMTAB_PROC_ROWS	/* process rows in text */
 #define SHORT_NS 10000
 #define TOP_STRETCHES 5
 #define STRETCH_MIN_OPS 3
@@ -580,18 +581,63 @@ void gpusum__procs_rows(const struct gpu *g, int fmt, FILE *f)
 	free(ps);
 }
 
+/* How much a process's row says: measured work first, then estimates,
+ * then API calls. */
+static uint64_t interest(const struct gpu_proc *p)
+{
+	if (p->measured)
+		return (3ull << 62) | (p->kernels + p->copies + p->memsets);
+	if (gpuest__spans(p))
+		return (2ull << 62) | gpuest__spans(p);
+	return (1ull << 62) | p->api_calls;
+}
+
+static int by_interest(const void *x, const void *y)
+{
+	uint64_t a = interest(*(const struct gpu_proc *const *)x);
+	uint64_t b = interest(*(const struct gpu_proc *const *)y);
+
+	if (a != b)
+		return a < b ? 1 : -1;
+	return cmp_proc(x, y);
+}
+
+/* More processes than PROC_ROWS (hours of -a churn): the rows of the
+ * PROC_ROWS that say most, in pid order, and a count of the rest (the CSV
+ * and JSON tables keep every process). *only: their pids, or empty. */
+static void pick_rows(const struct gpu_proc **ps, size_t np, struct hmap *only)
+{
+	const struct gpu_proc **by;
+
+	if (np <= PROC_ROWS || !(by = malloc(np * sizeof(*by))))
+		return;
+	memcpy(by, ps, np * sizeof(*by));
+	qsort(by, np, sizeof(*by), by_interest);
+	for (size_t i = 0; i < PROC_ROWS; i++)
+		hmap__put(only, by[i]->pid, 1);
+	free(by);
+}
+
 void gpusum__print_procs(const struct gpu *g, FILE *f)
 {
-	size_t np;
+	size_t np, left = 0, left_measured = 0;
 	const struct gpu_proc **ps = procs_by_pid(g, &np);
+	struct hmap only = { 0 };
 
 	fprintf(f, "\n** GPU activity per process:\n\n");
+	if (ps)
+		pick_rows(ps, np, &only);
 	for (size_t j = 0; ps && j < np; j++) {
 		const struct gpu_proc *p = ps[j];
 		struct proc *mp = NULL;
 		uint64_t *pv = hmap__get(&g->m->procs, p->pid);
 		uint64_t lost = 0;
 
+		if (only.count && !hmap__get(&only, p->pid)) {
+			left++;
+			left_measured += p->measured;
+			continue;
+		}
 		if (pv)
 			mp = (void *)(uintptr_t)*pv;
 		fprintf(f, "   pid %u (%s): ", p->pid, mp ? mp->comm : p->comm[0] ? p->comm : "?");
@@ -652,7 +698,11 @@ void gpusum__print_procs(const struct gpu *g, FILE *f)
 				p->unknown_names);
 	}
 	free(ps);
-	gpuest__print(g, f);
+	if (left)
+		fprintf(f, "   ... and %zu more process(es) (%zu of them measured): `cgbpf stats "
+			   "--report cuda_gpu_procs --format csv` lists every one\n", left, left_measured);
+	gpuest__print(g, only.count ? &only : NULL, f);
+	hmap__free(&only);
 	if (g->bad_batches || g->bad_entries || g->unknown_kinds || g->names_dropped)
 		fprintf(f, "   GPU batches: %" PRIu64 " rejected as malformed, %" PRIu64
 			   " bad entries skipped, %" PRIu64 " entries of unknown kinds, %" PRIu64
