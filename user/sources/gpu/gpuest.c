@@ -269,6 +269,18 @@ static int cmp_pid(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
+/* Streams with spans: those the trace has a track of (cgbpf stats counts
+ * those; a stream that had work queued and never waited for has none). */
+static size_t streams_spanned(const struct est_proc *e)
+{
+	size_t n = 0;
+	uint64_t v;
+
+	for (size_t it = 0; hmap__next(&e->streams, &it, NULL, &v);)
+		n += ((const struct est_stream *)(uintptr_t)v)->spans > 0;
+	return n;
+}
+
 uint64_t gpuest__spans(const struct gpu_proc *p)
 {
 	const struct est_proc *e = p->est;
@@ -298,7 +310,7 @@ void gpuest__print(const struct gpu *g, const struct hmap *only, FILE *f)
 		any = true;
 		fprintf(f, "   pid %u: estimated from API calls: %" PRIu64 " spans of queued GPU work "
 			   "on %zu stream(s), %.6f s in all, %" PRIu64 " launches%s\n",
-			p->pid, e->spans, e->streams.count, e->span_ns / 1e9, e->launches,
+			p->pid, e->spans, streams_spanned(e), e->span_ns / 1e9, e->launches,
 			!p->measured ? "" : p->taken ? " (before collection started, and after "
 			"another tool took CUPTI)" : " (before collection started)");
 	}

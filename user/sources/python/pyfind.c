@@ -346,7 +346,9 @@ static void say(char *why, size_t len, const char *fmt, ...)
 
 /*
  * 3.13: the process's own _Py_DebugOffsets must say what the row says.
- * 0, or -ENOTSUP with why set.
+ * 0, or -ENOTSUP with why set; -EAGAIN when the cookie is not there yet
+ * (read while the loader was still mapping libpython's segments: seen
+ * under load in CI), so the caller looks again later.
  */
 static int check_debug_offsets(int pid, uint64_t runtime, const struct py_offsets *row,
 			       struct py_info *info, char *why, size_t whylen)
@@ -362,9 +364,9 @@ static int check_debug_offsets(int pid, uint64_t runtime, const struct py_offset
 		return err;
 	}
 	if (memcmp(buf + PYDBG313_COOKIE, "xdebugpy", 8)) {
-		say(why, whylen, "Python %s: no _Py_DebugOffsets cookie at _PyRuntime; "
+		say(why, whylen, "Python %s: no _Py_DebugOffsets cookie at _PyRuntime (yet); "
 		    "no Python frames", info->version);
-		return -ENOTSUP;
+		return -EAGAIN;
 	}
 	info->debug_offsets = true;
 	memcpy(&v, buf + PYDBG313_VERSION, 8);
