@@ -79,7 +79,7 @@ def test_summary_tables():
     m = r.manifest()
     lines = r.stdout.splitlines()
     row = [ln for ln in lines if ln.rstrip().endswith(" cuLaunchKernel")]
-    eq(len(row), 1, "one cuLaunchKernel row")
+    eq(len(row), 1, "one cuLaunchKernel row: %r\n%s" % (row, r.stdout[-4000:]))
     eq(int(row[0].split()[2]), m["calls"]["cuLaunchKernel"], "Num Calls column")
     names = demangle(sorted(m["kernels"]))
     for mangled, n in m["kernels"].items():
