@@ -278,7 +278,7 @@ HAVE_CUPTI := $(if $(wildcard $(CUDA_HOME)/include/cupti.h),1,0)
 INJECT_CFLAGS := -O2 -g -fPIC -pthread -fvisibility=hidden -mtls-dialect=gnu2 $(WARN) -Iinject -Ibpf
 INJECT_SRCS := inject/nvtx.c
 ifeq ($(HAVE_CUPTI),1)
-INJECT_SRCS += inject/gpu.c
+INJECT_SRCS += inject/gpu.c inject/ncclprof.c
 INJECT_CFLAGS += -I$(CUDA_HOME)/include -I$(OUT)/inject
 endif
 

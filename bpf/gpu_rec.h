@@ -78,6 +78,10 @@ enum gpu_ent_kind {
 	GPU_STATUS = 8,		/* struct gpu_status: what the library could (not) do, and why */
 	GPU_DROPPED = 9,	/* struct gpu_dropped: records lost, and where */
 	GPU_STREAM = 10,	/* struct gpu_stream: a stream's priority (optional) */
+	GPU_NCCL_COMM = 11,	/* struct gpu_nccl_comm: NCCL's profiler plugin met a communicator */
+	GPU_NCCL_OP = 12,	/* struct gpu_nccl_op: a collective or send/recv NCCL launched */
+	GPU_NCCL_CHANNEL = 13,	/* struct gpu_nccl_ch: one channel of its kernel, GPU times */
+	GPU_NCCL_PROXY = 14,	/* struct gpu_nccl_proxy: one proxy (network) operation */
 	GPU_ENT__COUNT,
 };
 
@@ -258,6 +262,109 @@ struct gpu_stream {
 	gr_u8 pad[3];
 };
 
+/*
+ * NCCL's profiler plugin (inject/ncclprof.c; NCCL_PROFILER_PLUGIN names
+ * the injection library). NCCL's own identity of an operation is
+ * (comm, func, seq): comm is NCCL's commHash (a hash of the unique id,
+ * the same in every rank, unlike cgbpf's own communicator id, which
+ * hashes fewer of its bytes), seq its count of func's operations on that
+ * communicator. Sends and receives have no NCCL number: the library
+ * counts them per (comm, peer, direction), from its first one.
+ */
+enum gpu_nccl_func {
+	GPU_NF_UNKNOWN = 0,
+	GPU_NF_ALLREDUCE = 1,
+	GPU_NF_ALLGATHER = 2,
+	GPU_NF_REDUCESCATTER = 3,
+	GPU_NF_BROADCAST = 4,
+	GPU_NF_REDUCE = 5,
+	GPU_NF_ALLTOALL = 6,
+	GPU_NF_SEND = 7,
+	GPU_NF_RECV = 8,
+	GPU_NF_GATHER = 9,
+	GPU_NF_SCATTER = 10,
+	GPU_NF__COUNT,
+};
+
+/* init met a communicator (once per communicator and process).
+ * Size: 40 + the name rounded up to 8. */
+struct gpu_nccl_comm {
+	struct gpu_ent e;
+	gr_u32 tid;		/* the thread that created it (in ncclCommInit*) */
+	gr_u64 comm;		/* NCCL's commHash */
+	gr_u64 ts;		/* when init ran */
+	gr_s32 rank, nranks;
+	gr_s32 nnodes;
+	gr_u32 pad;
+	char name[];		/* config.commName, NUL terminated; "" when none */
+};
+
+/* A task (NCCL's Coll or P2p event): started on the calling thread
+ * before the kernel launch, stopped after it. 64 bytes. */
+struct gpu_nccl_op {
+	struct gpu_ent e;
+	gr_u32 tid;
+	gr_u64 comm;
+	gr_u64 seq;
+	gr_u64 start, end;	/* host: CLOCK_BOOTTIME */
+	gr_u64 bytes;		/* count x datatype size */
+	gr_s32 rank;
+	gr_s32 peer;		/* send/recv: the peer; collectives: the root (-1: none) */
+	gr_u8 func;		/* enum gpu_nccl_func */
+	gr_u8 algo;		/* enum gpu_nccl_algo */
+	gr_u8 proto;		/* enum gpu_nccl_proto */
+	gr_u8 nchannels;
+	gr_u8 nwarps;
+	gr_u8 dtype_size;	/* 0: unknown datatype */
+	gr_u8 pad[2];
+};
+
+enum gpu_nccl_algo {
+	GPU_NA_UNKNOWN = 0, GPU_NA_TREE, GPU_NA_RING, GPU_NA_COLLNET_DIRECT,
+	GPU_NA_COLLNET_CHAIN, GPU_NA_NVLS, GPU_NA_NVLS_TREE, GPU_NA_PAT, GPU_NA__COUNT,
+};
+enum gpu_nccl_proto {
+	GPU_NP_UNKNOWN = 0, GPU_NP_LL, GPU_NP_LL128, GPU_NP_SIMPLE, GPU_NP__COUNT,
+};
+
+/* One channel of a task's kernel, as the GPU timed it (%globaltimer,
+ * which NCCL's kernel writes at the channel's start and end). The
+ * library maps it onto CLOCK_BOOTTIME with the smallest host-minus-GPU
+ * difference it has seen (the proxy thread sees a timestamp after the
+ * GPU wrote it, so every difference is the clocks' offset plus a delay
+ * >= 0; the smallest is the best bound): skew_ns is this entry's own
+ * difference minus that smallest, the delay with which it was seen.
+ * 56 bytes. */
+struct gpu_nccl_ch {
+	struct gpu_ent e;
+	gr_u32 channel;
+	gr_u64 comm;
+	gr_u64 seq;
+	gr_u64 start, end;	/* CLOCK_BOOTTIME, mapped */
+	gr_u32 skew_ns;		/* saturates at ~4 s */
+	gr_s32 rank;
+	gr_u8 func;
+	gr_u8 pad[7];
+};
+
+/* A proxy operation (the proxy thread moving one channel's data to or
+ * from a peer over the network), with its steps summed: proxy steps
+ * are never sent one by one. 64 bytes. */
+struct gpu_nccl_proxy {
+	struct gpu_ent e;
+	gr_u32 tid;		/* the proxy thread */
+	gr_u64 comm;
+	gr_u64 seq;
+	gr_u64 start, end;	/* host */
+	gr_u64 bytes;		/* transferred, summed over its steps */
+	gr_s32 rank, peer;
+	gr_u32 steps;		/* steps that stopped */
+	gr_u8 channel;
+	gr_u8 send;		/* 1: send, 0: receive */
+	gr_u8 func;
+	gr_u8 pad;
+};
+
 #ifndef __BPF__
 /* The layout is an interface between separately built programs. */
 _Static_assert(sizeof(struct gpu_kernel) == 80, "gpu_kernel layout");
@@ -270,6 +377,10 @@ _Static_assert(sizeof(struct gpu_device) == 96, "gpu_device layout");
 _Static_assert(sizeof(struct gpu_status) == 16, "gpu_status layout");
 _Static_assert(sizeof(struct gpu_dropped) == 24, "gpu_dropped layout");
 _Static_assert(sizeof(struct gpu_stream) == 24, "gpu_stream layout");
+_Static_assert(sizeof(struct gpu_nccl_comm) == 40, "gpu_nccl_comm layout");
+_Static_assert(sizeof(struct gpu_nccl_op) == 64, "gpu_nccl_op layout");
+_Static_assert(sizeof(struct gpu_nccl_ch) == 56, "gpu_nccl_ch layout");
+_Static_assert(sizeof(struct gpu_nccl_proxy) == 64, "gpu_nccl_proxy layout");
 #endif
 
 #endif /* CGBPF_GPU_REC_H */

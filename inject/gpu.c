@@ -47,6 +47,7 @@
 
 #include "gpu_rec.h"
 #include "gpu_cbids.h"
+#include "inject.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -223,6 +224,27 @@ static void *entry(uint16_t kind, uint32_t size)
 	e->size = (uint16_t)size;
 	g.len += size;
 	return e;
+}
+
+void gpu__send_entries(const uint8_t *ents, uint32_t len)
+{
+	pthread_mutex_lock(&g.lock);
+	for (uint32_t at = 0; at + sizeof(struct gpu_ent) <= len;) {
+		const struct gpu_ent *e = (const struct gpu_ent *)(ents + at);
+
+		if (e->size < sizeof(*e) || e->size % 8 || e->size > len - at ||
+		    e->size > GPU_BATCH_MAX)
+			break;
+		memcpy(entry(e->kind, e->size), e, e->size);
+		at += e->size;
+	}
+	send_batch();
+	pthread_mutex_unlock(&g.lock);
+}
+
+bool gpu__attached(void)
+{
+	return probed((void (*)(void))cgbpf_gpu_batch);
 }
 
 static uint32_t round8(size_t n)
@@ -1085,6 +1107,7 @@ static void *watch(void *arg)
 		} else if (!on && was_probed) {
 			stop();
 		}
+		ncclprof__poll(on);
 		if (on && fl && !was_flush && !g.taken) {
 			bool tool, was = g.collecting;
 
@@ -1156,6 +1179,7 @@ static void forked(void)
 	pthread_mutex_init(&g.lock, NULL);
 	pthread_mutex_init(&out.lock, NULL);
 	g.forked = true;
+	ncclprof__forked();
 	g.collecting = false;
 	g.status_repeats = 0;
 	g.len = 0;
@@ -1169,6 +1193,8 @@ static void at_exit(void)
 
 	if (g.collecting && probed((void (*)(void))cgbpf_gpu_batch))
 		final_flush(&tool);
+	if (probed((void (*)(void))cgbpf_gpu_batch))
+		ncclprof__poll(true);
 }
 
 /*

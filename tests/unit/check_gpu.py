@@ -461,6 +461,57 @@ def check_estimate(d):
           "%s: no kernel rows from estimates" % L)
 
 
+def check_nccl_plugin(d):
+    """NCCL's profiler plugin's entries: a group per communicator under the
+    process, a track per channel with each operation's GPU span, a proxy
+    track, and the GPU-side table in the summary."""
+    items, summary, t = load(d, "nccl_plugin")
+    L = "nccl_plugin"
+    pid = of(items, "meta")[0]["pid"]
+    check(t.errors == [], "%s: the decoder finds no errors" % L, t.errors)
+    grp = t.tracks_named("NCCL abcd rank 1/4: GPU (NCCL profiler)")
+    check(len(grp) == 1 and grp[0].pid == pid and "abcd123456789ef0" in (grp[0].description or "")
+          and "world" in grp[0].description,
+          "%s: one group for the communicator under its process, commHash and name said" % L,
+          [(x.name, x.pid, x.description) for x in grp])
+    if not grp:
+        return
+    kids = {x.name: x for x in t.tracks.values() if x.parent_uuid == grp[0].uuid}
+    check(set(kids) == {"channel 0", "channel 1", "proxy channel 1 send"},
+          "%s: a track per channel and one per proxy channel and direction" % L, sorted(kids))
+    for ch in (0, 1):
+        want = [x for x in of(items, "nccl_ch") if x["channel"] == ch]
+        got = sorted(t.slices_on(track_uuid=kids["channel %d" % ch].uuid), key=lambda x: x.ts)
+        exp = []
+        last = 0
+        for x in want:
+            ts, end = x["ts"], x["ts"] + x["dur"]
+            if ts < last:   # drawn clamped
+                ts, end = last, max(end, last)
+            last = end
+            exp.append((ts, end - ts, x["seq"]))
+        check([(x.ts, x.dur, x.args.get("seq")) for x in got] == exp,
+              "%s: channel %d's slices are the GPU spans fed (clamped where they overlap)" %
+              (L, ch), [(x.ts, x.dur, x.args.get("seq")) for x in got])
+        check(all(x.name == "AllReduce" for x in got), "%s: named after NCCL's function" % L)
+        first = got[0] if got else None
+        check(first is not None and first.args.get("algo") == "RING" and
+              first.args.get("proto") == "SIMPLE" and first.args.get("bytes") == 1 << 20 and
+              first.args.get("seen_late_ns") == 1500,
+              "%s: algorithm, protocol, bytes and delay from the task" % L,
+              first.args if first else None)
+    px = t.slices_on(track_uuid=kids["proxy channel 1 send"].uuid)
+    check(len(px) == 1 and px[0].name == "AllReduce to 2" and px[0].dur == 100000 and
+          px[0].args.get("bytes") == 65536 and px[0].args.get("steps") == 4,
+          "%s: the proxy operation with its bytes and steps" % L,
+          [(x.name, x.dur, x.args) for x in px])
+    rows = [ln.split() for ln in summary.splitlines() if ln.strip().startswith(str(pid))]
+    check(any(r[1:6] == ["abcd", "1/4", "AllReduce", "3", "3145728"] for r in rows),
+          "%s: the GPU-side table has the 3 all-reduces" % L, rows)
+    check(any(r[1:6] == ["abcd", "1/4", "AllReduce", "3", "3145728"] and r[7] == "501.000"
+              for r in rows), "%s: mean GPU time is first start to last end (501 us)" % L, rows)
+
+
 def check_summary_only(d):
     items, summary, t = load(d, "summary_only")
     check(t is None, "summary_only: no trace")
@@ -472,7 +523,7 @@ def check_tp(d):
     if tpcheck.shell_path() is None:
         print("# " + tpcheck.skip_reason())
         return
-    for name in ("measured", "validation", "estimate"):
+    for name in ("measured", "validation", "estimate", "nccl_plugin"):
         path = os.path.join(d, name + ".perfetto-trace")
         problems, _ = tpcheck.compare(path, sched=False)
         check(not problems, "%s: trace processor reads what ptrace.py reads (slices, args, "
@@ -486,7 +537,8 @@ def check_tp(d):
 
 
 def main(d):
-    for f in (check_measured, check_validation, check_estimate, check_summary_only, check_tp):
+    for f in (check_measured, check_validation, check_estimate, check_nccl_plugin,
+              check_summary_only, check_tp):
         try:
             f(d)
         except Exception as e:  # a crash is a failure, with what it was

@@ -25,6 +25,7 @@
 #include "sources/cuda/cuda.h"
 #include "sources/gpu/gpu.h"
 #include "sources/gpu/gpuproc.h"
+#include "sources/gpu/gpunccl.h"
 #include "gpu_rec.h"
 #include "core/model.h"
 #include "out/perfetto.h"
@@ -1010,6 +1011,117 @@ static void test_taken(void)
 		fprintf(stderr, "%s\n", text);
 }
 
+/* ----------------------------------------------------- NCCL's plugin */
+
+#define PID_P 4200061
+#define HASH_P 0xabcd123456789ef0ull
+
+static void nccl_comm(struct batch *b, uint64_t hash, int rank, int nranks, const char *nm)
+{
+	uint8_t e[64] = { 0 };
+	struct gpu_nccl_comm c = { .e = { GPU_NCCL_COMM, 0 }, .tid = PID_P, .comm = hash,
+				   .ts = now, .rank = rank, .nranks = nranks, .nnodes = 1 };
+	size_t len = strlen(nm) + 1;
+
+	c.e.size = (sizeof(c) + len + 7) & ~7u;
+	memcpy(e, &c, sizeof(c));
+	memcpy(e + sizeof(c), nm, len);
+	put(b, e, c.e.size);
+}
+
+static void nccl_op(struct batch *b, uint8_t func, uint64_t seq, uint64_t bytes, uint8_t nch)
+{
+	struct gpu_nccl_op o = { .e = { GPU_NCCL_OP, sizeof(o) }, .tid = PID_P, .comm = HASH_P,
+				 .seq = seq, .start = now, .end = now + 5 * US, .bytes = bytes,
+				 .rank = 1, .peer = -1, .func = func, .algo = GPU_NA_RING,
+				 .proto = GPU_NP_SIMPLE, .nchannels = nch, .dtype_size = 4 };
+
+	put(b, &o, sizeof(o));
+}
+
+static void nccl_ch(struct batch *b, uint8_t func, uint64_t seq, uint32_t ch, uint64_t start,
+		    uint64_t dur)
+{
+	struct gpu_nccl_ch c = { .e = { GPU_NCCL_CHANNEL, sizeof(c) }, .channel = ch,
+				 .comm = HASH_P, .seq = seq, .start = start, .end = start + dur,
+				 .skew_ns = 1500, .rank = 1, .func = func };
+
+	put(b, &c, sizeof(c));
+	if (func < GPU_NF__COUNT && ch < 64)	/* what the trace must show */
+		fprintf(ex, "{\"kind\":\"nccl_ch\",\"channel\":%u,\"seq\":%" PRIu64 ",\"ts\":%" PRIu64
+		    ",\"dur\":%" PRIu64 "}\n", ch, seq, start, dur);
+}
+
+/*
+ * A rank of a 4-rank communicator with NCCL's profiler plugin: three
+ * all-reduces of 1 MiB on two channels each, one proxy send, then
+ * entries the process got wrong. The GPU-side table counts 3 operations
+ * whose GPU time is first start to last end; the trace has the group and
+ * its channel and proxy tracks (check_gpu.py).
+ */
+static void test_nccl_plugin(void)
+{
+	struct batch b = { 0 };
+	struct gpunccl_totals t;
+	struct gpu_proc *p;
+	uint64_t bad;
+
+	capture_begin("nccl_plugin", true);
+	now = 20000 * MS;
+	fprintf(ex, "{\"kind\":\"meta\",\"pid\":%u}\n", PID_P);
+	nccl_comm(&b, HASH_P, 1, 4, "world");
+	for (uint64_t seq = 0; seq < 3; seq++) {
+		uint64_t at = now + seq * MS;
+
+		nccl_op(&b, GPU_NF_ALLREDUCE, seq, 1 << 20, 2);
+		nccl_ch(&b, GPU_NF_ALLREDUCE, seq, 0, at + 100 * US, 400 * US);
+		nccl_ch(&b, GPU_NF_ALLREDUCE, seq, 1, at + 101 * US, 500 * US);
+	}
+	{
+		struct gpu_nccl_proxy x = { .e = { GPU_NCCL_PROXY, sizeof(x) }, .tid = PID_P + 1,
+					    .comm = HASH_P, .seq = 2, .start = now + 2200 * US,
+					    .end = now + 2300 * US, .bytes = 65536, .rank = 1,
+					    .peer = 2, .steps = 4, .channel = 1, .send = 1,
+					    .func = GPU_NF_ALLREDUCE };
+
+		put(&b, &x, sizeof(x));
+	}
+	check(feed(PID_P, PID_P, &b) == 0 && (p = proc_of(PID_P)) != NULL, "plugin batch taken");
+	p = proc_of(PID_P);
+	if (!p)
+		exit(1);
+	gpunccl__totals(p, &t);
+	check(t.comms == 1 && t.ops == 3 && t.channels == 6 && t.proxies == 1 &&
+	      t.proxy_bytes == 65536 && t.skew_max_ns == 1500 && t.clamped == 0,
+	      "plugin totals: 1 comm, 3 ops, 6 channel spans, 1 proxy op (%" PRIu64 " %" PRIu64
+	      " %" PRIu64 " %" PRIu64 ")", t.comms, t.ops, t.channels, t.proxies);
+	check(t.gpu_ns == 3 * (400 + 500) * US, "channel time summed (%" PRIu64 ")", t.gpu_ns);
+
+	/* Wrong entries: each counted bad, none drawn. */
+	b.n = 0;
+	bad = g->bad_entries;
+	nccl_ch(&b, GPU_NF_ALLREDUCE, 9, 64, now, US);		/* channel past NCCL's 64 */
+	nccl_ch(&b, GPU_NF__COUNT, 9, 0, now, US);		/* function out of range */
+	raw(&b, GPU_NCCL_COMM, 48, 'z');			/* name without NUL */
+	raw(&b, GPU_NCCL_OP, sizeof(struct gpu_nccl_op) - 8, 0);	/* short */
+	raw(&b, GPU_NCCL_PROXY, sizeof(struct gpu_nccl_proxy), 0xff);	/* send 0xff */
+	{
+		struct gpu_nccl_ch c = { .e = { GPU_NCCL_CHANNEL, sizeof(c) }, .comm = HASH_P,
+					 .start = now + MS, .end = now, .func = 1 };
+
+		put(&b, &c, sizeof(c));		/* ends before it starts */
+	}
+	/* A span that overlaps its channel's previous one: drawn clamped. */
+	nccl_ch(&b, GPU_NF_ALLREDUCE, 2, 0, now + 2 * MS + 200 * US, 100 * US);
+	check(feed(PID_P, PID_P, &b) == 0, "second batch taken");
+	gpunccl__totals(p, &t);
+	check(g->bad_entries - bad == 6, "6 wrong plugin entries counted bad (%" PRIu64 ")",
+	      g->bad_entries - bad);
+	check(t.channels == 7 && t.clamped == 1, "the overlapping span is drawn clamped");
+	fprintf(ex, "{\"kind\":\"meta_bad\",\"bad\":%" PRIu64 "}\n", g->bad_entries);
+	capture_end("nccl_plugin");
+}
+
 int main(int argc, char **argv)
 {
 	sources__init();
@@ -1024,6 +1136,7 @@ int main(int argc, char **argv)
 	test_summary_only();
 	test_corr();
 	test_taken();
+	test_nccl_plugin();
 	printf("%d passed, %d failed\n", n_pass, n_fail);
 	return n_fail != 0;
 }

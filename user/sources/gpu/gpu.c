@@ -38,6 +38,7 @@
 #include "lib/sumtab.h"
 #include "sources/gpu/gpu.h"
 #include "sources/gpu/gpuest.h"
+#include "sources/gpu/gpunccl.h"
 #include "sources/gpu/gpupf.h"
 #include "sources/gpu/gpuproc.h"
 #include "sources/gpu/gpusum.h"
@@ -57,6 +58,7 @@
 static void free_proc(struct gpu_proc *p)
 {
 	gpuest__free(p);
+	gpunccl__free(p);
 	gpuproc__free(p);
 }
 
@@ -997,6 +999,12 @@ static void on_entry(struct gpu *g, struct gpu_proc *p, const struct rec_hdr *h,
 		break;
 	case GPU_STREAM:
 		ok = on_stream(p, e, size);
+		break;
+	case GPU_NCCL_COMM:
+	case GPU_NCCL_OP:
+	case GPU_NCCL_CHANNEL:
+	case GPU_NCCL_PROXY:
+		ok = gpunccl__entry(g, p, kind, e, size);
 		break;
 	default:
 		g->unknown_kinds++;

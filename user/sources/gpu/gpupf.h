@@ -19,6 +19,9 @@ enum gpu_track {
 	GT_SYNC = 4,		/* idx: lane of the synchronization track */
 	GT_EST_GROUP = 5,	/* the process's estimate group */
 	GT_LOST = 6,		/* counter: records lost by the library */
+	GT_NCCL_GROUP = 7,	/* idx: communicator (gpunccl.c) */
+	GT_NCCL_CH = 8,		/* idx: communicator << 7 | channel */
+	GT_NCCL_PROXY = 9,	/* idx: communicator << 8 | channel << 1 | send */
 };
 /* The uuid of a track of pid's (idx: which one of its kind). */
 uint64_t gpupf__track_uuid(enum gpu_track kind, uint32_t pid, uint32_t idx);

@@ -202,6 +202,8 @@ struct gpu_proc {
 	/* Estimate (gpuest.c). */
 	void *est;
 	uint64_t est_spans;
+	/* NCCL's profiler plugin (gpunccl.c). */
+	void *nccl;
 };
 
 /* The capture's GPU state (struct gpu is user/sources/gpu/gpu.h's opaque type). */

@@ -431,6 +431,29 @@ static void gpu_print(const void *ctx, const uint64_t *drops, FILE *f)
 			head ? "" : "\n** GPU activity: what did not arrive\n\n", drops[REC_GPU_BATCH]);
 }
 
+/* -- CMD: NCCL loads the injection library as its profiler plugin
+ * (NCCL_PROFILER_PLUGIN) at each communicator's init, unless CMD brings
+ * another plugin: NCCL loads one, so that one stays and NCCL's GPU-side
+ * timing (inject/ncclprof.c) is not collected. */
+static void nccl_plugin_spawn(struct session *s, const char *cmd, const char *inj)
+{
+	const char *set = getenv("NCCL_PROFILER_PLUGIN");
+	const char *base;
+
+	if (!(s->o->trace_mask & TRACE_BIT(LIB_NCCL)))
+		return;
+	if (set && *set) {
+		base = strrchr(set, '/');
+		if (!inject__is_lib(base ? base + 1 : set))
+			warn("NCCL_PROFILER_PLUGIN is %s, another profiler plugin: NCCL loads one, so "
+			     "%s keeps it, and NCCL's GPU-side timing is not collected (its calls "
+			     "are)", set, cmd);
+		return;
+	}
+	if (inj)
+		setenv("NCCL_PROFILER_PLUGIN", inj, 1);
+}
+
 /* -- CMD: the driver loads the injection library at cuInit
  * (CUDA_INJECTION64_PATH), unless CMD brings another tool's. */
 static void gpu_spawn(struct session *s, void *state, const char *cmd)
@@ -438,8 +461,10 @@ static void gpu_spawn(struct session *s, void *state, const char *cmd)
 	const char *set = getenv("CUDA_INJECTION64_PATH");
 	struct gpusrc *g = state;
 	char inj[PATH_MAX];
+	bool have = inject__path(inj, sizeof(inj));
 	const char *base;
 
+	nccl_plugin_spawn(s, cmd, have ? inj : NULL);
 	if (!(s->o->trace_mask & (TRACE_BIT(LIB_CUDA) | TRACE_BIT(LIB_CUDART))))
 		return;
 	if (set && *set) {
@@ -451,7 +476,7 @@ static void gpu_spawn(struct session *s, void *state, const char *cmd)
 			snprintf(g->inj, sizeof(g->inj), "%s", set);
 		return;
 	}
-	if (inject__path(inj, sizeof(inj))) {
+	if (have) {
 		setenv("CUDA_INJECTION64_PATH", inj, 1);
 		snprintf(g->inj, sizeof(g->inj), "%s", inj);
 	} else

@@ -19,6 +19,7 @@
 #include <string.h>
 #include "lib/sumtab.h"
 #include "sources/gpu/gpuest.h"
+#include "sources/gpu/gpunccl.h"
 #include "sources/gpu/gpusum.h"
 
 #define KERNEL_ROWS 4096
@@ -710,6 +711,16 @@ void gpusum__print_procs(const struct gpu *g, FILE *f)
 			g->bad_batches, g->bad_entries, g->unknown_kinds, g->names_dropped);
 }
 
+static void print_nccl(const struct gpu *g, FILE *f)
+{
+	size_t np;
+	const struct gpu_proc **ps = procs_by_pid(g, &np);
+
+	if (ps)
+		gpunccl__print(ps, np, f);
+	free(ps);
+}
+
 void gpusum__print(const struct gpu *g, FILE *f)
 {
 	struct gpusum *s = g->sum;
@@ -721,4 +732,5 @@ void gpusum__print(const struct gpu *g, FILE *f)
 	if (g->first_ts)
 		gpusum__print_timeline(g, f);
 	gpusum__print_procs(g, f);
+	print_nccl(g, f);
 }

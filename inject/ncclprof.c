@@ -1,0 +1,640 @@
+// SPDX-License-Identifier: MIT
+/*
+ * NCCL's profiler plugin (v5: inject/nccl_prof_abi.h), in the injection
+ * library: NCCL_PROFILER_PLUGIN=/path/libcgbpf-inject.so makes NCCL load
+ * it at a communicator's init (record -- CMD sets it).
+ *
+ * Nothing runs while no cgbpf is attached: NCCL's event mask stays 0, so
+ * NCCL calls none of the functions below but init and finalize. The
+ * watcher thread (gpu.c, started from init if the driver has not started
+ * it) sets the mask when the batch site is probed and clears it when the
+ * probe goes. Then each task (a collective, a send, a receive), each
+ * channel of its kernel with the GPU's own start and end, and each proxy
+ * (network) operation with its steps summed becomes one fixed-size entry
+ * (bpf/gpu_rec.h) in a bounded queue; the watcher hands the queue to
+ * cgbpf every poll. The calling thread never traps into a probe: a task
+ * costs two clock reads, a lock and a 64-byte copy. A full queue drops
+ * entries and counts them (GPU_DROPPED, where 2).
+ *
+ * GPU times: NCCL's kernel writes %globaltimer at each channel's start and
+ * end, and NCCL's proxy thread hands them over after it sees them. The
+ * host time when the plugin is told minus the GPU time it is told is
+ * always the clocks' offset plus a delay >= 0, so the smallest such
+ * difference seen (over the current and the previous 10 s: the clocks
+ * drift) is the best estimate of the offset; every channel is mapped with
+ * it, and says by how much its own difference was larger (skew_ns).
+ *
+ * Task handles live in a ring of TASKS slots, never freed: a channel or
+ * proxy event refers to its task through parentObj, and NCCL's proxy
+ * thread starts those after the task stopped (a slot is reused TASKS
+ * tasks later, far beyond the proxy's delay; a child copies its task's
+ * identity when it starts). Channel and proxy handles come from a free
+ * list of CHILDREN; none left: the event is dropped and counted.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+#include "gpu_rec.h"
+#include "inject.h"
+#include "nccl_prof_abi.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* The events asked for while a cgbpf is attached. Group and the API
+ * events add nothing the uprobes do not see; ProxyCtrl is the proxy
+ * thread's own sleep and wake. */
+#define MASK_ON (NPA_COLL | NPA_P2P | NPA_KERNEL_CH | NPA_PROXY_OP | NPA_PROXY_STEP)
+#define TASKS 4096		/* task slots (a power of two) */
+#define CHILDREN 1024		/* channel and proxy events open at once */
+#define QUEUE_BYTES (256u << 10)	/* entries waiting for the watcher (~20 ms) */
+#define P2P_PAIRS 1024		/* (comm, peer, direction) send/recv counters */
+#define WINDOW_NS 10000000000ull	/* the offset estimate's window */
+
+enum hkind { H_TASK = 1, H_KCH, H_PROXY, H_STEP };
+
+struct comm_ctx {
+	uint64_t comm;
+	int rank, nranks, nnodes;
+	uint32_t tid;
+	uint64_t ts;
+	char name[64];
+	struct comm_ctx *next;
+};
+
+struct task {
+	uint8_t kind;		/* H_TASK */
+	uint8_t func;
+	uint8_t algo, proto, nchannels, nwarps, dtype_size;
+	uint32_t tid;
+	uint64_t comm, seq, start, bytes;
+	int32_t rank, peer;
+};
+
+struct proxy;
+
+struct step {
+	uint8_t kind;		/* H_STEP */
+	struct proxy *op;
+};
+
+/* A channel (H_KCH) or a proxy operation (H_PROXY) and its steps. */
+struct proxy {
+	uint8_t kind;
+	uint8_t func, channel, send;
+	uint32_t tid;
+	struct task *task;
+	uint64_t comm, seq;
+	int32_t rank, peer;
+	uint64_t start, gpu_start, gpu_end, bytes;
+	uint32_t steps;
+	struct step step;
+	struct proxy *free_next;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	int *mask;		/* NCCL's, process-wide */
+	bool on;
+	bool forked;
+	struct comm_ctx *comms;
+	struct task *tasks;	/* TASKS, allocated at the first activation */
+	uint32_t next_task;
+	struct proxy *children, *free;
+	uint8_t *q;
+	uint32_t qlen;
+	uint64_t dropped;
+	struct { uint64_t key, seq; } p2p[P2P_PAIRS];
+	int64_t off_cur, off_prev;	/* smallest host - GPU, this window and the last */
+	bool have_cur, have_prev;
+	uint64_t win_start;
+} P = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_BOOTTIME, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static uint32_t gettid_(void)
+{
+	return (uint32_t)syscall(SYS_gettid);
+}
+
+/* -------------------------------------------------------------- strings */
+
+static uint8_t func_of(const char *f)
+{
+	static const char *const names[GPU_NF__COUNT] = {
+		[GPU_NF_ALLREDUCE] = "AllReduce", [GPU_NF_ALLGATHER] = "AllGather",
+		[GPU_NF_REDUCESCATTER] = "ReduceScatter", [GPU_NF_BROADCAST] = "Broadcast",
+		[GPU_NF_REDUCE] = "Reduce", [GPU_NF_ALLTOALL] = "AlltoAll",
+		[GPU_NF_SEND] = "Send", [GPU_NF_RECV] = "Recv", [GPU_NF_GATHER] = "Gather",
+		[GPU_NF_SCATTER] = "Scatter",
+	};
+
+	for (uint8_t i = 1; f && i < GPU_NF__COUNT; i++)
+		if (!strcmp(f, names[i]))
+			return i;
+	return GPU_NF_UNKNOWN;
+}
+
+static uint8_t algo_of(const char *a)
+{
+	static const char *const names[GPU_NA__COUNT] = {
+		[GPU_NA_TREE] = "TREE", [GPU_NA_RING] = "RING",
+		[GPU_NA_COLLNET_DIRECT] = "COLLNET_DIRECT", [GPU_NA_COLLNET_CHAIN] = "COLLNET_CHAIN",
+		[GPU_NA_NVLS] = "NVLS", [GPU_NA_NVLS_TREE] = "NVLS_TREE", [GPU_NA_PAT] = "PAT",
+	};
+
+	for (uint8_t i = 1; a && i < GPU_NA__COUNT; i++)
+		if (!strcmp(a, names[i]))
+			return i;
+	return GPU_NA_UNKNOWN;
+}
+
+static uint8_t proto_of(const char *p)
+{
+	static const char *const names[GPU_NP__COUNT] = {
+		[GPU_NP_LL] = "LL", [GPU_NP_LL128] = "LL128", [GPU_NP_SIMPLE] = "SIMPLE",
+	};
+
+	for (uint8_t i = 1; p && i < GPU_NP__COUNT; i++)
+		if (!strcmp(p, names[i]))
+			return i;
+	return GPU_NP_UNKNOWN;
+}
+
+/* Bytes of one element of NCCL's datatype name; 0 when unknown. */
+static uint8_t dtype_size(const char *d)
+{
+	static const struct { const char *name; uint8_t size; } t[] = {
+		{ "ncclInt8", 1 }, { "ncclUint8", 1 }, { "ncclInt32", 4 }, { "ncclUint32", 4 },
+		{ "ncclInt64", 8 }, { "ncclUint64", 8 }, { "ncclFloat16", 2 },
+		{ "ncclFloat32", 4 }, { "ncclFloat64", 8 }, { "ncclBfloat16", 2 },
+		{ "ncclFloat8e4m3", 1 }, { "ncclFloat8e5m2", 1 },
+	};
+
+	for (size_t i = 0; d && i < sizeof(t) / sizeof(t[0]); i++)
+		if (!strcmp(d, t[i].name))
+			return t[i].size;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- queue */
+
+/* Room for an entry in the queue, zeroed; NULL (and counted) when full.
+ * Under P.lock. */
+static void *put(uint16_t kind, uint32_t size)
+{
+	struct gpu_ent *e;
+
+	if (!P.q || P.qlen + size > QUEUE_BYTES) {
+		P.dropped++;
+		return NULL;
+	}
+	e = (struct gpu_ent *)(P.q + P.qlen);
+	memset(e, 0, size);
+	e->kind = kind;
+	e->size = (uint16_t)size;
+	P.qlen += size;
+	return e;
+}
+
+static void put_comm(const struct comm_ctx *c)
+{
+	size_t n = strlen(c->name) + 1;
+	struct gpu_nccl_comm *e = put(GPU_NCCL_COMM, (uint32_t)((sizeof(*e) + n + 7) & ~7ul));
+
+	if (!e)
+		return;
+	e->tid = c->tid;
+	e->comm = c->comm;
+	e->ts = c->ts;
+	e->rank = c->rank;
+	e->nranks = c->nranks;
+	e->nnodes = c->nnodes;
+	memcpy(e->name, c->name, n);
+}
+
+/* The slots are allocated once, at the first activation, and kept. */
+static bool alloc_state(void)
+{
+	if (P.q)
+		return true;
+	P.tasks = calloc(TASKS, sizeof(*P.tasks));
+	P.children = calloc(CHILDREN, sizeof(*P.children));
+	P.q = malloc(QUEUE_BYTES);
+	if (!P.tasks || !P.children || !P.q) {
+		free(P.tasks);
+		free(P.children);
+		free(P.q);
+		P.tasks = NULL;
+		P.children = NULL;
+		P.q = NULL;
+		return false;
+	}
+	for (uint32_t i = 0; i < CHILDREN; i++)
+		P.children[i].free_next = i + 1 < CHILDREN ? &P.children[i + 1] : NULL;
+	P.free = P.children;
+	return true;
+}
+
+void ncclprof__poll(bool on)
+{
+	uint8_t *copy = NULL;
+	uint32_t len = 0;
+	uint64_t dropped = 0;
+
+	pthread_mutex_lock(&P.lock);
+	if (P.forked) {
+		pthread_mutex_unlock(&P.lock);
+		return;
+	}
+	if (on && !P.on && alloc_state()) {
+		P.on = true;
+		/* Communicators created before: cgbpf learns them now. */
+		for (struct comm_ctx *c = P.comms; c; c = c->next)
+			put_comm(c);
+	} else if (!on && P.on) {
+		P.on = false;
+	}
+	if (P.mask)
+		__atomic_store_n(P.mask, P.on ? MASK_ON : 0, __ATOMIC_RELAXED);
+	if (P.qlen) {
+		copy = malloc(P.qlen);
+		if (copy) {
+			memcpy(copy, P.q, P.qlen);
+			len = P.qlen;
+		} else {
+			P.dropped++;
+		}
+		P.qlen = 0;
+	}
+	dropped = P.dropped;
+	P.dropped = 0;
+	pthread_mutex_unlock(&P.lock);
+	if (dropped) {
+		struct gpu_dropped d = { .e = { GPU_DROPPED, sizeof(d) }, .where = 2,
+					 .count = dropped };
+
+		gpu__send_entries((const uint8_t *)&d, sizeof(d));
+	}
+	if (len)
+		gpu__send_entries(copy, len);
+	free(copy);
+}
+
+void ncclprof__forked(void)
+{
+	pthread_mutex_init(&P.lock, NULL);
+	P.forked = true;
+	P.on = false;
+	P.qlen = 0;
+	if (P.mask)
+		__atomic_store_n(P.mask, 0, __ATOMIC_RELAXED);
+}
+
+/* ------------------------------------------------------------ the clock */
+
+/* One more host - GPU difference seen at host time h. Under P.lock. */
+static void offset_seen(uint64_t h, int64_t d)
+{
+	if (h - P.win_start >= WINDOW_NS) {
+		P.off_prev = P.off_cur;
+		P.have_prev = P.have_cur;
+		P.have_cur = false;
+		P.win_start = h;
+	}
+	if (!P.have_cur || d < P.off_cur) {
+		P.off_cur = d;
+		P.have_cur = true;
+	}
+}
+
+static int64_t offset(void)
+{
+	if (P.have_prev && (!P.have_cur || P.off_prev < P.off_cur))
+		return P.off_prev;
+	return P.off_cur;
+}
+
+/* --------------------------------------------------------------- events */
+
+static npa_result_t prof_init(void **context, uint64_t comm_id, int *mask, const char *name,
+			      int nnodes, int nranks, int rank, npa_logger_t log)
+{
+	struct comm_ctx *c = calloc(1, sizeof(*c));
+
+	(void)log;
+	if (!c)
+		return NPA_INTERNAL_ERROR;
+	c->comm = comm_id;
+	c->rank = rank;
+	c->nranks = nranks;
+	c->nnodes = nnodes;
+	c->tid = gettid_();
+	c->ts = now_ns();
+	if (name)
+		strncpy(c->name, name, sizeof(c->name) - 1);
+	/* The watcher sets the mask; started here when the driver did not
+	 * load this library (CUDA_INJECTION64_PATH names another, or none). */
+	InitializeInjection();
+	pthread_mutex_lock(&P.lock);
+	P.mask = mask;
+	c->next = P.comms;
+	P.comms = c;
+	if (P.on)
+		put_comm(c);
+	pthread_mutex_unlock(&P.lock);
+	/* Probed already (record -- CMD): from the first operation on. */
+	ncclprof__poll(gpu__attached());
+	*context = c;
+	return NPA_SUCCESS;
+}
+
+static npa_result_t prof_finalize(void *context)
+{
+	struct comm_ctx *c = context, **pp;
+
+	pthread_mutex_lock(&P.lock);
+	for (pp = &P.comms; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	pthread_mutex_unlock(&P.lock);
+	free(c);
+	return NPA_SUCCESS;
+}
+
+/* The number of the next send or receive of (comm, peer, direction),
+ * from 1; 0 when the table is full. Under P.lock. */
+static uint64_t p2p_seq(uint64_t comm, int peer, bool recv)
+{
+	uint64_t key = comm ^ ((uint64_t)(uint32_t)peer << 1 | recv) * 0x9e3779b97f4a7c15ull;
+	uint32_t i = (uint32_t)(key >> 40) % P2P_PAIRS;
+
+	key |= 1;	/* 0: a free slot */
+	for (uint32_t n = 0; n < P2P_PAIRS; n++, i = (i + 1) % P2P_PAIRS) {
+		if (P.p2p[i].key == key)
+			return ++P.p2p[i].seq;
+		if (!P.p2p[i].key) {
+			P.p2p[i].key = key;
+			return P.p2p[i].seq = 1;
+		}
+	}
+	return 0;
+}
+
+static void *start_task(struct comm_ctx *c, const struct npa_descr_v5 *d)
+{
+	struct task *t;
+
+	if (!P.tasks)
+		return NULL;
+	t = &P.tasks[P.next_task++ % TASKS];
+	memset(t, 0, sizeof(*t));
+	t->kind = H_TASK;
+	t->tid = gettid_();
+	t->comm = c->comm;
+	t->rank = c->rank;
+	if (d->type == NPA_COLL) {
+		t->func = func_of(d->coll.func);
+		t->seq = d->coll.seq;
+		t->dtype_size = dtype_size(d->coll.datatype);
+		t->bytes = (uint64_t)d->coll.count * t->dtype_size;
+		t->peer = d->coll.root;
+		t->algo = algo_of(d->coll.algo);
+		t->proto = proto_of(d->coll.proto);
+		t->nchannels = d->coll.nchannels;
+		t->nwarps = d->coll.nwarps;
+	} else {
+		t->func = func_of(d->p2p.func);
+		t->dtype_size = dtype_size(d->p2p.datatype);
+		t->bytes = (uint64_t)d->p2p.count * t->dtype_size;
+		t->peer = d->p2p.peer;
+		t->nchannels = d->p2p.nchannels;
+		t->seq = p2p_seq(c->comm, t->peer, t->func == GPU_NF_RECV);
+	}
+	t->start = now_ns();
+	return t;
+}
+
+/* A channel or proxy event under task t (parentObj); NULL when t is not
+ * one of ours, or the slots are full. Under P.lock. */
+static struct proxy *start_child(uint8_t kind, struct task *t)
+{
+	struct proxy *p;
+
+	if (!t || t->kind != H_TASK || !P.free) {
+		P.dropped++;
+		return NULL;
+	}
+	p = P.free;
+	P.free = p->free_next;
+	memset(p, 0, sizeof(*p));
+	p->kind = kind;
+	p->task = t;
+	p->func = t->func;
+	p->comm = t->comm;
+	p->seq = t->seq;
+	p->rank = t->rank;
+	p->step.kind = H_STEP;
+	p->step.op = p;
+	return p;
+}
+
+static npa_result_t prof_start(void *context, void **handle, struct npa_descr_v5 *d)
+{
+	struct comm_ctx *c = context;
+	struct proxy *p = NULL;
+	void *h = NULL;
+	uint64_t now;
+
+	*handle = NULL;
+	if (!c || !d)
+		return NPA_SUCCESS;
+	pthread_mutex_lock(&P.lock);
+	if (!P.on)
+		goto out;
+	switch (d->type) {
+	case NPA_COLL:
+	case NPA_P2P:
+		h = start_task(c, d);
+		break;
+	case NPA_KERNEL_CH:
+		now = now_ns();
+		p = start_child(H_KCH, d->parent);
+		if (!p)
+			break;
+		p->channel = d->kernel_ch.channel;
+		p->gpu_start = d->kernel_ch.ptimer;
+		offset_seen(now, (int64_t)(now - p->gpu_start));
+		h = p;
+		break;
+	case NPA_PROXY_OP:
+		p = start_child(H_PROXY, d->parent);
+		if (!p)
+			break;
+		p->channel = d->proxy_op.channel;
+		p->peer = d->proxy_op.peer;
+		p->send = d->proxy_op.is_send != 0;
+		p->tid = gettid_();
+		p->start = now_ns();
+		h = p;
+		break;
+	case NPA_PROXY_STEP: {
+		struct proxy *op = d->parent;
+
+		if (op && op->kind == H_PROXY)
+			h = &op->step;
+		break;
+	}
+	default:
+		break;
+	}
+out:
+	pthread_mutex_unlock(&P.lock);
+	*handle = h;
+	return NPA_SUCCESS;
+}
+
+static npa_result_t prof_state(void *handle, int state, union npa_state_args_v5 *a)
+{
+	uint8_t kind = handle ? *(const uint8_t *)handle : 0;
+	uint64_t now;
+
+	if (!a || (kind != H_KCH && kind != H_STEP))
+		return NPA_SUCCESS;
+	pthread_mutex_lock(&P.lock);
+	if (kind == H_KCH && state == NPA_KERNEL_CH_STOP) {
+		struct proxy *p = handle;
+
+		now = now_ns();
+		p->gpu_end = a->kernel_ch.ptimer;
+		offset_seen(now, (int64_t)(now - p->gpu_end));
+		p->start = now;	/* when it was seen: its skew */
+	} else if (kind == H_STEP && (state == NPA_STEP_SEND_WAIT ||
+				      state == NPA_STEP_RECV_FLUSH_WAIT)) {
+		/* Once per step: the send's size when it goes out, the
+		 * receive's when it arrived. */
+		((struct step *)handle)->op->bytes += a->proxy_step.trans_size;
+	}
+	pthread_mutex_unlock(&P.lock);
+	return NPA_SUCCESS;
+}
+
+static void stop_task(struct task *t)
+{
+	struct gpu_nccl_op *e = put(GPU_NCCL_OP, sizeof(*e));
+
+	if (!e)
+		return;
+	e->tid = t->tid;
+	e->comm = t->comm;
+	e->seq = t->seq;
+	e->start = t->start;
+	e->end = now_ns();
+	e->bytes = t->bytes;
+	e->rank = t->rank;
+	e->peer = t->peer;
+	e->func = t->func;
+	e->algo = t->algo;
+	e->proto = t->proto;
+	e->nchannels = t->nchannels;
+	e->nwarps = t->nwarps;
+	e->dtype_size = t->dtype_size;
+}
+
+static void stop_channel(const struct proxy *p)
+{
+	int64_t off = offset(), d = (int64_t)(p->start - p->gpu_end) - off;
+	struct gpu_nccl_ch *e;
+
+	if (!p->gpu_end || p->gpu_end < p->gpu_start) {
+		P.dropped++;
+		return;
+	}
+	e = put(GPU_NCCL_CHANNEL, sizeof(*e));
+	if (!e)
+		return;
+	e->channel = p->channel;
+	e->comm = p->comm;
+	e->seq = p->seq;
+	e->start = (uint64_t)((int64_t)p->gpu_start + off);
+	e->end = (uint64_t)((int64_t)p->gpu_end + off);
+	e->skew_ns = d <= 0 ? 0 : d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+	e->rank = p->rank;
+	e->func = p->func;
+}
+
+static void stop_proxy(const struct proxy *p)
+{
+	struct gpu_nccl_proxy *e = put(GPU_NCCL_PROXY, sizeof(*e));
+
+	if (!e)
+		return;
+	e->tid = p->tid;
+	e->comm = p->comm;
+	e->seq = p->seq;
+	e->start = p->start;
+	e->end = now_ns();
+	e->bytes = p->bytes;
+	e->rank = p->rank;
+	e->peer = p->peer;
+	e->steps = p->steps;
+	e->channel = p->channel;
+	e->send = p->send;
+	e->func = p->func;
+}
+
+static npa_result_t prof_stop(void *handle)
+{
+	uint8_t kind = handle ? *(const uint8_t *)handle : 0;
+	struct proxy *p = handle;
+
+	if (!kind)
+		return NPA_SUCCESS;
+	pthread_mutex_lock(&P.lock);
+	switch (kind) {
+	case H_TASK:
+		if (P.on)
+			stop_task(handle);
+		break;
+	case H_STEP:
+		((struct step *)handle)->op->steps++;
+		break;
+	case H_KCH:
+	case H_PROXY:
+		if (P.on && kind == H_KCH)
+			stop_channel(p);
+		else if (P.on)
+			stop_proxy(p);
+		p->kind = 0;
+		p->free_next = P.free;
+		P.free = p;
+		break;
+	default:
+		break;
+	}
+	pthread_mutex_unlock(&P.lock);
+	return NPA_SUCCESS;
+}
+
+EXPORT const struct npa_profiler_v5 ncclProfiler_v5 = {
+	.name = "cgbpf",
+	.init = prof_init,
+	.start_event = prof_start,
+	.stop_event = prof_stop,
+	.record_event_state = prof_state,
+	.finalize = prof_finalize,
+};

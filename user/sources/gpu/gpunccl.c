@@ -1,0 +1,447 @@
+// SPDX-License-Identifier: MIT
+/*
+ * NCCL's profiler plugin's entries (bpf/gpu_rec.h GPU_NCCL_*) in the
+ * trace. Under the process, per communicator (NCCL's commHash, which is
+ * the same in every rank; cgbpf's own "NCCL comm" tracks hash fewer bytes
+ * of the unique id, so the two ids differ): a group "NCCL <hash> rank
+ * r/n: GPU (NCCL profiler)" holding "channel c" tracks (the GPU span of
+ * each operation on that channel of NCCL's kernel, named after the
+ * operation, with its sequence number, bytes, algorithm and protocol) and
+ * "proxy channel c send|recv" tracks (network operations).
+ *
+ * Every field comes from the traced process and is checked. Channel
+ * spans of one track may not overlap (a channel runs one operation at a
+ * time); one that does (clock estimate moved between two entries) starts
+ * where the previous ended and is counted.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "out/pfsink.h"
+#include "sources/gpu/gpunccl.h"
+#include "sources/gpu/gpupf.h"
+
+#define COMMS_MAX 256		/* communicators per process; more are counted */
+#define CHANNELS 64		/* NCCL's MAXCHANNELS */
+#define TASKS 128		/* recent tasks per communicator (algo, proto) */
+
+struct gtask {
+	uint64_t seq;
+	uint8_t func, algo, proto, nchannels;
+	uint8_t seen;		/* channels that came */
+	uint64_t bytes;
+	uint64_t gmin, gmax;	/* the union of its channels' GPU spans */
+};
+
+/* Per function of a communicator: operations with a GPU span, their
+ * bytes, and the GPU time from the first channel's start to the last
+ * one's end, summed. */
+struct gfunc {
+	uint64_t ops, bytes, gpu_ns;
+};
+
+struct gcomm {
+	uint64_t hash;
+	int32_t rank, nranks, nnodes;
+	uint32_t idx;		/* in the process, from 1 */
+	bool known;		/* a GPU_NCCL_COMM came */
+	bool described;
+	char name[64];
+	struct gtask tasks[TASKS];
+	uint32_t ntasks;
+	struct pfseq *ch_seq[CHANNELS];
+	uint64_t ch_end[CHANNELS];
+	bool ch_described[CHANNELS];
+	struct pfseq *px_seq[CHANNELS][2];
+	bool px_described[CHANNELS][2];
+	struct gfunc funcs[GPU_NF__COUNT];
+};
+
+struct gnccl {
+	struct gcomm *comms[COMMS_MAX];
+	uint32_t n;
+	struct gpunccl_totals t;
+	uint64_t over;		/* entries of communicators past COMMS_MAX */
+};
+
+static const char *const func_names[GPU_NF__COUNT] = {
+	[GPU_NF_UNKNOWN] = "?", [GPU_NF_ALLREDUCE] = "AllReduce",
+	[GPU_NF_ALLGATHER] = "AllGather", [GPU_NF_REDUCESCATTER] = "ReduceScatter",
+	[GPU_NF_BROADCAST] = "Broadcast", [GPU_NF_REDUCE] = "Reduce",
+	[GPU_NF_ALLTOALL] = "AlltoAll", [GPU_NF_SEND] = "Send", [GPU_NF_RECV] = "Recv",
+	[GPU_NF_GATHER] = "Gather", [GPU_NF_SCATTER] = "Scatter",
+};
+static const char *const algo_names[GPU_NA__COUNT] = {
+	"?", "TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT",
+};
+static const char *const proto_names[GPU_NP__COUNT] = { "?", "LL", "LL128", "SIMPLE" };
+
+const char *gpunccl__func_name(unsigned func)
+{
+	return func < GPU_NF__COUNT ? func_names[func] : "?";
+}
+
+static struct gnccl *state(struct gpu_proc *p)
+{
+	if (!p->nccl)
+		p->nccl = calloc(1, sizeof(struct gnccl));
+	return p->nccl;
+}
+
+static struct gcomm *comm_get(struct gnccl *s, uint64_t hash)
+{
+	struct gcomm *c;
+
+	for (uint32_t i = 0; i < s->n; i++)
+		if (s->comms[i]->hash == hash)
+			return s->comms[i];
+	if (s->n == COMMS_MAX) {
+		s->over++;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->hash = hash;
+	c->rank = c->nranks = c->nnodes = -1;
+	c->idx = s->n + 1;
+	s->comms[s->n++] = c;
+	s->t.comms++;
+	return c;
+}
+
+static void describe(struct gpu *g, struct gpu_proc *p, struct gcomm *c)
+{
+	char name[128], desc[256];
+
+	if (c->described && c->known)
+		return;
+	snprintf(name, sizeof(name), "NCCL %04x rank %d/%d: GPU (NCCL profiler)",
+		 (unsigned)(c->hash >> 48), c->rank, c->nranks);
+	if (c->rank < 0)
+		snprintf(name, sizeof(name), "NCCL %04x: GPU (NCCL profiler)",
+			 (unsigned)(c->hash >> 48));
+	snprintf(desc, sizeof(desc),
+		 "NCCL's commHash %016" PRIx64 "%s%s; %d node(s). Channel tracks: the GPU span of "
+		 "each operation on that channel of NCCL's kernel; proxy tracks: network "
+		 "operations", c->hash, c->name[0] ? ", name " : "", c->name, c->nnodes);
+	pftrace__track_desc(g->pt, gpupf__track_uuid(GT_NCCL_GROUP, p->pid, c->idx),
+			    UUID_PROCESS(p->pid), name, desc);
+	c->described = true;
+}
+
+static bool on_comm(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const uint8_t *e,
+		    size_t size)
+{
+	struct gpu_nccl_comm m;
+	struct gcomm *c;
+	size_t n;
+
+	if (size < sizeof(m) + 1 || size > sizeof(m) + 256)
+		return false;
+	memcpy(&m, e, sizeof(m));
+	n = strnlen((const char *)e + sizeof(m), size - sizeof(m));
+	if (n == size - sizeof(m) || m.nranks <= 0 || m.nranks > (1 << 20) || m.rank < 0 ||
+	    m.rank >= m.nranks)
+		return false;
+	c = comm_get(s, m.comm);
+	if (!c)
+		return true;
+	c->rank = m.rank;
+	c->nranks = m.nranks;
+	c->nnodes = m.nnodes;
+	snprintf(c->name, sizeof(c->name), "%.*s", (int)n, (const char *)e + sizeof(m));
+	c->known = true;
+	if (g->pt)
+		describe(g, p, c);
+	return true;
+}
+
+static bool on_op(struct gnccl *s, const uint8_t *e, size_t size)
+{
+	struct gpu_nccl_op o;
+	struct gcomm *c;
+	struct gtask *t;
+
+	if (size < sizeof(o))
+		return false;
+	memcpy(&o, e, sizeof(o));
+	if (o.func >= GPU_NF__COUNT || o.algo >= GPU_NA__COUNT || o.proto >= GPU_NP__COUNT ||
+	    o.end < o.start)
+		return false;
+	c = comm_get(s, o.comm);
+	if (!c)
+		return true;
+	if (c->rank < 0 && o.rank >= 0)
+		c->rank = o.rank;
+	t = &c->tasks[c->ntasks++ % TASKS];
+	*t = (struct gtask){ .seq = o.seq, .func = o.func, .algo = o.algo, .proto = o.proto,
+			     .nchannels = o.nchannels, .bytes = o.bytes };
+	s->t.ops++;
+	return true;
+}
+
+static struct gtask *task_find(struct gcomm *c, uint8_t func, uint64_t seq)
+{
+	uint32_t n = c->ntasks < TASKS ? c->ntasks : TASKS;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct gtask *t = &c->tasks[(c->ntasks - 1 - i) % TASKS];
+
+		if (t->func == func && t->seq == seq)
+			return t;
+	}
+	return NULL;
+}
+
+/* One more channel span of task t: the operation's GPU time grows by
+ * what it adds to the union's extent. */
+static void add_span(struct gcomm *c, struct gtask *t, uint64_t start, uint64_t end)
+{
+	struct gfunc *f = &c->funcs[t->func];
+	uint64_t was = t->seen ? t->gmax - t->gmin : 0;
+
+	if (!t->seen) {
+		t->gmin = start;
+		t->gmax = end;
+		f->ops++;
+		f->bytes += t->bytes;
+	}
+	if (start < t->gmin)
+		t->gmin = start;
+	if (end > t->gmax)
+		t->gmax = end;
+	if (t->seen < UINT8_MAX)
+		t->seen++;
+	f->gpu_ns += t->gmax - t->gmin - was;
+}
+
+static bool on_channel(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const uint8_t *e,
+		       size_t size)
+{
+	struct gpu_nccl_ch ch;
+	struct pf_annot a[8];
+	struct gtask *t;
+	struct gcomm *c;
+	uint64_t start;
+	int n = 0;
+
+	if (size < sizeof(ch))
+		return false;
+	memcpy(&ch, e, sizeof(ch));
+	if (ch.channel >= CHANNELS || ch.func >= GPU_NF__COUNT || ch.end < ch.start ||
+	    ch.end - ch.start > 3600ull * 1000000000)
+		return false;
+	c = comm_get(s, ch.comm);
+	if (!c)
+		return true;
+	if (c->rank < 0 && ch.rank >= 0)
+		c->rank = ch.rank;
+	s->t.channels++;
+	s->t.gpu_ns += ch.end - ch.start;
+	if (ch.skew_ns > s->t.skew_max_ns)
+		s->t.skew_max_ns = ch.skew_ns;
+	t = task_find(c, ch.func, ch.seq);
+	if (t)
+		add_span(c, t, ch.start, ch.end);
+	if (!g->pt)
+		return true;
+	start = ch.start;
+	if (start < c->ch_end[ch.channel]) {
+		start = c->ch_end[ch.channel];
+		s->t.clamped++;
+		if (ch.end < start)
+			ch.end = start;
+	}
+	c->ch_end[ch.channel] = ch.end;
+	describe(g, p, c);
+	if (!c->ch_described[ch.channel]) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "channel %u", ch.channel);
+		pftrace__track(g->pt, gpupf__track_uuid(GT_NCCL_CH, p->pid,
+							c->idx << 7 | ch.channel),
+			       gpupf__track_uuid(GT_NCCL_GROUP, p->pid, c->idx), name);
+		c->ch_described[ch.channel] = true;
+	}
+	if (!c->ch_seq[ch.channel])
+		c->ch_seq[ch.channel] = pftrace__seq(
+			g->pt, gpupf__track_uuid(GT_NCCL_CH, p->pid, c->idx << 7 | ch.channel), start);
+	if (!c->ch_seq[ch.channel])
+		return true;
+	a[n++] = (struct pf_annot){ .name = "seq", .type = PA_UINT, .u = ch.seq };
+	if (t) {
+		a[n++] = (struct pf_annot){ .name = "bytes", .type = PA_UINT, .u = t->bytes };
+		a[n++] = (struct pf_annot){ .name = "algo", .type = PA_STR, .s = algo_names[t->algo] };
+		a[n++] = (struct pf_annot){ .name = "proto", .type = PA_STR,
+					    .s = proto_names[t->proto] };
+		a[n++] = (struct pf_annot){ .name = "channels", .type = PA_UINT, .u = t->nchannels };
+	}
+	a[n++] = (struct pf_annot){ .name = "seen_late_ns", .type = PA_UINT, .u = ch.skew_ns };
+	pftrace__begin(g->pt, c->ch_seq[ch.channel], start, func_names[ch.func], a, n);
+	pftrace__end(g->pt, c->ch_seq[ch.channel], ch.end, NULL, 0);
+	return true;
+}
+
+static bool on_proxy(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const uint8_t *e,
+		     size_t size)
+{
+	struct gpu_nccl_proxy x;
+	struct pf_annot a[6];
+	struct gcomm *c;
+	char name[48];
+	int n = 0;
+
+	if (size < sizeof(x))
+		return false;
+	memcpy(&x, e, sizeof(x));
+	if (x.channel >= CHANNELS || x.func >= GPU_NF__COUNT || x.send > 1 || x.end < x.start)
+		return false;
+	c = comm_get(s, x.comm);
+	if (!c)
+		return true;
+	s->t.proxies++;
+	s->t.proxy_bytes += x.bytes;
+	if (!g->pt)
+		return true;
+	describe(g, p, c);
+	if (!c->px_described[x.channel][x.send]) {
+		snprintf(name, sizeof(name), "proxy channel %u %s", x.channel,
+			 x.send ? "send" : "recv");
+		pftrace__track(g->pt, gpupf__track_uuid(GT_NCCL_PROXY, p->pid,
+							c->idx << 8 | x.channel << 1 | x.send),
+			       gpupf__track_uuid(GT_NCCL_GROUP, p->pid, c->idx), name);
+		c->px_described[x.channel][x.send] = true;
+	}
+	if (!c->px_seq[x.channel][x.send])
+		c->px_seq[x.channel][x.send] = pftrace__seq(
+			g->pt,
+			gpupf__track_uuid(GT_NCCL_PROXY, p->pid, c->idx << 8 | x.channel << 1 | x.send),
+			x.start);
+	if (!c->px_seq[x.channel][x.send])
+		return true;
+	snprintf(name, sizeof(name), "%s %s %d", func_names[x.func], x.send ? "to" : "from",
+		 x.peer);
+	a[n++] = (struct pf_annot){ .name = "seq", .type = PA_UINT, .u = x.seq };
+	a[n++] = (struct pf_annot){ .name = "bytes", .type = PA_UINT, .u = x.bytes };
+	a[n++] = (struct pf_annot){ .name = "steps", .type = PA_UINT, .u = x.steps };
+	a[n++] = (struct pf_annot){ .name = "peer", .type = PA_INT, .i = x.peer };
+	pftrace__begin(g->pt, c->px_seq[x.channel][x.send], x.start, name, a, n);
+	pftrace__end(g->pt, c->px_seq[x.channel][x.send], x.end, NULL, 0);
+	return true;
+}
+
+bool gpunccl__entry(struct gpu *g, struct gpu_proc *p, uint16_t kind, const uint8_t *e,
+		    size_t size)
+{
+	struct gnccl *s = state(p);
+
+	if (!s)
+		return true;	/* ENOMEM: not the process's fault */
+	switch (kind) {
+	case GPU_NCCL_COMM:
+		return on_comm(g, p, s, e, size);
+	case GPU_NCCL_OP:
+		return on_op(s, e, size);
+	case GPU_NCCL_CHANNEL:
+		return on_channel(g, p, s, e, size);
+	case GPU_NCCL_PROXY:
+		return on_proxy(g, p, s, e, size);
+	default:
+		return false;
+	}
+}
+
+void gpunccl__totals(const struct gpu_proc *p, struct gpunccl_totals *t)
+{
+	const struct gnccl *s = p->nccl;
+
+	memset(t, 0, sizeof(*t));
+	if (s)
+		*t = s->t;
+}
+
+void gpunccl__free(struct gpu_proc *p)
+{
+	struct gnccl *s = p->nccl;
+
+	if (!s)
+		return;
+	for (uint32_t i = 0; i < s->n; i++)
+		free(s->comms[i]);
+	free(s);
+	p->nccl = NULL;
+}
+
+/* Bytes the operation moves as nccl-tests counts them (the output of an
+ * all-gather, the input of a reduce-scatter: count x ranks), and the
+ * bus bandwidth's factor over that: the same rules as the NCCL summary's
+ * (user/sources/nccl/ncclsum.c), by NCCL's own function names. */
+static double size_factor(unsigned func, int nranks)
+{
+	return func == GPU_NF_ALLGATHER || func == GPU_NF_REDUCESCATTER ||
+	       func == GPU_NF_ALLTOALL ? nranks : 1;
+}
+
+static double bus_factor(unsigned func, int nranks)
+{
+	double n = nranks;
+
+	if (nranks < 1)
+		return 0;
+	if (func == GPU_NF_ALLREDUCE)
+		return 2 * (n - 1) / n;
+	if (func == GPU_NF_ALLGATHER || func == GPU_NF_REDUCESCATTER || func == GPU_NF_ALLTOALL)
+		return (n - 1) / n;
+	return 1;
+}
+
+static void print_comm(const struct gpu_proc *p, const struct gcomm *c, FILE *f)
+{
+	for (unsigned fn = 1; fn < GPU_NF__COUNT; fn++) {
+		const struct gfunc *x = &c->funcs[fn];
+		double sec, size;
+
+		if (!x->ops)
+			continue;
+		sec = (double)x->gpu_ns / 1e9;
+		size = (double)x->bytes * size_factor(fn, c->nranks);
+		fprintf(f, "   %-7u %04x %4d/%-4d %-14s %8" PRIu64 " %14" PRIu64 " %12.3f %10.3f",
+			p->pid, (unsigned)(c->hash >> 48), c->rank, c->nranks, func_names[fn], x->ops,
+			x->bytes, (double)x->gpu_ns / 1e6, (double)x->gpu_ns / 1e3 / (double)x->ops);
+		if (sec > 0 && c->nranks > 0)
+			fprintf(f, " %9.2f %9.2f\n", size / sec / 1e9,
+				size * bus_factor(fn, c->nranks) / sec / 1e9);
+		else
+			fprintf(f, " %9s %9s\n", "-", "-");
+	}
+}
+
+void gpunccl__print(const struct gpu_proc *const *ps, size_t np, FILE *f)
+{
+	bool head = false;
+
+	for (size_t i = 0; i < np; i++) {
+		const struct gnccl *s = ps[i]->nccl;
+
+		for (uint32_t j = 0; s && j < s->n; j++) {
+			if (!head)
+				fprintf(f, "\n** NCCL operations, GPU side (NCCL's profiler plugin: "
+					   "first channel's start to last channel's end on the GPU):"
+					   "\n\n   %-7s %-4s %-9s %-14s %8s %14s %12s %10s %9s %9s\n",
+					"pid", "comm", "rank", "op", "count", "bytes", "gpu_ms",
+					"mean_us", "algbw", "busbw");
+			head = true;
+			print_comm(ps[i], s->comms[j], f);
+		}
+		if (s && (s->t.clamped || s->over))
+			fprintf(f, "   pid %u: %" PRIu64 " channel spans drawn clamped (they overlapped "
+				   "the previous one of their channel), %" PRIu64 " entries of "
+				   "communicators past %d\n", ps[i]->pid, s->t.clamped, s->over,
+				COMMS_MAX);
+	}
+	if (head)
+		fprintf(f, "   (GB/s; comm: the first 4 hex digits of NCCL's commHash, which "
+			   "differs from the id of the NCCL summary's communicators)\n");
+}
