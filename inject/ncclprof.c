@@ -107,7 +107,7 @@ static struct {
 	struct task *tasks;	/* TASKS, allocated at the first activation */
 	uint32_t next_task;
 	struct proxy *children, *free;
-	uint8_t *q;
+	uint8_t *q, *q2;	/* filled, and the one the watcher sends from */
 	uint32_t qlen;
 	uint64_t dropped;
 	struct { uint64_t key, seq; } p2p[P2P_PAIRS];
@@ -124,9 +124,15 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+/* The calling thread's id, read once per thread (the system call costs
+ * up to a microsecond in a VM, more than everything else a task does). */
+static __thread uint32_t my_tid;
+
 static uint32_t gettid_(void)
 {
-	return (uint32_t)syscall(SYS_gettid);
+	if (!my_tid)
+		my_tid = (uint32_t)syscall(SYS_gettid);
+	return my_tid;
 }
 
 /* -------------------------------------------------------------- strings */
@@ -209,6 +215,19 @@ static void *put(uint16_t kind, uint32_t size)
 	return e;
 }
 
+/* A whole entry built outside the lock: one copy under it. */
+static void put_built(const void *ent, uint32_t size)
+{
+	pthread_mutex_lock(&P.lock);
+	if (P.q && P.qlen + size <= QUEUE_BYTES) {
+		memcpy(P.q + P.qlen, ent, size);
+		P.qlen += size;
+	} else {
+		P.dropped++;
+	}
+	pthread_mutex_unlock(&P.lock);
+}
+
 static void put_comm(const struct comm_ctx *c)
 {
 	size_t n = strlen(c->name) + 1;
@@ -233,13 +252,15 @@ static bool alloc_state(void)
 	P.tasks = calloc(TASKS, sizeof(*P.tasks));
 	P.children = calloc(CHILDREN, sizeof(*P.children));
 	P.q = malloc(QUEUE_BYTES);
-	if (!P.tasks || !P.children || !P.q) {
+	P.q2 = malloc(QUEUE_BYTES);
+	if (!P.tasks || !P.children || !P.q || !P.q2) {
 		free(P.tasks);
 		free(P.children);
 		free(P.q);
+		free(P.q2);
 		P.tasks = NULL;
 		P.children = NULL;
-		P.q = NULL;
+		P.q = P.q2 = NULL;
 		return false;
 	}
 	for (uint32_t i = 0; i < CHILDREN; i++)
@@ -248,35 +269,37 @@ static bool alloc_state(void)
 	return true;
 }
 
+/* The watcher only: one poll at a time (gpu.c's thread, or at exit). */
 void ncclprof__poll(bool on)
 {
-	uint8_t *copy = NULL;
+	static pthread_mutex_t one = PTHREAD_MUTEX_INITIALIZER;
+	uint8_t *sending = NULL;
 	uint32_t len = 0;
-	uint64_t dropped = 0;
+	uint64_t dropped;
 
+	pthread_mutex_lock(&one);
 	pthread_mutex_lock(&P.lock);
 	if (P.forked) {
 		pthread_mutex_unlock(&P.lock);
+		pthread_mutex_unlock(&one);
 		return;
 	}
 	if (on && !P.on && alloc_state()) {
-		P.on = true;
+		__atomic_store_n(&P.on, true, __ATOMIC_RELEASE);
 		/* Communicators created before: cgbpf learns them now. */
 		for (struct comm_ctx *c = P.comms; c; c = c->next)
 			put_comm(c);
 	} else if (!on && P.on) {
-		P.on = false;
+		__atomic_store_n(&P.on, false, __ATOMIC_RELEASE);
 	}
 	if (P.mask)
 		__atomic_store_n(P.mask, P.on ? MASK_ON : 0, __ATOMIC_RELAXED);
 	if (P.qlen) {
-		copy = malloc(P.qlen);
-		if (copy) {
-			memcpy(copy, P.q, P.qlen);
-			len = P.qlen;
-		} else {
-			P.dropped++;
-		}
+		/* Swap: the callers fill the other buffer meanwhile. */
+		sending = P.q;
+		len = P.qlen;
+		P.q = P.q2;
+		P.q2 = sending;
 		P.qlen = 0;
 	}
 	dropped = P.dropped;
@@ -289,8 +312,8 @@ void ncclprof__poll(bool on)
 		gpu__send_entries((const uint8_t *)&d, sizeof(d));
 	}
 	if (len)
-		gpu__send_entries(copy, len);
-	free(copy);
+		gpu__send_entries(sending, len);
+	pthread_mutex_unlock(&one);
 }
 
 void ncclprof__forked(void)
@@ -395,13 +418,11 @@ static uint64_t p2p_seq(uint64_t comm, int peer, bool recv)
 	return 0;
 }
 
+/* Lock-free: the slot is this caller's until TASKS more tasks started. */
 static void *start_task(struct comm_ctx *c, const struct npa_descr_v5 *d)
 {
-	struct task *t;
+	struct task *t = &P.tasks[__atomic_fetch_add(&P.next_task, 1, __ATOMIC_RELAXED) % TASKS];
 
-	if (!P.tasks)
-		return NULL;
-	t = &P.tasks[P.next_task++ % TASKS];
 	memset(t, 0, sizeof(*t));
 	t->kind = H_TASK;
 	t->tid = gettid_();
@@ -423,7 +444,9 @@ static void *start_task(struct comm_ctx *c, const struct npa_descr_v5 *d)
 		t->bytes = (uint64_t)d->p2p.count * t->dtype_size;
 		t->peer = d->p2p.peer;
 		t->nchannels = d->p2p.nchannels;
+		pthread_mutex_lock(&P.lock);
 		t->seq = p2p_seq(c->comm, t->peer, t->func == GPU_NF_RECV);
+		pthread_mutex_unlock(&P.lock);
 	}
 	t->start = now_ns();
 	return t;
@@ -461,16 +484,15 @@ static npa_result_t prof_start(void *context, void **handle, struct npa_descr_v5
 	uint64_t now;
 
 	*handle = NULL;
-	if (!c || !d)
+	/* NCCL read a non-zero mask a moment ago; cgbpf may have left. */
+	if (!c || !d || !__atomic_load_n(&P.on, __ATOMIC_ACQUIRE))
 		return NPA_SUCCESS;
+	if (d->type == NPA_COLL || d->type == NPA_P2P) {
+		*handle = start_task(c, d);
+		return NPA_SUCCESS;
+	}
 	pthread_mutex_lock(&P.lock);
-	if (!P.on)
-		goto out;
 	switch (d->type) {
-	case NPA_COLL:
-	case NPA_P2P:
-		h = start_task(c, d);
-		break;
 	case NPA_KERNEL_CH:
 		now = now_ns();
 		p = start_child(H_KCH, d->parent);
@@ -502,7 +524,6 @@ static npa_result_t prof_start(void *context, void **handle, struct npa_descr_v5
 	default:
 		break;
 	}
-out:
 	pthread_mutex_unlock(&P.lock);
 	*handle = h;
 	return NPA_SUCCESS;
@@ -533,26 +554,26 @@ static npa_result_t prof_state(void *handle, int state, union npa_state_args_v5 
 	return NPA_SUCCESS;
 }
 
-static void stop_task(struct task *t)
+/* Outside the lock but for the one copy. */
+static void stop_task(const struct task *t)
 {
-	struct gpu_nccl_op *e = put(GPU_NCCL_OP, sizeof(*e));
+	struct gpu_nccl_op e = { .e = { GPU_NCCL_OP, sizeof(e) } };
 
-	if (!e)
-		return;
-	e->tid = t->tid;
-	e->comm = t->comm;
-	e->seq = t->seq;
-	e->start = t->start;
-	e->end = now_ns();
-	e->bytes = t->bytes;
-	e->rank = t->rank;
-	e->peer = t->peer;
-	e->func = t->func;
-	e->algo = t->algo;
-	e->proto = t->proto;
-	e->nchannels = t->nchannels;
-	e->nwarps = t->nwarps;
-	e->dtype_size = t->dtype_size;
+	e.tid = t->tid;
+	e.comm = t->comm;
+	e.seq = t->seq;
+	e.start = t->start;
+	e.end = now_ns();
+	e.bytes = t->bytes;
+	e.rank = t->rank;
+	e.peer = t->peer;
+	e.func = t->func;
+	e.algo = t->algo;
+	e.proto = t->proto;
+	e.nchannels = t->nchannels;
+	e.nwarps = t->nwarps;
+	e.dtype_size = t->dtype_size;
+	put_built(&e, sizeof(e));
 }
 
 static void stop_channel(const struct proxy *p)
@@ -604,12 +625,13 @@ static npa_result_t prof_stop(void *handle)
 
 	if (!kind)
 		return NPA_SUCCESS;
+	if (kind == H_TASK) {
+		if (__atomic_load_n(&P.on, __ATOMIC_ACQUIRE))
+			stop_task(handle);
+		return NPA_SUCCESS;
+	}
 	pthread_mutex_lock(&P.lock);
 	switch (kind) {
-	case H_TASK:
-		if (P.on)
-			stop_task(handle);
-		break;
 	case H_STEP:
 		((struct step *)handle)->op->steps++;
 		break;

@@ -34,12 +34,82 @@
  * "calls" counts every call the library received (errors too), "grouped"
  * the operations enqueued inside a group, "groups" the outermost
  * ncclGroupEnd calls, "bytes" the successful operations' bytes.
+ *
+ * Profiler plugin, driven as NCCL 2.28 drives one (the v5 ABI of
+ * inject/nccl_prof_abi.h). Without NCCL_PROFILER_PLUGIN nothing below
+ * happens: no thread, no timestamps, no output.
+ *   Loading, once per process at the first communicator init (InitRank,
+ *   InitRankConfig, InitAll, Split): NCCL_PROFILER_PLUGIN=PATH (with a
+ *   '/') or NAME (libnccl-profiler-NAME.so, found by the dynamic loader;
+ *   "none" loads nothing) is dlopened RTLD_NOW | RTLD_LOCAL, then the
+ *   symbols ncclProfiler_VER are looked up for each VER of
+ *   FAKENCCL_PROFILER_VERSIONS (comma-separated, default "v6,v5,v4,v3,v1",
+ *   the order NCCL 2.29 tries). Only v5 is driven: when the first symbol
+ *   found is another version, or none is found, or dlopen fails, one line
+ *   on stderr says so ("fakenccl: profiler plugin PATH: ...: continuing
+ *   without") and the run goes on without a plugin. Success is silent
+ *   unless FAKENCCL_DEBUG is set (which also prints the plugin's logger
+ *   calls). A forked child keeps the parent's loaded plugin.
+ *   Communicators: every one created (each of ncclCommInitAll's, each
+ *   ncclCommSplit child) gets init(&ctx, commHash, &mask, commName (the
+ *   config's, or ""), 1 node, nranks, rank, logger), all with a pointer
+ *   to one process-wide int mask; a non-zero return is reported on stderr
+ *   and that communicator runs without the plugin. commHash is the same
+ *   in every member's process: a hash (splitmix64) of the world's key
+ *   (from the unique id, or ncclCommInitAll's), and for a split child of
+ *   the parent's commHash, the parent's split count and the color. The
+ *   first of ncclCommFinalize, ncclCommDestroy, ncclCommAbort calls
+ *   finalize(ctx), after the proxy thread has reported everything queued.
+ *   Operations: the mask is read (relaxed) as each operation is entered,
+ *   ungrouped in the call, grouped at ncclGroupEnd; 0 calls nothing. Every
+ *   collective takes its seqNumber, counted per communicator and function
+ *   (ncclBcast counts as Broadcast) from 0 whatever the mask. With
+ *   NPA_COLL (or NPA_P2P for ncclSend/ncclRecv) a task event starts on the
+ *   calling thread before the operation is entered (parent NULL; func as
+ *   NCCL names it: AllReduce, AllGather, ReduceScatter, Broadcast, Reduce,
+ *   AlltoAll, Send, Recv; datatype as "ncclFloat32" etc.; root -1 for
+ *   collectives without one; nchannels FAKENCCL_CHANNELS (default 2,
+ *   1..32), 1 for point-to-point; nwarps 8, algo RING, proto SIMPLE) and
+ *   stops right after it was entered ("launched"), before the operation
+ *   waits: children always come after their task stopped, as from NCCL's
+ *   proxy thread. A group starts all its tasks, enters all, stops all.
+ *   GPU span: from the instant the operation's last rank entered it (kept
+ *   in the world, so every rank sees the same instant; a group: the
+ *   latest of its operations') to the end of its simulated time (a group:
+ *   one span for all its operations, a kernel). Once the span is over the
+ *   operation goes to a per-process proxy thread ("NCCL Progress", started
+ *   at the first one, signals blocked) which sleeps until FAKENCCL_PROXY_LAG_US
+ *   (default 20) after the GPU end, so a KernelCh is observed late on
+ *   purpose, as a real proxy thread reads the GPU's timestamps late. For
+ *   each channel c it then reports, per the mask read at entry: NPA_KERNEL_CH
+ *   (parent the task's handle, pTimer the channel's start on the fake GPU
+ *   clock, then recordEventState(KernelChStop) with the end, then stop);
+ *   with NPA_PROXY_OP or NPA_PROXY_STEP and nranks > 1 a ProxyOp (pid,
+ *   channel c, send to (rank + 1) % nranks, 4 steps of bytes / nchannels /
+ *   4 (at least 1)), and with NPA_PROXY_STEP its 4 steps, each through
+ *   SEND_GPU_WAIT (0 bytes) and SEND_WAIT (chunk bytes). Channel c starts c
+ *   microseconds after channel 0 (c/nchannels of the span when the span is
+ *   shorter than nchannels microseconds); all end at the end. A NULL
+ *   handle is never passed to stop_event or record_event_state. The fake
+ *   GPU clock is CLOCK_REALTIME + FAKENCCL_GPU_CLOCK_OFFSET_NS (signed,
+ *   default 1234567890123): not the host's CLOCK_BOOTTIME. Span instants
+ *   are read on both clocks at once. There is no asynchronous mode: every
+ *   call returns once its (simulated) work is done.
+ *   FAKENCCL_PROFILER_TRUTH=path ("%p": the pid; one file per process,
+ *   forked children included) appends, one write(2) per line as it
+ *   reports: "op HASH FUNC SEQ RANK BYTES" for each task event started
+ *   (SEQ -1 for Send/Recv) and "ch HASH FUNC SEQ RANK CHANNEL START END"
+ *   for each KernelCh started, HASH the commHash in 16 hex digits, START
+ *   and END the channel's span in CLOCK_BOOTTIME nanoseconds (the same
+ *   instants as its pTimers).
  */
 #define _GNU_SOURCE
 #include <nccl.h>
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -51,6 +121,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "../../inject/nccl_prof_abi.h"
 
 /* Strong pncclX defined here, weak ncclX alias after it. */
 #define ALIAS(name) extern __typeof(p##name) name __attribute__((weak, alias("p" #name)))
@@ -96,13 +168,74 @@ static ncclResult_t fail(ncclResult_t r, const char *fmt, ...)
 	return r;
 }
 
+/* ------------------------------------------------------------ clocks, environment */
+
+/* One instant on the two clocks that matter: CLOCK_BOOTTIME (the host
+ * clock cgbpf uses) and CLOCK_REALTIME (the fake GPU clock's base). */
+struct stamp {
+	uint64_t boot, real;
+};
+
+static uint64_t ts_ns(const struct timespec *ts)
+{
+	return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
+}
+
+static void stamp_now(struct stamp *t)
+{
+	struct timespec b, r;
+
+	clock_gettime(CLOCK_BOOTTIME, &b);
+	clock_gettime(CLOCK_REALTIME, &r);
+	t->boot = ts_ns(&b);
+	t->real = ts_ns(&r);
+}
+
+/* getenv(name) as a number in [lo, hi], def if unset, empty or unparsable. */
+static long long env_num(const char *name, long long def, long long lo, long long hi)
+{
+	const char *e = getenv(name);
+	char *end;
+	long long v;
+
+	if (!e || !*e)
+		return def;
+	errno = 0;
+	v = strtoll(e, &end, 10);
+	if (errno || end == e)
+		return def;
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Copies tmpl to path, "%p" becoming the pid. */
+static void expand_pid(const char *tmpl, char *path, size_t cap)
+{
+	size_t n = 0;
+
+	for (; *tmpl && n + 16 < cap; tmpl++) {
+		if (tmpl[0] == '%' && tmpl[1] == 'p') {
+			n += (size_t)snprintf(path + n, cap - n, "%d", getpid());
+			tmpl++;
+		} else {
+			path[n++] = *tmpl;
+		}
+	}
+	path[n] = 0;
+}
+
 /* ------------------------------------------------------------ worlds */
 
 /* The state shared by the ranks of one communicator. Arrays follow the
  * header: coll[nranks] (collectives each rank entered), sent[nranks *
  * nranks] and recvd[nranks * nranks] (sends posted from row to column,
  * receives posted by row from column), split_color[nranks],
- * split_key[nranks]. */
+ * split_key[nranks], then the instants operations became ready to run
+ * (their last rank entered), rings of {seq, boottime, realtime}:
+ * cready[CRING] for collectives by sequence number, pready[nranks *
+ * nranks][PRING] for the sends from row to column and their receives. A
+ * rank reads its operation's slot once the operation is ready; a slot
+ * already reused (a group of more than a ring's operations) reads as
+ * "now". */
 struct world {
 	_Atomic int ready;
 	int nranks;
@@ -122,13 +255,22 @@ struct ncclComm {
 	int nranks;
 	int cudev;
 	uint64_t splits;	/* ncclCommSplit calls so far */
+	uint64_t hash;		/* commHash: the same in every member's process */
+	void *prof_ctx;		/* the profiler plugin's context */
+	int prof_on;		/* the plugin's init succeeded for this communicator */
+	int prof_done;		/* its finalize was called */
+	uint64_t seq[F__COUNT];	/* seqNumber per function (ncclBcast: ncclBroadcast's) */
 };
+
+#define CRING 256
+#define PRING 8
 
 static size_t world_size(int nranks)
 {
 	size_t n = (size_t)nranks;
 
-	return sizeof(struct world) + (n + 2 * n * n + 2 * n) * sizeof(uint64_t);
+	return sizeof(struct world) +
+	       (n + 2 * n * n + 2 * n + 3 * CRING + n * n * 3 * PRING) * sizeof(uint64_t);
 }
 
 static uint64_t *w_coll(struct world *w) { return w->data; }
@@ -139,6 +281,45 @@ static int64_t *w_split_color(struct world *w)
 	return (int64_t *)(w_recvd(w) + (size_t)w->nranks * w->nranks);
 }
 static int64_t *w_split_key(struct world *w) { return w_split_color(w) + w->nranks; }
+static uint64_t *w_cready(struct world *w) { return (uint64_t *)(w_split_key(w) + w->nranks); }
+static uint64_t *w_pready(struct world *w, int from, int to)
+{
+	return w_cready(w) + 3 * CRING + ((size_t)from * w->nranks + to) * 3 * PRING;
+}
+
+/* The profiler plugin (section "profiler plugin"): only a process that
+ * loaded one takes the timestamps below (a rank of a process without it
+ * leaves its slots unwritten: a rank that has one then reads "now"). */
+static const struct npa_profiler_v5 *prof;
+
+/* With w->lock held: operation seq of the ring became ready now. */
+static void ready_put(uint64_t *ring, unsigned slots, uint64_t seq)
+{
+	uint64_t *slot = ring + 3 * (seq % slots);
+	struct stamp t;
+
+	if (!prof)
+		return;
+	stamp_now(&t);
+	slot[0] = seq;
+	slot[1] = t.boot;
+	slot[2] = t.real;
+}
+
+/* With w->lock held: when operation seq of the ring became ready. */
+static void ready_get(const uint64_t *ring, unsigned slots, uint64_t seq, struct stamp *t)
+{
+	const uint64_t *slot = ring + 3 * (seq % slots);
+
+	if (!prof)
+		return;
+	if (slot[0] != seq) {
+		stamp_now(t);
+		return;
+	}
+	t->boot = slot[1];
+	t->real = slot[2];
+}
 
 static void world_init(struct world *w, int nranks, const uint64_t key[2])
 {
@@ -320,6 +501,16 @@ struct op {
 	int peer;
 	uint64_t bytes;
 	uint64_t seq;	/* the sequence number it was entered with */
+	/* For the profiler plugin: */
+	const void *sendbuff;
+	void *recvbuff;
+	size_t count;
+	ncclDataType_t type;
+	int root;	/* -1: a collective without root */
+	int pmask;	/* the event mask read when it was entered */
+	uint64_t pseq;	/* seqNumber (collectives) */
+	void *task;	/* the Coll/P2p event's handle, NULL: not tracked */
+	struct stamp ready;	/* when its last rank entered */
 };
 
 static int op_done(struct world *w, const void *arg)
@@ -345,31 +536,53 @@ static int op_done(struct world *w, const void *arg)
 static void op_enter(struct op *o)
 {
 	struct world *w = o->comm->w;
-	int n = w->nranks, r = o->comm->rank;
+	int n = w->nranks, r = o->comm->rank, i;
 
 	pthread_mutex_lock(&w->lock);
 	switch (o->kind) {
 	case OP_COLL:
 		o->seq = ++w_coll(w)[r];
+		for (i = 0; i < n && (i == r || w_coll(w)[i] >= o->seq); i++)
+			;
+		if (i == n)	/* the last rank to enter it */
+			ready_put(w_cready(w), CRING, o->seq);
 		break;
 	case OP_SEND:
 		o->seq = ++w_sent(w)[(size_t)r * n + o->peer];
+		if (w_recvd(w)[(size_t)o->peer * n + r] >= o->seq)
+			ready_put(w_pready(w, r, o->peer), PRING, o->seq);
 		break;
 	case OP_RECV:
 		o->seq = ++w_recvd(w)[(size_t)r * n + o->peer];
+		if (w_sent(w)[(size_t)o->peer * n + r] >= o->seq)
+			ready_put(w_pready(w, o->peer, r), PRING, o->seq);
 		break;
 	}
 	pthread_cond_broadcast(&w->cond);
 	pthread_mutex_unlock(&w->lock);
 }
 
-static ncclResult_t op_wait(const struct op *o, const struct timespec *until)
+/* Waits until o can run; sets o->ready. */
+static ncclResult_t op_wait(struct op *o, const struct timespec *until)
 {
 	struct world *w = o->comm->w;
-	int err;
+	int err, r = o->comm->rank;
 
 	pthread_mutex_lock(&w->lock);
 	err = wait_locked(w, op_done, o, until);
+	if (!err) {
+		switch (o->kind) {
+		case OP_COLL:
+			ready_get(w_cready(w), CRING, o->seq, &o->ready);
+			break;
+		case OP_SEND:
+			ready_get(w_pready(w, r, o->peer), PRING, o->seq, &o->ready);
+			break;
+		case OP_RECV:
+			ready_get(w_pready(w, o->peer, r), PRING, o->seq, &o->ready);
+			break;
+		}
+	}
 	pthread_mutex_unlock(&w->lock);
 	if (err)
 		return fail(ncclSystemError, "fake nccl: %s on rank %d timed out waiting for %s",
@@ -420,13 +633,545 @@ static size_t type_size(ncclDataType_t t)
 	}
 }
 
-/* Validates and runs (or, inside a group, enqueues) one operation. */
-static ncclResult_t submit(enum fn fn, enum op_kind kind, ncclComm_t comm, size_t count,
-			   ncclDataType_t type, int peer, int op)
+/* ------------------------------------------------------------ profiler plugin */
+
+/* The one event mask of the process, given to every init; the plugin may
+ * change it at any time from any thread: read relaxed, once per operation. */
+static int prof_mask;
+static pthread_once_t prof_once = PTHREAD_ONCE_INIT;
+
+static int prof_debug(void)
 {
-	struct op o = { .fn = fn, .kind = kind, .comm = comm, .peer = peer };
+	const char *e = getenv("FAKENCCL_DEBUG");
+
+	return e && *e && strcmp(e, "0");
+}
+
+static int read_mask(void)
+{
+	return __atomic_load_n(&prof_mask, __ATOMIC_RELAXED);
+}
+
+/* Read when the plugin loads: FAKENCCL_CHANNELS, FAKENCCL_GPU_CLOCK_OFFSET_NS,
+ * FAKENCCL_PROXY_LAG_US (how long after an operation's GPU end the proxy
+ * thread looks at it). */
+static int prof_nch = 2;
+static int64_t gpu_offset = 1234567890123ll;
+static uint64_t proxy_lag_ns = 20000;
+
+static int nchannels(void)
+{
+	return prof_nch;
+}
+
+/* The fake GPU's %globaltimer at realtime instant real. */
+static uint64_t gpu_ns(uint64_t real)
+{
+	return (uint64_t)((int64_t)real + gpu_offset);
+}
+
+/* NCCL's names, as its profiler gives them. */
+static const char *prof_func(enum fn fn)
+{
+	switch (fn) {
+	case F_AllReduce: return "AllReduce";
+	case F_Broadcast: case F_Bcast: return "Broadcast";
+	case F_Reduce: return "Reduce";
+	case F_AllGather: return "AllGather";
+	case F_ReduceScatter: return "ReduceScatter";
+	case F_AlltoAll: return "AlltoAll";
+	case F_Send: return "Send";
+	case F_Recv: return "Recv";
+	default: return "Unknown";
+	}
+}
+
+static const char *type_name(ncclDataType_t t)
+{
+	switch (t) {
+	case ncclInt8: return "ncclInt8";
+	case ncclUint8: return "ncclUint8";
+	case ncclInt32: return "ncclInt32";
+	case ncclUint32: return "ncclUint32";
+	case ncclInt64: return "ncclInt64";
+	case ncclUint64: return "ncclUint64";
+	case ncclFloat16: return "ncclFloat16";
+	case ncclFloat32: return "ncclFloat32";
+	case ncclFloat64: return "ncclFloat64";
+	case ncclBfloat16: return "ncclBfloat16";
+	case ncclFloat8e4m3: return "ncclFloat8e4m3";
+	case ncclFloat8e5m2: return "ncclFloat8e5m2";
+	default: return "Unknown";
+	}
+}
+
+/* ---- ground truth */
+
+static pthread_mutex_t truth_lock = PTHREAD_MUTEX_INITIALIZER;
+static int truth_fd = -1;
+static pid_t truth_pid;
+
+/* Appends one line to FAKENCCL_PROFILER_TRUTH (this process's file). */
+static void truth(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void truth(const char *fmt, ...)
+{
+	const char *tmpl = getenv("FAKENCCL_PROFILER_TRUTH");
+	char line[512], path[4096];
+	va_list ap;
+	int len;
+
+	if (!tmpl || !*tmpl)
+		return;
+	va_start(ap, fmt);
+	len = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (len <= 0)
+		return;
+	if ((size_t)len >= sizeof(line))
+		len = sizeof(line) - 1;
+	pthread_mutex_lock(&truth_lock);
+	if (truth_pid != getpid()) {
+		if (truth_fd >= 0)
+			close(truth_fd);
+		expand_pid(tmpl, path, sizeof(path));
+		truth_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		if (truth_fd < 0)
+			fprintf(stderr, "fakenccl: %s: %s\n", path, strerror(errno));
+		truth_pid = getpid();
+	}
+	/* One write per line: complete lines, whatever ends the process. */
+	if (truth_fd >= 0 && write(truth_fd, line, (size_t)len) != len)
+		fprintf(stderr, "fakenccl: writing the profiler truth: %s\n", strerror(errno));
+	pthread_mutex_unlock(&truth_lock);
+}
+
+/* ---- the proxy thread */
+
+/* A completed operation whose KernelCh and ProxyOp/ProxyStep events the
+ * proxy thread reports. */
+struct pitem {
+	struct pitem *next;
+	void *ctx;
+	void *task;
+	uint64_t hash;
+	int pmask, rank, nranks, nch;
+	const char *func;
+	long long seq;	/* -1: point-to-point */
+	uint64_t bytes;
+	struct stamp start, end;	/* the GPU span */
+};
+
+static pthread_mutex_t pq_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pq_work = PTHREAD_COND_INITIALIZER, pq_idle = PTHREAD_COND_INITIALIZER;
+static struct pitem *pq_head, **pq_tail = &pq_head;
+static int pq_busy;
+static pid_t pq_pid;	/* the process whose proxy thread runs (none after fork) */
+
+static void proxy_run(const struct pitem *it)
+{
+	uint64_t lag = proxy_lag_ns, span = it->end.boot - it->start.boot;
+	struct npa_descr_v5 d;
+	union npa_state_args_v5 a;
+	struct timespec nap;
+	struct stamp now;
+	int c, s;
+
+	/* A proxy thread sees the GPU's timestamps late. */
+	stamp_now(&now);
+	if (now.boot < it->end.boot + lag) {
+		uint64_t ns = it->end.boot + lag - now.boot;
+
+		nap.tv_sec = (time_t)(ns / 1000000000u);
+		nap.tv_nsec = (long)(ns % 1000000000u);
+		while (nanosleep(&nap, &nap) && errno == EINTR)
+			;
+	}
+	for (c = 0; c < it->nch; c++) {
+		/* Channel c starts c us after channel 0, or, in a span too short
+		 * for that, c/nch of the span; all end at the end. */
+		uint64_t off = (uint64_t)c * 1000;
+
+		if (span < (uint64_t)it->nch * 1000)
+			off = span * (uint64_t)c / (uint64_t)it->nch;
+		if (it->pmask & NPA_KERNEL_CH) {
+			void *kh = NULL;
+
+			memset(&d, 0, sizeof(d));
+			d.type = NPA_KERNEL_CH;
+			d.parent = it->task;
+			d.kernel_ch.channel = (uint8_t)c;
+			d.kernel_ch.ptimer = gpu_ns(it->start.real + off);
+			prof->start_event(it->ctx, &kh, &d);
+			if (kh) {
+				memset(&a, 0, sizeof(a));
+				a.kernel_ch.ptimer = gpu_ns(it->end.real);
+				prof->record_event_state(kh, NPA_KERNEL_CH_STOP, &a);
+				prof->stop_event(kh);
+			}
+			truth("ch %016llx %s %lld %d %d %llu %llu\n", (unsigned long long)it->hash,
+			      it->func, it->seq, it->rank, c, (unsigned long long)(it->start.boot + off),
+			      (unsigned long long)it->end.boot);
+		}
+		/* NCCL starts ProxyOp events for ProxyStep too (their parent). */
+		if ((it->pmask & (NPA_PROXY_OP | NPA_PROXY_STEP)) && it->nranks > 1) {
+			uint64_t chunk = it->bytes / (uint64_t)it->nch / 4;
+			void *ph = NULL;
+
+			if (chunk < 1)
+				chunk = 1;
+			if (chunk > INT32_MAX)
+				chunk = INT32_MAX;
+			memset(&d, 0, sizeof(d));
+			d.type = NPA_PROXY_OP;
+			d.parent = it->task;
+			d.rank = it->rank;
+			d.proxy_op.pid = getpid();
+			d.proxy_op.channel = (uint8_t)c;
+			d.proxy_op.peer = (it->rank + 1) % it->nranks;
+			d.proxy_op.nsteps = 4;
+			d.proxy_op.chunk_size = (int)chunk;
+			d.proxy_op.is_send = 1;
+			prof->start_event(it->ctx, &ph, &d);
+			for (s = 0; s < 4 && (it->pmask & NPA_PROXY_STEP); s++) {
+				void *sh = NULL;
+
+				memset(&d, 0, sizeof(d));
+				d.type = NPA_PROXY_STEP;
+				d.parent = ph;
+				d.rank = it->rank;
+				d.proxy_step.step = s;
+				prof->start_event(it->ctx, &sh, &d);
+				if (!sh)
+					continue;
+				memset(&a, 0, sizeof(a));
+				a.proxy_step.trans_size = 0;
+				prof->record_event_state(sh, NPA_STEP_SEND_GPU_WAIT, &a);
+				a.proxy_step.trans_size = (size_t)chunk;
+				prof->record_event_state(sh, NPA_STEP_SEND_WAIT, &a);
+				prof->stop_event(sh);
+			}
+			if (ph)
+				prof->stop_event(ph);
+		}
+	}
+}
+
+static void *proxy_main(void *arg)
+{
+	struct pitem *it;
+
+	pthread_mutex_lock(&pq_lock);
+	for (;;) {
+		while (!pq_head)
+			pthread_cond_wait(&pq_work, &pq_lock);
+		it = pq_head;
+		pq_head = it->next;
+		if (!pq_head)
+			pq_tail = &pq_head;
+		pq_busy = 1;
+		pthread_mutex_unlock(&pq_lock);
+		proxy_run(it);
+		free(it);
+		pthread_mutex_lock(&pq_lock);
+		pq_busy = 0;
+		if (!pq_head)
+			pthread_cond_broadcast(&pq_idle);
+	}
+	return NULL;
+}
+
+/* Hands it to this process's proxy thread, started on first use. */
+static void proxy_post(struct pitem *it)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t t;
+	int err;
+
+	pthread_mutex_lock(&pq_lock);
+	if (pq_pid != getpid()) {
+		/* No application signal is handled on this thread. */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		err = pthread_create(&t, &attr, proxy_main, NULL);
+		pthread_attr_destroy(&attr);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (err) {
+			/* No thread: report on the calling thread. */
+			pthread_mutex_unlock(&pq_lock);
+			proxy_run(it);
+			free(it);
+			return;
+		}
+		pthread_setname_np(t, "NCCL Progress");
+		pq_pid = getpid();
+	}
+	it->next = NULL;
+	*pq_tail = it;
+	pq_tail = &it->next;
+	pthread_cond_signal(&pq_work);
+	pthread_mutex_unlock(&pq_lock);
+}
+
+/* Waits until the proxy thread has reported everything posted so far. */
+static void proxy_drain(void)
+{
+	pthread_mutex_lock(&pq_lock);
+	if (pq_pid == getpid())
+		while (pq_head || pq_busy)
+			pthread_cond_wait(&pq_idle, &pq_lock);
+	pthread_mutex_unlock(&pq_lock);
+}
+
+/* ---- loading, communicators */
+
+static void prof_logger(int level, unsigned long flags, const char *file, int line,
+			const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void prof_logger(int level, unsigned long flags, const char *file, int line,
+			const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!prof_debug())
+		return;
+	fprintf(stderr, "fakenccl: plugin log (level %d) %s:%d: ", level, file ? file : "?", line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* Registered after the plugin's own load: runs before its exit handlers. */
+static void prof_at_exit(void)
+{
+	proxy_drain();
+}
+
+static void prof_load_once(void)
+{
+	const char *env = getenv("NCCL_PROFILER_PLUGIN");
+	const char *vers = getenv("FAKENCCL_PROFILER_VERSIONS");
+	char path[4096], list[256], sym[96], *tok, *save = NULL;
+	const struct npa_profiler_v5 *p;
+	void *lib;
+
+	if (!env || !*env || !strcasecmp(env, "none"))
+		return;
+	prof_nch = (int)env_num("FAKENCCL_CHANNELS", 2, 1, 32);
+	gpu_offset = env_num("FAKENCCL_GPU_CLOCK_OFFSET_NS", 1234567890123ll, INT64_MIN, INT64_MAX);
+	proxy_lag_ns = (uint64_t)env_num("FAKENCCL_PROXY_LAG_US", 20, 1, 10000000) * 1000;
+	if (strchr(env, '/'))
+		snprintf(path, sizeof(path), "%s", env);
+	else
+		snprintf(path, sizeof(path), "libnccl-profiler-%s.so", env);
+	lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		fprintf(stderr, "fakenccl: profiler plugin %s: %s: continuing without\n", path,
+			dlerror());
+		return;
+	}
+	snprintf(list, sizeof(list), "%s", vers && *vers ? vers : "v6,v5,v4,v3,v1");
+	for (tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+		snprintf(sym, sizeof(sym), "ncclProfiler_%s", tok);
+		p = dlsym(lib, sym);
+		if (!p)
+			continue;
+		if (strcmp(tok, "v5")) {
+			fprintf(stderr, "fakenccl: profiler plugin %s: %s found, but this fake drives "
+				"only v5: continuing without\n", path, sym);
+			dlclose(lib);
+			return;
+		}
+		if (!p->init || !p->start_event || !p->stop_event || !p->record_event_state ||
+		    !p->finalize) {
+			fprintf(stderr, "fakenccl: profiler plugin %s: %s has NULL functions: "
+				"continuing without\n", path, sym);
+			dlclose(lib);
+			return;
+		}
+		if (prof_debug())
+			fprintf(stderr, "fakenccl: profiler plugin %s: %s (\"%s\")\n", path, sym,
+				p->name ? p->name : "");
+		prof = p;
+		atexit(prof_at_exit);
+		return;
+	}
+	fprintf(stderr, "fakenccl: profiler plugin %s: no ncclProfiler_vN symbol it knows: "
+		"continuing without\n", path);
+	dlclose(lib);
+}
+
+/* At a communicator's init: loads the plugin, once per process. */
+static void prof_load(void)
+{
+	pthread_once(&prof_once, prof_load_once);
+}
+
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static uint64_t hash_add(uint64_t h, uint64_t v)
+{
+	return mix64(h ^ mix64(v));
+}
+
+/* commHash of a communicator made from a unique id or by ncclCommInitAll:
+ * a hash of its world's key, which every member has. */
+static uint64_t world_hash(const uint64_t key[2])
+{
+	return hash_add(mix64(key[0]), key[1]);
+}
+
+/* Calls the plugin's init for a new communicator. */
+static void prof_comm_init(struct ncclComm *c, const ncclConfig_t *config)
+{
+	const char *name = "";
+	npa_result_t r;
+
+#if NCCL_VERSION_CODE >= 22700
+	if (config && config->commName)
+		name = config->commName;
+#endif
+	if (!prof)
+		return;
+	c->prof_ctx = NULL;
+	r = prof->init(&c->prof_ctx, c->hash, &prof_mask, name, 1, c->nranks, c->rank, prof_logger);
+	if (r != NPA_SUCCESS) {
+		fprintf(stderr, "fakenccl: profiler plugin init for comm %016llx rank %d returned "
+			"%d: this communicator continues without\n", (unsigned long long)c->hash,
+			c->rank, (int)r);
+		c->prof_ctx = NULL;
+		return;
+	}
+	c->prof_on = 1;
+}
+
+/* ncclCommFinalize/Destroy/Abort: the plugin's finalize, once. */
+static void prof_comm_fini(struct ncclComm *c)
+{
+	if (!c->prof_on || c->prof_done)
+		return;
+	c->prof_done = 1;
+	proxy_drain();	/* its events are reported before its context goes */
+	prof->finalize(c->prof_ctx);
+}
+
+/* ---- operations */
+
+/* Before o is entered ("launched"): its seqNumber, the mask, the task's
+ * start event. */
+static void prof_task_start(struct op *o)
+{
+	struct ncclComm *c = o->comm;
+	struct npa_descr_v5 d;
+
+	o->task = NULL;
+	o->pmask = 0;
+	o->pseq = 0;
+	if (o->kind == OP_COLL)
+		o->pseq = c->seq[o->fn == F_Bcast ? F_Broadcast : o->fn]++;
+	if (!c->prof_on)
+		return;
+	o->pmask = read_mask();
+	memset(&d, 0, sizeof(d));
+	d.parent = NULL;
+	d.rank = c->rank;
+	if (o->kind == OP_COLL) {
+		if (!(o->pmask & NPA_COLL))
+			return;
+		d.type = NPA_COLL;
+		d.coll.seq = o->pseq;
+		d.coll.func = prof_func(o->fn);
+		d.coll.send_buff = o->sendbuff;
+		d.coll.recv_buff = o->recvbuff;
+		d.coll.count = o->count;
+		d.coll.root = o->root;
+		d.coll.datatype = type_name(o->type);
+		d.coll.nchannels = (uint8_t)nchannels();
+		d.coll.nwarps = 8;
+		d.coll.algo = "RING";
+		d.coll.proto = "SIMPLE";
+		d.coll.parent_group = NULL;
+		prof->start_event(c->prof_ctx, &o->task, &d);
+		truth("op %016llx %s %llu %d %llu\n", (unsigned long long)c->hash, d.coll.func,
+		      (unsigned long long)o->pseq, c->rank, (unsigned long long)o->bytes);
+	} else {
+		if (!(o->pmask & NPA_P2P))
+			return;
+		d.type = NPA_P2P;
+		d.p2p.func = prof_func(o->fn);
+		d.p2p.buff = o->kind == OP_SEND ? (void *)(uintptr_t)o->sendbuff : o->recvbuff;
+		d.p2p.datatype = type_name(o->type);
+		d.p2p.count = o->count;
+		d.p2p.peer = o->peer;
+		d.p2p.nchannels = 1;
+		d.p2p.parent_group = NULL;
+		prof->start_event(c->prof_ctx, &o->task, &d);
+		truth("op %016llx %s -1 %d %llu\n", (unsigned long long)c->hash, d.p2p.func,
+		      c->rank, (unsigned long long)o->bytes);
+	}
+}
+
+/* After o was entered, as NCCL stops its tasks after the kernel launch. */
+static void prof_task_stop(const struct op *o)
+{
+	if (o->task)
+		prof->stop_event(o->task);
+}
+
+/* Whether o, completed, has proxy-side events to report. */
+static int prof_children(const struct op *o)
+{
+	if (!o->comm->prof_on)
+		return 0;
+	return (o->pmask & NPA_KERNEL_CH) ||
+	       ((o->pmask & (NPA_PROXY_OP | NPA_PROXY_STEP)) && o->comm->nranks > 1);
+}
+
+/* o's simulated GPU work ran from start to end: its proxy-side events. */
+static void prof_complete(const struct op *o, const struct stamp *start, const struct stamp *end)
+{
+	struct ncclComm *c = o->comm;
+	struct pitem *it;
+
+	if (!prof_children(o))
+		return;
+	it = calloc(1, sizeof(*it));
+	if (!it)
+		return;
+	it->ctx = c->prof_ctx;
+	it->task = o->task;
+	it->hash = c->hash;
+	it->pmask = o->pmask;
+	it->rank = c->rank;
+	it->nranks = c->nranks;
+	it->nch = o->kind == OP_COLL ? nchannels() : 1;
+	it->func = prof_func(o->fn);
+	it->seq = o->kind == OP_COLL ? (long long)o->pseq : -1;
+	it->bytes = o->bytes;
+	it->start = *start;
+	it->end = *end;
+	if (it->end.boot < it->start.boot)
+		it->end = it->start;
+	proxy_post(it);
+}
+
+/* Validates and runs (or, inside a group, enqueues) one operation. */
+static ncclResult_t submit(enum fn fn, enum op_kind kind, ncclComm_t comm, const void *sendbuff,
+			   void *recvbuff, size_t count, ncclDataType_t type, int peer, int op)
+{
+	struct op o = { .fn = fn, .kind = kind, .comm = comm, .peer = peer, .sendbuff = sendbuff,
+			.recvbuff = recvbuff, .count = count, .type = type, .root = -1 };
 	size_t ts = type_size(type);
 	struct timespec until;
+	struct stamp end;
 	ncclResult_t r;
 
 	if (!comm)
@@ -439,6 +1184,8 @@ static ncclResult_t submit(enum fn fn, enum op_kind kind, ncclComm_t comm, size_
 		return fail(ncclInvalidArgument, "%s: %s %d out of range [0, %d)", fn_names[fn],
 			    kind == OP_COLL ? "root" : "peer", peer, comm->nranks);
 	o.bytes = (uint64_t)count * ts;
+	if (fn == F_Broadcast || fn == F_Bcast || fn == F_Reduce)
+		o.root = peer;
 	if (group_depth > 0) {
 		if (group_len == group_cap) {
 			size_t cap = group_cap ? group_cap * 2 : 16;
@@ -454,11 +1201,17 @@ static ncclResult_t submit(enum fn fn, enum op_kind kind, ncclComm_t comm, size_
 		return ncclSuccess;
 	}
 	until = deadline();
+	prof_task_start(&o);
 	op_enter(&o);
+	prof_task_stop(&o);
 	r = op_wait(&o, &until);
 	if (r != ncclSuccess)
 		return r;
 	simulate(o.bytes);
+	if (prof_children(&o)) {
+		stamp_now(&end);
+		prof_complete(&o, &o.ready, &end);
+	}
 	atomic_fetch_add_explicit(&st_bytes[fn], o.bytes, memory_order_relaxed);
 	return ncclSuccess;
 }
@@ -518,6 +1271,7 @@ static ncclResult_t init_rank(enum fn fn, ncclComm_t *comm, int nranks, ncclUniq
 	memcpy(k, id.internal, sizeof(k));
 	if (k[0] != ID_MAGIC)
 		return fail(ncclInvalidArgument, "%s: not a unique id from ncclGetUniqueId", fn_names[fn]);
+	prof_load();
 	w = world_open(k + 1, nranks);
 	if (!w)
 		return ncclSystemError;
@@ -526,6 +1280,8 @@ static ncclResult_t init_rank(enum fn fn, ncclComm_t *comm, int nranks, ncclUniq
 		munmap(w, world_size(nranks));
 		return ncclSystemError;
 	}
+	(*comm)->hash = world_hash(k + 1);
+	prof_comm_init(*comm, config);
 	return ncclSuccess;
 }
 
@@ -554,6 +1310,7 @@ ncclResult_t pncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
 	COUNT(F_CommInitAll);
 	if (!comms || ndev < 1)
 		return fail(ncclInvalidArgument, "ncclCommInitAll: comms %p, ndev %d", (void *)comms, ndev);
+	prof_load();
 	size = world_size(ndev);
 	w = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (w == MAP_FAILED)
@@ -577,7 +1334,10 @@ ncclResult_t pncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
 		comms[i]->rank = i;
 		comms[i]->nranks = ndev;
 		comms[i]->cudev = devlist ? devlist[i] : i;
+		comms[i]->hash = world_hash(key);
 	}
+	for (i = 0; i < ndev; i++)
+		prof_comm_init(comms[i], NULL);
 	return ncclSuccess;
 }
 ALIAS(ncclCommInitAll);
@@ -599,6 +1359,7 @@ ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *new
 	*newcomm = NULL;
 	if (config && config->magic != 0xcafebeef)
 		return fail(ncclInvalidArgument, "ncclCommSplit: config not initialized");
+	prof_load();
 	w = comm->w;
 	n = w->nranks;
 	/* Publish (color, key), wait for everyone, read, wait again so that
@@ -640,6 +1401,10 @@ ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *new
 		munmap(nw, world_size(newn));
 		return ncclSystemError;
 	}
+	/* Every member agrees on the parent's hash, the split count, the color. */
+	(*newcomm)->hash = hash_add(hash_add(hash_add(comm->hash, 0x73706c6974ull /* "split" */),
+					     comm->splits), (uint64_t)(uint32_t)color);
+	prof_comm_init(*newcomm, config);
 	return ncclSuccess;
 }
 ALIAS(ncclCommSplit);
@@ -650,6 +1415,7 @@ static ncclResult_t comm_free(enum fn fn, ncclComm_t comm)
 
 	if (!comm)
 		return fail(ncclInvalidArgument, "%s: comm is NULL", fn_names[fn]);
+	prof_comm_fini(comm);
 	if (comm->shared_map) {
 		pthread_mutex_lock(&comm->w->lock);
 		last = --comm->w->refs == 0;
@@ -664,7 +1430,10 @@ static ncclResult_t comm_free(enum fn fn, ncclComm_t comm)
 ncclResult_t pncclCommFinalize(ncclComm_t comm)
 {
 	COUNT(F_CommFinalize);
-	return comm ? ncclSuccess : fail(ncclInvalidArgument, "ncclCommFinalize: comm is NULL");
+	if (!comm)
+		return fail(ncclInvalidArgument, "ncclCommFinalize: comm is NULL");
+	prof_comm_fini(comm);
+	return ncclSuccess;
 }
 ALIAS(ncclCommFinalize);
 
@@ -750,7 +1519,7 @@ ncclResult_t pncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
 			    ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
 {
 	COUNT(F_AllReduce);
-	return submit(F_AllReduce, OP_COLL, comm, count, datatype, 0, op);
+	return submit(F_AllReduce, OP_COLL, comm, sendbuff, recvbuff, count, datatype, 0, op);
 }
 ALIAS(ncclAllReduce);
 
@@ -762,9 +1531,9 @@ ncclResult_t pncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
 			    ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream)
 {
 	if (in_bcast)
-		return submit(F_Bcast, OP_COLL, comm, count, datatype, root, 0);
+		return submit(F_Bcast, OP_COLL, comm, sendbuff, recvbuff, count, datatype, root, 0);
 	COUNT(F_Broadcast);
-	return submit(F_Broadcast, OP_COLL, comm, count, datatype, root, 0);
+	return submit(F_Broadcast, OP_COLL, comm, sendbuff, recvbuff, count, datatype, root, 0);
 }
 ALIAS(ncclBroadcast);
 
@@ -788,7 +1557,7 @@ ncclResult_t pncclReduce(const void *sendbuff, void *recvbuff, size_t count,
 			 cudaStream_t stream)
 {
 	COUNT(F_Reduce);
-	return submit(F_Reduce, OP_COLL, comm, count, datatype, root, op);
+	return submit(F_Reduce, OP_COLL, comm, sendbuff, recvbuff, count, datatype, root, op);
 }
 ALIAS(ncclReduce);
 
@@ -796,7 +1565,7 @@ ncclResult_t pncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcou
 			    ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
 {
 	COUNT(F_AllGather);
-	return submit(F_AllGather, OP_COLL, comm, sendcount, datatype, 0, 0);
+	return submit(F_AllGather, OP_COLL, comm, sendbuff, recvbuff, sendcount, datatype, 0, 0);
 }
 ALIAS(ncclAllGather);
 
@@ -805,7 +1574,8 @@ ncclResult_t pncclReduceScatter(const void *sendbuff, void *recvbuff, size_t rec
 				cudaStream_t stream)
 {
 	COUNT(F_ReduceScatter);
-	return submit(F_ReduceScatter, OP_COLL, comm, recvcount, datatype, 0, op);
+	return submit(F_ReduceScatter, OP_COLL, comm, sendbuff, recvbuff, recvcount, datatype, 0,
+		      op);
 }
 ALIAS(ncclReduceScatter);
 
@@ -813,7 +1583,7 @@ ncclResult_t pncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
 			   ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
 {
 	COUNT(F_AlltoAll);
-	return submit(F_AlltoAll, OP_COLL, comm, count, datatype, 0, 0);
+	return submit(F_AlltoAll, OP_COLL, comm, sendbuff, recvbuff, count, datatype, 0, 0);
 }
 ALIAS(ncclAlltoAll);
 
@@ -821,7 +1591,7 @@ ncclResult_t pncclSend(const void *sendbuff, size_t count, ncclDataType_t dataty
 		       ncclComm_t comm, cudaStream_t stream)
 {
 	COUNT(F_Send);
-	return submit(F_Send, OP_SEND, comm, count, datatype, peer, 0);
+	return submit(F_Send, OP_SEND, comm, sendbuff, NULL, count, datatype, peer, 0);
 }
 ALIAS(ncclSend);
 
@@ -829,7 +1599,7 @@ ncclResult_t pncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, in
 		       ncclComm_t comm, cudaStream_t stream)
 {
 	COUNT(F_Recv);
-	return submit(F_Recv, OP_RECV, comm, count, datatype, peer, 0);
+	return submit(F_Recv, OP_RECV, comm, NULL, recvbuff, count, datatype, peer, 0);
 }
 ALIAS(ncclRecv);
 
@@ -844,9 +1614,10 @@ ALIAS(ncclGroupStart);
 ncclResult_t pncclGroupEnd(void)
 {
 	struct timespec until;
+	struct stamp start = { 0, 0 }, end;
 	ncclResult_t r = ncclSuccess;
 	uint64_t total = 0;
-	size_t i;
+	size_t i, children = 0;
 
 	COUNT(F_GroupEnd);
 	if (group_depth <= 0)
@@ -855,10 +1626,18 @@ ncclResult_t pncclGroupEnd(void)
 		return ncclSuccess;
 	atomic_fetch_add_explicit(&st_groups, 1, memory_order_relaxed);
 	until = deadline();
+	/* One launch: every task starts, the work is entered, every task stops. */
+	for (i = 0; i < group_len; i++)
+		prof_task_start(&group_ops[i]);
 	for (i = 0; i < group_len; i++)
 		op_enter(&group_ops[i]);
-	for (i = 0; i < group_len && r == ncclSuccess; i++)
+	for (i = 0; i < group_len; i++)
+		prof_task_stop(&group_ops[i]);
+	for (i = 0; i < group_len && r == ncclSuccess; i++) {
 		r = op_wait(&group_ops[i], &until);
+		if (r == ncclSuccess && group_ops[i].ready.boot > start.boot)
+			start = group_ops[i].ready;
+	}
 	if (r == ncclSuccess) {
 		for (i = 0; i < group_len; i++) {
 			total += group_ops[i].bytes;
@@ -866,6 +1645,13 @@ ncclResult_t pncclGroupEnd(void)
 						  memory_order_relaxed);
 		}
 		simulate(total);
+		/* The group ran as one kernel: one GPU span for all its operations. */
+		for (i = 0; i < group_len; i++)
+			children += (size_t)prof_children(&group_ops[i]);
+		if (children)
+			stamp_now(&end);
+		for (i = 0; i < group_len && children; i++)
+			prof_complete(&group_ops[i], &start, &end);
 	}
 	group_len = 0;
 	return r;
@@ -887,6 +1673,25 @@ static void fork_child(void)
 	atomic_store(&st_groups, 0);
 	group_depth = 0;
 	group_len = 0;
+	/* The proxy thread and its queue stay with the parent; the truth file
+	 * is per process: reopened (for the child's pid) at its first line. */
+	pthread_mutex_init(&pq_lock, NULL);
+	pthread_cond_init(&pq_work, NULL);
+	pthread_cond_init(&pq_idle, NULL);
+	while (pq_head) {
+		struct pitem *it = pq_head;
+
+		pq_head = it->next;
+		free(it);
+	}
+	pq_tail = &pq_head;
+	pq_busy = 0;
+	pq_pid = 0;
+	pthread_mutex_init(&truth_lock, NULL);
+	if (truth_fd >= 0)
+		close(truth_fd);
+	truth_fd = -1;
+	truth_pid = 0;
 }
 
 __attribute__((constructor)) static void fake_load(void)
@@ -901,21 +1706,12 @@ __attribute__((destructor)) static void write_stats(void)
 	const uint64_t *tabs[3] = { (const uint64_t *)st_calls, (const uint64_t *)st_grouped,
 				    (const uint64_t *)st_bytes };
 	static const char *const tab_names[3] = { "calls", "grouped", "bytes" };
-	size_t n = 0;
 	FILE *f;
 	int t, i, first;
 
 	if (!tmpl || !*tmpl)
 		return;
-	for (; *tmpl && n + 16 < sizeof(path); tmpl++) {
-		if (tmpl[0] == '%' && tmpl[1] == 'p') {
-			n += (size_t)snprintf(path + n, sizeof(path) - n, "%d", getpid());
-			tmpl++;
-		} else {
-			path[n++] = *tmpl;
-		}
-	}
-	path[n] = 0;
+	expand_pid(tmpl, path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, getpid());
 	f = fopen(tmp, "w");
 	if (!f)

@@ -1111,13 +1111,19 @@ static void test_nccl_plugin(void)
 
 		put(&b, &c, sizeof(c));		/* ends before it starts */
 	}
-	/* A span that overlaps its channel's previous one: drawn clamped. */
+	/* Spans that overlap their channel's previous one: the next lane;
+	 * a fifth at once on one channel: drawn clamped on the last. */
 	nccl_ch(&b, GPU_NF_ALLREDUCE, 2, 0, now + 2 * MS + 200 * US, 100 * US);
+	nccl_ch(&b, GPU_NF_ALLREDUCE, 2, 1, now + 2 * MS + 400 * US, 300 * US);
+	for (int i = 0; i < 5; i++)
+		nccl_ch(&b, GPU_NF_ALLREDUCE, 7, 2, now + 3 * MS + (uint64_t)i * 100 * US,
+			i == 4 ? 800 * US : 1 * MS - (uint64_t)i * 100 * US);
 	check(feed(PID_P, PID_P, &b) == 0, "second batch taken");
 	gpunccl__totals(p, &t);
 	check(g->bad_entries - bad == 6, "6 wrong plugin entries counted bad (%" PRIu64 ")",
 	      g->bad_entries - bad);
-	check(t.channels == 7 && t.clamped == 1, "the overlapping span is drawn clamped");
+	check(t.channels == 13 && t.clamped == 1, "overlapping spans on lanes, the fifth at once "
+	      "clamped (%" PRIu64 " %" PRIu64 ")", t.channels, t.clamped);
 	fprintf(ex, "{\"kind\":\"meta_bad\",\"bad\":%" PRIu64 "}\n", g->bad_entries);
 	capture_end("nccl_plugin");
 }

@@ -9,10 +9,11 @@
  * operation, with its sequence number, bytes, algorithm and protocol) and
  * "proxy channel c send|recv" tracks (network operations).
  *
- * Every field comes from the traced process and is checked. Channel
- * spans of one track may not overlap (a channel runs one operation at a
- * time); one that does (clock estimate moved between two entries) starts
- * where the previous ended and is counted.
+ * Every field comes from the traced process and is checked. A channel
+ * span that overlaps the previous one of its track (the tasks of one
+ * kernel, a group, share their channels' spans) goes to the channel's
+ * next lane, "channel c (2)"; past the last lane it starts where the
+ * previous one ended, says by how much (clamped_ns) and is counted.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
 #define COMMS_MAX 256		/* communicators per process; more are counted */
 #define CHANNELS 64		/* NCCL's MAXCHANNELS */
 #define TASKS 128		/* recent tasks per communicator (algo, proto) */
+#define LANES 4			/* tracks per channel for spans that overlap */
 
 struct gtask {
 	uint64_t seq;
@@ -46,13 +48,13 @@ struct gcomm {
 	int32_t rank, nranks, nnodes;
 	uint32_t idx;		/* in the process, from 1 */
 	bool known;		/* a GPU_NCCL_COMM came */
-	bool described;
+	bool described, described_known;
 	char name[64];
 	struct gtask tasks[TASKS];
 	uint32_t ntasks;
-	struct pfseq *ch_seq[CHANNELS];
-	uint64_t ch_end[CHANNELS];
-	bool ch_described[CHANNELS];
+	struct pfseq *ch_seq[CHANNELS][LANES];
+	uint64_t ch_end[CHANNELS][LANES];
+	uint8_t ch_described[CHANNELS];	/* bit per lane */
 	struct pfseq *px_seq[CHANNELS][2];
 	bool px_described[CHANNELS][2];
 	struct gfunc funcs[GPU_NF__COUNT];
@@ -89,12 +91,16 @@ static struct gnccl *state(struct gpu_proc *p)
 	return p->nccl;
 }
 
-static struct gcomm *comm_get(struct gnccl *s, uint64_t hash)
+/* A rank of a communicator in this process: several ranks of one
+ * communicator may be threads of one process. */
+static struct gcomm *comm_get(struct gnccl *s, uint64_t hash, int32_t rank)
 {
 	struct gcomm *c;
 
+	if (rank < 0 || rank >= (1 << 20))
+		return NULL;
 	for (uint32_t i = 0; i < s->n; i++)
-		if (s->comms[i]->hash == hash)
+		if (s->comms[i]->hash == hash && s->comms[i]->rank == rank)
 			return s->comms[i];
 	if (s->n == COMMS_MAX) {
 		s->over++;
@@ -104,7 +110,8 @@ static struct gcomm *comm_get(struct gnccl *s, uint64_t hash)
 	if (!c)
 		return NULL;
 	c->hash = hash;
-	c->rank = c->nranks = c->nnodes = -1;
+	c->rank = rank;
+	c->nranks = c->nnodes = -1;
 	c->idx = s->n + 1;
 	s->comms[s->n++] = c;
 	s->t.comms++;
@@ -115,13 +122,15 @@ static void describe(struct gpu *g, struct gpu_proc *p, struct gcomm *c)
 {
 	char name[128], desc[256];
 
-	if (c->described && c->known)
+	/* Again once its size is known (a channel may come first). */
+	if (c->described && (c->described_known || !c->known))
 		return;
-	snprintf(name, sizeof(name), "NCCL %04x rank %d/%d: GPU (NCCL profiler)",
-		 (unsigned)(c->hash >> 48), c->rank, c->nranks);
-	if (c->rank < 0)
-		snprintf(name, sizeof(name), "NCCL %04x: GPU (NCCL profiler)",
-			 (unsigned)(c->hash >> 48));
+	if (c->nranks > 0)
+		snprintf(name, sizeof(name), "NCCL %04x rank %d/%d: GPU (NCCL profiler)",
+			 (unsigned)(c->hash >> 48), c->rank, c->nranks);
+	else
+		snprintf(name, sizeof(name), "NCCL %04x rank %d/?: GPU (NCCL profiler)",
+			 (unsigned)(c->hash >> 48), c->rank);
 	snprintf(desc, sizeof(desc),
 		 "NCCL's commHash %016" PRIx64 "%s%s; %d node(s). Channel tracks: the GPU span of "
 		 "each operation on that channel of NCCL's kernel; proxy tracks: network "
@@ -129,6 +138,7 @@ static void describe(struct gpu *g, struct gpu_proc *p, struct gcomm *c)
 	pftrace__track_desc(g->pt, gpupf__track_uuid(GT_NCCL_GROUP, p->pid, c->idx),
 			    UUID_PROCESS(p->pid), name, desc);
 	c->described = true;
+	c->described_known = c->known;
 }
 
 static bool on_comm(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const uint8_t *e,
@@ -145,10 +155,9 @@ static bool on_comm(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const ui
 	if (n == size - sizeof(m) || m.nranks <= 0 || m.nranks > (1 << 20) || m.rank < 0 ||
 	    m.rank >= m.nranks)
 		return false;
-	c = comm_get(s, m.comm);
+	c = comm_get(s, m.comm, m.rank);
 	if (!c)
 		return true;
-	c->rank = m.rank;
 	c->nranks = m.nranks;
 	c->nnodes = m.nnodes;
 	snprintf(c->name, sizeof(c->name), "%.*s", (int)n, (const char *)e + sizeof(m));
@@ -170,11 +179,9 @@ static bool on_op(struct gnccl *s, const uint8_t *e, size_t size)
 	if (o.func >= GPU_NF__COUNT || o.algo >= GPU_NA__COUNT || o.proto >= GPU_NP__COUNT ||
 	    o.end < o.start)
 		return false;
-	c = comm_get(s, o.comm);
+	c = comm_get(s, o.comm, o.rank);
 	if (!c)
-		return true;
-	if (c->rank < 0 && o.rank >= 0)
-		c->rank = o.rank;
+		return o.rank >= 0;
 	t = &c->tasks[c->ntasks++ % TASKS];
 	*t = (struct gtask){ .seq = o.seq, .func = o.func, .algo = o.algo, .proto = o.proto,
 			     .nchannels = o.nchannels, .bytes = o.bytes };
@@ -221,11 +228,12 @@ static bool on_channel(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const
 		       size_t size)
 {
 	struct gpu_nccl_ch ch;
-	struct pf_annot a[8];
+	struct pf_annot a[9];
 	struct gtask *t;
 	struct gcomm *c;
-	uint64_t start;
-	int n = 0;
+	uint64_t start, clamped = 0, uuid;
+	struct pfseq **seq;
+	int n = 0, lane;
 
 	if (size < sizeof(ch))
 		return false;
@@ -233,11 +241,9 @@ static bool on_channel(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const
 	if (ch.channel >= CHANNELS || ch.func >= GPU_NF__COUNT || ch.end < ch.start ||
 	    ch.end - ch.start > 3600ull * 1000000000)
 		return false;
-	c = comm_get(s, ch.comm);
+	c = comm_get(s, ch.comm, ch.rank);
 	if (!c)
-		return true;
-	if (c->rank < 0 && ch.rank >= 0)
-		c->rank = ch.rank;
+		return ch.rank >= 0;
 	s->t.channels++;
 	s->t.gpu_ns += ch.end - ch.start;
 	if (ch.skew_ns > s->t.skew_max_ns)
@@ -247,28 +253,36 @@ static bool on_channel(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const
 		add_span(c, t, ch.start, ch.end);
 	if (!g->pt)
 		return true;
+	/* The first lane free at its start (the tasks of one kernel, a
+	 * group, share their channels' spans); none: the last, from where
+	 * its previous span ended. */
+	for (lane = 0; lane < LANES - 1 && c->ch_end[ch.channel][lane] > ch.start; lane++)
+		;
 	start = ch.start;
-	if (start < c->ch_end[ch.channel]) {
-		start = c->ch_end[ch.channel];
+	if (start < c->ch_end[ch.channel][lane]) {
+		start = c->ch_end[ch.channel][lane];
+		clamped = start - ch.start;
 		s->t.clamped++;
 		if (ch.end < start)
 			ch.end = start;
 	}
-	c->ch_end[ch.channel] = ch.end;
+	c->ch_end[ch.channel][lane] = ch.end;
 	describe(g, p, c);
-	if (!c->ch_described[ch.channel]) {
+	uuid = gpupf__track_uuid(GT_NCCL_CH, p->pid, c->idx << 9 | lane << 7 | ch.channel);
+	if (!(c->ch_described[ch.channel] & 1u << lane)) {
 		char name[32];
 
-		snprintf(name, sizeof(name), "channel %u", ch.channel);
-		pftrace__track(g->pt, gpupf__track_uuid(GT_NCCL_CH, p->pid,
-							c->idx << 7 | ch.channel),
-			       gpupf__track_uuid(GT_NCCL_GROUP, p->pid, c->idx), name);
-		c->ch_described[ch.channel] = true;
+		if (lane)
+			snprintf(name, sizeof(name), "channel %u (%d)", ch.channel, lane + 1);
+		else
+			snprintf(name, sizeof(name), "channel %u", ch.channel);
+		pftrace__track(g->pt, uuid, gpupf__track_uuid(GT_NCCL_GROUP, p->pid, c->idx), name);
+		c->ch_described[ch.channel] |= (uint8_t)(1u << lane);
 	}
-	if (!c->ch_seq[ch.channel])
-		c->ch_seq[ch.channel] = pftrace__seq(
-			g->pt, gpupf__track_uuid(GT_NCCL_CH, p->pid, c->idx << 7 | ch.channel), start);
-	if (!c->ch_seq[ch.channel])
+	seq = &c->ch_seq[ch.channel][lane];
+	if (!*seq)
+		*seq = pftrace__seq(g->pt, uuid, start);
+	if (!*seq)
 		return true;
 	a[n++] = (struct pf_annot){ .name = "seq", .type = PA_UINT, .u = ch.seq };
 	if (t) {
@@ -279,8 +293,10 @@ static bool on_channel(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const
 		a[n++] = (struct pf_annot){ .name = "channels", .type = PA_UINT, .u = t->nchannels };
 	}
 	a[n++] = (struct pf_annot){ .name = "seen_late_ns", .type = PA_UINT, .u = ch.skew_ns };
-	pftrace__begin(g->pt, c->ch_seq[ch.channel], start, func_names[ch.func], a, n);
-	pftrace__end(g->pt, c->ch_seq[ch.channel], ch.end, NULL, 0);
+	if (clamped)
+		a[n++] = (struct pf_annot){ .name = "clamped_ns", .type = PA_UINT, .u = clamped };
+	pftrace__begin(g->pt, *seq, start, func_names[ch.func], a, n);
+	pftrace__end(g->pt, *seq, ch.end, NULL, 0);
 	return true;
 }
 
@@ -298,9 +314,9 @@ static bool on_proxy(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const u
 	memcpy(&x, e, sizeof(x));
 	if (x.channel >= CHANNELS || x.func >= GPU_NF__COUNT || x.send > 1 || x.end < x.start)
 		return false;
-	c = comm_get(s, x.comm);
+	c = comm_get(s, x.comm, x.rank);
 	if (!c)
-		return true;
+		return x.rank >= 0;
 	s->t.proxies++;
 	s->t.proxy_bytes += x.bytes;
 	if (!g->pt)

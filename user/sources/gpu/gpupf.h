@@ -20,7 +20,7 @@ enum gpu_track {
 	GT_EST_GROUP = 5,	/* the process's estimate group */
 	GT_LOST = 6,		/* counter: records lost by the library */
 	GT_NCCL_GROUP = 7,	/* idx: communicator (gpunccl.c) */
-	GT_NCCL_CH = 8,		/* idx: communicator << 7 | channel */
+	GT_NCCL_CH = 8,		/* idx: communicator << 9 | lane << 7 | channel */
 	GT_NCCL_PROXY = 9,	/* idx: communicator << 8 | channel << 1 | send */
 };
 /* The uuid of a track of pid's (idx: which one of its kind). */

@@ -1,0 +1,169 @@
+# SPDX-License-Identifier: MIT
+"""NCCL's profiler plugin in libcgbpf-inject.so (issue 28), against the
+fake NCCL, which loads NCCL_PROFILER_PLUGIN and calls it as NCCL 2.28
+does (v5: tasks on the calling thread, kernel channels with GPU
+timestamps and proxy operations on its proxy thread, after the task
+stopped) and writes what it reported (FAKENCCL_PROFILER_TRUTH). record --
+sets the variable; the trace's per-channel GPU spans must be the fake's;
+a plugin version the library does not export is declined and the job runs
+on; another plugin the user named is kept and said; with nobody attached
+the mask stays 0 and NCCL calls nothing."""
+import glob
+import os
+import subprocess
+
+from harness import (CGBPF, FAKE, OUT, Skip, check, clean_trace, env_with, eq, record, tmpdir,
+                     tp_clean, wl)
+
+LIB = os.path.join(OUT, "inject", "libcgbpf-inject.so")
+GROUP_TAIL = ": GPU (NCCL profiler)"
+# The fake's proxy thread looks at a finished operation this long after
+# its GPU end; the library's clock offset is the smallest delay it saw,
+# so every mapped time is late by about that much.
+LAG_US = 20
+
+
+def need():
+    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
+            os.path.join(FAKE, "libnccl.so.2")):
+        raise Skip("nccl_ranks / fake libnccl.so.2 not built (no CUDA toolkit: they need nccl.h)")
+    if not os.path.exists(LIB):
+        raise Skip("libcgbpf-inject.so not built (no cupti.h in the CUDA toolkit)")
+
+
+def truth(tmp):
+    """The fake's reports: ops and channel spans, from every process."""
+    ops, chans = [], []
+    for path in glob.glob(os.path.join(tmp, "truth.*")):
+        for line in open(path):
+            f = line.split()
+            if f[0] == "op":
+                ops.append({"hash": int(f[1], 16), "func": f[2], "seq": int(f[3]),
+                            "rank": int(f[4]), "bytes": int(f[5])})
+            elif f[0] == "ch":
+                chans.append({"hash": int(f[1], 16), "func": f[2], "seq": int(f[3]),
+                              "rank": int(f[4]), "channel": int(f[5]), "start": int(f[6]),
+                              "end": int(f[7])})
+    return ops, chans
+
+
+def plugin_spans(t):
+    """{(hash4, rank, channel, func, seq): slice} from the trace's plugin
+    groups, and the groups by name."""
+    groups = {x.uuid: x for x in t.tracks.values() if (x.name or "").endswith(GROUP_TAIL)}
+    spans = {}
+    for tr in t.tracks.values():
+        g = groups.get(tr.parent_uuid)
+        if not g or not (tr.name or "").startswith("channel "):
+            continue
+        # "NCCL 908d rank 2/4: GPU (NCCL profiler)"
+        w = g.name.split()
+        hash4, rank = w[1], int(w[3].split("/")[0])
+        ch = int(tr.name.split()[1])
+        for s in t.slices_on(track_uuid=tr.uuid):
+            spans.setdefault((hash4, rank, ch, s.name, s.args.get("seq")), []).append(s)
+    return spans, groups
+
+
+def run_job(extra_env=None, iters=20):
+    need()
+    tmp = tmpdir()
+    env = env_with(FAKENCCL_PROFILER_TRUTH=os.path.join(tmp, "truth.%p"),
+                   FAKENCCL_NS_PER_BYTE="50", FAKENCCL_CHANNELS="2",
+                   CGBPF_MANIFEST=os.path.join(tmp, "manifest.json"), **(extra_env or {}))
+    r = record(["--sample-hz", "0"], cmd=[wl("nccl_ranks"), "--ranks", "4", "--iters",
+                                          str(iters)], env=env, tmp=tmp)
+    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-800:])
+    return r, tmp
+
+
+def test_gpu_spans_are_the_fakes():
+    r, tmp = run_job()
+    ops, chans = truth(tmp)
+    check(len(chans) > 100, "the fake reported channel spans (%d)" % len(chans))
+    t = r.trace
+    clean_trace(t)
+    spans, groups = plugin_spans(t)
+    # Threads of one process: the world and ncclCommInitAll's communicator
+    # (4 ranks each) and the two split children (2 ranks each), a group
+    # per rank of each.
+    by = {}
+    for g in groups.values():
+        w = g.name.split()
+        by.setdefault((w[1], w[3].split("/")[1].rstrip(":")), set()).add(w[3].split("/")[0])
+    eq(sorted((n, len(r)) for (h, n), r in by.items()), [("2", 2), ("2", 2), ("4", 4), ("4", 4)],
+       "a group per rank of each communicator %s" % sorted(g.name for g in groups.values()))
+    colls = [c for c in chans if c["seq"] >= 0]
+    late, bad_dur, missing = [], [], []
+    for c in colls:
+        key = ("%04x" % (c["hash"] >> 48), c["rank"], c["channel"], c["func"], c["seq"])
+        got = spans.get(key)
+        if not got:
+            missing.append(key)
+            continue
+        s = got[0]
+        late.append(s.ts - c["start"])
+        if abs(s.dur - (c["end"] - c["start"])) > 20000:
+            bad_dur.append((key, s.dur, c["end"] - c["start"]))
+    eq(missing, [], "every collective channel span the fake reported is in the trace")
+    eq(bad_dur, [], "each span's duration is the GPU's (within 20 us)")
+    check(late and min(late) >= -50000 and max(late) <= 5000000,
+          "spans are placed on the trace's clock, late by the proxy's smallest delay "
+          "(fake: %d us): %.1f .. %.1f us" % (LAG_US, min(late) / 1e3, max(late) / 1e3))
+    srt = sorted(late)
+    med = srt[len(srt) // 2]
+    check(LAG_US * 1000 * 0.5 <= med <= 2000000,
+          "median offset error %.1f us, about the fake's %d us lag" % (med / 1e3, LAG_US))
+    # Sends and receives: no NCCL number; the library counts them.
+    p2p_truth = len([c for c in chans if c["seq"] < 0])
+    p2p_trace = sum(len(v) for k, v in spans.items() if k[3] in ("Send", "Recv"))
+    eq(p2p_trace, p2p_truth, "every send/receive channel span is in the trace")
+    # Slices carry what the task said.
+    one = next(iter(v[0] for k, v in spans.items() if k[3] == "AllReduce"))
+    eq((one.args.get("algo"), one.args.get("proto"), one.args.get("channels")),
+       ("RING", "SIMPLE", 2), "algorithm, protocol and channels from the task")
+    check(one.args.get("bytes") in {x["bytes"] for x in ops if x["func"] == "AllReduce"},
+          "bytes from the task")
+    # The summary's GPU-side table: every rank's all-reduces.
+    rows = [ln.split() for ln in r.stdout.splitlines()
+            if len(ln.split()) > 5 and ln.split()[3] == "AllReduce"]
+    n_truth = len({(o["hash"], o["rank"], o["seq"]) for o in ops if o["func"] == "AllReduce"})
+    eq(sum(int(x[4]) for x in rows), n_truth, "the GPU-side table counts every all-reduce %s"
+       % rows)
+    tp_clean(r.trace_path, t)
+
+
+def test_declined_version_runs_on():
+    r, tmp = run_job({"FAKENCCL_PROFILER_VERSIONS": "v6"}, iters=3)
+    ops, chans = truth(tmp)
+    eq((ops, chans), ([], []), "nothing reported to a plugin that was not loaded")
+    _, groups = plugin_spans(r.trace)
+    eq(list(groups), [], "no NCCL profiler tracks")
+    check(any((s.name or "") == "ncclAllReduce" for s in r.trace.slices),
+          "the host NCCL calls are traced as before")
+    check("no ncclProfiler_vN symbol it knows" in r.stderr,
+          "the fake says why it went on without (stderr %r)" % r.stderr[-400:])
+
+
+def test_another_plugin_kept_and_said():
+    other = "/nonexistent/libnccl-profiler-other.so"
+    r, tmp = run_job({"NCCL_PROFILER_PLUGIN": other}, iters=3)
+    check("NCCL_PROFILER_PLUGIN is %s, another profiler plugin" % other in r.stderr,
+          "cgbpf says it keeps the user's plugin (stderr %r)" % r.stderr[-600:])
+    _, groups = plugin_spans(r.trace)
+    eq(list(groups), [], "no NCCL profiler tracks")
+
+
+def test_unwatched_mask_stays_zero():
+    need()
+    tmp = tmpdir()
+    env = env_with(NCCL_PROFILER_PLUGIN=LIB, CUDA_INJECTION64_PATH=LIB,
+                   FAKENCCL_PROFILER_TRUTH=os.path.join(tmp, "truth.%p"),
+                   FAKENCCL_DEBUG="1")
+    p = subprocess.run([wl("nccl_ranks"), "--ranks", "2", "--iters", "5"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    eq(p.returncode, 0, "the job runs with the plugin and nobody attached (%r)" % p.stderr[-400:])
+    ops, chans = truth(tmp)
+    eq((len(ops), len(chans)), (0, 0), "mask 0: NCCL called no event function")
+    check("ncclProfiler_v5" in p.stderr or "profiler" in p.stderr.lower(),
+          "the fake loaded the plugin (FAKENCCL_DEBUG: %r)" % p.stderr[-400:])
