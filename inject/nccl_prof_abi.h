@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The binary interface of NCCL's profiler plugin, version 5 (NCCL 2.26
- * to 2.28; 2.29 adds v6 and still takes v5), typed here from the facts in
+ * The binary interface of NCCL's profiler plugin, versions 5 (NCCL
+ * 2.28; 2.29 adds v6 and still takes v5) and 4 (NCCL 2.27), typed here from the facts in
  * NCCL's public ext-profiler headers (profiler.h, profiler_v5.h,
  * common.h, err.h) and its loader (src/plugin/profiler.cc) so that the
  * injection library and the test fake build without NCCL's sources.
@@ -169,6 +169,74 @@ struct npa_profiler_v5 {
 	npa_result_t (*finalize)(void *context);
 };
 
+/*
+ * Version 4 (NCCL 2.27): the same but for three things. init takes the
+ * communicator's name before its hash and the mask second; the
+ * descriptor's type is one byte (then padding to the pointer); its coll
+ * and p2p structs end without parent_group. Event bits, states, state
+ * arguments and call order are v5's.
+ */
+struct npa_descr_v4 {
+	uint8_t type;
+	void *parent;
+	int rank;
+	union {
+		struct {
+			uint64_t seq;
+			const char *func;
+			const void *send_buff;
+			void *recv_buff;
+			size_t count;
+			int root;
+			const char *datatype;
+			uint8_t nchannels;
+			uint8_t nwarps;
+			const char *algo;
+			const char *proto;
+		} coll;
+		struct {
+			const char *func;
+			void *buff;
+			const char *datatype;
+			size_t count;
+			int peer;
+			uint8_t nchannels;
+		} p2p;
+		struct {
+			pid_t pid;
+			uint8_t channel;
+			int peer;
+			int nsteps;
+			int chunk_size;
+			int is_send;
+		} proxy_op;
+		struct {
+			int step;
+		} proxy_step;
+		struct {
+			uint8_t channel;
+			uint64_t ptimer;
+		} kernel_ch;
+		struct {
+			int64_t id;
+			void *data;
+		} net_plugin;
+	};
+};
+
+typedef union npa_state_args_v5 npa_state_args_v4;
+
+/* ncclProfiler_v4_t, exported as the symbol ncclProfiler_v4. */
+struct npa_profiler_v4 {
+	const char *name;
+	npa_result_t (*init)(void **context, int *mask, const char *comm_name, uint64_t comm_id,
+			     int nnodes, int nranks, int rank, npa_logger_t log);
+	npa_result_t (*start_event)(void *context, void **handle, struct npa_descr_v4 *d);
+	npa_result_t (*stop_event)(void *handle);
+	npa_result_t (*record_event_state)(void *handle, int state, npa_state_args_v4 *a);
+	npa_result_t (*finalize)(void *context);
+};
+
 /* The layout is what NCCL's compiler made of the C struct: x86-64 LP64. */
 _Static_assert(offsetof(struct npa_descr_v5, rank) == 16, "descr rank");
 _Static_assert(offsetof(struct npa_descr_v5, coll) == 24, "descr union");
@@ -181,5 +249,10 @@ _Static_assert(offsetof(struct npa_descr_v5, p2p.peer) == 56, "p2p peer");
 _Static_assert(offsetof(struct npa_descr_v5, proxy_op.is_send) == 44, "proxy op");
 _Static_assert(offsetof(struct npa_descr_v5, kernel_ch.ptimer) == 32, "kernel ch");
 _Static_assert(sizeof(struct npa_descr_v5) == 112, "descr size");
+_Static_assert(offsetof(struct npa_descr_v4, rank) == 16, "v4 descr rank");
+_Static_assert(offsetof(struct npa_descr_v4, coll.proto) == 96, "v4 coll proto");
+_Static_assert(offsetof(struct npa_descr_v4, p2p.nchannels) == 60, "v4 p2p nchannels");
+_Static_assert(offsetof(struct npa_descr_v4, kernel_ch.ptimer) == 32, "v4 kernel ch");
+_Static_assert(sizeof(struct npa_descr_v4) == 104, "v4 descr size");
 
 #endif /* CGBPF_NCCL_PROF_ABI_H */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * NCCL's profiler plugin (v5: inject/nccl_prof_abi.h), in the injection
+ * NCCL's profiler plugin (v5 and v4: inject/nccl_prof_abi.h), in the injection
  * library: NCCL_PROFILER_PLUGIN=/path/libcgbpf-inject.so makes NCCL load
  * it at a communicator's init (record -- CMD sets it).
  *
@@ -656,6 +656,64 @@ EXPORT const struct npa_profiler_v5 ncclProfiler_v5 = {
 	.name = "cgbpf",
 	.init = prof_init,
 	.start_event = prof_start,
+	.stop_event = prof_stop,
+	.record_event_state = prof_state,
+	.finalize = prof_finalize,
+};
+
+/*
+ * Version 4 (NCCL 2.27): the same functions behind init's other argument
+ * order and the shorter descriptor, converted to v5's.
+ */
+static npa_result_t prof_init_v4(void **context, int *mask, const char *name, uint64_t comm_id,
+				 int nnodes, int nranks, int rank, npa_logger_t log)
+{
+	return prof_init(context, comm_id, mask, name, nnodes, nranks, rank, log);
+}
+
+static npa_result_t prof_start_v4(void *context, void **handle, struct npa_descr_v4 *d4)
+{
+	struct npa_descr_v5 d;
+
+	*handle = NULL;
+	if (!d4)
+		return NPA_SUCCESS;
+	memset(&d, 0, sizeof(d));
+	d.type = d4->type;
+	d.parent = d4->parent;
+	d.rank = d4->rank;
+	switch (d4->type) {
+	case NPA_COLL:
+		memcpy(&d.coll, &d4->coll, sizeof(d4->coll));
+		break;
+	case NPA_P2P:
+		memcpy(&d.p2p, &d4->p2p, sizeof(d4->p2p));
+		break;
+	case NPA_PROXY_OP:
+		d.proxy_op.pid = d4->proxy_op.pid;
+		d.proxy_op.channel = d4->proxy_op.channel;
+		d.proxy_op.peer = d4->proxy_op.peer;
+		d.proxy_op.nsteps = d4->proxy_op.nsteps;
+		d.proxy_op.chunk_size = d4->proxy_op.chunk_size;
+		d.proxy_op.is_send = d4->proxy_op.is_send;
+		break;
+	case NPA_PROXY_STEP:
+		d.proxy_step.step = d4->proxy_step.step;
+		break;
+	case NPA_KERNEL_CH:
+		d.kernel_ch.channel = d4->kernel_ch.channel;
+		d.kernel_ch.ptimer = d4->kernel_ch.ptimer;
+		break;
+	default:
+		return NPA_SUCCESS;
+	}
+	return prof_start(context, handle, &d);
+}
+
+EXPORT const struct npa_profiler_v4 ncclProfiler_v4 = {
+	.name = "cgbpf",
+	.init = prof_init_v4,
+	.start_event = prof_start_v4,
 	.stop_event = prof_stop,
 	.record_event_state = prof_state,
 	.finalize = prof_finalize,

@@ -9,7 +9,13 @@
 #   * the loop's all-reduces on the communicator's track carry seq 1..N
 #     consecutively (NCCL's own calls nested inside none), bytes 1 MiB;
 #   * nccl_sum counts them; nccl_stragglers is not printed (one rank);
-#   * no "NCCL hang?" line (--nccl-hang-after 5s).
+#   * no "NCCL hang?" line (--nccl-hang-after 5s);
+#   * NCCL's profiler plugin (record -- sets NCCL_PROFILER_PLUGIN): a
+#     "NCCL xxxx rank 0/1: GPU (NCCL profiler)" group whose channel
+#     tracks hold one AllReduce span per channel of each loop all-reduce
+#     (NCCL's seq), each inside the CUPTI span of an ncclDevKernel on the
+#     same process (within 50 us: the clocks are mapped differently), and
+#     the summary's "NCCL operations, GPU side" row counts >= N.
 # Prints "ok ..." / "FAIL ..." lines, then "N failed". Files in $OUT.
 #
 #   sudo bash tests/gpu/nccl.sh [ITERS]        (after make portable)
@@ -53,5 +59,28 @@ ok(all(s.args.get("bytes") == 1 << 20 for s in ar), "1 MiB each")
 ok("** NCCL Summary (nccl_sum):" in summary and "nccl_stragglers" not in summary,
    "nccl_sum printed, no stragglers section for one rank")
 ok("NCCL hang?" not in err, "no hang said")
+grp = [tr for tr in t.tracks.values() if (tr.name or "").endswith(": GPU (NCCL profiler)")]
+ok(len(grp) == 1 and " rank 0/1:" in grp[0].name, "one plugin group, rank 0/1: %r" %
+   [g.name for g in grp])
+if grp:
+    chans = [tr.uuid for tr in t.tracks.values() if tr.parent_uuid == grp[0].uuid and
+             (tr.name or "").startswith("channel ")]
+    spans = [s for s in t.slices if s.track_uuid in chans and s.name == "AllReduce"]
+    seqs = {s.args.get("seq") for s in spans}
+    ok(len(seqs) >= iters, "GPU spans of >= %d all-reduces (%d)" % (iters, len(seqs)))
+    kern = [s for s in t.slices if (s.name or "").startswith("ncclDevKernel")]
+    kern.sort(key=lambda s: s.ts)
+    import bisect
+    starts = [k.ts for k in kern]
+    inside = 0
+    for s in spans:
+        i = bisect.bisect_right(starts, s.ts + 50000) - 1
+        if i >= 0 and kern[i].ts - 50000 <= s.ts and s.ts + s.dur <= kern[i].ts + kern[i].dur + 50000:
+            inside += 1
+    ok(spans and inside >= 0.95 * len(spans),
+       "channel spans inside an NCCL kernel's CUPTI span (%d of %d)" % (inside, len(spans)))
+    late = sorted(s.args.get("seen_late_ns", 0) for s in spans)
+    print("# seen_late_ns median %d, max %d" % (late[len(late) // 2], late[-1]) if late else "#")
+ok("** NCCL operations, GPU side" in summary, "the GPU-side table is printed")
 print("%d failed" % fails)
 PY
