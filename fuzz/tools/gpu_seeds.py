@@ -117,10 +117,37 @@ def malformed():
     return out
 
 
+def nccl_plugin():
+    """NCCL's profiler plugin (GPU_NCCL_*): two ranks of one communicator
+    in two processes, tasks, channel spans (one overlapping, one of a
+    task never sent), a proxy operation, then truncated entries."""
+    out = bytes([0])
+    h = 0x908d020a2e6d79ef
+    for proc, rank in ((5, 0), (6, 1)):
+        b = text(11, struct.pack("<IQQiiiI", 100 + proc, h, 1000, rank, 2, 1, 0), "world")
+        for seq in range(3):
+            t0 = 2000000 + seq * 1000000
+            b += ent(12, struct.pack("<IQQQQQiiBBBBBB2x", 100 + proc, h, seq, t0, t0 + 5000,
+                                     4096, rank, -1, 1, 2, 3, 2, 8, 4))
+            for ch in range(2):
+                b += ent(13, struct.pack("<IQQQQIiB7x", ch, h, seq, t0 + 100000 * rank + ch,
+                                         t0 + 400000, 1500, rank, 1))
+        b += ent(13, struct.pack("<IQQQQIiB7x", 1, h, 2, 2100000, 2800000, 0, rank, 1))
+        b += ent(13, struct.pack("<IQQQQIiB7x", 0, h, 99, 9000000, 9100000, 0, rank, 2))
+        b += ent(14, struct.pack("<IQQQQQiiIBBBx", 200 + proc, h, 1, 2200000, 2300000, 65536,
+                                 rank, 1 - rank, 4, 1, 1, 1))
+        out += op(0, proc, b)
+    out += op(0, 5, ent(12, b"\0" * 40))
+    out += op(0, 5, ent(13, struct.pack("<IQQQQIiB7x", 200, h, 1, 5, 4, 0, 0, 1)))
+    out += op(3, 5, struct.pack("<I", 3000000000))
+    out += op(4, 6, b"")
+    return out
+
+
 def main(d):
     os.makedirs(d, exist_ok=True)
     for name, f in (("seed-measured", measured), ("seed-estimated", estimated),
-                    ("seed-malformed", malformed)):
+                    ("seed-malformed", malformed), ("seed-nccl-plugin", nccl_plugin)):
         with open(os.path.join(d, name), "wb") as out:
             out.write(f())
 

@@ -60,15 +60,25 @@ struct straggle {
 	bool finished, any;
 	bool no_gaps;
 	ssize_t named;		/* row index, -1: none */
+	const char *title;	/* the text heading (straggle__title) */
+	const char *basis;	/* a line under it; NULL: none */
 };
 
 struct straggle *straggle__new(void)
 {
 	struct straggle *s = calloc(1, sizeof(*s));
 
-	if (s)
+	if (s) {
 		s->named = -1;
+		s->title = "NCCL stragglers: which rank the others wait for (nccl_stragglers)";
+	}
 	return s;
+}
+
+void straggle__title(struct straggle *s, const char *title, const char *basis)
+{
+	s->title = title;
+	s->basis = basis;
 }
 
 static void inst_free(struct inst *in)
@@ -537,8 +547,8 @@ int straggle__print(struct straggle *s, enum sumtab_fmt fmt, FILE *f)
 		ix[i] = i;
 	qsort_r(ix, s->nrows, sizeof(*ix), by_comm_rank, s);
 	if (fmt == SUMTAB_TEXT)
-		fprintf(f, "\n** NCCL stragglers: which rank the others wait for "
-			   "(nccl_stragglers):\n\n");
+		fprintf(f, "\n** %s:\n\n%s%s%s", s->title, s->basis ? "   " : "",
+			s->basis ? s->basis : "", s->basis ? "\n\n" : "");
 	if (fmt == SUMTAB_TEXT) {
 		if (!s->any) {
 			fprintf(f, "   no NCCL operation with a known rank and sequence number\n");

@@ -63,6 +63,10 @@ struct straggle_row {
 };
 
 struct straggle *straggle__new(void);
+/* The text table's heading (a static string; default "NCCL stragglers:
+ * which rank the others wait for (nccl_stragglers)") and a line under it
+ * saying how lateness is measured (NULL: none). */
+void straggle__title(struct straggle *s, const char *title, const char *basis);
 /* Keeps no gaps (a monitor running for weeks needs only the counts). */
 void straggle__no_gaps(struct straggle *s);
 /* Drops the instances still open whose first entry is before ts (a rank

@@ -36,6 +36,7 @@
 #include "lib/log.h"
 #include "lib/outname.h"
 #include "lib/sumtab.h"
+#include "lib/straggle.h"
 #include "sources/gpu/gpu.h"
 #include "sources/gpu/gpuest.h"
 #include "sources/gpu/gpunccl.h"
@@ -1128,6 +1129,7 @@ void gpu__free(struct gpu *g)
 	hmap__free(&g->procs);
 	hmap__free(&g->lib_probed);
 	gpusum__free(g->sum);
+	straggle__free(g->nccl_strag);
 	free(g);
 }
 
@@ -1139,6 +1141,9 @@ void gpu__tick(struct gpu *g, uint64_t now)
 		return;
 	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);)
 		release_before(g, (void *)(uintptr_t)v, now - REORDER_NS);
+	/* A rank not traced leaves its communicator's instances open. */
+	if (g->nccl_strag && now > 60000000000ull)
+		straggle__expire(g->nccl_strag, now - 60000000000ull);
 }
 
 /* Everything written and its timelines closed. */
@@ -1240,6 +1245,7 @@ void gpu__finish(struct gpu *g, uint64_t ts)
 		bool said = false;
 
 		proc_end(g, p);
+		gpunccl__finish(g, p);
 		if (p->api_entries)
 			dbg("pid %u: %" PRIu64 " CUPTI API records, %" PRIu64 " found the call they "
 			    "describe", p->pid, p->api_entries, p->api_matched);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/straggle.h"
 #include "out/pfsink.h"
 #include "sources/gpu/gpunccl.h"
 #include "sources/gpu/gpupf.h"
@@ -32,6 +33,9 @@ struct gtask {
 	uint64_t seq;
 	uint8_t func, algo, proto, nchannels;
 	uint8_t seen;		/* channels that came */
+	bool fed;		/* given to the GPU-side straggler report */
+	uint32_t tid;
+	int32_t peer;
 	uint64_t bytes;
 	uint64_t gmin, gmax;	/* the union of its channels' GPU spans */
 };
@@ -167,7 +171,10 @@ static bool on_comm(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const ui
 	return true;
 }
 
-static bool on_op(struct gnccl *s, const uint8_t *e, size_t size)
+static void feed(struct gpu *g, struct gpu_proc *p, struct gcomm *c, struct gtask *t);
+
+static bool on_op(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const uint8_t *e,
+		  size_t size)
 {
 	struct gpu_nccl_op o;
 	struct gcomm *c;
@@ -183,8 +190,11 @@ static bool on_op(struct gnccl *s, const uint8_t *e, size_t size)
 	if (!c)
 		return o.rank >= 0;
 	t = &c->tasks[c->ntasks++ % TASKS];
+	if (t->seen && !t->fed)	/* some of its channels never came */
+		feed(g, p, c, t);
 	*t = (struct gtask){ .seq = o.seq, .func = o.func, .algo = o.algo, .proto = o.proto,
-			     .nchannels = o.nchannels, .bytes = o.bytes };
+			     .nchannels = o.nchannels, .bytes = o.bytes, .tid = o.tid,
+			     .peer = o.peer };
 	s->t.ops++;
 	return true;
 }
@@ -202,9 +212,51 @@ static struct gtask *task_find(struct gcomm *c, uint8_t func, uint64_t seq)
 	return NULL;
 }
 
+/*
+ * The GPU-side straggler report: the rank whose kernel started an
+ * operation last (its first channel's GPU start), matched across ranks
+ * and processes by NCCL's commHash and its own sequence number per
+ * function (sends and receives: the library's per peer and direction),
+ * so communicators created before the capture are matched too.
+ */
+static void feed(struct gpu *g, struct gpu_proc *p, struct gcomm *c, struct gtask *t)
+{
+	static const char *const op_names[GPU_NF__COUNT] = {
+		"nccl?", "ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclBroadcast",
+		"ncclReduce", "ncclAlltoAll", "ncclSend", "ncclRecv", "ncclGather", "ncclScatter",
+	};
+	bool p2p = t->func == GPU_NF_SEND || t->func == GPU_NF_RECV;
+	char id[24];
+	struct straggle_op op = {
+		.host = "", .comm = id, .rank = c->nranks > 0 ? c->rank : -1, .nranks = c->nranks,
+		.pid = p->pid, .tid = t->tid, .name = op_names[t->func],
+		/* A number per function: the function in the high bits. */
+		.seq = (uint64_t)t->func << 48 | ((t->seq + !p2p) & ((1ull << 48) - 1)),
+		.peer = p2p ? t->peer : -1, .recv = t->func == GPU_NF_RECV, .ts = t->gmin,
+		.end = t->gmax,
+	};
+
+	t->fed = true;
+	if (!g->nccl_strag) {
+		g->nccl_strag = straggle__new();
+		if (!g->nccl_strag)
+			return;
+		straggle__no_gaps(g->nccl_strag);
+		straggle__title(g->nccl_strag, "NCCL stragglers, GPU side: whose kernel the others "
+				"wait for (NCCL's profiler plugin)", "lateness: how long after the first "
+				"rank's kernel this rank's kernel started the operation (its first "
+				"channel's GPU start); matched by NCCL's commHash and sequence number");
+	}
+	if (p2p && (t->seq == 0 || t->peer < 0))
+		op.seq = 0;
+	snprintf(id, sizeof(id), "%04x", (unsigned)(c->hash >> 48));
+	straggle__add(g->nccl_strag, &op);
+}
+
 /* One more channel span of task t: the operation's GPU time grows by
  * what it adds to the union's extent. */
-static void add_span(struct gcomm *c, struct gtask *t, uint64_t start, uint64_t end)
+static void add_span(struct gpu *g, struct gpu_proc *p, struct gcomm *c, struct gtask *t,
+		     uint64_t start, uint64_t end)
 {
 	struct gfunc *f = &c->funcs[t->func];
 	uint64_t was = t->seen ? t->gmax - t->gmin : 0;
@@ -222,6 +274,8 @@ static void add_span(struct gcomm *c, struct gtask *t, uint64_t start, uint64_t 
 	if (t->seen < UINT8_MAX)
 		t->seen++;
 	f->gpu_ns += t->gmax - t->gmin - was;
+	if (t->seen >= t->nchannels && !t->fed)
+		feed(g, p, c, t);
 }
 
 static bool on_channel(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const uint8_t *e,
@@ -250,7 +304,7 @@ static bool on_channel(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const
 		s->t.skew_max_ns = ch.skew_ns;
 	t = task_find(c, ch.func, ch.seq);
 	if (t)
-		add_span(c, t, ch.start, ch.end);
+		add_span(g, p, c, t, ch.start, ch.end);
 	if (!g->pt)
 		return true;
 	/* The first lane free at its start (the tasks of one kernel, a
@@ -359,7 +413,7 @@ bool gpunccl__entry(struct gpu *g, struct gpu_proc *p, uint16_t kind, const uint
 	case GPU_NCCL_COMM:
 		return on_comm(g, p, s, e, size);
 	case GPU_NCCL_OP:
-		return on_op(s, e, size);
+		return on_op(g, p, s, e, size);
 	case GPU_NCCL_CHANNEL:
 		return on_channel(g, p, s, e, size);
 	case GPU_NCCL_PROXY:
@@ -434,7 +488,20 @@ static void print_comm(const struct gpu_proc *p, const struct gcomm *c, FILE *f)
 	}
 }
 
-void gpunccl__print(const struct gpu_proc *const *ps, size_t np, FILE *f)
+void gpunccl__finish(struct gpu *g, struct gpu_proc *p)
+{
+	struct gnccl *s = p->nccl;
+
+	for (uint32_t i = 0; s && i < s->n; i++) {
+		struct gcomm *c = s->comms[i];
+
+		for (uint32_t j = 0; j < TASKS && j < c->ntasks; j++)
+			if (c->tasks[j].seen && !c->tasks[j].fed)
+				feed(g, p, c, &c->tasks[j]);
+	}
+}
+
+void gpunccl__print(const struct gpu *g, const struct gpu_proc *const *ps, size_t np, FILE *f)
 {
 	bool head = false;
 
@@ -460,4 +527,7 @@ void gpunccl__print(const struct gpu_proc *const *ps, size_t np, FILE *f)
 	if (head)
 		fprintf(f, "   (GB/s; comm: the first 4 hex digits of NCCL's commHash, which "
 			   "differs from the id of the NCCL summary's communicators)\n");
+	if (g->nccl_strag && straggle__any(g->nccl_strag) &&
+	    straggle__print(g->nccl_strag, SUMTAB_TEXT, f))
+		fprintf(f, "\n   GPU-side stragglers: out of memory\n");
 }

@@ -207,6 +207,8 @@ struct gpu_proc {
 };
 
 /* The capture's GPU state (struct gpu is user/sources/gpu/gpu.h's opaque type). */
+struct straggle;
+
 struct gpu {
 	struct model *m;
 	struct pftrace *pt;
@@ -224,6 +226,7 @@ struct gpu {
 	uint64_t names_dropped;		/* over the per-process bound */
 	uint64_t dropped_total;
 	void *sum;			/* gpusum.c */
+	struct straggle *nccl_strag;	/* gpunccl.c: GPU-side stragglers */
 	/* Capture windows: which operations are written (gpu__set_keep). */
 	int (*keep)(void *ctx, uint32_t pid, uint64_t launch_ts);
 	void (*arrived)(void *ctx, uint32_t pid, uint64_t launch_ts, bool kernel);

@@ -717,7 +717,7 @@ static void print_nccl(const struct gpu *g, FILE *f)
 	const struct gpu_proc **ps = procs_by_pid(g, &np);
 
 	if (ps)
-		gpunccl__print(ps, np, f);
+		gpunccl__print(g, ps, np, f);
 	free(ps);
 }
 
