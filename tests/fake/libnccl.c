@@ -36,28 +36,36 @@
  * ncclGroupEnd calls, "bytes" the successful operations' bytes.
  *
  * Profiler plugin, driven as NCCL 2.28 drives one (the v5 ABI of
- * inject/nccl_prof_abi.h). Without NCCL_PROFILER_PLUGIN nothing below
- * happens: no thread, no timestamps, no output.
+ * inject/nccl_prof_abi.h) or as NCCL 2.27 drives one (v4). Without
+ * NCCL_PROFILER_PLUGIN nothing below happens: no thread, no timestamps,
+ * no output.
  *   Loading, once per process at the first communicator init (InitRank,
  *   InitRankConfig, InitAll, Split): NCCL_PROFILER_PLUGIN=PATH (with a
  *   '/') or NAME (libnccl-profiler-NAME.so, found by the dynamic loader;
  *   "none" loads nothing) is dlopened RTLD_NOW | RTLD_LOCAL, then the
  *   symbols ncclProfiler_VER are looked up for each VER of
  *   FAKENCCL_PROFILER_VERSIONS (comma-separated, default "v6,v5,v4,v3,v1",
- *   the order NCCL 2.29 tries). Only v5 is driven: when the first symbol
- *   found is another version, or none is found, or dlopen fails, one line
- *   on stderr says so ("fakenccl: profiler plugin PATH: ...: continuing
- *   without") and the run goes on without a plugin. Success is silent
- *   unless FAKENCCL_DEBUG is set (which also prints the plugin's logger
- *   calls). A forked child keeps the parent's loaded plugin.
+ *   the order NCCL 2.29 tries). The first symbol found is driven if it is
+ *   v5 or v4: when it is another version, or none is found, or dlopen
+ *   fails, one line on stderr says so ("fakenccl: profiler plugin PATH:
+ *   ...: continuing without") and the run goes on without a plugin.
+ *   Success is silent unless FAKENCCL_DEBUG is set (which also prints the
+ *   plugin's logger calls). A forked child keeps the parent's loaded plugin.
+ *   v4 differs only in init's parameter order and the descriptor's layout
+ *   (a uint8_t type, no parentGroup in coll and p2p): every event below
+ *   is built as for v5, then copied into a zeroed v4 descriptor (its
+ *   padding 0, as NCCL 2.27's = {0}); v4's parentObj of a task is the
+ *   group event, NULL here as in v5.
  *   Communicators: every one created (each of ncclCommInitAll's, each
  *   ncclCommSplit child) gets init(&ctx, commHash, &mask, commName (the
- *   config's, or ""), 1 node, nranks, rank, logger), all with a pointer
- *   to one process-wide int mask; a non-zero return is reported on stderr
- *   and that communicator runs without the plugin. commHash is the same
- *   in every member's process: a hash (splitmix64) of the world's key
- *   (from the unique id, or ncclCommInitAll's), and for a split child of
- *   the parent's commHash, the parent's split count and the color. The
+ *   config's, or ""), 1 node, nranks, rank, logger) (v4: init(&ctx,
+ *   &mask, commName, commHash, 1 node, nranks, rank, logger)), all with a
+ *   pointer to one process-wide int mask; a non-zero return is reported
+ *   on stderr and that communicator runs without the plugin. commHash is
+ *   the same in every member's process: a hash (splitmix64) of the
+ *   world's key (from the unique id, or ncclCommInitAll's), and for a
+ *   split child of the parent's commHash, the parent's split count and
+ *   the color. The
  *   first of ncclCommFinalize, ncclCommDestroy, ncclCommAbort calls
  *   finalize(ctx), after the proxy thread has reported everything queued.
  *   Operations: the mask is read (relaxed) as each operation is entered,
@@ -73,10 +81,13 @@
  *   stops right after it was entered ("launched"), before the operation
  *   waits: children always come after their task stopped, as from NCCL's
  *   proxy thread. A group starts all its tasks, enters all, stops all.
- *   GPU span: from the instant the operation's last rank entered it (kept
- *   in the world, so every rank sees the same instant; a group: the
- *   latest of its operations') to the end of its simulated time (a group:
- *   one span for all its operations, a kernel). Once the span is over the
+ *   GPU span: from the instant this rank entered the operation (its
+ *   kernel's launch: NCCL's kernel writes a channel's start as it begins,
+ *   before it waits for its peers, so a late rank's span starts late; a
+ *   group: the latest of its operations') to the end of its simulated
+ *   time (a group: one span for all its operations, a kernel). With
+ *   FAKENCCL_GPU_START=ready the span starts when the last rank entered
+ *   (kept in the world, so every rank sees the same instant). Once the span is over the
  *   operation goes to a per-process proxy thread ("NCCL Progress", started
  *   at the first one, signals blocked) which sleeps until FAKENCCL_PROXY_LAG_US
  *   (default 20) after the GPU end, so a KernelCh is observed late on
@@ -290,7 +301,9 @@ static uint64_t *w_pready(struct world *w, int from, int to)
 /* The profiler plugin (section "profiler plugin"): only a process that
  * loaded one takes the timestamps below (a rank of a process without it
  * leaves its slots unwritten: a rank that has one then reads "now"). */
+static int prof_ver;	/* the version driven: 5 (prof) or 4 (prof_v4); 0: none */
 static const struct npa_profiler_v5 *prof;
+static const struct npa_profiler_v4 *prof_v4;
 
 /* With w->lock held: operation seq of the ring became ready now. */
 static void ready_put(uint64_t *ring, unsigned slots, uint64_t seq)
@@ -298,7 +311,7 @@ static void ready_put(uint64_t *ring, unsigned slots, uint64_t seq)
 	uint64_t *slot = ring + 3 * (seq % slots);
 	struct stamp t;
 
-	if (!prof)
+	if (!prof_ver)
 		return;
 	stamp_now(&t);
 	slot[0] = seq;
@@ -311,7 +324,7 @@ static void ready_get(const uint64_t *ring, unsigned slots, uint64_t seq, struct
 {
 	const uint64_t *slot = ring + 3 * (seq % slots);
 
-	if (!prof)
+	if (!prof_ver)
 		return;
 	if (slot[0] != seq) {
 		stamp_now(t);
@@ -511,6 +524,7 @@ struct op {
 	uint64_t pseq;	/* seqNumber (collectives) */
 	void *task;	/* the Coll/P2p event's handle, NULL: not tracked */
 	struct stamp ready;	/* when its last rank entered */
+	struct stamp launched;	/* when this rank entered it (its kernel's launch) */
 };
 
 static int op_done(struct world *w, const void *arg)
@@ -705,6 +719,82 @@ static const char *type_name(ncclDataType_t t)
 	}
 }
 
+/* ---- calling the plugin, v5 or v4 */
+
+/* startEvent with d, a v5 descriptor; for v4 converted to its layout (a
+ * one-byte type, no parentGroup), zeroed first as NCCL 2.27's = {0}. */
+static void prof_start(void *ctx, void **handle, struct npa_descr_v5 *d)
+{
+	struct npa_descr_v4 d4;
+
+	if (prof_ver == 5) {
+		prof->start_event(ctx, handle, d);
+		return;
+	}
+	memset(&d4, 0, sizeof(d4));
+	d4.type = (uint8_t)d->type;
+	d4.parent = d->parent;
+	d4.rank = d->rank;
+	switch (d->type) {
+	case NPA_COLL:
+		d4.coll.seq = d->coll.seq;
+		d4.coll.func = d->coll.func;
+		d4.coll.send_buff = d->coll.send_buff;
+		d4.coll.recv_buff = d->coll.recv_buff;
+		d4.coll.count = d->coll.count;
+		d4.coll.root = d->coll.root;
+		d4.coll.datatype = d->coll.datatype;
+		d4.coll.nchannels = d->coll.nchannels;
+		d4.coll.nwarps = d->coll.nwarps;
+		d4.coll.algo = d->coll.algo;
+		d4.coll.proto = d->coll.proto;
+		break;
+	case NPA_P2P:
+		d4.p2p.func = d->p2p.func;
+		d4.p2p.buff = d->p2p.buff;
+		d4.p2p.datatype = d->p2p.datatype;
+		d4.p2p.count = d->p2p.count;
+		d4.p2p.peer = d->p2p.peer;
+		d4.p2p.nchannels = d->p2p.nchannels;
+		break;
+	case NPA_PROXY_OP:
+		d4.proxy_op.pid = d->proxy_op.pid;
+		d4.proxy_op.channel = d->proxy_op.channel;
+		d4.proxy_op.peer = d->proxy_op.peer;
+		d4.proxy_op.nsteps = d->proxy_op.nsteps;
+		d4.proxy_op.chunk_size = d->proxy_op.chunk_size;
+		d4.proxy_op.is_send = d->proxy_op.is_send;
+		break;
+	case NPA_PROXY_STEP:
+		d4.proxy_step.step = d->proxy_step.step;
+		break;
+	case NPA_KERNEL_CH:
+		d4.kernel_ch.channel = d->kernel_ch.channel;
+		d4.kernel_ch.ptimer = d->kernel_ch.ptimer;
+		break;
+	default:
+		break;
+	}
+	prof_v4->start_event(ctx, handle, &d4);
+}
+
+static void prof_stop(void *handle)
+{
+	if (prof_ver == 5)
+		prof->stop_event(handle);
+	else
+		prof_v4->stop_event(handle);
+}
+
+/* The state arguments are the same union in v4 and v5. */
+static void prof_record(void *handle, int state, union npa_state_args_v5 *a)
+{
+	if (prof_ver == 5)
+		prof->record_event_state(handle, state, a);
+	else
+		prof_v4->record_event_state(handle, state, a);
+}
+
 /* ---- ground truth */
 
 static pthread_mutex_t truth_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -801,12 +891,12 @@ static void proxy_run(const struct pitem *it)
 			d.parent = it->task;
 			d.kernel_ch.channel = (uint8_t)c;
 			d.kernel_ch.ptimer = gpu_ns(it->start.real + off);
-			prof->start_event(it->ctx, &kh, &d);
+			prof_start(it->ctx, &kh, &d);
 			if (kh) {
 				memset(&a, 0, sizeof(a));
 				a.kernel_ch.ptimer = gpu_ns(it->end.real);
-				prof->record_event_state(kh, NPA_KERNEL_CH_STOP, &a);
-				prof->stop_event(kh);
+				prof_record(kh, NPA_KERNEL_CH_STOP, &a);
+				prof_stop(kh);
 			}
 			truth("ch %016llx %s %lld %d %d %llu %llu\n", (unsigned long long)it->hash,
 			      it->func, it->seq, it->rank, c, (unsigned long long)(it->start.boot + off),
@@ -831,7 +921,7 @@ static void proxy_run(const struct pitem *it)
 			d.proxy_op.nsteps = 4;
 			d.proxy_op.chunk_size = (int)chunk;
 			d.proxy_op.is_send = 1;
-			prof->start_event(it->ctx, &ph, &d);
+			prof_start(it->ctx, &ph, &d);
 			for (s = 0; s < 4 && (it->pmask & NPA_PROXY_STEP); s++) {
 				void *sh = NULL;
 
@@ -840,18 +930,18 @@ static void proxy_run(const struct pitem *it)
 				d.parent = ph;
 				d.rank = it->rank;
 				d.proxy_step.step = s;
-				prof->start_event(it->ctx, &sh, &d);
+				prof_start(it->ctx, &sh, &d);
 				if (!sh)
 					continue;
 				memset(&a, 0, sizeof(a));
 				a.proxy_step.trans_size = 0;
-				prof->record_event_state(sh, NPA_STEP_SEND_GPU_WAIT, &a);
+				prof_record(sh, NPA_STEP_SEND_GPU_WAIT, &a);
 				a.proxy_step.trans_size = (size_t)chunk;
-				prof->record_event_state(sh, NPA_STEP_SEND_WAIT, &a);
-				prof->stop_event(sh);
+				prof_record(sh, NPA_STEP_SEND_WAIT, &a);
+				prof_stop(sh);
 			}
 			if (ph)
-				prof->stop_event(ph);
+				prof_stop(ph);
 		}
 	}
 }
@@ -955,7 +1045,9 @@ static void prof_load_once(void)
 	const char *vers = getenv("FAKENCCL_PROFILER_VERSIONS");
 	char path[4096], list[256], sym[96], *tok, *save = NULL;
 	const struct npa_profiler_v5 *p;
+	const struct npa_profiler_v4 *p4;
 	void *lib;
+	int bad;
 
 	if (!env || !*env || !strcasecmp(env, "none"))
 		return;
@@ -978,14 +1070,21 @@ static void prof_load_once(void)
 		p = dlsym(lib, sym);
 		if (!p)
 			continue;
-		if (strcmp(tok, "v5")) {
+		if (strcmp(tok, "v5") && strcmp(tok, "v4")) {
 			fprintf(stderr, "fakenccl: profiler plugin %s: %s found, but this fake drives "
-				"only v5: continuing without\n", path, sym);
+				"only v5 and v4: continuing without\n", path, sym);
 			dlclose(lib);
 			return;
 		}
-		if (!p->init || !p->start_event || !p->stop_event || !p->record_event_state ||
-		    !p->finalize) {
+		/* The same struct but for init's and startEvent's types. */
+		p4 = (const struct npa_profiler_v4 *)(const void *)p;
+		if (!strcmp(tok, "v5"))
+			bad = !p->init || !p->start_event || !p->stop_event ||
+			      !p->record_event_state || !p->finalize;
+		else
+			bad = !p4->init || !p4->start_event || !p4->stop_event ||
+			      !p4->record_event_state || !p4->finalize;
+		if (bad) {
 			fprintf(stderr, "fakenccl: profiler plugin %s: %s has NULL functions: "
 				"continuing without\n", path, sym);
 			dlclose(lib);
@@ -994,7 +1093,13 @@ static void prof_load_once(void)
 		if (prof_debug())
 			fprintf(stderr, "fakenccl: profiler plugin %s: %s (\"%s\")\n", path, sym,
 				p->name ? p->name : "");
-		prof = p;
+		if (!strcmp(tok, "v5")) {
+			prof = p;
+			prof_ver = 5;
+		} else {
+			prof_v4 = p4;
+			prof_ver = 4;
+		}
 		atexit(prof_at_exit);
 		return;
 	}
@@ -1039,10 +1144,15 @@ static void prof_comm_init(struct ncclComm *c, const ncclConfig_t *config)
 	if (config && config->commName)
 		name = config->commName;
 #endif
-	if (!prof)
+	if (!prof_ver)
 		return;
 	c->prof_ctx = NULL;
-	r = prof->init(&c->prof_ctx, c->hash, &prof_mask, name, 1, c->nranks, c->rank, prof_logger);
+	if (prof_ver == 5)
+		r = prof->init(&c->prof_ctx, c->hash, &prof_mask, name, 1, c->nranks, c->rank,
+			       prof_logger);
+	else	/* v4: the name first, the mask second */
+		r = prof_v4->init(&c->prof_ctx, &prof_mask, name, c->hash, 1, c->nranks, c->rank,
+				  prof_logger);
 	if (r != NPA_SUCCESS) {
 		fprintf(stderr, "fakenccl: profiler plugin init for comm %016llx rank %d returned "
 			"%d: this communicator continues without\n", (unsigned long long)c->hash,
@@ -1060,7 +1170,10 @@ static void prof_comm_fini(struct ncclComm *c)
 		return;
 	c->prof_done = 1;
 	proxy_drain();	/* its events are reported before its context goes */
-	prof->finalize(c->prof_ctx);
+	if (prof_ver == 5)
+		prof->finalize(c->prof_ctx);
+	else
+		prof_v4->finalize(c->prof_ctx);
 }
 
 /* ---- operations */
@@ -1099,7 +1212,7 @@ static void prof_task_start(struct op *o)
 		d.coll.algo = "RING";
 		d.coll.proto = "SIMPLE";
 		d.coll.parent_group = NULL;
-		prof->start_event(c->prof_ctx, &o->task, &d);
+		prof_start(c->prof_ctx, &o->task, &d);
 		truth("op %016llx %s %llu %d %llu\n", (unsigned long long)c->hash, d.coll.func,
 		      (unsigned long long)o->pseq, c->rank, (unsigned long long)o->bytes);
 	} else {
@@ -1113,17 +1226,34 @@ static void prof_task_start(struct op *o)
 		d.p2p.peer = o->peer;
 		d.p2p.nchannels = 1;
 		d.p2p.parent_group = NULL;
-		prof->start_event(c->prof_ctx, &o->task, &d);
+		prof_start(c->prof_ctx, &o->task, &d);
 		truth("op %016llx %s -1 %d %llu\n", (unsigned long long)c->hash, d.p2p.func,
 		      c->rank, (unsigned long long)o->bytes);
 	}
 }
 
 /* After o was entered, as NCCL stops its tasks after the kernel launch. */
-static void prof_task_stop(const struct op *o)
+static void prof_task_stop(struct op *o)
 {
+	if (o->comm->prof_on)
+		stamp_now(&o->launched);
 	if (o->task)
-		prof->stop_event(o->task);
+		prof_stop(o->task);
+}
+
+/* FAKENCCL_GPU_START=ready: channels start when the last rank entered;
+ * default (launch): when this rank entered, as NCCL's kernel writes its
+ * channel's start when it begins, before it waits for its peers. */
+static int gpu_start_ready(void)
+{
+	static int v = -1;
+
+	if (v < 0) {
+		const char *e = getenv("FAKENCCL_GPU_START");
+
+		v = e && !strcmp(e, "ready");
+	}
+	return v;
 }
 
 /* Whether o, completed, has proxy-side events to report. */
@@ -1210,7 +1340,7 @@ static ncclResult_t submit(enum fn fn, enum op_kind kind, ncclComm_t comm, const
 	simulate(o.bytes);
 	if (prof_children(&o)) {
 		stamp_now(&end);
-		prof_complete(&o, &o.ready, &end);
+		prof_complete(&o, gpu_start_ready() ? &o.ready : &o.launched, &end);
 	}
 	atomic_fetch_add_explicit(&st_bytes[fn], o.bytes, memory_order_relaxed);
 	return ncclSuccess;
@@ -1634,9 +1764,12 @@ ncclResult_t pncclGroupEnd(void)
 	for (i = 0; i < group_len; i++)
 		prof_task_stop(&group_ops[i]);
 	for (i = 0; i < group_len && r == ncclSuccess; i++) {
+		const struct stamp *st;
+
 		r = op_wait(&group_ops[i], &until);
-		if (r == ncclSuccess && group_ops[i].ready.boot > start.boot)
-			start = group_ops[i].ready;
+		st = gpu_start_ready() ? &group_ops[i].ready : &group_ops[i].launched;
+		if (r == ncclSuccess && st->boot > start.boot)
+			start = *st;
 	}
 	if (r == ncclSuccess) {
 		for (i = 0; i < group_len; i++) {

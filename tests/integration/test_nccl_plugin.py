@@ -12,8 +12,11 @@ import glob
 import os
 import subprocess
 
-from harness import (CGBPF, FAKE, OUT, Skip, check, clean_trace, env_with, eq, record, tmpdir,
-                     tp_clean, wl)
+import re
+import time
+
+from harness import (FAKE, OUT, Bg, Skip, check, clean_trace, env_with, eq, kill_quiet, record,
+                     start, tmpdir, tp_clean, wl)
 
 LIB = os.path.join(OUT, "inject", "libcgbpf-inject.so")
 GROUP_TAIL = ": GPU (NCCL profiler)"
@@ -75,6 +78,22 @@ def run_job(extra_env=None, iters=20):
                                           str(iters)], env=env, tmp=tmp)
     eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-800:])
     return r, tmp
+
+
+GPU_HEAD = ("** NCCL stragglers, GPU side: whose kernel the others wait for (NCCL's profiler "
+            "plugin):")
+NAMED = re.compile(r"Rank (\d+) of communicator (\S+) \((\d+) ranks; pid (\d+)")
+
+
+def section(text, head):
+    out, on = [], False
+    for line in text.splitlines():
+        if line.startswith("** "):
+            on = line == head
+            continue
+        if on:
+            out.append(line.rstrip())
+    return "\n".join(out).strip("\n")
 
 
 def test_gpu_spans_are_the_fakes():
@@ -167,3 +186,56 @@ def test_unwatched_mask_stays_zero():
     eq((len(ops), len(chans)), (0, 0), "mask 0: NCCL called no event function")
     check("ncclProfiler_v5" in p.stderr or "profiler" in p.stderr.lower(),
           "the fake loaded the plugin (FAKENCCL_DEBUG: %r)" % p.stderr[-400:])
+
+
+def test_gpu_side_straggler_named():
+    """One slow rank: its kernel starts last; the GPU-side report names it
+    with NCCL's commHash and the world's size."""
+    need()
+    tmp = tmpdir()
+    env = env_with(CGBPF_MANIFEST=os.path.join(tmp, "manifest.json"))
+    r = record(["--sample-hz", "0"], cmd=[wl("nccl_ranks"), "--ranks", "4", "--iters", "40",
+                                          "--slow-rank", "2", "--slow-us", "10000"],
+               env=env, tmp=tmp)
+    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-800:])
+    body = section(r.stdout, GPU_HEAD)
+    check(body, "the GPU-side straggler report is printed")
+    m = NAMED.search(body)
+    check(m and m.group(1) == "2" and m.group(3) == "4",
+          "rank 2 of the 4-rank communicator is named on the GPU side: %r" % body[-600:])
+    _, groups = plugin_spans(r.trace)
+    check(any(g.name.startswith("NCCL %s rank 2/4" % m.group(2)) for g in groups.values()),
+          "the named communicator is the plugin group's commHash")
+
+
+def test_communicators_older_than_record_p():
+    """record -p on a job whose communicators exist already (NCCL_PROFILER_PLUGIN
+    set at its start, as docs/injection.md says): the host-side report
+    cannot match them (rank ?/?) and says so; the plugin's side knows
+    their commHash, rank and size and names the slow rank."""
+    need()
+    tmp = tmpdir()
+    env = env_with(NCCL_PROFILER_PLUGIN=LIB, CUDA_INJECTION64_PATH=LIB)
+    w = start([wl("nccl_ranks"), "--ranks", "4", "--iters", "600", "--slow-rank", "2",
+               "--slow-us", "10000"], env=env)
+    try:
+        time.sleep(1.0)     # communicators created, all-reduces under way
+        check(w.poll() is None, "the job still runs")
+        bg = Bg(["-p", str(w.pid), "--sample-hz", "0"], tmp=tmp)
+        bg.wait_msg("Ctrl-C stops", timeout=60)
+        out, err = w.communicate(timeout=120)
+        eq(w.returncode, 0, "job exit (%r)" % err[-400:])
+        r = bg.finish()
+    finally:
+        kill_quiet(w)
+    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-600:])
+    inits = [s for s in r.trace.slices if (s.name or "").startswith("ncclCommInitRank")]
+    eq(inits, [], "no communicator was created during the capture")
+    host = section(r.stdout, "** NCCL stragglers: which rank the others wait for "
+                             "(nccl_stragglers):")
+    check("rank or size is unknown (created before the capture" in host,
+          "the host-side report says what it could not match: %r" % host[-500:])
+    gpu = section(r.stdout, GPU_HEAD)
+    m = NAMED.search(gpu)
+    check(m and m.group(1) == "2" and m.group(3) == "4",
+          "the plugin's side names rank 2 of 4: %r" % gpu[-600:])

@@ -397,6 +397,11 @@ void straggle__each(const struct straggle *s, void (*cb)(void *ctx, const struct
 	}
 }
 
+uint64_t straggle__unknown(const struct straggle *s)
+{
+	return s->unknown;
+}
+
 bool straggle__any(const struct straggle *s)
 {
 	for (size_t i = 0; i < s->ncomms; i++)
@@ -500,7 +505,8 @@ static void notes(struct straggle *s, FILE *f)
 			   "ends)\n", s->incomplete_ops, s->incomplete);
 	if (s->unknown)
 		fprintf(f, "   not matched: %" PRIu64 " operation(s) on communicators whose rank or "
-			   "size is unknown (created before the capture: \"rank ?/?\")\n", s->unknown);
+			   "size is unknown (created before the capture: \"rank ?/?\"; with NCCL's "
+			   "profiler plugin loaded, the GPU-side report matches them)\n", s->unknown);
 	if (s->no_seq)
 		fprintf(f, "   not matched: %" PRIu64 " operation(s) without a sequence number "
 			   "(traces written before cgbpf numbered them)\n", s->no_seq);

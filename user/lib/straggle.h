@@ -84,6 +84,8 @@ int straggle__add(struct straggle *s, const struct straggle_op *op);
 /* Whether an operation of two or more ranks of one communicator came
  * (record prints the report then). */
 bool straggle__any(const struct straggle *s);
+/* Operations of ranks not known (communicators older than the capture). */
+uint64_t straggle__unknown(const struct straggle *s);
 /* Ends the matching (instances still missing a rank are counted as
  * unmatched) and picks the rank to name; true when there is one. */
 bool straggle__finish(struct straggle *s, struct straggle_named *named);

@@ -230,8 +230,10 @@ static void feed(struct gpu *g, struct gpu_proc *p, struct gcomm *c, struct gtas
 	struct straggle_op op = {
 		.host = "", .comm = id, .rank = c->nranks > 0 ? c->rank : -1, .nranks = c->nranks,
 		.pid = p->pid, .tid = t->tid, .name = op_names[t->func],
-		/* A number per function: the function in the high bits. */
-		.seq = (uint64_t)t->func << 48 | ((t->seq + !p2p) & ((1ull << 48) - 1)),
+		/* A number per function: the function in the high bits (a
+		 * send's and its receive's: the same). */
+		.seq = (uint64_t)(p2p ? GPU_NF_SEND : t->func) << 48 |
+		       ((t->seq + !p2p) & ((1ull << 48) - 1)),
 		.peer = p2p ? t->peer : -1, .recv = t->func == GPU_NF_RECV, .ts = t->gmin,
 		.end = t->gmax,
 	};

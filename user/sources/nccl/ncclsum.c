@@ -248,8 +248,9 @@ void ncclsum__print(const void *ctx, const uint64_t *drops, FILE *f)
 	t.comms = comms(s, &t.ncomms);
 	sumtab__nccl(f, SUMTAB_TEXT, &t);
 	free(t.comms);
-	/* With two ranks of a communicator or more, as cgbpf stats shows it. */
-	if (straggle__any(s->strag) &&
+	/* With two ranks of a communicator or more, as cgbpf stats shows it;
+	 * or to say what could not be matched. */
+	if ((straggle__any(s->strag) || straggle__unknown(s->strag)) &&
 	    (s->strag_oom || straggle__print(s->strag, SUMTAB_TEXT, f)))
 		fprintf(f, "\n   nccl_stragglers: out of memory\n");
 }
