@@ -239,3 +239,24 @@ def test_communicators_older_than_record_p():
     m = NAMED.search(gpu)
     check(m and m.group(1) == "2" and m.group(3) == "4",
           "the plugin's side names rank 2 of 4: %r" % gpu[-600:])
+
+
+def test_v4_as_nccl_227_calls_it():
+    """NCCL 2.27 looks up ncclProfiler_v4 (other init order, a one-byte
+    type): the same spans come out."""
+    r, tmp = run_job({"FAKENCCL_PROFILER_VERSIONS": "v4,v3,v1", "FAKENCCL_DEBUG": "1"},
+                     iters=5)
+    check("ncclProfiler_v4" in r.stderr, "the fake took v4 (%r)" % r.stderr[-300:])
+    ops, chans = truth(tmp)
+    spans, groups = plugin_spans(r.trace)
+    check(any(g.name.endswith("/4" + GROUP_TAIL) for g in groups.values()),
+          "groups with the communicator's size (init's arguments in v4's order)")
+    colls = [c for c in chans if c["seq"] >= 0]
+    check(colls, "the fake reported channel spans")
+    bad = []
+    for c in colls:
+        key = ("%04x" % (c["hash"] >> 48), c["rank"], c["channel"], c["func"], c["seq"])
+        got = spans.get(key)
+        if not got or abs(got[0].dur - (c["end"] - c["start"])) > 20000:
+            bad.append(key)
+    eq(bad, [], "every v4 channel span in the trace with the GPU's duration")
