@@ -387,6 +387,26 @@ static void say(struct ncclhang *h, struct hop *o, uint64_t now)
 	}
 }
 
+/* Communicators with nothing open whose every process the model forgot
+ * (the monitor forgets the dead): kept no longer. */
+static void forget_dead(struct ncclhang *h)
+{
+	uint64_t k, v;
+
+	for (size_t it = 0; hmap__next(&h->comms, &it, &k, &v);) {
+		struct hcomm *c = (struct hcomm *)(uintptr_t)v;
+		bool alive = false;
+
+		for (int r = 0; r < c->nranks && !alive; r++)
+			alive = c->pids[r] && hmap__get(&h->m->procs, c->pids[r]);
+		if (c->open || alive)
+			continue;
+		hmap__del(&h->comms, k, NULL);
+		free(c->pids);
+		free(c);
+	}
+}
+
 unsigned ncclhang__tick(struct ncclhang *h, uint64_t now)
 {
 	unsigned n = 0;
@@ -395,6 +415,7 @@ unsigned ncclhang__tick(struct ncclhang *h, uint64_t now)
 	if (!h || now - h->last_tick < TICK_NS)
 		return 0;
 	h->last_tick = now;
+	forget_dead(h);
 	for (size_t it = 0; hmap__next(&h->ops, &it, NULL, &v);) {
 		struct hop *o = (struct hop *)(uintptr_t)v;
 		uint64_t first = UINT64_MAX;
