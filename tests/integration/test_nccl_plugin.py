@@ -8,14 +8,16 @@ sets the variable; the trace's per-channel GPU spans must be the fake's;
 a plugin version the library does not export is declined and the job runs
 on; another plugin the user named is kept and said; with nobody attached
 the mask stays 0 and NCCL calls nothing."""
+import csv
 import glob
+import io
 import os
 import subprocess
 
 import re
 import time
 
-from harness import (FAKE, OUT, Bg, Skip, check, clean_trace, env_with, eq, kill_quiet, record,
+from harness import (CGBPF, FAKE, OUT, Bg, Skip, check, clean_trace, env_with, eq, kill_quiet, record,
                      start, tmpdir, tp_clean, wl)
 
 LIB = os.path.join(OUT, "inject", "libcgbpf-inject.so")
@@ -80,8 +82,8 @@ def run_job(extra_env=None, iters=20):
     return r, tmp
 
 
-GPU_HEAD = ("** NCCL stragglers, GPU side: whose kernel the others wait for (NCCL's profiler "
-            "plugin):")
+GPU_HEAD = ("** NCCL stragglers, GPU side: whose kernel the others wait for "
+            "(nccl_stragglers_gpu; NCCL's profiler plugin):")
 NAMED = re.compile(r"Rank (\d+) of communicator (\S+) \((\d+) ranks; pid (\d+)")
 
 
@@ -206,6 +208,14 @@ def test_gpu_side_straggler_named():
     _, groups = plugin_spans(r.trace)
     check(any(g.name.startswith("NCCL %s rank 2/4" % m.group(2)) for g in groups.values()),
           "the named communicator is the plugin group's commHash")
+    # cgbpf stats reads the same from the trace.
+    p = subprocess.run([CGBPF, "stats", "--report", "nccl_stragglers_gpu", "--format", "csv",
+                        r.trace_path], capture_output=True, text=True, timeout=120)
+    eq(p.returncode, 0, "stats exit (%r)" % p.stderr[-300:])
+    rows = list(csv.DictReader(io.StringIO(p.stdout.split("\n\n", 1)[-1].strip())))
+    named = [x for x in rows if x.get("named") == "1"]
+    eq([(x["comm"], x["rank"]) for x in named], [(m.group(2), "2")],
+       "stats --report nccl_stragglers_gpu names the same rank")
 
 
 def test_communicators_older_than_record_p():

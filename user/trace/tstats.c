@@ -44,6 +44,7 @@
 #include "lib/outfile.h"
 #include "lib/stats.h"
 #include "lib/straggle.h"
+#include "sources/gpu/gpunccl.h"
 #include "lib/sumtab.h"
 #include "sources/cuda/cuda.h"
 #include "sources/cuda/cudart.h"
@@ -159,6 +160,7 @@ enum report {
 	R_NCCL,
 	R_NCCL_STRAG,
 	R_NCCL_STRAG_ACT,
+	R_NCCL_STRAG_GPU,
 	R_NVTX,
 	R_SAMPLES,
 	R_OSRT,
@@ -184,6 +186,8 @@ static const struct {
 	[R_NCCL_STRAG] = { "nccl_stragglers", "NCCL stragglers: which rank the others wait for" },
 	[R_NCCL_STRAG_ACT] = { "nccl_straggler_activity",
 			       "NCCL straggler: what it did before its late entries" },
+	[R_NCCL_STRAG_GPU] = { "nccl_stragglers_gpu",
+			       "NCCL stragglers, GPU side: whose kernel the others wait for" },
 	[R_NVTX] = { "nvtx_sum", "NVTX Range Summary" },
 	[R_SAMPLES] = { "cpu_samples", "CPU samples" },
 	[R_OSRT] = { "osrt_sum", "OS Runtime Summary" },
@@ -209,6 +213,8 @@ enum tk_kind {
 	TK_EST_GROUP,		/* "GPU (estimate from API calls)" under a process */
 	TK_EST_STREAM,		/* "... (estimate)" under that */
 	TK_NCCL_COMM,		/* "NCCL comm 3fa2 rank 1/4" under a process */
+	TK_NCCL_GPU,		/* "NCCL 908d rank 2/4: GPU (NCCL profiler)" under a process */
+	TK_NCCL_GPU_CH,		/* "channel 0", "channel 0 (2)" under that */
 };
 
 struct proc_row {
@@ -287,6 +293,7 @@ struct acc {
 	/* nccl_stragglers: the operations, and each capture's host (per file
 	 * and machine; unmerged files of different hosts are refused). */
 	struct straggle *strag;
+	struct straggle *strag_gpu;	/* nccl_stragglers_gpu: the plugin's channel 0 spans */
 	int file;			/* the file being read */
 	struct hmap hosts;		/* file << 32 | machine -> char * */
 	char *first_host;		/* machine 0 of the first file */
@@ -391,8 +398,11 @@ static int acc_init(struct acc *a)
 	model__init(&a->model);
 	a->g = gpu__new(&a->model, NULL);
 	a->strag = straggle__new();
-	if (!a->g || !a->strag)
+	a->strag_gpu = straggle__new();
+	if (!a->g || !a->strag || !a->strag_gpu)
 		return -ENOMEM;
+	straggle__no_gaps(a->strag_gpu);
+	straggle__title(a->strag_gpu, gpunccl__strag_title, gpunccl__strag_basis);
 	for (int f = 0; f < NC_FN__COUNT; f++) {
 		const char *name = nccl_funcs[f].name;
 
@@ -455,6 +465,7 @@ static void acc_free(struct acc *a)
 	hmap__free(&a->hosts);
 	free(a->first_host);
 	straggle__free(a->strag);
+	straggle__free(a->strag_gpu);
 	hmap__free(&a->api_fn);
 	hmap__free(&a->other_fn);
 	names_free(&a->pysites);
@@ -529,6 +540,22 @@ static bool starts(const char *s, const char *prefix)
 	return !strncmp(s, prefix, strlen(prefix));
 }
 
+static bool ends(const char *s, const char *suffix)
+{
+	size_t n = s ? strlen(s) : 0, m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+/* The kind of t's parent track, read before t (writers describe a parent
+ * first); TK_OTHER when not known. */
+static enum tk_kind parent_kind(struct acc *a, const struct tread_track *t)
+{
+	uint64_t *v = hmap__get(&a->tracks, key_of(t->machine, t->parent));
+
+	return v ? ((const struct tk *)(uintptr_t)*v)->kind : TK_OTHER;
+}
+
 /* "GPU 3" or "GPU 3: NAME" (user/sources/gpu/gpupf.c; GPUs 0 to 255): the name after
  * ": " ("" if none), the index in *dev; NULL if name is no GPU track's. */
 static const char *gpu_device(const char *name, uint32_t *dev)
@@ -553,7 +580,9 @@ static int nccl_comm_track(struct tk *k, const char *name)
 	char id[64], r[16], n[16];
 
 	k->rank = k->nranks = -1;
-	if (sscanf(name, "NCCL comm %63s rank %15[^/]/%15s", id, r, n) != 3)
+	/* "NCCL comm 3fa2 rank 1/4", or the plugin's "NCCL 908d rank 2/4: GPU ..." */
+	if (sscanf(name, "NCCL comm %63s rank %15[^/]/%15[^:]", id, r, n) != 3 &&
+	    sscanf(name, "NCCL %63s rank %15[^/]/%15[^:]", id, r, n) != 3)
 		return 0;
 	free(k->comm);
 	k->comm = strdup(id);
@@ -602,6 +631,10 @@ static int on_track(void *ctx, const struct tread_track *t)
 			kind = TK_EST_GROUP;
 		else if (starts(t->name, "NCCL comm "))
 			kind = TK_NCCL_COMM;
+		else if (starts(t->name, "NCCL ") && ends(t->name, ": GPU (NCCL profiler)"))
+			kind = TK_NCCL_GPU;
+		else if (starts(t->name, "channel ") && t->parent && parent_kind(a, t) == TK_NCCL_GPU)
+			kind = TK_NCCL_GPU_CH;
 		else if (t->parent)
 			kind = TK_EST_STREAM;	/* checked below: its parent's kind */
 		break;
@@ -627,8 +660,10 @@ static int on_track(void *ctx, const struct tread_track *t)
 		if (kind == TK_EST_STREAM && (!pt || pt->kind != TK_EST_GROUP))
 			k->kind = TK_OTHER;
 	}
-	if (kind == TK_NCCL_COMM && nccl_comm_track(k, t->name))
+	if ((kind == TK_NCCL_COMM || kind == TK_NCCL_GPU) && nccl_comm_track(k, t->name))
 		return -ENOMEM;
+	if (kind == TK_NCCL_GPU_CH)
+		k->device = (uint32_t)atoi(t->name + strlen("channel "));
 	if (kind == TK_GPU_DEV) {
 		const char *name = gpu_device(t->name, &k->device);
 
@@ -1004,6 +1039,34 @@ static int nccl_op(struct acc *a, const struct tk *k, const struct tread_slice *
 	return straggle__add(a->strag, &op);
 }
 
+/* A channel span of NCCL's profiler plugin: channel 0's (every lane of
+ * it) is the rank's entry into the operation on the GPU, numbered as
+ * record numbers it (gpunccl__strag_seq). */
+static int nccl_gpu_op(struct acc *a, const struct tk *k, const struct tread_slice *s)
+{
+	uint64_t *pv = k->parent ? hmap__get(&a->tracks, k->parent) : NULL;
+	const struct tk *g = pv ? (const struct tk *)(uintptr_t)*pv : NULL;
+	const struct tread_arg *peer = arg(s->args, s->nargs, "peer");
+	unsigned func = gpunccl__func_of(s->name);
+	bool p2p = func == GPU_NF_SEND || func == GPU_NF_RECV;
+	char name[32];
+	struct straggle_op op = {
+		.host = host_of(a, s->machine), .comm = g && g->comm ? g->comm : "",
+		.rank = g && g->comm ? g->rank : -1, .nranks = g ? g->nranks : -1, .pid = k->pid,
+		.name = name, .seq = gpunccl__strag_seq(func, arg_u(s->args, s->nargs, "seq")),
+		.peer = -1, .recv = func == GPU_NF_RECV, .ts = s->ts, .end = s->end_ts,
+	};
+
+	if (k->device != 0 || !g)
+		return 0;
+	snprintf(name, sizeof(name), "nccl%s", s->name);
+	if (p2p && peer && peer->type == TREAD_A_INT)
+		op.peer = (int)peer->i;
+	else if (p2p)
+		op.seq = 0;
+	return straggle__add(a->strag_gpu, &op);
+}
+
 static int on_slice(void *ctx, const struct tread_slice *s)
 {
 	struct acc *a = ctx;
@@ -1053,6 +1116,8 @@ static int on_slice(void *ctx, const struct tread_slice *s)
 		break;
 	case TK_NCCL_COMM:
 		return nccl_op(a, k, s);
+	case TK_NCCL_GPU_CH:
+		return nccl_gpu_op(a, k, s);
 	default:
 		break;
 	}
@@ -1343,6 +1408,15 @@ static int print_report(struct acc *a, enum report r, enum sumtab_fmt fmt, bool 
 			return 0;
 		}
 		return straggle__print(a->strag, fmt, f);
+	case R_NCCL_STRAG_GPU:
+		if (a->hosts_differ) {
+			if (fmt == SUMTAB_TEXT)
+				fprintf(f, "\n** %s (%s):\n\n", reports[r].title, reports[r].name);
+			fprintf(f, "   not computed: these traces come from different hosts; merge "
+				   "them first (cgbpf merge), and run stats on the merged trace\n");
+			return 0;
+		}
+		return straggle__print(a->strag_gpu, fmt, f);
 	case R_NCCL_STRAG_ACT: {
 		struct straggle_named nm;
 		bool named = !a->hosts_differ && straggle__finish(a->strag, &nm);
@@ -1477,6 +1551,8 @@ static bool shown(const struct acc *a, enum report r)
 	}
 	if (r == R_NCCL_STRAG)
 		return straggle__any(a->strag);
+	if (r == R_NCCL_STRAG_GPU)
+		return straggle__any(a->strag_gpu);
 	if (r == R_NCCL_STRAG_ACT)
 		return false;	/* a second read of the traces: when asked */
 	if (r == R_NVTX)

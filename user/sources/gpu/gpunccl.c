@@ -34,6 +34,8 @@ struct gtask {
 	uint8_t func, algo, proto, nchannels;
 	uint8_t seen;		/* channels that came */
 	bool fed;		/* given to the GPU-side straggler report */
+	bool has_ch0;
+	uint64_t ch0;		/* channel 0's GPU start: the report's entry */
 	uint32_t tid;
 	int32_t peer;
 	uint64_t bytes;
@@ -87,6 +89,30 @@ const char *gpunccl__func_name(unsigned func)
 {
 	return func < GPU_NF__COUNT ? func_names[func] : "?";
 }
+
+unsigned gpunccl__func_of(const char *name)
+{
+	for (unsigned i = 1; name && i < GPU_NF__COUNT; i++)
+		if (!strcmp(name, func_names[i]))
+			return i;
+	return GPU_NF_UNKNOWN;
+}
+
+uint64_t gpunccl__strag_seq(unsigned func, uint64_t seq)
+{
+	bool p2p = func == GPU_NF_SEND || func == GPU_NF_RECV;
+
+	if (func == GPU_NF_UNKNOWN || func >= GPU_NF__COUNT || (p2p && !seq))
+		return 0;
+	/* The function in the high bits (a send's and its receive's: one). */
+	return (uint64_t)(p2p ? GPU_NF_SEND : func) << 48 | ((seq + !p2p) & ((1ull << 48) - 1));
+}
+
+const char gpunccl__strag_title[] = "NCCL stragglers, GPU side: whose kernel the others wait for "
+				    "(nccl_stragglers_gpu; NCCL's profiler plugin)";
+const char gpunccl__strag_basis[] = "lateness: how long after the first rank's kernel this "
+				    "rank's kernel started the operation (channel 0's GPU start); "
+				    "matched by NCCL's commHash and sequence number";
 
 static struct gnccl *state(struct gpu_proc *p)
 {
@@ -230,12 +256,8 @@ static void feed(struct gpu *g, struct gpu_proc *p, struct gcomm *c, struct gtas
 	struct straggle_op op = {
 		.host = "", .comm = id, .rank = c->nranks > 0 ? c->rank : -1, .nranks = c->nranks,
 		.pid = p->pid, .tid = t->tid, .name = op_names[t->func],
-		/* A number per function: the function in the high bits (a
-		 * send's and its receive's: the same). */
-		.seq = (uint64_t)(p2p ? GPU_NF_SEND : t->func) << 48 |
-		       ((t->seq + !p2p) & ((1ull << 48) - 1)),
-		.peer = p2p ? t->peer : -1, .recv = t->func == GPU_NF_RECV, .ts = t->gmin,
-		.end = t->gmax,
+		.seq = gpunccl__strag_seq(t->func, t->seq), .peer = p2p ? t->peer : -1,
+		.recv = t->func == GPU_NF_RECV, .ts = t->has_ch0 ? t->ch0 : t->gmin, .end = t->gmax,
 	};
 
 	t->fed = true;
@@ -244,12 +266,9 @@ static void feed(struct gpu *g, struct gpu_proc *p, struct gcomm *c, struct gtas
 		if (!g->nccl_strag)
 			return;
 		straggle__no_gaps(g->nccl_strag);
-		straggle__title(g->nccl_strag, "NCCL stragglers, GPU side: whose kernel the others "
-				"wait for (NCCL's profiler plugin)", "lateness: how long after the first "
-				"rank's kernel this rank's kernel started the operation (its first "
-				"channel's GPU start); matched by NCCL's commHash and sequence number");
+		straggle__title(g->nccl_strag, gpunccl__strag_title, gpunccl__strag_basis);
 	}
-	if (p2p && (t->seq == 0 || t->peer < 0))
+	if (p2p && t->peer < 0)
 		op.seq = 0;
 	snprintf(id, sizeof(id), "%04x", (unsigned)(c->hash >> 48));
 	straggle__add(g->nccl_strag, &op);
@@ -284,7 +303,7 @@ static bool on_channel(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const
 		       size_t size)
 {
 	struct gpu_nccl_ch ch;
-	struct pf_annot a[9];
+	struct pf_annot a[10];
 	struct gtask *t;
 	struct gcomm *c;
 	uint64_t start, clamped = 0, uuid;
@@ -305,6 +324,10 @@ static bool on_channel(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const
 	if (ch.skew_ns > s->t.skew_max_ns)
 		s->t.skew_max_ns = ch.skew_ns;
 	t = task_find(c, ch.func, ch.seq);
+	if (t && ch.channel == 0 && !t->has_ch0) {
+		t->has_ch0 = true;
+		t->ch0 = ch.start;
+	}
 	if (t)
 		add_span(g, p, c, t, ch.start, ch.end);
 	if (!g->pt)
@@ -347,6 +370,8 @@ static bool on_channel(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const
 		a[n++] = (struct pf_annot){ .name = "proto", .type = PA_STR,
 					    .s = proto_names[t->proto] };
 		a[n++] = (struct pf_annot){ .name = "channels", .type = PA_UINT, .u = t->nchannels };
+		if (t->func == GPU_NF_SEND || t->func == GPU_NF_RECV)
+			a[n++] = (struct pf_annot){ .name = "peer", .type = PA_INT, .i = t->peer };
 	}
 	a[n++] = (struct pf_annot){ .name = "seen_late_ns", .type = PA_UINT, .u = ch.skew_ns };
 	if (clamped)

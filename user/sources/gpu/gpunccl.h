@@ -39,5 +39,14 @@ void gpunccl__print(const struct gpu *g, const struct gpu_proc *const *ps, size_
 
 /* NCCL's function name for enum gpu_nccl_func ("AllReduce"), "?" if unknown. */
 const char *gpunccl__func_name(unsigned func);
+/* The enum gpu_nccl_func of NCCL's function name; GPU_NF_UNKNOWN if none. */
+unsigned gpunccl__func_of(const char *name);
+/* The GPU-side straggler report's instance number of NCCL's operation seq
+ * of func (the plugin's seq: NCCL's per function from 0, a send's and its
+ * receive's per peer and direction from 1); 0: not matchable. Record's
+ * summary and cgbpf stats both number them so. */
+uint64_t gpunccl__strag_seq(unsigned func, uint64_t seq);
+/* The report's heading and its line on how lateness is measured. */
+extern const char gpunccl__strag_title[], gpunccl__strag_basis[];
 
 #endif
