@@ -1183,6 +1183,8 @@ void gpu__forget(struct gpu *g, uint32_t pid)
 	hmap__del(&g->lib_probed, pid, NULL);
 	if (hmap__del(&g->procs, pid, &v))
 		free_proc((void *)(uintptr_t)v);
+	if (g->nccl_strag)
+		straggle__forget_pid(g->nccl_strag, pid);
 }
 
 void gpu__set_keep(struct gpu *g, int (*keep)(void *ctx, uint32_t pid, uint64_t launch_ts),
