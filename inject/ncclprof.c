@@ -453,12 +453,15 @@ static void *start_task(struct comm_ctx *c, const struct npa_descr_v5 *d)
 }
 
 /* A channel or proxy event under task t (parentObj); NULL when t is not
- * one of ours, or the slots are full. Under P.lock. */
+ * one of ours, or the slots are full (counted). Under P.lock. */
 static struct proxy *start_child(uint8_t kind, struct task *t)
 {
 	struct proxy *p;
 
-	if (!t || t->kind != H_TASK || !P.free) {
+	/* No task: it started before cgbpf attached (not tracked, not lost). */
+	if (!t || t->kind != H_TASK)
+		return NULL;
+	if (!P.free) {
 		P.dropped++;
 		return NULL;
 	}
