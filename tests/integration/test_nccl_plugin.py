@@ -19,6 +19,7 @@ import time
 
 from harness import (CGBPF, FAKE, OUT, Bg, Skip, check, clean_trace, env_with, eq, kill_quiet, record,
                      start, tmpdir, tp_clean, wl)
+from test_stragglers import section
 
 LIB = os.path.join(OUT, "inject", "libcgbpf-inject.so")
 GROUP_TAIL = ": GPU (NCCL profiler)"
@@ -85,17 +86,6 @@ def run_job(extra_env=None, iters=20):
 GPU_HEAD = ("** NCCL stragglers, GPU side: whose kernel the others wait for "
             "(nccl_stragglers_gpu; NCCL's profiler plugin):")
 NAMED = re.compile(r"Rank (\d+) of communicator (\S+) \((\d+) ranks; pid (\d+)")
-
-
-def section(text, head):
-    out, on = [], False
-    for line in text.splitlines():
-        if line.startswith("** "):
-            on = line == head
-            continue
-        if on:
-            out.append(line.rstrip())
-    return "\n".join(out).strip("\n")
 
 
 def test_gpu_spans_are_the_fakes():
