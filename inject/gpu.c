@@ -1193,7 +1193,7 @@ static void at_exit(void)
 
 	if (g.collecting && probed((void (*)(void))cgbpf_gpu_batch))
 		final_flush(&tool);
-	if (probed((void (*)(void))cgbpf_gpu_batch))
+	if (!g.forked && probed((void (*)(void))cgbpf_gpu_batch))
 		ncclprof__poll(true);
 }
 

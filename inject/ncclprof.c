@@ -269,21 +269,21 @@ static bool alloc_state(void)
 	return true;
 }
 
-/* The watcher only: one poll at a time (gpu.c's thread, or at exit). */
+/* One poll at a time (gpu.c's watcher, init, or at exit). */
+static pthread_mutex_t one_poll = PTHREAD_MUTEX_INITIALIZER;
+
 void ncclprof__poll(bool on)
 {
-	static pthread_mutex_t one = PTHREAD_MUTEX_INITIALIZER;
 	uint8_t *sending = NULL;
 	uint32_t len = 0;
 	uint64_t dropped;
 
-	pthread_mutex_lock(&one);
-	pthread_mutex_lock(&P.lock);
-	if (P.forked) {
-		pthread_mutex_unlock(&P.lock);
-		pthread_mutex_unlock(&one);
+	/* A child of fork does nothing here: its locks may have been held by
+	 * a thread it does not have (ncclprof__forked reinitializes them). */
+	if (__atomic_load_n(&P.forked, __ATOMIC_RELAXED))
 		return;
-	}
+	pthread_mutex_lock(&one_poll);
+	pthread_mutex_lock(&P.lock);
 	if (on && !P.on && alloc_state()) {
 		__atomic_store_n(&P.on, true, __ATOMIC_RELEASE);
 		/* Communicators created before: cgbpf learns them now. */
@@ -313,13 +313,14 @@ void ncclprof__poll(bool on)
 	}
 	if (len)
 		gpu__send_entries(sending, len);
-	pthread_mutex_unlock(&one);
+	pthread_mutex_unlock(&one_poll);
 }
 
 void ncclprof__forked(void)
 {
 	pthread_mutex_init(&P.lock, NULL);
-	P.forked = true;
+	pthread_mutex_init(&one_poll, NULL);
+	__atomic_store_n(&P.forked, true, __ATOMIC_RELAXED);
 	P.on = false;
 	P.qlen = 0;
 	if (P.mask)
