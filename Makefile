@@ -295,7 +295,7 @@ $(OUT)/inject/gpu_cbids.h: $(CUDA_HOME)/include/cupti_driver_cbid.h $(CUDA_HOME)
 
 $(OUT)/inject/libcgbpf-inject.so: $(INJECT_SRCS) $(wildcard inject/*.h) bpf/gpu_rec.h $(if $(filter 1,$(HAVE_CUPTI)),$(OUT)/inject/gpu_cbids.h) | $(OUT)/inject
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(INJECT_CFLAGS) -shared -Wl,-soname,libcgbpf-inject.so -Wl,-z,defs $(INJECT_SRCS) -o $@ -lpthread -ldl
+	$(Q)$(CC) $(INJECT_CFLAGS) -shared -Wl,-soname,libcgbpf-inject.so -Wl,-z,defs -Wl,-z,nodelete $(INJECT_SRCS) -o $@ -lpthread -ldl
 	$(Q)ln -sf libcgbpf-inject.so $(OUT)/inject/libcgbpf-nvtx.so
 
 ifeq ($(HAVE_SDT),1)

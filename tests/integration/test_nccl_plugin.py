@@ -260,3 +260,38 @@ def test_v4_as_nccl_227_calls_it():
         if not got or abs(got[0].dur - (c["end"] - c["start"])) > 20000:
             bad.append(key)
     eq(bad, [], "every v4 channel span in the trace with the GPU's duration")
+
+
+UNLOAD = r'''
+import ctypes, sys, time
+lib = ctypes.CDLL(sys.argv[1])
+# struct npa_profiler_v5: name, init, start_event, stop_event, record_event_state, finalize
+class P(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p)] + [(n, ctypes.c_void_p) for n in
+                ("init", "start", "stop", "state", "finalize")]
+p = P.in_dll(lib, "ncclProfiler_v5")
+INIT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_void_p), ctypes.c_uint64,
+                        ctypes.POINTER(ctypes.c_int), ctypes.c_char_p, ctypes.c_int,
+                        ctypes.c_int, ctypes.c_int, ctypes.c_void_p)
+FIN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+ctx, mask = ctypes.c_void_p(), ctypes.c_int(0)
+assert INIT(p.init)(ctypes.byref(ctx), 1, ctypes.byref(mask), b"x", 1, 2, 0, None) == 0
+assert FIN(p.finalize)(ctx) == 0
+handle = lib._handle
+del lib, p
+import _ctypes
+_ctypes.dlclose(handle)      # as NCCL does after its last communicator
+time.sleep(1.5)              # the library's watcher wakes up several times
+print("alive")
+'''
+
+
+def test_nccl_unloading_the_plugin_is_safe():
+    """NCCL dlcloses its plugin after the last communicator; the library's
+    watcher thread (started by init) must not lose its code: the library
+    is never unloaded (-z nodelete)."""
+    need()
+    p = subprocess.run(["/usr/bin/python3", "-c", UNLOAD, LIB], capture_output=True, text=True,
+                       timeout=60)
+    eq((p.returncode, p.stdout.strip()), (0, "alive"),
+       "the process lives on after the plugin's dlclose (stderr %r)" % p.stderr[-300:])
