@@ -495,6 +495,10 @@ static npa_result_t prof_start(void *context, void **handle, struct npa_descr_v5
 		*handle = start_task(c, d);
 		return NPA_SUCCESS;
 	}
+	/* NCCL starts Group, GroupApi, CollApi, P2pApi and KernelLaunch
+	 * events whenever any bit is set: not asked for, not tracked. */
+	if (d->type != NPA_KERNEL_CH && d->type != NPA_PROXY_OP && d->type != NPA_PROXY_STEP)
+		return NPA_SUCCESS;
 	pthread_mutex_lock(&P.lock);
 	switch (d->type) {
 	case NPA_KERNEL_CH:
