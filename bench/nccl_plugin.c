@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * nccl_plugin: what NCCL's profiler plugin in libcgbpf-inject.so costs
- * per collective, called as NCCL 2.28 calls it: on the calling thread a
- * Coll task started before the (imaginary) kernel launch and stopped
- * after it; on a second thread, standing for NCCL's proxy thread, one
+ * per collective, called as NCCL 2.28 calls it: on the calling thread
+ * the GroupApi, CollApi, KernelLaunch and Group events NCCL starts with
+ * any mask bit set (not tracked), and a Coll task started before the
+ * (imaginary) kernel launch and stopped after it; on a second thread, standing for NCCL's proxy thread, one
  * kernel-channel event per channel (start, KernelChStop state, stop).
  *
  * Usage: nccl_plugin LIB N CHANNELS [WAIT_S] | nccl_plugin --trap N
@@ -157,6 +158,18 @@ int main(int argc, char **argv)
 		d.coll.algo = "RING";
 		d.coll.proto = "SIMPLE";
 		t1 = now();
+		/* NCCL 2.28 also starts these whenever any mask bit is set (the
+		 * plugin returns NULL for them; NCCL then stops nothing). */
+		for (int k = 0; k < 4; k++) {
+			static const uint64_t other[4] = { NPA_GROUP_API, NPA_COLL_API,
+							   NPA_KERNEL_LAUNCH, NPA_GROUP };
+			struct npa_descr_v5 o = { .type = other[k] };
+			void *oh = NULL;
+
+			P->start_event(ctx, &oh, &o);
+			if (oh)
+				P->stop_event(oh);
+		}
 		P->start_event(ctx, &h, &d);
 		if (h)
 			P->stop_event(h);
