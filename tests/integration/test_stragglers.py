@@ -355,3 +355,77 @@ def test_slow_rank_named_across_two_hosts_merged():
     check_named(stats(["--report", "nccl_stragglers", m]), rows, {2: kids[2]})
     check("on cgbpf-other-host" in stats(["--report", "nccl_stragglers", m]),
           "the named line gives its host")
+
+
+def start_rank_procs(tmp, env_for, iters=ITERS * 5, delay_ms=1500):
+    """Four nccl_ranks processes, one rank each (as torchrun starts its
+    workers, each exec'ed with its environment: env_for(rank)), whose
+    communicator exists before any cgbpf attaches (--start-delay-ms)."""
+    from harness import start
+    idf = os.path.join(tmp, "uid")
+    procs = []
+    for r in range(4):
+        procs.append(start([wl("nccl_ranks"), "--ranks", "4", "--rank", str(r), "--id-file",
+                            idf, "--iters", str(iters), "--slow-rank", "2", "--slow-us",
+                            str(SLOW_US), "--start-delay-ms", str(delay_ms)], env=env_for(r)))
+    return procs
+
+
+def record_p_ranks(env_for):
+    """record -p on the four, after their communicator was created."""
+    from harness import Bg, env_with, kill_quiet
+    need()
+    tmp = tmpdir()
+    procs = start_rank_procs(tmp, env_for)
+    try:
+        wait_for(lambda: os.path.exists(os.path.join(tmp, "uid")), 30, "rank 0's unique id")
+        time.sleep(0.3)     # every rank in ncclCommInitRank, before its first all-reduce
+        bg = Bg(["-p", ",".join(str(p.pid) for p in procs), "--sample-hz", "0"], tmp=tmp,
+                env=env_with())
+        bg.wait_msg("Ctrl-C stops", timeout=60)
+        for p in procs:
+            out, err = p.communicate(timeout=120)
+            eq(p.returncode, 0, "rank exit (%r)" % err[-300:])
+        r = bg.finish()
+    finally:
+        for p in procs:
+            kill_quiet(p)
+    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-600:])
+    inits = [s for s in r.trace.slices if (s.name or "").startswith("ncclCommInitRank")]
+    eq(inits, [], "the communicator was created before the capture")
+    return r, {r_: p.pid for r_, p in enumerate(procs)}
+
+
+def test_older_communicator_matched_through_rank_env():
+    """record -p on a job whose communicator predates the capture: each
+    process's RANK and WORLD_SIZE give its rank, the collectives are
+    aligned by operation and time, and the slow rank is named, by record
+    and by stats on the trace."""
+    from harness import env_with
+
+    def env_for(r):
+        return env_with(RANK=str(r), WORLD_SIZE="4", MASTER_ADDR="127.0.0.1",
+                        MASTER_PORT="29511")
+    r, pids = record_p_ranks(env_for)
+    body = section(r.stdout)
+    check("matched by RANK/WORLD_SIZE and alignment by operation and time" in body,
+          "the report says how these were matched: %r" % body[-800:])
+    m = NAMED.search(body)
+    check(m and m.group(1) == "2" and m.group(3) == "4" and m.group(2).startswith("env:") and
+          int(m.group(4)) == pids[2], "rank 2 of 4, pid %d, named: %r" % (pids[2], body[-600:]))
+    rows = csv_rows([r.trace_path])
+    named = [x for x in rows if x["named"] == "1"]
+    eq([(x["rank"], int(x["pid"])) for x in named], [("2", pids[2])],
+       "stats on the trace names the same rank")
+    w = [x for x in rows if x["comm"] == m.group(2)]
+    eq(sorted((int(x["rank"]), int(x["pid"])) for x in w), sorted((k, v) for k, v in pids.items()),
+       "each process is the rank its RANK says")
+
+
+def test_older_communicator_without_rank_env_said():
+    """The same job without RANK/WORLD_SIZE: nothing matched, and why."""
+    from harness import env_with
+    r, _ = record_p_ranks(lambda rank: env_with())
+    body = section(r.stdout)
+    check("no RANK and WORLD_SIZE in the process's environment" in body and
+          NAMED.search(body) is None, "not aligned, and why: %r" % body[-600:])

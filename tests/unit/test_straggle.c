@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/stragalign.h"
 #include "lib/straggle.h"
 #include "tap.h"
 
@@ -199,9 +200,108 @@ static void test_empty(void)
 	straggle__free(s);
 }
 
+/*
+ * Communicators older than the capture (user/lib/stragalign.c): three
+ * processes of one job whose captures start at different operations
+ * (rank 0 at the job's 4th, rank 1 at its 1st, rank 2 at its 6th), each
+ * operation blocking until all entered, rank 1 late by 2 ms every time.
+ * Aligned by operation and time, rank 1 is named. A fourth process
+ * without RANK, and one with two such communicators, are said.
+ */
+static void test_align(void)
+{
+	static const int first[3] = { 3, 0, 5 };
+	struct stragalign *a = stragalign__new();
+	struct straggle *s = straggle__new();
+	struct straggle_named n;
+	char *text;
+
+	for (int r = 0; r < 3; r++) {
+		check(stragalign__env(a, "h", 200 + r, r, 3, "10.0.0.1:29500") == 0, "env %d", r);
+		for (int i = first[r]; i < 30; i++) {
+			uint64_t t = 1000000000ull + (uint64_t)i * 10000000;
+			struct straggle_op o = { .host = "h", .comm = "(0x5000)", .rank = -1,
+						 .nranks = -1, .pid = 200 + r, .peer = -1,
+						 .name = i % 2 ? "ncclAllReduce" : "ncclBroadcast",
+						 .ts = t + (r == 1 ? 2000000 : r * 1000),
+						 .end = t + 2500000 };
+
+			check(stragalign__op(a, &o, i % 3 ? 4096 : 64) == 0, "op");
+		}
+	}
+	/* No environment; two communicators in one process. */
+	for (int k = 0; k < 3; k++) {
+		struct straggle_op o = { .host = "h", .comm = k ? "(0x7000)" : "(0x6000)", .rank = -1,
+					 .nranks = -1, .pid = k ? 300 : 301, .peer = -1,
+					 .name = "ncclAllReduce", .ts = 5, .end = 6 };
+
+		stragalign__op(a, &o, 8);
+	}
+	{
+		struct straggle_op o = { .host = "h", .comm = "(0x7001)", .rank = -1, .nranks = -1,
+					 .pid = 300, .peer = -1, .name = "ncclAllReduce", .ts = 5,
+					 .end = 6 };
+
+		stragalign__op(a, &o, 8);
+		stragalign__env(a, "h", 300, 0, 2, "");
+	}
+	check(stragalign__held(a) == 27 + 30 + 25 + 4, "every operation held (%lu)",
+	      (unsigned long)stragalign__held(a));
+	check(stragalign__feed(a, s) == 0, "fed");
+	check(stragalign__feed(a, s) == 0, "a second feed does nothing");
+	check(straggle__finish(s, &n), "a rank named");
+	check(n.rank == 1 && n.nranks == 3 && n.pid == 201 && !strncmp(n.comm, "env:", 4),
+	      "rank 1 of the job named (%s rank %d pid %u)", n.comm, n.rank, n.pid);
+	check(n.ops == 25 && n.last == 25, "the 25 operations all three saw, rank 1 last in all "
+	      "(%lu, %lu)", (unsigned long)n.ops, (unsigned long)n.last);
+	text = print(s, SUMTAB_TEXT);
+	check(text && strstr(text, "matched by RANK/WORLD_SIZE and alignment by operation and "
+			   "time (communicators older than the capture): 82 operation(s) of 3 "
+			   "rank(s)"), "how they were matched, said");
+	check(text && strstr(text, "not aligned: 1 operation(s) of communicators of unknown id: no "
+			   "RANK and WORLD_SIZE"), "the process without RANK, said");
+	check(text && strstr(text, "not aligned: 3 operation(s) of communicators of unknown id: "
+			   "several of them in one process"), "the process with two, said");
+	check(text && strstr(text, "not matched: 4 operation(s) on communicators whose rank"),
+	      "all four counted as not matched");
+	free(text);
+	straggle__free(s);
+	stragalign__free(a);
+}
+
+/* A rank whose operations do not meet the reference's in time (a GPU's
+ * NCCL calls return at once): not aligned, and why. */
+static void test_align_no_anchor(void)
+{
+	struct stragalign *a = stragalign__new();
+	struct straggle *s = straggle__new();
+	char *text;
+
+	for (int r = 0; r < 2; r++) {
+		stragalign__env(a, "h", 400 + r, r, 2, "job");
+		for (int i = 0; i < 10; i++) {
+			uint64_t t = (uint64_t)i * 1000000 + (uint64_t)r * 500000;
+			struct straggle_op o = { .host = "h", .comm = "(0x9)", .rank = -1,
+						 .nranks = -1, .pid = 400 + r, .peer = -1,
+						 .name = "ncclAllReduce", .ts = t, .end = t + 1000 };
+
+			stragalign__op(a, &o, 64);
+		}
+	}
+	stragalign__feed(a, s);
+	text = print(s, SUMTAB_TEXT);
+	check(text && strstr(text, "not aligned: 10 operation(s) of communicators of unknown id: "
+			   "no operation overlapping"), "no anchor: said");
+	free(text);
+	straggle__free(s);
+	stragalign__free(a);
+}
+
 int main(void)
 {
 	test_late_rank();
+	test_align();
+	test_align_no_anchor();
 	test_files_and_p2p();
 	test_unmatched();
 	test_expire_forget();

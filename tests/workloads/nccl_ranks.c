@@ -5,10 +5,17 @@
  * against libnccl.so.2 as a real application links it (the fake one in
  * tests; the toolkit's nccl.h).
  *
- * Usage: nccl_ranks [--ranks N] [--iters K] [--procs] [--late-ms MS] [--deadlock]
+ * Usage: nccl_ranks [--ranks N] [--iters K] [--procs | --rank R --id-file PATH]
+ *                   [--late-ms MS] [--deadlock] [--start-delay-ms MS]
  *                   [--slow-rank R --slow-us US] [--hang-rank R --hang-ms MS]
  *   N ranks (default 4) as threads of this process, or with --procs as
- *   child processes; K (default 2) ungrouped all-reduces; --late-ms makes
+ *   child processes, or with --rank R as just rank R of N in this process
+ *   (one-rank mode: a shell or launcher starts N such processes, each
+ *   exec'ed with its own environment, as torchrun starts its workers; they
+ *   meet through PATH, see below); K (default 2) ungrouped all-reduces;
+ *   --start-delay-ms makes every rank sleep MS milliseconds after its
+ *   ncclCommInitRank, before its first all-reduce (time for a profiler to
+ *   attach once the communicators exist; default 0); --late-ms makes
  *   the last rank enter its first all-reduce MS milliseconds late;
  *   --slow-rank makes rank R sleep US microseconds before each of its K
  *   ungrouped all-reduces (the rank the others wait for); --hang-rank
@@ -22,11 +29,17 @@
  * (ncclAllReduce on a NULL comm -> ncclInvalidArgument, ncclGroupEnd
  * without ncclGroupStart -> ncclInvalidUsage), each followed by
  * ncclGetErrorString and ncclGetLastError; ncclGetUniqueId.
+ * One-rank mode (--rank R) instead: create the CUDA context; the error
+ * cases (in every rank's process); rank 0 calls ncclGetUniqueId and writes
+ * the ncclUniqueId's bytes to PATH atomically (PATH.tmp, then rename); the
+ * other ranks poll for PATH every 10 ms (failing after 30 s) and read it.
+ * PATH must not exist before the job starts (remove a previous job's).
  * Then each rank r of N (rank thread named "rank-r"; a child process with
- * --procs, which creates its own CUDA context), on its own stream:
+ * --procs, which creates its own CUDA context; this process's main thread
+ * for r = R in one-rank mode), on its own stream:
  *   ncclCommInitRank(N, id, r) (odd r: ncclCommInitRankConfig with
- *   NCCL_CONFIG_INITIALIZER); ncclCommCount; ncclCommUserRank;
- *   ncclCommCuDevice;
+ *   NCCL_CONFIG_INITIALIZER); sleep --start-delay-ms; ncclCommCount;
+ *   ncclCommUserRank; ncclCommCuDevice;
  *   K x ncclAllReduce(1024 x float32, sum);
  *   ncclAllGather(256 x int32); ncclReduceScatter(128 x float64, sum);
  *   ncclBroadcast(4096 x uint8, root 0); ncclBcast(2048 x int64, root N-1);
@@ -44,13 +57,20 @@
  * ncclCommDestroy each.
  *
  * Prints one JSON line: {"pid", "ranks", "iters", "procs", "rank_tids":
- * [tid of rank r, ...] (threads mode), "first_allreduce_ms": [per rank],
- * "errors": n}; exits 1 if any result was not the expected one.
+ * [tid of rank r, ...] (threads mode; 0s with --procs),
+ * "first_allreduce_ms": [per rank], "errors": n}; in one-rank mode
+ * {"pid", "ranks": N, "rank": R, "iters", "procs": false, "rank_tids":
+ * [tid of this rank], "first_allreduce_ms": [this rank's], "errors": n}.
+ * Exits 1 if any result was not the expected one (in one-rank mode: any
+ * of this process's), 0 otherwise.
  */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <nccl.h>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -66,7 +86,7 @@
 #define MAX_RANKS 64
 
 static int nranks = 4, iters = 2, late_ms, deadlock, slow_rank = -1, slow_us, hang_rank = -1,
-	   hang_ms;
+	   hang_ms, start_delay_ms;
 static ncclUniqueId uid;
 static CUcontext ctx;
 
@@ -131,6 +151,8 @@ static void rank_main(int r)
 	} else {
 		OK(ncclCommInitRank(&comm, n, uid, r));
 	}
+	if (start_delay_ms)
+		usleep((useconds_t)start_delay_ms * 1000);
 	OK(ncclCommCount(comm, &v));
 	check_int(v, n, "ncclCommCount");
 	OK(ncclCommUserRank(comm, &v));
@@ -262,6 +284,70 @@ static int cuda_setup(void)
 #endif
 }
 
+/* One-rank mode, rank 0: PATH.tmp, then rename, so a reader never sees
+ * part of the id. */
+static int write_id(const char *path)
+{
+	char tmp[PATH_MAX];
+	ssize_t w;
+	int fd;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
+		fprintf(stderr, "nccl_ranks: --id-file %s: path too long\n", path);
+		return -1;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		fprintf(stderr, "nccl_ranks: %s: %s\n", tmp, strerror(errno));
+		return -1;
+	}
+	w = write(fd, &uid, sizeof(uid));
+	if (w != (ssize_t)sizeof(uid) || close(fd)) {
+		fprintf(stderr, "nccl_ranks: writing %s failed\n", tmp);
+		unlink(tmp);
+		return -1;
+	}
+	if (rename(tmp, path)) {
+		fprintf(stderr, "nccl_ranks: rename %s -> %s: %s\n", tmp, path, strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* One-rank mode, ranks 1..N-1: wait for rank 0's PATH (every 10 ms, at
+ * most 30 s), then read the id from it. */
+static int read_id(const char *path, int r)
+{
+	struct timespec ms10 = { 0, 10 * 1000000 };
+	ssize_t got;
+	int fd = -1, i;
+
+	for (i = 0; i <= 3000; i++) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 || errno != ENOENT)
+			break;
+		if (i < 3000)
+			nanosleep(&ms10, NULL);
+	}
+	if (fd < 0) {
+		if (errno == ENOENT)
+			fprintf(stderr, "nccl_ranks: rank %d: --id-file %s did not appear within 30 s "
+				"(is rank 0 running?)\n", r, path);
+		else
+			fprintf(stderr, "nccl_ranks: rank %d: %s: %s\n", r, path, strerror(errno));
+		return -1;
+	}
+	got = read(fd, &uid, sizeof(uid));
+	close(fd);
+	if (got != (ssize_t)sizeof(uid)) {
+		fprintf(stderr, "nccl_ranks: rank %d: %s holds %zd bytes, want %zu (a ncclUniqueId)\n",
+			r, path, got, sizeof(uid));
+		return -1;
+	}
+	return 0;
+}
+
 static int num(const char *s)
 {
 	char *end;
@@ -278,7 +364,8 @@ int main(int argc, char **argv)
 {
 	pthread_t th[MAX_RANKS];
 	pid_t kids[MAX_RANKS];
-	int procs = 0, i, status;
+	int procs = 0, one_rank = -1, i, status;
+	const char *id_file = NULL;
 
 	wl_child_gate();
 	for (i = 1; i < argc; i++) {
@@ -296,13 +383,21 @@ int main(int argc, char **argv)
 			hang_rank = num(argv[++i]);
 		else if (!strcmp(argv[i], "--hang-ms") && i + 1 < argc)
 			hang_ms = num(argv[++i]);
+		else if (!strcmp(argv[i], "--rank") && i + 1 < argc)
+			one_rank = num(argv[++i]);
+		else if (!strcmp(argv[i], "--id-file") && i + 1 < argc)
+			id_file = argv[++i];
+		else if (!strcmp(argv[i], "--start-delay-ms") && i + 1 < argc)
+			start_delay_ms = num(argv[++i]);
 		else if (!strcmp(argv[i], "--procs"))
 			procs = 1;
 		else if (!strcmp(argv[i], "--deadlock"))
 			deadlock = 1;
 		else {
-			fprintf(stderr, "usage: nccl_ranks [--ranks N] [--iters K] [--procs] [--late-ms MS] "
-				"[--deadlock] [--slow-rank R --slow-us US] [--hang-rank R --hang-ms MS]\n");
+			fprintf(stderr, "usage: nccl_ranks [--ranks N] [--iters K] "
+				"[--procs | --rank R --id-file PATH] [--late-ms MS] [--deadlock] "
+				"[--start-delay-ms MS] [--slow-rank R --slow-us US] "
+				"[--hang-rank R --hang-ms MS]\n");
 			return 2;
 		}
 	}
@@ -310,10 +405,40 @@ int main(int argc, char **argv)
 		fprintf(stderr, "nccl_ranks: --ranks must be 1..%d\n", MAX_RANKS);
 		return 2;
 	}
+	if ((one_rank >= 0) != (id_file != NULL) || (one_rank >= 0 && procs) ||
+	    (id_file && !*id_file)) {
+		fprintf(stderr, "nccl_ranks: --rank and --id-file go together, without --procs\n");
+		return 2;
+	}
+	if (one_rank >= nranks) {
+		fprintf(stderr, "nccl_ranks: --rank must be 0..%d (--ranks %d)\n", nranks - 1, nranks);
+		return 2;
+	}
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (sh == MAP_FAILED || (!procs && cuda_setup())) {
+	if (sh == MAP_FAILED || (!procs && one_rank < 0 && cuda_setup())) {
 		fprintf(stderr, "nccl_ranks: setup failed\n");
 		return 1;
+	}
+	if (one_rank >= 0) {
+		/* This process is rank one_rank of nranks, started on its own. */
+		if (cuda_setup()) {
+			fprintf(stderr, "nccl_ranks: rank %d: setup failed\n", one_rank);
+			return 1;
+		}
+		error_cases();
+		if (one_rank == 0) {
+			OK(ncclGetUniqueId(&uid));
+			if (write_id(id_file))
+				return 1;
+		} else if (read_id(id_file, one_rank)) {
+			return 1;
+		}
+		rank_main(one_rank);
+		printf("{\"pid\": %d, \"ranks\": %d, \"rank\": %d, \"iters\": %d, \"procs\": false, "
+		       "\"rank_tids\": [%d], \"first_allreduce_ms\": [%.3f], \"errors\": %d}\n",
+		       getpid(), nranks, one_rank, iters, sh->tids[one_rank], sh->first_ms[one_rank],
+		       atomic_load(&sh->errors));
+		return atomic_load(&sh->errors) ? 1 : 0;
 	}
 	error_cases();
 	OK(ncclGetUniqueId(&uid));

@@ -62,6 +62,8 @@ struct straggle {
 	ssize_t named;		/* row index, -1: none */
 	const char *title;	/* the text heading (straggle__title) */
 	const char *basis;	/* a line under it; NULL: none */
+	char **notes;		/* straggle__note's lines */
+	size_t nnotes;
 };
 
 struct straggle *straggle__new(void)
@@ -106,6 +108,9 @@ void straggle__free(struct straggle *s)
 		free(s->rows[i].gaps);
 		stats__free(&s->rows[i].late);
 	}
+	for (size_t i = 0; i < s->nnotes; i++)
+		free(s->notes[i]);
+	free(s->notes);
 	hmap__free(&s->insts);
 	hmap__free(&s->comm_ix);
 	hmap__free(&s->row_ix);
@@ -402,6 +407,25 @@ uint64_t straggle__unknown(const struct straggle *s)
 	return s->unknown;
 }
 
+void straggle__count_unknown(struct straggle *s, uint64_t n)
+{
+	s->unknown += n;
+}
+
+int straggle__note(struct straggle *s, const char *line)
+{
+	char **n = realloc(s->notes, (s->nnotes + 1) * sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	s->notes = n;
+	s->notes[s->nnotes] = strdup(line);
+	if (!s->notes[s->nnotes])
+		return -ENOMEM;
+	s->nnotes++;
+	return 0;
+}
+
 bool straggle__any(const struct straggle *s)
 {
 	for (size_t i = 0; i < s->ncomms; i++)
@@ -521,6 +545,8 @@ static void notes(struct straggle *s, FILE *f)
 			fprintf(f, "   communicator %s of %d ranks: one rank in two processes (two jobs, "
 				   "or ids that collide): nobody named there\n", s->comms[i].id,
 				s->comms[i].nranks);
+	for (size_t i = 0; i < s->nnotes; i++)
+		fprintf(f, "   %s\n", s->notes[i]);
 }
 
 static void named_line(struct straggle *s, FILE *f)

@@ -86,6 +86,10 @@ int straggle__add(struct straggle *s, const struct straggle_op *op);
 bool straggle__any(const struct straggle *s);
 /* Operations of ranks not known (communicators older than the capture). */
 uint64_t straggle__unknown(const struct straggle *s);
+/* Adds n operations of unknown ranks (counted by another matcher). */
+void straggle__count_unknown(struct straggle *s, uint64_t n);
+/* A line for the report's notes (copied). 0 or -ENOMEM. */
+int straggle__note(struct straggle *s, const char *line);
 /* Ends the matching (instances still missing a rank are counted as
  * unmatched) and picks the rank to name; true when there is one. */
 bool straggle__finish(struct straggle *s, struct straggle_named *named);

@@ -43,6 +43,7 @@
 #include "lib/log.h"
 #include "lib/outfile.h"
 #include "lib/stats.h"
+#include "lib/stragalign.h"
 #include "lib/straggle.h"
 #include "sources/gpu/gpunccl.h"
 #include "lib/sumtab.h"
@@ -294,6 +295,7 @@ struct acc {
 	 * and machine; unmerged files of different hosts are refused). */
 	struct straggle *strag;
 	struct straggle *strag_gpu;	/* nccl_stragglers_gpu: the plugin's channel 0 spans */
+	struct stragalign *align;	/* nccl_stragglers: communicators older than the capture */
 	int file;			/* the file being read */
 	struct hmap hosts;		/* file << 32 | machine -> char * */
 	char *first_host;		/* machine 0 of the first file */
@@ -399,7 +401,8 @@ static int acc_init(struct acc *a)
 	a->g = gpu__new(&a->model, NULL);
 	a->strag = straggle__new();
 	a->strag_gpu = straggle__new();
-	if (!a->g || !a->strag || !a->strag_gpu)
+	a->align = stragalign__new();
+	if (!a->g || !a->strag || !a->strag_gpu || !a->align)
 		return -ENOMEM;
 	straggle__no_gaps(a->strag_gpu);
 	straggle__title(a->strag_gpu, gpunccl__strag_title, gpunccl__strag_basis);
@@ -466,6 +469,7 @@ static void acc_free(struct acc *a)
 	free(a->first_host);
 	straggle__free(a->strag);
 	straggle__free(a->strag_gpu);
+	stragalign__free(a->align);
 	hmap__free(&a->api_fn);
 	hmap__free(&a->other_fn);
 	names_free(&a->pysites);
@@ -1036,6 +1040,8 @@ static int nccl_op(struct acc *a, const struct tk *k, const struct tread_slice *
 		op.peer = (int)peer->i;
 	else if (op.recv || !strcmp(s->name, "ncclSend"))
 		op.seq = 0;	/* a send without its peer: not matched */
+	else if (op.rank < 0)	/* older than the capture: aligned at the end */
+		return stragalign__op(a->align, &op, arg_u(s->args, s->nargs, "bytes"));
 	return straggle__add(a->strag, &op);
 }
 
@@ -1170,6 +1176,22 @@ static int on_attr(void *ctx, uint32_t machine, const char *key, const char *val
 		if (*to && *to != n)
 			a->sample_mixed = true;
 		*to = (unsigned)n;
+	} else if (!strcmp(key, "cgbpf.nccl_newer")) {
+		unsigned pid;
+		int at = 0;
+
+		if (sscanf(value, "%u %n", &pid, &at) == 1 && at &&
+		    stragalign__newer(a->align, host_of(a, machine), pid, value + at))
+			return -ENOMEM;
+	} else if (!strcmp(key, "cgbpf.nccl_env")) {
+		/* "pid rank world job": a process with communicators older than
+		 * the capture (user/lib/stragalign.c). */
+		unsigned pid;
+		int rank, world, at = 0;
+
+		if (sscanf(value, "%u %d %d %n", &pid, &rank, &world, &at) == 3 && at &&
+		    stragalign__env(a->align, host_of(a, machine), pid, rank, world, value + at))
+			return -ENOMEM;
 	} else if (!strcmp(key, "cgbpf.nccl_comm")) {
 		struct sumtab_nccl_comm c;
 
@@ -1407,6 +1429,8 @@ static int print_report(struct acc *a, enum report r, enum sumtab_fmt fmt, bool 
 				   "FILE...), which aligns the clocks, and run stats on the merged trace\n");
 			return 0;
 		}
+		if (stragalign__feed(a->align, a->strag))
+			return -ENOMEM;
 		return straggle__print(a->strag, fmt, f);
 	case R_NCCL_STRAG_GPU:
 		if (a->hosts_differ) {
@@ -1419,7 +1443,11 @@ static int print_report(struct acc *a, enum report r, enum sumtab_fmt fmt, bool 
 		return straggle__print(a->strag_gpu, fmt, f);
 	case R_NCCL_STRAG_ACT: {
 		struct straggle_named nm;
-		bool named = !a->hosts_differ && straggle__finish(a->strag, &nm);
+		bool named;
+
+		if (stragalign__feed(a->align, a->strag))
+			return -ENOMEM;
+		named = !a->hosts_differ && straggle__finish(a->strag, &nm);
 
 		return stragact__print(named ? &nm : NULL, a->paths, a->npaths, fmt, f) ? -ENOMEM : 0;
 	}
@@ -1550,7 +1578,7 @@ static bool shown(const struct acc *a, enum report r)
 		return a->nccl_nested > 0;
 	}
 	if (r == R_NCCL_STRAG)
-		return straggle__any(a->strag);
+		return straggle__any(a->strag) || stragalign__held(a->align);
 	if (r == R_NCCL_STRAG_GPU)
 		return straggle__any(a->strag_gpu);
 	if (r == R_NCCL_STRAG_ACT)

@@ -213,10 +213,14 @@ static struct nccl_comm *comm_get(struct nccl_proc *np, uint32_t pid, uint64_t h
 				  bool create)
 {
 	uint64_t *v = hmap__get(&np->comms, handle);
+	struct nccl_comm *c;
 
 	if (v)
 		return (void *)(uintptr_t)*v;
-	return create && handle ? comm_new(np, pid, handle, 0, -1, -1) : NULL;
+	c = create && handle ? comm_new(np, pid, handle, 0, -1, -1) : NULL;
+	if (c)
+		c->older = true;
+	return c;
 }
 
 /* ------------------------------------------------------------ annotations */

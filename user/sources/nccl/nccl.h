@@ -43,6 +43,7 @@ struct nccl_comm {
 	uint64_t coll_seq;
 	struct hmap p2p_seq;
 	bool destroyed;
+	bool older;		/* first seen in use: created before the capture */
 	bool described;		/* its Perfetto track is written */
 	bool stale;		/* rank or size learned after the track was written */
 	char label[64];		/* "3fa2 rank 1/4" */

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: MIT
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include "lib/hmap.h"
+#include "lib/outname.h"
 #include "lib/stats.h"
+#include "lib/stragalign.h"
 #include "lib/straggle.h"
 #include "lib/sumtab.h"
 #include "out/perfetto.h"
@@ -29,6 +33,10 @@ struct ncclsum {
 	uint64_t group_ops, group_bytes;
 	uint64_t nested;
 	struct straggle *strag;	/* nccl_stragglers: every rank's operations */
+	struct stragalign *align;	/* ... of communicators older than the capture */
+	struct hmap env_read;	/* pids whose RANK/WORLD_SIZE were read (1: found) */
+	char **env_attr;	/* "pid rank world job" of each, for cgbpf stats */
+	size_t nenv;
 	bool strag_oom;
 	char host[65];		/* as the trace's cgbpf.hostname */
 };
@@ -42,7 +50,10 @@ struct ncclsum *ncclsum__new(const struct model *m)
 		return NULL;
 	s->m = m;
 	s->strag = straggle__new();
-	if (!s->strag) {
+	s->align = stragalign__new();
+	if (!s->strag || !s->align) {
+		straggle__free(s->strag);
+		stragalign__free(s->align);
 		free(s);
 		return NULL;
 	}
@@ -59,6 +70,11 @@ void ncclsum__free(struct ncclsum *s)
 		stats__free(&s->ops[i].time);
 	stats__free(&s->groups);
 	straggle__free(s->strag);
+	stragalign__free(s->align);
+	hmap__free(&s->env_read);
+	for (size_t i = 0; i < s->nenv; i++)
+		free(s->env_attr[i]);
+	free(s->env_attr);
 	free(s);
 }
 
@@ -90,6 +106,32 @@ double ncclsum__bus_factor(int coll, int nranks)
 	return 1;
 }
 
+/* pid's RANK, WORLD_SIZE and job, read once (while it lives: its first
+ * operation on a communicator older than the capture). 0 or -ENOMEM. */
+static int learn_env(struct ncclsum *s, uint32_t pid)
+{
+	char job[160], attr[224], **n;
+	int rank, world;
+
+	if (hmap__get(&s->env_read, pid))
+		return 0;
+	if (hmap__put(&s->env_read, pid, 1))
+		return -ENOMEM;
+	stragalign__read_env(outname__proc_env, NULL, (pid_t)pid, &rank, &world, job,
+			     sizeof(job));
+	if (rank < 0 || world < 2)
+		return 0;
+	n = realloc(s->env_attr, (s->nenv + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	s->env_attr = n;
+	snprintf(attr, sizeof(attr), "%u %d %d %s", pid, rank, world, job);
+	if (!(s->env_attr[s->nenv] = strdup(attr)))
+		return -ENOMEM;
+	s->nenv++;
+	return stragalign__env(s->align, s->host, pid, rank, world, job);
+}
+
 /* An operation for nccl_stragglers: its communicator as its track names
  * it (user/sources/nccl/ncclpf.c), rank and size unknown without an id
  * shared by the ranks. */
@@ -114,6 +156,13 @@ static void add_op(struct ncclsum *s, const struct thread *t, const struct call 
 	op.comm = id;
 	if (p2p && op.peer < 0)
 		op.seq = 0;
+	if (!comm->id && !p2p && comm->older) {
+		/* Older than the capture: aligned at the end, through the
+		 * environment's RANK and WORLD_SIZE. */
+		if (learn_env(s, comm->pid) || stragalign__op(s->align, &op, nc->bytes))
+			s->strag_oom = true;
+		return;
+	}
 	if (straggle__add(s->strag, &op))
 		s->strag_oom = true;
 }
@@ -207,7 +256,9 @@ static struct sumtab_nccl_comm *comms(const struct ncclsum *s, size_t *n)
 void ncclsum__describe(const struct ncclsum *s, struct pftrace *pt)
 {
 	struct sumtab_nccl_comm *all;
+	const struct nccl_comm *c;
 	size_t n;
+	uint64_t v;
 
 	if (!s || !pt)
 		return;
@@ -222,6 +273,20 @@ void ncclsum__describe(const struct ncclsum *s, struct pftrace *pt)
 		pftrace__attribute(pt, "cgbpf.nccl_comm", v);
 	}
 	free(all);
+	/* And the environment of processes with communicators older than the
+	 * capture (pid rank world job), for their alignment; communicators
+	 * of unknown id that are not older (a split of one) are not aligned. */
+	for (size_t i = 0; i < s->nenv; i++)
+		pftrace__attribute(pt, "cgbpf.nccl_env", s->env_attr[i]);
+	for (size_t it = 0; s->nenv && hmap__next(&s->m->procs, &it, NULL, &v);)
+		for (c = nccl__comms((const struct proc *)(uintptr_t)v); c; c = c->next) {
+			char x[64];
+
+			if (c->id || c->older)
+				continue;
+			snprintf(x, sizeof(x), "%u (0x%" PRIx64 ")", c->pid, c->handle);
+			pftrace__attribute(pt, "cgbpf.nccl_newer", x);
+		}
 }
 
 void ncclsum__print(const void *ctx, const uint64_t *drops, FILE *f)
@@ -250,6 +315,8 @@ void ncclsum__print(const void *ctx, const uint64_t *drops, FILE *f)
 	free(t.comms);
 	/* With two ranks of a communicator or more, as cgbpf stats shows it;
 	 * or to say what could not be matched. */
+	if (stragalign__feed(s->align, s->strag))
+		fprintf(f, "\n   nccl_stragglers: out of memory\n");
 	if ((straggle__any(s->strag) || straggle__unknown(s->strag)) &&
 	    (s->strag_oom || straggle__print(s->strag, SUMTAB_TEXT, f)))
 		fprintf(f, "\n   nccl_stragglers: out of memory\n");
