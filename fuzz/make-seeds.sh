@@ -122,6 +122,9 @@ rm -f "$seeds"/fuzz_tread/seed-*
 for f in train nccl nccl-slow nvtx-v2 sched merged syscalls; do
 	cp "$tmp/$f.perfetto-trace" "$seeds/fuzz_tread/seed-$f"
 done
+# keep-nccl-env (kept, made by hand: record -p on two one-rank nccl_ranks
+# processes with RANK/WORLD_SIZE whose communicator predates the capture,
+# docs/design.md "Stragglers"): cgbpf.nccl_env, alignment by operation.
 
 cp /etc/ld.so.cache "$seeds/fuzz_ldcache/seed-host-ld.so.cache"
 for f in "$out/stacks/chain_stripped" "$out/stacks/chain_stripped.debug" "$out/stacks/chain_cxx" \
