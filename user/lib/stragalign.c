@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/arr.h"
 #include "lib/hmap.h"
 #include "lib/stragalign.h"
 
@@ -83,22 +84,6 @@ void stragalign__free(struct stragalign *a)
 	free(a);
 }
 
-static int grow(void **arr, size_t *cap, size_t n, size_t size)
-{
-	size_t nc;
-	void *p;
-
-	if (n < *cap)
-		return 0;
-	nc = *cap ? *cap * 2 : 8;
-	p = realloc(*arr, nc * size);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = nc;
-	return 0;
-}
-
 static uint64_t key(const char *host, uint32_t pid, const char *label)
 {
 	return hash__bytes(host, strlen(host)) ^ hash__u64(pid) ^
@@ -115,7 +100,7 @@ static struct acomm *comm_of(struct stragalign *a, const struct straggle_op *op)
 		if (c->pid == op->pid && !strcmp(c->host, op->host) && !strcmp(c->label, op->comm))
 			return c;
 	}
-	if (grow((void **)&a->c, &a->capc, a->nc, sizeof(*a->c)))
+	if (arr__grow((void **)&a->c, &a->capc, a->nc, sizeof(*a->c)))
 		return NULL;
 	c = &a->c[a->nc];
 	memset(c, 0, sizeof(*c));
@@ -138,7 +123,7 @@ static long name_of(struct stragalign *a, const char *name)
 	for (; (v = hmap__get(&a->name_ix, h)); h++)
 		if (!strcmp(a->names[*v - 1], name))
 			return (long)(*v - 1);
-	if (grow((void **)&a->names, &a->capnames, a->nnames, sizeof(*a->names)))
+	if (arr__grow((void **)&a->names, &a->capnames, a->nnames, sizeof(*a->names)))
 		return -1;
 	a->names[a->nnames] = strdup(name);
 	if (!a->names[a->nnames] || hmap__put(&a->name_ix, h, a->nnames + 1)) {
@@ -169,7 +154,7 @@ int stragalign__op(struct stragalign *a, const struct straggle_op *op, uint64_t 
 		return 0;
 	c = comm_of(a, op);
 	nm = c ? name_of(a, op->name) : -1;
-	if (nm < 0 || grow((void **)&c->ops, &c->cap, c->n, sizeof(*c->ops)))
+	if (nm < 0 || arr__grow((void **)&c->ops, &c->cap, c->n, sizeof(*c->ops)))
 		return -ENOMEM;
 	c->ops[c->n++] = (struct aop){ .ts = op->ts, .end = op->end, .bytes = bytes,
 				       .name = hash__bytes(op->name, strlen(op->name)),
@@ -186,7 +171,7 @@ int stragalign__env(struct stragalign *a, const char *host, uint32_t pid, int ra
 	for (size_t i = 0; i < a->ne; i++)
 		if (a->e[i].pid == pid && !strcmp(a->e[i].host, host))
 			return 0;
-	if (grow((void **)&a->e, &a->cape, a->ne, sizeof(*a->e)))
+	if (arr__grow((void **)&a->e, &a->cape, a->ne, sizeof(*a->e)))
 		return -ENOMEM;
 	e = &a->e[a->ne];
 	e->host = strdup(host);

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/arr.h"
 #include "lib/hmap.h"
 #include "lib/stats.h"
 #include "lib/straggle.h"
@@ -119,22 +120,6 @@ void straggle__free(struct straggle *s)
 	free(s);
 }
 
-static int grow(void **arr, size_t *cap, size_t n, size_t size)
-{
-	size_t nc;
-	void *p;
-
-	if (n < *cap)
-		return 0;
-	nc = *cap ? *cap * 2 : 16;
-	p = realloc(*arr, nc * size);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = nc;
-	return 0;
-}
-
 /* The index of communicator (id, nranks), added if new; -1 on ENOMEM. */
 static ssize_t comm_of(struct straggle *s, const char *id, int nranks)
 {
@@ -146,7 +131,7 @@ static ssize_t comm_of(struct straggle *s, const char *id, int nranks)
 		if (c->nranks == nranks && !strcmp(c->id, id))
 			return (ssize_t)(*v - 1);
 	}
-	if (grow((void **)&s->comms, &s->capcomms, s->ncomms, sizeof(*s->comms)))
+	if (arr__grow((void **)&s->comms, &s->capcomms, s->ncomms, sizeof(*s->comms)))
 		return -1;
 	c = &s->comms[s->ncomms];
 	memset(c, 0, sizeof(*c));
@@ -187,7 +172,7 @@ static ssize_t row_of(struct straggle *s, size_t comm, const struct straggle_op 
 			return (ssize_t)(*v - 1);
 		}
 	}
-	if (grow((void **)&s->rows, &s->caprows, s->nrows, sizeof(*s->rows)))
+	if (arr__grow((void **)&s->rows, &s->caprows, s->nrows, sizeof(*s->rows)))
 		return -1;
 	r = &s->rows[s->nrows];
 	memset(r, 0, sizeof(*r));
@@ -257,7 +242,7 @@ static int add_gap(struct straggle *s, struct row *r, uint64_t from, uint64_t to
 {
 	if (s->no_gaps || !from || from >= to || r->ngaps >= STRAGGLE_GAPS)
 		return 0;
-	if (grow((void **)&r->gaps, &r->capgaps, r->ngaps, sizeof(*r->gaps)))
+	if (arr__grow((void **)&r->gaps, &r->capgaps, r->ngaps, sizeof(*r->gaps)))
 		return -ENOMEM;
 	r->gaps[r->ngaps++] = (struct straggle_gap){ from, to };
 	return 0;
