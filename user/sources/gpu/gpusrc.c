@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
 #include "cgbpf.skel.h"
@@ -444,7 +445,9 @@ static void nccl_plugin_spawn(struct session *s, const char *cmd, const char *in
 		return;
 	if (set && *set) {
 		base = strrchr(set, '/');
-		if (!inject__is_lib(base ? base + 1 : set))
+		if (!strcasecmp(set, "none"))
+			dbg("NCCL_PROFILER_PLUGIN=none: NCCL's GPU-side timing is not collected");
+		else if (!inject__is_lib(base ? base + 1 : set))
 			warn("NCCL_PROFILER_PLUGIN is %s, another profiler plugin: NCCL loads one, so "
 			     "%s keeps it, and NCCL's GPU-side timing is not collected (its calls "
 			     "are)", set, cmd);
