@@ -52,6 +52,8 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1494,15 +1496,77 @@ EXPORT CUresult cuProfilerStop(void)
 	return CUDA_SUCCESS;
 }
 
+/*
+ * The fake NCCL's asynchronous mode (FAKENCCL_ASYNC=1, see
+ * tests/fake/libnccl.c): its operations return at once and stay pending on
+ * the stream they were given until the application synchronizes it. After
+ * its own wait, every stream or context synchronize calls
+ *   int fakenccl_sync(void *stream, int all)
+ * exported by the fake libnccl.so.2: the stream as the caller named it (a
+ * _ptsz call's NULL: CU_STREAM_PER_THREAD), or all = 1 for a context
+ * synchronize (every pending operation of the process). It returns 0, or
+ * non-zero when a pending operation failed (its wait passed
+ * FAKENCCL_TIMEOUT_S): the synchronize then returns CUDA_ERROR_UNKNOWN.
+ * No link dependency: the hook is looked up at each synchronize until
+ * found (in the global scope, then in a libnccl.so* already loaded
+ * RTLD_LOCAL, as ctypes loads it), then cached; without it nothing is
+ * called (the real NCCL, or no NCCL). The lookup makes no system call (no
+ * library search on disk): a synchronize's syscalls stay the driver's.
+ */
+typedef int (*nccl_sync_fn)(void *stream, int all);
+
+/* dl_iterate_phdr callback: the path of a loaded libnccl.so*, if any. */
+static int find_nccl(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+
+	if (!base || strncmp(base + 1, "libnccl.so", 10))
+		return 0;
+	snprintf(arg, PATH_MAX, "%s", info->dlpi_name);
+	return 1;
+}
+
+static nccl_sync_fn nccl_sync_hook(void)
+{
+	static nccl_sync_fn fn;
+	nccl_sync_fn f = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
+	char path[PATH_MAX];
+	void *h;
+
+	if (f)
+		return f;
+	f = (nccl_sync_fn)dlsym(RTLD_DEFAULT, "fakenccl_sync");
+	/* A full path already loaded: dlopen matches it without opening. */
+	if (!f && dl_iterate_phdr(find_nccl, path) &&
+	    (h = dlopen(path, RTLD_NOW | RTLD_NOLOAD))) {
+		f = (nccl_sync_fn)dlsym(h, "fakenccl_sync");
+		if (!f)
+			dlclose(h);	/* kept open (never unloaded) once found */
+	}
+	if (f)
+		__atomic_store_n(&fn, f, __ATOMIC_RELEASE);
+	return f;
+}
+
+/* After a synchronize's own wait: the fake NCCL's pending operations. */
+static CUresult nccl_sync(void *stream, int all)
+{
+	nccl_sync_fn f = nccl_sync_hook();
+
+	return f && f(stream, all) ? CUDA_ERROR_UNKNOWN : CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuCtxSynchronize(void)
 {
 	struct fctx *c;
 	uint64_t t0;
+	CUresult r;
 
 	API_ENTER(cuCtxSynchronize);
 	REQUIRE_CTX(c);
 	t0 = act_on() ? now_ns() : 0;
 	wait_until(__atomic_load_n(&c->all_max, __ATOMIC_ACQUIRE));
+	r = nccl_sync(NULL, 1);	/* the fake NCCL's pending work, see above */
 	if (t0) {
 		struct fake_activity a = { .kind = FA_SYNC, .sync_type = FA_SYNC_CONTEXT,
 					   .stream = UINT32_MAX, .context = slot_id(c),
@@ -1511,7 +1575,7 @@ EXPORT CUresult cuCtxSynchronize(void)
 		a.end = now_ns();
 		act_emit(&a, t0);
 	}
-	return CUDA_SUCCESS;
+	return r;
 }
 
 EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
@@ -1527,7 +1591,7 @@ EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	}
 	wait_until(__atomic_load_n(&c->all_max, __ATOMIC_ACQUIRE));
-	return CUDA_SUCCESS;
+	return nccl_sync(NULL, 1);	/* the fake NCCL's pending work */
 }
 
 /* ------------------------------------------------------------ modules, libraries */
@@ -2235,6 +2299,7 @@ static CUresult stream_sync(CUstream h, int ptsz)
 	struct fstream *s;
 	struct fctx *c;
 	uint64_t t0;
+	CUresult r;
 
 	REQUIRE_CTX(c);
 	if (!(s = stream_get(h, c, ptsz)))
@@ -2243,6 +2308,8 @@ static CUresult stream_sync(CUstream h, int ptsz)
 		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	t0 = act_on() ? now_ns() : 0;
 	wait_until(stream_ready(s));
+	/* The fake NCCL's work pending on this stream (see cuCtxSynchronize). */
+	r = nccl_sync(!h && ptsz ? CU_STREAM_PER_THREAD : h, 0);
 	if (t0) {
 		struct fake_activity a = { .kind = FA_SYNC, .sync_type = FA_SYNC_STREAM,
 					   .stream = slot_id(s), .context = slot_id(c),
@@ -2251,7 +2318,7 @@ static CUresult stream_sync(CUstream h, int ptsz)
 		a.end = now_ns();
 		act_emit(&a, t0);
 	}
-	return CUDA_SUCCESS;
+	return r;
 }
 
 static CUresult stream_wait_event(CUstream h, CUevent e, unsigned int flags, int ptsz)

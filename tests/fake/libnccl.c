@@ -24,8 +24,51 @@
  * drive all ranks of a ncclCommInitAll communicator, and a grouped ring of
  * send/recv completes), then takes their summed time once. Buffers are
  * never read or written (they are device memory to the caller); streams
- * are opaque. A wait longer than FAKENCCL_TIMEOUT_S (default 60) seconds
- * fails with ncclSystemError.
+ * are opaque (but see FAKENCCL_ASYNC). A wait longer than
+ * FAKENCCL_TIMEOUT_S (default 60) seconds fails with ncclSystemError.
+ *
+ * FAKENCCL_ASYNC=1 (read once, at load; unset, empty or "0": off) times
+ * operations as a GPU does: an ungrouped operation's call (a group's
+ * ncclGroupEnd) enters its operation(s), so the other ranks see this rank
+ * arrive, starts and stops the plugin's task events as above, and returns
+ * ncclSuccess at once. The operation (the group, as one unit) is then
+ * pending on the stream it was given (the pointer's value; NULL and
+ * cudaStreamLegacy (0x1) are the same legacy default stream, anything
+ * else, cudaStreamPerThread included, is matched by value). What the
+ * synchronous call does after entering (waiting for the other ranks or
+ * the peer, the simulated time, the plugin's KernelCh and proxy events,
+ * the "bytes" stats) happens later, in the order the operations were
+ * entered, on the first of:
+ *   - the application synchronizing that stream: the fake libcuda's
+ *     cuStreamSynchronize (and its _ptsz form, and cudaStreamSynchronize,
+ *     which calls it) calls the exported hook
+ *       int fakenccl_sync(void *stream, int all)
+ *     with the stream after its own wait, cuCtxSynchronize(_v2) (and
+ *     cudaDeviceSynchronize) with all = 1: every pending operation of the
+ *     process. The hook completes the matching pending operations and
+ *     returns 0, or the ncclResult_t of the first that failed (a wait past
+ *     FAKENCCL_TIMEOUT_S: ncclSystemError, with ncclGetLastError set on
+ *     that thread); libcuda then returns CUDA_ERROR_UNKNOWN. Without
+ *     FAKENCCL_ASYNC the hook returns 0 at once. libcuda looks it up
+ *     itself (no link dependency), so real CUDA never calls it;
+ *   - the same process making another operation (or ncclGroupEnd, or
+ *     ncclCommSplit) on a communicator the pending one uses: all its
+ *     pending operations complete first, as NCCL orders its work on a
+ *     communicator; a failure is that call's result (ncclSystemError),
+ *     and the new operation is not entered;
+ *   - ncclCommFinalize, ncclCommDestroy (both return a failure),
+ *     ncclCommAbort (ignores it) of such a communicator;
+ *   - the process exiting (an atexit handler, before FAKENCCL_STATS is
+ *     written), so that the stats and FAKENCCL_PROFILER_TRUTH are complete.
+ * Each of these completes only what was pending when it began.
+ * FAKENCCL_TIMEOUT_S counts from when a completion begins. The plugin's
+ * GPU span still starts at the launch (or the ready instant) and ends when
+ * the host completed the operation. Pending operations are the process's,
+ * not a device's: with ranks as threads of one process, a stream they
+ * share, or cuCtxSynchronize, also waits for the other ranks' operations
+ * (as if on one GPU), and times out if one of those needs the caller's
+ * next operation; give each rank its own stream. Unset, nothing of this
+ * runs: no thread, no list, a branch or two per call.
  *
  * FAKENCCL_STATS=path writes at exit, for ground truth ("%p" in the path
  * becomes the pid):
@@ -104,8 +147,8 @@
  *   handle is never passed to stop_event or record_event_state. The fake
  *   GPU clock is CLOCK_REALTIME + FAKENCCL_GPU_CLOCK_OFFSET_NS (signed,
  *   default 1234567890123): not the host's CLOCK_BOOTTIME. Span instants
- *   are read on both clocks at once. There is no asynchronous mode: every
- *   call returns once its (simulated) work is done.
+ *   are read on both clocks at once. Without FAKENCCL_ASYNC every call
+ *   returns once its (simulated) work is done.
  *   FAKENCCL_PROFILER_TRUTH=path ("%p": the pid; one file per process,
  *   forked children included) appends, one write(2) per line as it
  *   reports: "op HASH FUNC SEQ RANK BYTES" for each task event started
@@ -511,6 +554,7 @@ struct op {
 	enum fn fn;
 	enum op_kind kind;
 	struct ncclComm *comm;
+	const void *stream;	/* FAKENCCL_ASYNC: the stream it is pending on */
 	int peer;
 	uint64_t bytes;
 	uint64_t seq;	/* the sequence number it was entered with */
@@ -1033,9 +1077,12 @@ static void prof_logger(int level, unsigned long flags, const char *file, int li
 	fputc('\n', stderr);
 }
 
+static void pend_at_exit(void);
+
 /* Registered after the plugin's own load: runs before its exit handlers. */
 static void prof_at_exit(void)
 {
+	pend_at_exit();	/* FAKENCCL_ASYNC: their events first */
 	proxy_drain();
 }
 
@@ -1293,15 +1340,200 @@ static void prof_complete(const struct op *o, const struct stamp *start, const s
 	proxy_post(it);
 }
 
+/* Everything after operations were entered (one, or a group's): waits
+ * until they can run, takes their simulated time once (a group runs as one
+ * kernel: one GPU span for all its operations, from the latest of their
+ * starts), hands the plugin's proxy-side events over, counts the bytes. */
+static ncclResult_t finish(struct op *ops, size_t n, const struct timespec *until)
+{
+	struct stamp start = { 0, 0 }, end;
+	ncclResult_t r = ncclSuccess;
+	uint64_t total = 0;
+	size_t i, children = 0;
+
+	for (i = 0; i < n && r == ncclSuccess; i++) {
+		const struct stamp *st;
+
+		r = op_wait(&ops[i], until);
+		st = gpu_start_ready() ? &ops[i].ready : &ops[i].launched;
+		if (r == ncclSuccess && st->boot > start.boot)
+			start = *st;
+	}
+	if (r != ncclSuccess)
+		return r;
+	for (i = 0; i < n; i++) {
+		total += ops[i].bytes;
+		atomic_fetch_add_explicit(&st_bytes[ops[i].fn], ops[i].bytes, memory_order_relaxed);
+	}
+	simulate(total);
+	for (i = 0; i < n; i++)
+		children += (size_t)prof_children(&ops[i]);
+	if (children)
+		stamp_now(&end);
+	for (i = 0; i < n && children; i++)
+		prof_complete(&ops[i], &start, &end);
+	return ncclSuccess;
+}
+
+/* ---- FAKENCCL_ASYNC: operations pending on their streams */
+
+static int async_mode;	/* FAKENCCL_ASYNC, read at load */
+
+/* One ungrouped operation or one group, entered, not yet completed; a
+ * process-wide list in the order they were entered. */
+struct pend {
+	struct pend *next;
+	uint64_t id;	/* its place in the order they were entered */
+	int running;	/* a thread is completing it (pend_lock) */
+	int done;	/* completed and off the list; the last waiter frees it */
+	int waiters;	/* threads waiting for another's completion of it */
+	ncclResult_t res;
+	size_t n;
+	struct op ops[];
+};
+
+static pthread_mutex_t pend_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pend_cond = PTHREAD_COND_INITIALIZER;
+static struct pend *pend_head;
+static uint64_t pend_ids;	/* ids handed out so far (pend_lock) */
+static pthread_once_t pend_once = PTHREAD_ONCE_INIT;
+
+enum sel { SEL_ALL, SEL_STREAM, SEL_COMM };
+
+/* NULL and cudaStreamLegacy ((cudaStream_t)0x1) are one stream. */
+static const void *stream_key(const void *stream)
+{
+	return stream == (const void *)(uintptr_t)1 ? NULL : stream;
+}
+
+static int pend_match(const struct pend *p, enum sel how, const void *key)
+{
+	size_t i;
+
+	if (how == SEL_ALL)
+		return 1;
+	for (i = 0; i < p->n; i++)
+		if (how == SEL_STREAM ? p->ops[i].stream == key : (const void *)p->ops[i].comm == key)
+			return 1;
+	return 0;
+}
+
+/* Completes, in order, every unit pending when it was called that how and
+ * key select (the ones another thread is completing: waits for them); the
+ * first failure, or ncclSuccess. Units added meanwhile are not its own, as
+ * a synchronize waits for the work submitted before it. */
+static ncclResult_t pend_flush(enum sel how, const void *key)
+{
+	ncclResult_t r = ncclSuccess, res;
+	struct timespec until;
+	struct pend *p, **pp;
+	uint64_t limit;
+
+	if (how == SEL_STREAM)
+		key = stream_key(key);
+	pthread_mutex_lock(&pend_lock);
+	limit = pend_ids;
+	for (;;) {
+		for (p = pend_head; p && p->id < limit && !pend_match(p, how, key); p = p->next)
+			;
+		if (p && p->id >= limit)
+			p = NULL;
+		if (!p)
+			break;
+		if (p->running) {
+			p->waiters++;
+			while (!p->done)
+				pthread_cond_wait(&pend_cond, &pend_lock);
+			res = p->res;
+			if (--p->waiters == 0)
+				free(p);
+		} else {
+			/* Not under the lock: it waits for other ranks, which may be
+			 * threads of this process completing or adding their own. */
+			p->running = 1;
+			pthread_mutex_unlock(&pend_lock);
+			until = deadline();
+			res = finish(p->ops, p->n, &until);
+			pthread_mutex_lock(&pend_lock);
+			for (pp = &pend_head; *pp != p; pp = &(*pp)->next)
+				;
+			*pp = p->next;
+			p->res = res;
+			p->done = 1;
+			if (p->waiters)
+				pthread_cond_broadcast(&pend_cond);
+			else
+				free(p);
+		}
+		if (r == ncclSuccess)
+			r = res;
+	}
+	pthread_mutex_unlock(&pend_lock);
+	return r;
+}
+
+/* At exit: nothing stays pending (runs before FAKENCCL_STATS is written). */
+static void pend_at_exit(void)
+{
+	pend_flush(SEL_ALL, NULL);
+}
+
+static void pend_register(void)
+{
+	/* After main started: runs before the libraries' destructors. */
+	atexit(pend_at_exit);
+}
+
+/* Makes ops[0..n), just entered, pending; 0 if it could not (then the
+ * caller completes them now). */
+static int pend_add(const struct op *ops, size_t n)
+{
+	struct pend *p, **pp;
+	size_t i;
+
+	if (!n)
+		return 1;
+	p = malloc(sizeof(*p) + n * sizeof(*ops));
+	if (!p)
+		return 0;
+	pthread_once(&pend_once, pend_register);
+	p->next = NULL;
+	p->running = p->done = p->waiters = 0;
+	p->res = ncclSuccess;
+	p->n = n;
+	memcpy(p->ops, ops, n * sizeof(*ops));
+	for (i = 0; i < n; i++)
+		p->ops[i].stream = stream_key(p->ops[i].stream);
+	pthread_mutex_lock(&pend_lock);
+	p->id = pend_ids++;
+	for (pp = &pend_head; *pp; pp = &(*pp)->next)
+		;
+	*pp = p;
+	pthread_mutex_unlock(&pend_lock);
+	return 1;
+}
+
+/* The hook the fake libcuda calls after its own wait in cuStreamSynchronize
+ * (stream, all 0) and cuCtxSynchronize (all 1): completes what is pending
+ * on stream, or everything. 0, or the first failure's ncclResult_t. */
+__attribute__((visibility("default"))) int fakenccl_sync(void *stream, int all);
+int fakenccl_sync(void *stream, int all)
+{
+	if (!async_mode)
+		return 0;
+	return (int)pend_flush(all ? SEL_ALL : SEL_STREAM, stream);
+}
+
 /* Validates and runs (or, inside a group, enqueues) one operation. */
 static ncclResult_t submit(enum fn fn, enum op_kind kind, ncclComm_t comm, const void *sendbuff,
-			   void *recvbuff, size_t count, ncclDataType_t type, int peer, int op)
+			   void *recvbuff, size_t count, ncclDataType_t type, int peer, int op,
+			   cudaStream_t stream)
 {
-	struct op o = { .fn = fn, .kind = kind, .comm = comm, .peer = peer, .sendbuff = sendbuff,
-			.recvbuff = recvbuff, .count = count, .type = type, .root = -1 };
+	struct op o = { .fn = fn, .kind = kind, .comm = comm, .stream = stream, .peer = peer,
+			.sendbuff = sendbuff, .recvbuff = recvbuff, .count = count, .type = type,
+			.root = -1 };
 	size_t ts = type_size(type);
 	struct timespec until;
-	struct stamp end;
 	ncclResult_t r;
 
 	if (!comm)
@@ -1330,20 +1562,20 @@ static ncclResult_t submit(enum fn fn, enum op_kind kind, ncclComm_t comm, const
 		atomic_fetch_add_explicit(&st_grouped[fn], 1, memory_order_relaxed);
 		return ncclSuccess;
 	}
+	if (async_mode) {
+		/* NCCL orders its work on a communicator: what is pending on
+		 * this one completes first. */
+		r = pend_flush(SEL_COMM, comm);
+		if (r != ncclSuccess)
+			return r;
+	}
 	until = deadline();
 	prof_task_start(&o);
 	op_enter(&o);
 	prof_task_stop(&o);
-	r = op_wait(&o, &until);
-	if (r != ncclSuccess)
-		return r;
-	simulate(o.bytes);
-	if (prof_children(&o)) {
-		stamp_now(&end);
-		prof_complete(&o, gpu_start_ready() ? &o.ready : &o.launched, &end);
-	}
-	atomic_fetch_add_explicit(&st_bytes[fn], o.bytes, memory_order_relaxed);
-	return ncclSuccess;
+	if (async_mode && pend_add(&o, 1))
+		return ncclSuccess;
+	return finish(&o, 1, &until);
 }
 
 /* ------------------------------------------------------------ API */
@@ -1489,6 +1721,8 @@ ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *new
 	*newcomm = NULL;
 	if (config && config->magic != 0xcafebeef)
 		return fail(ncclInvalidArgument, "ncclCommSplit: config not initialized");
+	if (async_mode && (r = pend_flush(SEL_COMM, comm)) != ncclSuccess)
+		return r;
 	prof_load();
 	w = comm->w;
 	n = w->nranks;
@@ -1539,12 +1773,19 @@ ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *new
 }
 ALIAS(ncclCommSplit);
 
+/* ncclCommDestroy, ncclCommAbort: what is pending on comm completes first
+ * (Destroy returns its failure, Abort ignores it), then it goes. */
 static ncclResult_t comm_free(enum fn fn, ncclComm_t comm)
 {
+	ncclResult_t r = ncclSuccess;
 	int last = 1;
 
 	if (!comm)
 		return fail(ncclInvalidArgument, "%s: comm is NULL", fn_names[fn]);
+	if (async_mode)
+		r = pend_flush(SEL_COMM, comm);
+	if (fn == F_CommAbort)
+		r = ncclSuccess;
 	prof_comm_fini(comm);
 	if (comm->shared_map) {
 		pthread_mutex_lock(&comm->w->lock);
@@ -1554,16 +1795,20 @@ static ncclResult_t comm_free(enum fn fn, ncclComm_t comm)
 	if (last)
 		munmap(comm->w, comm->map_size);
 	free(comm);
-	return ncclSuccess;
+	return r;
 }
 
 ncclResult_t pncclCommFinalize(ncclComm_t comm)
 {
+	ncclResult_t r = ncclSuccess;
+
 	COUNT(F_CommFinalize);
 	if (!comm)
 		return fail(ncclInvalidArgument, "ncclCommFinalize: comm is NULL");
+	if (async_mode)
+		r = pend_flush(SEL_COMM, comm);
 	prof_comm_fini(comm);
-	return ncclSuccess;
+	return r;
 }
 ALIAS(ncclCommFinalize);
 
@@ -1649,7 +1894,7 @@ ncclResult_t pncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
 			    ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
 {
 	COUNT(F_AllReduce);
-	return submit(F_AllReduce, OP_COLL, comm, sendbuff, recvbuff, count, datatype, 0, op);
+	return submit(F_AllReduce, OP_COLL, comm, sendbuff, recvbuff, count, datatype, 0, op, stream);
 }
 ALIAS(ncclAllReduce);
 
@@ -1661,9 +1906,11 @@ ncclResult_t pncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
 			    ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream)
 {
 	if (in_bcast)
-		return submit(F_Bcast, OP_COLL, comm, sendbuff, recvbuff, count, datatype, root, 0);
+		return submit(F_Bcast, OP_COLL, comm, sendbuff, recvbuff, count, datatype, root, 0,
+			      stream);
 	COUNT(F_Broadcast);
-	return submit(F_Broadcast, OP_COLL, comm, sendbuff, recvbuff, count, datatype, root, 0);
+	return submit(F_Broadcast, OP_COLL, comm, sendbuff, recvbuff, count, datatype, root, 0,
+		      stream);
 }
 ALIAS(ncclBroadcast);
 
@@ -1687,7 +1934,7 @@ ncclResult_t pncclReduce(const void *sendbuff, void *recvbuff, size_t count,
 			 cudaStream_t stream)
 {
 	COUNT(F_Reduce);
-	return submit(F_Reduce, OP_COLL, comm, sendbuff, recvbuff, count, datatype, root, op);
+	return submit(F_Reduce, OP_COLL, comm, sendbuff, recvbuff, count, datatype, root, op, stream);
 }
 ALIAS(ncclReduce);
 
@@ -1695,7 +1942,8 @@ ncclResult_t pncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcou
 			    ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
 {
 	COUNT(F_AllGather);
-	return submit(F_AllGather, OP_COLL, comm, sendbuff, recvbuff, sendcount, datatype, 0, 0);
+	return submit(F_AllGather, OP_COLL, comm, sendbuff, recvbuff, sendcount, datatype, 0, 0,
+		      stream);
 }
 ALIAS(ncclAllGather);
 
@@ -1705,7 +1953,7 @@ ncclResult_t pncclReduceScatter(const void *sendbuff, void *recvbuff, size_t rec
 {
 	COUNT(F_ReduceScatter);
 	return submit(F_ReduceScatter, OP_COLL, comm, sendbuff, recvbuff, recvcount, datatype, 0,
-		      op);
+		      op, stream);
 }
 ALIAS(ncclReduceScatter);
 
@@ -1713,7 +1961,7 @@ ncclResult_t pncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
 			   ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
 {
 	COUNT(F_AlltoAll);
-	return submit(F_AlltoAll, OP_COLL, comm, sendbuff, recvbuff, count, datatype, 0, 0);
+	return submit(F_AlltoAll, OP_COLL, comm, sendbuff, recvbuff, count, datatype, 0, 0, stream);
 }
 ALIAS(ncclAlltoAll);
 
@@ -1721,7 +1969,7 @@ ncclResult_t pncclSend(const void *sendbuff, size_t count, ncclDataType_t dataty
 		       ncclComm_t comm, cudaStream_t stream)
 {
 	COUNT(F_Send);
-	return submit(F_Send, OP_SEND, comm, sendbuff, NULL, count, datatype, peer, 0);
+	return submit(F_Send, OP_SEND, comm, sendbuff, NULL, count, datatype, peer, 0, stream);
 }
 ALIAS(ncclSend);
 
@@ -1729,7 +1977,7 @@ ncclResult_t pncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, in
 		       ncclComm_t comm, cudaStream_t stream)
 {
 	COUNT(F_Recv);
-	return submit(F_Recv, OP_RECV, comm, NULL, recvbuff, count, datatype, peer, 0);
+	return submit(F_Recv, OP_RECV, comm, NULL, recvbuff, count, datatype, peer, 0, stream);
 }
 ALIAS(ncclRecv);
 
@@ -1744,10 +1992,8 @@ ALIAS(ncclGroupStart);
 ncclResult_t pncclGroupEnd(void)
 {
 	struct timespec until;
-	struct stamp start = { 0, 0 }, end;
 	ncclResult_t r = ncclSuccess;
-	uint64_t total = 0;
-	size_t i, children = 0;
+	size_t i;
 
 	COUNT(F_GroupEnd);
 	if (group_depth <= 0)
@@ -1755,6 +2001,13 @@ ncclResult_t pncclGroupEnd(void)
 	if (--group_depth > 0)
 		return ncclSuccess;
 	atomic_fetch_add_explicit(&st_groups, 1, memory_order_relaxed);
+	/* FAKENCCL_ASYNC: what is pending on these communicators goes first. */
+	for (i = 0; async_mode && i < group_len && r == ncclSuccess; i++)
+		r = pend_flush(SEL_COMM, group_ops[i].comm);
+	if (r != ncclSuccess) {
+		group_len = 0;
+		return r;
+	}
 	until = deadline();
 	/* One launch: every task starts, the work is entered, every task stops. */
 	for (i = 0; i < group_len; i++)
@@ -1763,29 +2016,8 @@ ncclResult_t pncclGroupEnd(void)
 		op_enter(&group_ops[i]);
 	for (i = 0; i < group_len; i++)
 		prof_task_stop(&group_ops[i]);
-	for (i = 0; i < group_len && r == ncclSuccess; i++) {
-		const struct stamp *st;
-
-		r = op_wait(&group_ops[i], &until);
-		st = gpu_start_ready() ? &group_ops[i].ready : &group_ops[i].launched;
-		if (r == ncclSuccess && st->boot > start.boot)
-			start = *st;
-	}
-	if (r == ncclSuccess) {
-		for (i = 0; i < group_len; i++) {
-			total += group_ops[i].bytes;
-			atomic_fetch_add_explicit(&st_bytes[group_ops[i].fn], group_ops[i].bytes,
-						  memory_order_relaxed);
-		}
-		simulate(total);
-		/* The group ran as one kernel: one GPU span for all its operations. */
-		for (i = 0; i < group_len; i++)
-			children += (size_t)prof_children(&group_ops[i]);
-		if (children)
-			stamp_now(&end);
-		for (i = 0; i < group_len && children; i++)
-			prof_complete(&group_ops[i], &start, &end);
-	}
+	if (!async_mode || !pend_add(group_ops, group_len))
+		r = finish(group_ops, group_len, &until);
 	group_len = 0;
 	return r;
 }
@@ -1806,6 +2038,15 @@ static void fork_child(void)
 	atomic_store(&st_groups, 0);
 	group_depth = 0;
 	group_len = 0;
+	/* What the parent left pending is the parent's to complete. */
+	pthread_mutex_init(&pend_lock, NULL);
+	pthread_cond_init(&pend_cond, NULL);
+	while (pend_head) {
+		struct pend *p = pend_head;
+
+		pend_head = p->next;
+		free(p);	/* nobody here completes or waits for it */
+	}
 	/* The proxy thread and its queue stay with the parent; the truth file
 	 * is per process: reopened (for the child's pid) at its first line. */
 	pthread_mutex_init(&pq_lock, NULL);
@@ -1829,6 +2070,9 @@ static void fork_child(void)
 
 __attribute__((constructor)) static void fake_load(void)
 {
+	const char *e = getenv("FAKENCCL_ASYNC");
+
+	async_mode = e && *e && strcmp(e, "0");
 	pthread_atfork(NULL, NULL, fork_child);
 }
 

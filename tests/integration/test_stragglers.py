@@ -55,7 +55,10 @@ def csv_rows(files):
     return list(csv.DictReader(io.StringIO(text.split("\n\n", 1)[-1].strip())))
 
 
-def run(procs, slow, split=False):
+def run(procs, slow, split=False, async_=False):
+    """async_: the fake NCCL's calls return at once and the ranks wait in
+    cuStreamSynchronize after each all-reduce, as on a GPU."""
+    from harness import env_with
     need()
     tmp = tmpdir()
     cmd = [wl("nccl_ranks"), "--ranks", "4", "--iters", str(ITERS)]
@@ -63,10 +66,14 @@ def run(procs, slow, split=False):
         cmd.append("--procs")
     if slow:
         cmd += ["--slow-rank", "2", "--slow-us", str(SLOW_US)]
+    env = env_with(CGBPF_MANIFEST=os.path.join(tmp, "manifest.json"))
+    if async_:
+        cmd.append("--sync")
+        env["FAKENCCL_ASYNC"] = "1"
     args = ["--sample-hz", "0"]
     if split:
         args += ["--split-per-process", "-o", os.path.join(tmp, "r.%p.perfetto-trace")]
-    r = record(args, cmd=cmd, tmp=tmp, child_gate=procs)
+    r = record(args, cmd=cmd, tmp=tmp, child_gate=procs, env=env)
     eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-800:])
     r.files = sorted(glob.glob(os.path.join(tmp, "r.*.perfetto-trace"))) if split else [
         r.trace_path]
@@ -172,6 +179,25 @@ def test_slow_rank_named_processes():
           "asleep before its late entries:\n%s" % act)
     check(float(top.group(1)) >= (0.8 * ITERS - 1) * SLOW_US / 2000, "~10 ms each time:\n%s" % act)
     check(HEAD_ACT not in stats([r.trace_path]), "only when asked")
+
+
+def test_slow_rank_named_calls_return_at_once():
+    """As on a GPU: every NCCL call returns at once and the ranks wait in
+    cuStreamSynchronize; entries still tell the slow rank, and the
+    others' waiting is in their synchronizations, not in the calls."""
+    r = run(True, True, async_=True)
+    body = section(r.stdout)
+    pids = rank_pids(r.files)
+    check_named(body, csv_rows(r.files), pids)
+    t = r.trace
+    ar = [s for s in t.slices if s.name == "ncclAllReduce" and s.pid in pids.values()]
+    sync = [s for s in t.slices if s.name == "cuStreamSynchronize" and s.pid in pids.values()]
+    check(len(sync) >= 4 * ITERS, "each rank synchronized after each all-reduce (%d)" % len(sync))
+    ar_ms = sorted(s.dur for s in ar)[len(ar) // 2] / 1e6
+    sync_ms = sum(s.dur for s in sync if s.pid != pids[2]) / 1e6
+    check(ar_ms < SLOW_US / 1000 / 2, "the calls return at once (median %.3f ms)" % ar_ms)
+    check(sync_ms >= 3 * 0.5 * ITERS * SLOW_US / 1000,
+          "the others waited in cuStreamSynchronize (%.1f ms in all)" % sync_ms)
 
 
 def test_slow_rank_named_over_split_files():

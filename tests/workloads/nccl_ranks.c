@@ -7,7 +7,7 @@
  *
  * Usage: nccl_ranks [--ranks N] [--iters K] [--procs | --rank R --id-file PATH]
  *                   [--late-ms MS] [--deadlock] [--start-delay-ms MS]
- *                   [--slow-rank R --slow-us US] [--hang-rank R --hang-ms MS]
+ *                   [--slow-rank R --slow-us US] [--hang-rank R --hang-ms MS] [--sync]
  *   N ranks (default 4) as threads of this process, or with --procs as
  *   child processes, or with --rank R as just rank R of N in this process
  *   (one-rank mode: a shell or launcher starts N such processes, each
@@ -21,9 +21,18 @@
  *   ungrouped all-reduces (the rank the others wait for); --hang-rank
  *   makes rank R stop for MS milliseconds before its all-reduce number
  *   K/2 + 1 (the others wait inside theirs: a hang, until it comes).
+ *   --sync: cuStreamSynchronize(rank's stream) after each of the K
+ *   ungrouped all-reduces (an error if it fails). With the fake's
+ *   FAKENCCL_ASYNC=1 the host then looks like a GPU job's: each
+ *   all-reduce returns at once and the rank waits in cuStreamSynchronize
+ *   (for a --slow-rank, --late-ms or --hang-rank rank, which still enters
+ *   its all-reduce late: it sleeps before the call). Without
+ *   FAKENCCL_ASYNC the synchronize has nothing left to wait for.
  *   --deadlock: instead of the script below, every rank sends to rank
  *   r+1 outside a group (a deadlock on real NCCL too) and expects
- *   ncclSystemError once FAKENCCL_TIMEOUT_S has passed.
+ *   ncclSystemError once FAKENCCL_TIMEOUT_S has passed (the synchronous
+ *   fake only: with FAKENCCL_ASYNC=1 the sends return ncclSuccess and the
+ *   timeout is met, and ignored, in ncclCommAbort).
  *
  * First, in the main thread: ncclGetVersion, then the error cases
  * (ncclAllReduce on a NULL comm -> ncclInvalidArgument, ncclGroupEnd
@@ -40,7 +49,8 @@
  *   ncclCommInitRank(N, id, r) (odd r: ncclCommInitRankConfig with
  *   NCCL_CONFIG_INITIALIZER); sleep --start-delay-ms; ncclCommCount;
  *   ncclCommUserRank; ncclCommCuDevice;
- *   K x ncclAllReduce(1024 x float32, sum);
+ *   K x ncclAllReduce(1024 x float32, sum) (--sync: each followed by
+ *   cuStreamSynchronize);
  *   ncclAllGather(256 x int32); ncclReduceScatter(128 x float64, sum);
  *   ncclBroadcast(4096 x uint8, root 0); ncclBcast(2048 x int64, root N-1);
  *   ncclReduce(512 x bfloat16, max, root 0); ncclAlltoAll(64 x float16);
@@ -61,6 +71,8 @@
  * "first_allreduce_ms": [per rank], "errors": n}; in one-rank mode
  * {"pid", "ranks": N, "rank": R, "iters", "procs": false, "rank_tids":
  * [tid of this rank], "first_allreduce_ms": [this rank's], "errors": n}.
+ * first_allreduce_ms is the first ungrouped ncclAllReduce call alone (not
+ * its --sync synchronize).
  * Exits 1 if any result was not the expected one (in one-rank mode: any
  * of this process's), 0 otherwise.
  */
@@ -86,7 +98,7 @@
 #define MAX_RANKS 64
 
 static int nranks = 4, iters = 2, late_ms, deadlock, slow_rank = -1, slow_us, hang_rank = -1,
-	   hang_ms, start_delay_ms;
+	   hang_ms, start_delay_ms, sync_each;
 static ncclUniqueId uid;
 static CUcontext ctx;
 
@@ -175,6 +187,11 @@ static void rank_main(int r)
 		OK(ncclAllReduce(send, recv, 1024, ncclFloat32, ncclSum, comm, (cudaStream_t)s));
 		if (i == 0)
 			sh->first_ms[r] = now_ms() - t0;
+		if (sync_each && cuStreamSynchronize(s)) {
+			fprintf(stderr, "nccl_ranks: rank %d: cuStreamSynchronize after all-reduce %d "
+				"failed\n", r, i);
+			atomic_fetch_add(&sh->errors, 1);
+		}
 	}
 	OK(ncclAllGather(send, recv, 256, ncclInt32, comm, (cudaStream_t)s));
 	OK(ncclReduceScatter(send, recv, 128, ncclFloat64, ncclSum, comm, (cudaStream_t)s));
@@ -393,11 +410,13 @@ int main(int argc, char **argv)
 			procs = 1;
 		else if (!strcmp(argv[i], "--deadlock"))
 			deadlock = 1;
+		else if (!strcmp(argv[i], "--sync"))
+			sync_each = 1;
 		else {
 			fprintf(stderr, "usage: nccl_ranks [--ranks N] [--iters K] "
 				"[--procs | --rank R --id-file PATH] [--late-ms MS] [--deadlock] "
 				"[--start-delay-ms MS] [--slow-rank R --slow-us US] "
-				"[--hang-rank R --hang-ms MS]\n");
+				"[--hang-rank R --hang-ms MS] [--sync]\n");
 			return 2;
 		}
 	}
