@@ -56,8 +56,18 @@
 #define QUEUE_BYTES (256u << 10)	/* entries waiting for the watcher (~20 ms) */
 #define P2P_PAIRS 1024		/* (comm, peer, direction) send/recv counters */
 #define WINDOW_NS 10000000000ull	/* the offset estimate's window */
+#define HELD 4096		/* channel spans held until the next poll (20 ms) */
 
 enum hkind { H_TASK = 1, H_KCH, H_PROXY, H_STEP };
+
+/* A channel span waiting for the next poll: mapped onto the host's clock
+ * then, with every difference seen until that moment (the first reports
+ * of a process, or of a loaded machine, come late: an estimate from them
+ * alone would place the spans late, and move under the next ones). */
+struct held_ch {
+	struct gpu_nccl_ch e;	/* start, end: the GPU's clock until mapped */
+	int64_t seen;		/* host time it was reported minus its GPU end */
+};
 
 struct comm_ctx {
 	uint64_t comm;
@@ -109,6 +119,8 @@ static struct {
 	struct proxy *children, *free;
 	uint8_t *q, *q2;	/* filled, and the one the watcher sends from */
 	uint32_t qlen;
+	struct held_ch *held;	/* channel spans until the next poll */
+	uint32_t nheld;
 	uint64_t dropped;
 	struct { uint64_t key, seq; } p2p[P2P_PAIRS];
 	int64_t off_cur, off_prev;	/* smallest host - GPU, this window and the last */
@@ -253,14 +265,17 @@ static bool alloc_state(void)
 	P.children = calloc(CHILDREN, sizeof(*P.children));
 	P.q = malloc(QUEUE_BYTES);
 	P.q2 = malloc(QUEUE_BYTES);
-	if (!P.tasks || !P.children || !P.q || !P.q2) {
+	P.held = malloc(HELD * sizeof(*P.held));
+	if (!P.tasks || !P.children || !P.q || !P.q2 || !P.held) {
 		free(P.tasks);
 		free(P.children);
 		free(P.q);
 		free(P.q2);
+		free(P.held);
 		P.tasks = NULL;
 		P.children = NULL;
 		P.q = P.q2 = NULL;
+		P.held = NULL;
 		return false;
 	}
 	for (uint32_t i = 0; i < CHILDREN; i++)
@@ -268,6 +283,8 @@ static bool alloc_state(void)
 	P.free = P.children;
 	return true;
 }
+
+static void release_held(void);
 
 /* One poll at a time (gpu.c's watcher, init, or at exit). */
 static pthread_mutex_t one_poll = PTHREAD_MUTEX_INITIALIZER;
@@ -294,6 +311,7 @@ void ncclprof__poll(bool on)
 	}
 	if (P.mask)
 		__atomic_store_n(P.mask, P.on ? MASK_ON : 0, __ATOMIC_RELAXED);
+	release_held();
 	if (P.qlen) {
 		/* Swap: the callers fill the other buffer meanwhile. */
 		sending = P.q;
@@ -584,26 +602,57 @@ static void stop_task(const struct task *t)
 	put_built(&e, sizeof(e));
 }
 
+static void map_channel(struct gpu_nccl_ch *e, int64_t seen)
+{
+	int64_t off = offset(), d = seen - off;
+
+	e->start = (uint64_t)((int64_t)e->start + off);
+	e->end = (uint64_t)((int64_t)e->end + off);
+	e->skew_ns = d <= 0 ? 0 : d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+}
+
 static void stop_channel(const struct proxy *p)
 {
-	int64_t off = offset(), d = (int64_t)(p->start - p->gpu_end) - off;
-	struct gpu_nccl_ch *e;
+	struct held_ch h = { .e = { .e = { GPU_NCCL_CHANNEL, sizeof(h.e) } } };
 
 	if (!p->gpu_end || p->gpu_end < p->gpu_start) {
 		P.dropped++;
 		return;
 	}
-	e = put(GPU_NCCL_CHANNEL, sizeof(*e));
-	if (!e)
+	h.e.channel = p->channel;
+	h.e.comm = p->comm;
+	h.e.seq = p->seq;
+	h.e.start = p->gpu_start;
+	h.e.end = p->gpu_end;
+	h.e.rank = p->rank;
+	h.e.func = p->func;
+	h.seen = (int64_t)(p->start - p->gpu_end);
+	if (P.nheld < HELD) {
+		P.held[P.nheld++] = h;
 		return;
-	e->channel = p->channel;
-	e->comm = p->comm;
-	e->seq = p->seq;
-	e->start = (uint64_t)((int64_t)p->gpu_start + off);
-	e->end = (uint64_t)((int64_t)p->gpu_end + off);
-	e->skew_ns = d <= 0 ? 0 : d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
-	e->rank = p->rank;
-	e->func = p->func;
+	}
+	/* Full (over HELD spans in one poll): mapped now. */
+	map_channel(&h.e, h.seen);
+	{
+		struct gpu_nccl_ch *e = put(GPU_NCCL_CHANNEL, sizeof(*e));
+
+		if (e)
+			*e = h.e;
+	}
+}
+
+/* The held spans, mapped, into the queue. Under P.lock. */
+static void release_held(void)
+{
+	for (uint32_t i = 0; i < P.nheld; i++) {
+		struct gpu_nccl_ch *e;
+
+		map_channel(&P.held[i].e, P.held[i].seen);
+		e = put(GPU_NCCL_CHANNEL, sizeof(*e));
+		if (e)
+			*e = P.held[i].e;
+	}
+	P.nheld = 0;
 }
 
 static void stop_proxy(const struct proxy *p)

@@ -105,7 +105,7 @@ def test_gpu_spans_are_the_fakes():
     eq(sorted((n, len(r)) for (h, n), r in by.items()), [("2", 2), ("2", 2), ("4", 4), ("4", 4)],
        "a group per rank of each communicator %s" % sorted(g.name for g in groups.values()))
     colls = [c for c in chans if c["seq"] >= 0]
-    late, bad_dur, missing = [], [], []
+    late, bad_dur, missing, clamped = [], [], [], 0
     for c in colls:
         key = ("%04x" % (c["hash"] >> 48), c["rank"], c["channel"], c["func"], c["seq"])
         got = spans.get(key)
@@ -113,11 +113,18 @@ def test_gpu_spans_are_the_fakes():
             missing.append(key)
             continue
         s = got[0]
+        if "clamped_ns" in s.args:
+            # Past the channel's last lane (the clock estimate moved under
+            # load): drawn from the previous span's end, and marked.
+            clamped += 1
+            eq(s.ts + s.dur >= c["start"], True, "a clamped span keeps its end")
+            continue
         late.append(s.ts - c["start"])
         if abs(s.dur - (c["end"] - c["start"])) > 20000:
             bad_dur.append((key, s.dur, c["end"] - c["start"]))
     eq(missing, [], "every collective channel span the fake reported is in the trace")
-    eq(bad_dur, [], "each span's duration is the GPU's (within 20 us)")
+    eq(bad_dur, [], "each span's duration is the GPU's (within 20 us), unless marked clamped")
+    check(clamped <= len(colls) // 10, "few spans clamped (%d of %d)" % (clamped, len(colls)))
     check(late and min(late) >= -50000 and max(late) <= 5000000,
           "spans are placed on the trace's clock, late by the proxy's smallest delay "
           "(fake: %d us): %.1f .. %.1f us" % (LAG_US, min(late) / 1e3, max(late) / 1e3))

@@ -219,8 +219,10 @@ def test_nvtx_library_notes_and_exports():
     eq(len({s[0] for s in found.values()}), len(PROBES), "distinct semaphores")
     dyn = subprocess.run(["nm", "-D", "--defined-only", LIB], capture_output=True, text=True,
                          check=True).stdout.split()
-    # The GPU part (inject/gpu.c) is built where the CUPTI headers are.
-    gpu = ["InitializeInjection", "cgbpf_gpu_batch", "cgbpf_gpu_flush", "cgbpf_gpu_window"]
+    # The GPU part (inject/gpu.c, and NCCL's profiler plugin in
+    # inject/ncclprof.c) is built where the CUPTI headers are.
+    gpu = ["InitializeInjection", "cgbpf_gpu_batch", "cgbpf_gpu_flush", "cgbpf_gpu_window",
+           "ncclProfiler_v4", "ncclProfiler_v5"]
     got = [s for s in dyn if not re.fullmatch(r"[0-9a-f]+|[A-Za-z]", s)]
     want = ["InitializeInjectionNvtx2"]
     if os.path.exists(os.path.join(harness.OUT, "inject", "gpu_cbids.h")):

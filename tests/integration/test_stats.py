@@ -33,6 +33,8 @@ SECTIONS = {
     "** Peak memory allocated per process (since attach):": "cuda_mem_peak",
     "** NCCL Summary (nccl_sum):": "nccl_sum",
     "** NCCL stragglers: which rank the others wait for (nccl_stragglers):": "nccl_stragglers",
+    "** NCCL stragglers, GPU side: whose kernel the others wait for (nccl_stragglers_gpu; "
+    "NCCL's profiler plugin):": "nccl_stragglers_gpu",
     "** NVTX Range Summary (nvtx_sum):": "nvtx_sum",
     "** OS Runtime Summary (osrt_sum): syscalls of traced threads": "osrt_sum",
     "** Python call sites (python_sites):": "python_sites",
@@ -43,7 +45,8 @@ SECTIONS = {
     "** GPU activity per process:": "cuda_gpu_procs",
 }
 ALL = ["cuda_api_sum", "cuda_api_inner_sum", "cuda_kern_launch_sum", "cuda_api_mem_size_sum",
-       "cuda_mem_peak", "nccl_sum", "nccl_stragglers", "nvtx_sum", "osrt_sum", "python_sites", "cuda_gpu_kern_sum",
+       "cuda_mem_peak", "nccl_sum", "nccl_stragglers", "nccl_stragglers_gpu", "nvtx_sum",
+       "osrt_sum", "python_sites", "cuda_gpu_kern_sum",
        "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "cuda_gpu_util",
        "cuda_gpu_procs"]
 TIME_COLS = ["Time (%)", "Total Time (ns)", None, "Avg (ns)", "Med (ns)", "Min (ns)",
