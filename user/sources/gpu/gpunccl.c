@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include "lib/straggle.h"
 #include "out/pfsink.h"
 #include "sources/gpu/gpunccl.h"
@@ -245,6 +246,18 @@ static struct gtask *task_find(struct gcomm *c, uint8_t func, uint64_t seq)
  * function (sends and receives: the library's per peer and direction),
  * so communicators created before the capture are matched too.
  */
+/* This machine's name, as the trace's cgbpf.hostname (cgbpf stats reads
+ * the same rows back with it). */
+static const char *host_name(void)
+{
+	static char name[65];
+	struct utsname u;
+
+	if (!name[0] && !uname(&u))
+		snprintf(name, sizeof(name), "%s", u.nodename);
+	return name;
+}
+
 static void feed(struct gpu *g, struct gpu_proc *p, struct gcomm *c, struct gtask *t)
 {
 	static const char *const op_names[GPU_NF__COUNT] = {
@@ -254,7 +267,8 @@ static void feed(struct gpu *g, struct gpu_proc *p, struct gcomm *c, struct gtas
 	bool p2p = t->func == GPU_NF_SEND || t->func == GPU_NF_RECV;
 	char id[24];
 	struct straggle_op op = {
-		.host = "", .comm = id, .rank = c->nranks > 0 ? c->rank : -1, .nranks = c->nranks,
+		.host = host_name(), .comm = id, .rank = c->nranks > 0 ? c->rank : -1,
+		.nranks = c->nranks,
 		.pid = p->pid, .tid = t->tid, .name = op_names[t->func],
 		.seq = gpunccl__strag_seq(t->func, t->seq), .peer = p2p ? t->peer : -1,
 		.recv = t->func == GPU_NF_RECV, .ts = t->has_ch0 ? t->ch0 : t->gmin, .end = t->gmax,
@@ -545,6 +559,12 @@ void gpunccl__print(const struct gpu *g, const struct gpu_proc *const *ps, size_
 			head = true;
 			print_comm(ps[i], s->comms[j], f);
 		}
+		if (s && s->n)
+			fprintf(f, "   pid %u: %" PRIu64 " rank(s) of communicators, %" PRIu64
+				   " operations, %" PRIu64 " channel spans (GPU times reported up to "
+				   "%.1f us late), %" PRIu64 " proxy operations\n", ps[i]->pid,
+				s->t.comms, s->t.ops, s->t.channels, (double)s->t.skew_max_ns / 1e3,
+				s->t.proxies);
 		if (s && (s->t.clamped || s->over))
 			fprintf(f, "   pid %u: %" PRIu64 " channel spans drawn clamped (they overlapped "
 				   "the previous one of their channel), %" PRIu64 " entries of "

@@ -619,20 +619,6 @@ static void pick_rows(const struct gpu_proc **ps, size_t np, struct hmap *only)
 	free(by);
 }
 
-/* What NCCL's profiler plugin gave for p, when it did. */
-static void print_plugin(const struct gpu_proc *p, FILE *f)
-{
-	struct gpunccl_totals t;
-
-	gpunccl__totals(p, &t);
-	if (!t.comms)
-		return;
-	fprintf(f, "      NCCL's profiler plugin: %" PRIu64 " rank(s) of communicators, %" PRIu64
-		   " operations, %" PRIu64 " channel spans (GPU times reported up to %.1f us late), "
-		   "%" PRIu64 " proxy operations\n", t.comms, t.ops, t.channels,
-		(double)t.skew_max_ns / 1e3, t.proxies);
-}
-
 void gpusum__print_procs(const struct gpu *g, FILE *f)
 {
 	size_t np, left = 0, left_measured = 0;
@@ -683,7 +669,6 @@ void gpusum__print_procs(const struct gpu *g, FILE *f)
 			fputc('\n', f);
 		}
 		print_waited(p, f);
-		print_plugin(p, f);
 		for (int i = 0; i < GPU_DROP__COUNT; i++)
 			lost += p->dropped[i];
 		if (lost)
