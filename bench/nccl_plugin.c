@@ -7,11 +7,12 @@
  * (imaginary) kernel launch and stopped after it; on a second thread, standing for NCCL's proxy thread, one
  * kernel-channel event per channel (start, KernelChStop state, stop).
  *
- * Usage: nccl_plugin LIB N CHANNELS [WAIT_S] | nccl_plugin --trap N
+ * Usage: nccl_plugin LIB N CHANNELS [WAIT_S [PACE_NS]] | nccl_plugin --trap N
  *   Loads LIB, calls init, prints "ready pid=P" and waits until the mask
  *   NCCL would read is non-zero (a cgbpf attached: record -p P) or 3 s
  *   passed (WAIT_S, default 3; nobody: then NCCL would call nothing, and this measures the
  *   callbacks called anyway, which return at once). Then N collectives;
+ *   PACE_NS spaces the collectives (0: back to back);
  *   prints ns_per_call= (calling thread: start + stop of the task),
  *   mask=, and proxy_ns_per_channel=.
  */
@@ -114,13 +115,13 @@ int main(int argc, char **argv)
 {
 	void *lib;
 	long n;
-	uint64_t t0, t1, spent = 0, wait_ns;
+	uint64_t t0, t1, spent = 0, wait_ns, pace, next;
 	pthread_t th;
 
 	if (argc == 3 && !strcmp(argv[1], "--trap"))
 		return trap(atol(argv[2]));
-	if (argc != 4 && argc != 5) {
-		fprintf(stderr, "usage: nccl_plugin LIB N CHANNELS [WAIT_S]\n");
+	if (argc < 4 || argc > 6) {
+		fprintf(stderr, "usage: nccl_plugin LIB N CHANNELS [WAIT_S [PACE_NS]]\n");
 		return 2;
 	}
 	n = atol(argv[2]);
@@ -137,14 +138,23 @@ int main(int argc, char **argv)
 	printf("ready pid=%d\n", getpid());
 	fflush(stdout);
 	t0 = now();
-	wait_ns = (argc == 5 ? (uint64_t)atol(argv[4]) : 3) * 1000000000ull;
+	wait_ns = (argc >= 5 ? (uint64_t)atol(argv[4]) : 3) * 1000000000ull;
+	pace = argc == 6 ? (uint64_t)atol(argv[5]) : 0;
 	while (!__atomic_load_n(&mask, __ATOMIC_RELAXED) && now() - t0 < wait_ns)
 		usleep(1000);
 	pthread_create(&th, NULL, proxy, NULL);
+	next = now();
 	for (long i = 0; i < n; i++) {
 		struct npa_descr_v5 d = { .type = NPA_COLL, .rank = 0 };
 		void *h = NULL;
 
+		/* PACE_NS: one collective every PACE_NS (a job's rate, not a
+		 * burst the library's bounded queue would drop from). */
+		if (pace) {
+			next += pace;
+			while (now() < next)
+				;
+		}
 		/* Keep the proxy's queue from overflowing its ring. */
 		while (atomic_load(&produced) - atomic_load(&consumed) >= (1 << 12) - 1)
 			;
