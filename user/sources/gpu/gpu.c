@@ -1247,7 +1247,6 @@ void gpu__finish(struct gpu *g, uint64_t ts)
 		bool said = false;
 
 		proc_end(g, p);
-		gpunccl__finish(g, p);
 		if (p->api_entries)
 			dbg("pid %u: %" PRIu64 " CUPTI API records, %" PRIu64 " found the call they "
 			    "describe", p->pid, p->api_entries, p->api_matched);

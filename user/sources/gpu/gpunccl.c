@@ -34,9 +34,6 @@ struct gtask {
 	uint64_t seq;
 	uint8_t func, algo, proto, nchannels;
 	uint8_t seen;		/* channels that came */
-	bool fed;		/* given to the GPU-side straggler report */
-	bool has_ch0;
-	uint64_t ch0;		/* channel 0's GPU start: the report's entry */
 	uint32_t tid;
 	int32_t peer;
 	uint64_t bytes;
@@ -198,8 +195,6 @@ static bool on_comm(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const ui
 	return true;
 }
 
-static void feed(struct gpu *g, struct gpu_proc *p, struct gcomm *c, struct gtask *t);
-
 static bool on_op(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const uint8_t *e,
 		  size_t size)
 {
@@ -217,8 +212,6 @@ static bool on_op(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const uint
 	if (!c)
 		return o.rank >= 0;
 	t = &c->tasks[c->ntasks++ % TASKS];
-	if (t->seen && !t->fed)	/* some of its channels never came */
-		feed(g, p, c, t);
 	*t = (struct gtask){ .seq = o.seq, .func = o.func, .algo = o.algo, .proto = o.proto,
 			     .nchannels = o.nchannels, .bytes = o.bytes, .tid = o.tid,
 			     .peer = o.peer };
@@ -258,23 +251,25 @@ static const char *host_name(void)
 	return name;
 }
 
-static void feed(struct gpu *g, struct gpu_proc *p, struct gcomm *c, struct gtask *t)
+/* A span of channel 0 (its lane's drawn start, as cgbpf stats reads the
+ * trace back: both reports are one rule over one input); t: its task when
+ * still known (a send's or receive's peer comes from it). */
+static void feed(struct gpu *g, struct gpu_proc *p, struct gcomm *c, const struct gpu_nccl_ch *ch,
+		 uint64_t start, const struct gtask *t)
 {
 	static const char *const op_names[GPU_NF__COUNT] = {
 		"nccl?", "ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclBroadcast",
 		"ncclReduce", "ncclAlltoAll", "ncclSend", "ncclRecv", "ncclGather", "ncclScatter",
 	};
-	bool p2p = t->func == GPU_NF_SEND || t->func == GPU_NF_RECV;
+	bool p2p = ch->func == GPU_NF_SEND || ch->func == GPU_NF_RECV;
 	char id[24];
 	struct straggle_op op = {
 		.host = host_name(), .comm = id, .rank = c->nranks > 0 ? c->rank : -1,
-		.nranks = c->nranks,
-		.pid = p->pid, .tid = t->tid, .name = op_names[t->func],
-		.seq = gpunccl__strag_seq(t->func, t->seq), .peer = p2p ? t->peer : -1,
-		.recv = t->func == GPU_NF_RECV, .ts = t->has_ch0 ? t->ch0 : t->gmin, .end = t->gmax,
+		.nranks = c->nranks, .pid = p->pid, .name = op_names[ch->func],
+		.seq = gpunccl__strag_seq(ch->func, ch->seq), .peer = -1,
+		.recv = ch->func == GPU_NF_RECV, .ts = start, .end = ch->end,
 	};
 
-	t->fed = true;
 	if (!g->nccl_strag) {
 		g->nccl_strag = straggle__new();
 		if (!g->nccl_strag)
@@ -282,16 +277,17 @@ static void feed(struct gpu *g, struct gpu_proc *p, struct gcomm *c, struct gtas
 		straggle__no_gaps(g->nccl_strag);
 		straggle__title(g->nccl_strag, gpunccl__strag_title, gpunccl__strag_basis);
 	}
-	if (p2p && t->peer < 0)
-		op.seq = 0;
+	if (p2p && t && t->peer >= 0)
+		op.peer = t->peer;
+	else if (p2p)
+		op.seq = 0;	/* no peer: not matched (stats reads no peer arg either) */
 	snprintf(id, sizeof(id), "%04x", (unsigned)(c->hash >> 48));
 	straggle__add(g->nccl_strag, &op);
 }
 
 /* One more channel span of task t: the operation's GPU time grows by
  * what it adds to the union's extent. */
-static void add_span(struct gpu *g, struct gpu_proc *p, struct gcomm *c, struct gtask *t,
-		     uint64_t start, uint64_t end)
+static void add_span(struct gcomm *c, struct gtask *t, uint64_t start, uint64_t end)
 {
 	struct gfunc *f = &c->funcs[t->func];
 	uint64_t was = t->seen ? t->gmax - t->gmin : 0;
@@ -309,8 +305,6 @@ static void add_span(struct gpu *g, struct gpu_proc *p, struct gcomm *c, struct 
 	if (t->seen < UINT8_MAX)
 		t->seen++;
 	f->gpu_ns += t->gmax - t->gmin - was;
-	if (t->seen >= t->nchannels && !t->fed)
-		feed(g, p, c, t);
 }
 
 static bool on_channel(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const uint8_t *e,
@@ -338,14 +332,13 @@ static bool on_channel(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const
 	if (ch.skew_ns > s->t.skew_max_ns)
 		s->t.skew_max_ns = ch.skew_ns;
 	t = task_find(c, ch.func, ch.seq);
-	if (t && ch.channel == 0 && !t->has_ch0) {
-		t->has_ch0 = true;
-		t->ch0 = ch.start;
-	}
 	if (t)
-		add_span(g, p, c, t, ch.start, ch.end);
-	if (!g->pt)
+		add_span(c, t, ch.start, ch.end);
+	if (!g->pt) {
+		if (ch.channel == 0)
+			feed(g, p, c, &ch, ch.start, t);
 		return true;
+	}
 	/* The first lane free at its start (the tasks of one kernel, a
 	 * group, share their channels' spans); none: the last, from where
 	 * its previous span ended. */
@@ -372,6 +365,8 @@ static bool on_channel(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const
 		pftrace__track(g->pt, uuid, gpupf__track_uuid(GT_NCCL_GROUP, p->pid, c->idx), name);
 		c->ch_described[ch.channel] |= (uint8_t)(1u << lane);
 	}
+	if (ch.channel == 0)
+		feed(g, p, c, &ch, start, t);
 	seq = &c->ch_seq[ch.channel][lane];
 	if (!*seq)
 		*seq = pftrace__seq(g->pt, uuid, start);
@@ -526,19 +521,6 @@ static void print_comm(const struct gpu_proc *p, const struct gcomm *c, FILE *f)
 				size * bus_factor(fn, c->nranks) / sec / 1e9);
 		else
 			fprintf(f, " %9s %9s\n", "-", "-");
-	}
-}
-
-void gpunccl__finish(struct gpu *g, struct gpu_proc *p)
-{
-	struct gnccl *s = p->nccl;
-
-	for (uint32_t i = 0; s && i < s->n; i++) {
-		struct gcomm *c = s->comms[i];
-
-		for (uint32_t j = 0; j < TASKS && j < c->ntasks; j++)
-			if (c->tasks[j].seen && !c->tasks[j].fed)
-				feed(g, p, c, &c->tasks[j]);
 	}
 }
 

@@ -30,9 +30,6 @@ struct gpunccl_totals {
 };
 void gpunccl__totals(const struct gpu_proc *p, struct gpunccl_totals *t);
 
-/* p's operations whose channels did not all come go to the GPU-side
- * straggler report now (the capture ends). */
-void gpunccl__finish(struct gpu *g, struct gpu_proc *p);
 /* The "NCCL operations, GPU side" table of processes ps[0..np), then the
  * GPU-side straggler report when two ranks of a communicator came. */
 void gpunccl__print(const struct gpu *g, const struct gpu_proc *const *ps, size_t np, FILE *f);
