@@ -611,6 +611,17 @@ static void map_channel(struct gpu_nccl_ch *e, int64_t seen)
 	e->skew_ns = d <= 0 ? 0 : d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
 }
 
+/* A held span, mapped with the estimate now, into the queue. Under P.lock. */
+static void queue_mapped(struct held_ch *h)
+{
+	struct gpu_nccl_ch *e;
+
+	map_channel(&h->e, h->seen);
+	e = put(GPU_NCCL_CHANNEL, sizeof(*e));
+	if (e)
+		*e = h->e;
+}
+
 static void stop_channel(const struct proxy *p)
 {
 	struct held_ch h = { .e = { .e = { GPU_NCCL_CHANNEL, sizeof(h.e) } } };
@@ -627,31 +638,17 @@ static void stop_channel(const struct proxy *p)
 	h.e.rank = p->rank;
 	h.e.func = p->func;
 	h.seen = (int64_t)(p->start - p->gpu_end);
-	if (P.nheld < HELD) {
+	if (P.nheld < HELD)
 		P.held[P.nheld++] = h;
-		return;
-	}
-	/* Full (over HELD spans in one poll): mapped now. */
-	map_channel(&h.e, h.seen);
-	{
-		struct gpu_nccl_ch *e = put(GPU_NCCL_CHANNEL, sizeof(*e));
-
-		if (e)
-			*e = h.e;
-	}
+	else
+		queue_mapped(&h);	/* full (over HELD spans in one poll): now */
 }
 
 /* The held spans, mapped, into the queue. Under P.lock. */
 static void release_held(void)
 {
-	for (uint32_t i = 0; i < P.nheld; i++) {
-		struct gpu_nccl_ch *e;
-
-		map_channel(&P.held[i].e, P.held[i].seen);
-		e = put(GPU_NCCL_CHANNEL, sizeof(*e));
-		if (e)
-			*e = P.held[i].e;
-	}
+	for (uint32_t i = 0; i < P.nheld; i++)
+		queue_mapped(&P.held[i]);
 	P.nheld = 0;
 }
 
