@@ -108,6 +108,21 @@ def test_record_command_gets_the_injection_library():
     check_summary(r.stdout)
 
 
+def test_shared_injection_library_is_no_window():
+    """The injection library's NVTX sites are probed for every process
+    before the command runs: a consumer that reads the mapping only after
+    the command exited (CGBPF_TEST_MMAP_LAG_MS) must not call it a window
+    (a CI flake until attach__live_since knew sets for every process)."""
+    need()
+    env = env_with(CGBPF_TEST_MMAP_LAG_MS="400")
+    env.pop("NVTX_INJECTION64_PATH", None)
+    r = record(FLAGS, cmd=[WORKLOAD], env=env)
+    eq(r.rc, 0, "exit (stderr %r)" % r.stderr[-400:])
+    check("had exited when" not in r.stderr and "after it was mapped" not in r.stderr,
+          "no window said: %r" % r.stderr[-600:])
+    check_trace(r.trace, facts_of(r.stdout))
+
+
 def test_attach_later():
     """Started with NVTX_INJECTION64_PATH before cgbpf runs: cgbpf -p finds
     the loaded injection library and turns its probes on."""

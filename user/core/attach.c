@@ -1039,5 +1039,9 @@ uint64_t attach__live_since(struct attach *a, pid_t pid, uint32_t kdev, uint64_t
 	struct lib_file *f = find_file(a, &st);
 	struct probe_set *s = f ? find_set(a, f - a->files, scope_of(a, pid)) : NULL;
 
+	/* A file probed for every process (a shared_file library: the
+	 * injection library's NVTX sites) is live in this one too. */
+	if (f && !s)
+		s = find_set(a, f - a->files, -1);
 	return s ? s->live_ns : 0;
 }

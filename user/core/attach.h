@@ -60,7 +60,8 @@ void attach__forget(struct attach *a, pid_t pid);
 size_t attach__release_unmapped(struct attach *a);
 /* Whether the file (kernel dev encoding, inode) has probes for any scope. */
 bool attach__probed_file(struct attach *a, uint32_t kdev, uint64_t ino);
-/* Whether the file (kernel dev encoding, inode) is probed for pid. */
+/* Since when the file (kernel dev encoding, inode) is probed for pid, by
+ * its own probes or by probes for every process (CLOCK_BOOTTIME); 0: not. */
 uint64_t attach__live_since(struct attach *a, pid_t pid, uint32_t kdev, uint64_t ino);
 /* Attaches entry and return probes at file offsets with attach cookies;
  * 0 or -errno. */
