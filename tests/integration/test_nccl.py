@@ -398,10 +398,10 @@ def summary_rows(r):
     head = [j for j in range(i, len(lines)) if lines[j].startswith(" Name ")][0]
     for ln in lines[head + 1:]:
         f = ln.split()
-        if len(f) != 11:
+        if len(f) != 12:
             break
         rows[f[0]] = dict(zip(["calls", "grouped", "bytes", "timed", "total", "avg", "med",
-                               "max", "algbw", "busbw"], f[1:]))
+                               "max", "algbw", "busbw", "time"], f[1:]))
     return rows, lines[i:]
 
 
@@ -410,9 +410,62 @@ def median(v):
     return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) // 2
 
 
+GPU_GROUP = re.compile(r"^NCCL [0-9a-f]{4} rank (-?\d+|\?)/(-?\d+|\?): GPU \(NCCL profiler\)$")
+
+
+def gpu_spans(r):
+    """{ncclName: [(dur, bytes, nranks)]}: channel 0's spans of NCCL's
+    profiler plugin (every lane of it), as nccl_sum times them."""
+    out = {}
+    t = r.trace
+    groups = {x.uuid: GPU_GROUP.match(x.name or "") for x in t.tracks.values()}
+    for tr in t.tracks.values():
+        m = groups.get(tr.parent_uuid)
+        if not m or not re.match(r"^channel 0( \(\d\))?$", tr.name or ""):
+            continue
+        n = int(m.group(2)) if m.group(2) != "?" else 0
+        for s in t.slices_on(track_uuid=tr.uuid):
+            out.setdefault("nccl" + s.name, []).append((s.dur, s.args.get("bytes", 0), n))
+    return out
+
+
+def check_gpu_row(name, row, spans):
+    """A row timed on the GPU, recomputed from channel 0's spans."""
+    durs = [d for d, _, _ in spans]
+    eq(int(row["timed"]), len(durs), "%s timed on the GPU" % name)
+    eq(int(row["total"]), sum(durs), "%s GPU total" % name)
+    eq(int(row["max"]), max(durs), "%s GPU max" % name)
+    eq(int(row["med"]), median(durs), "%s GPU median" % name)
+    size = bus = 0.0
+    t = 0
+    for d, b, n in spans:
+        if not b or n < 1:
+            continue
+        sz = b * (n if name in PER_RANK else 1)
+        size += sz
+        bus += sz * bus_factor(name, n)
+        t += d
+    for col, want in (("algbw", size / t if t else None), ("busbw", bus / t if t else None)):
+        if want is None:
+            eq(row[col], "-", "%s %s without sized spans" % (name, col))
+            continue
+        got = float(row[col])
+        check(abs(got - want) <= 1e-5 * want + 1e-12,
+              "%s GPU %s: summary %s, from the trace %.9g" % (name, col, row[col], want))
+
+
 def check_summary(r):
     rows, lines = summary_rows(r)
-    check(any("Time is host-side" in ln for ln in lines), "the time caveat")
+    gpu = gpu_spans(r)
+    for name, row in rows.items():
+        eq(row["time"], "gpu" if name in gpu else "host",
+           "%s timed on the GPU where the plugin's spans came" % name)
+    if any(row["time"] == "host" for row in rows.values()):
+        check(any("Time host: from a call's entry to its return" in ln for ln in lines),
+              "the host time caveat")
+    if gpu:
+        check(any("Time gpu: on the GPU, from NCCL's profiler plugin" in ln for ln in lines),
+              "the GPU time said")
     check(any("CUPTI" in ln for ln in lines), "GPU-side timing announced")
     comm_size = {}
     for t in comm_tracks(r).values():
@@ -426,10 +479,13 @@ def check_summary(r):
             continue
         seen.add(name)
         row = rows[name]
-        timed = [s for s in sl if ok(s) and "group" not in s.args]
         eq(int(row["calls"]), len(sl), "%s calls" % name)
         eq(int(row["grouped"]), sum(1 for s in sl if "group" in s.args), "%s grouped" % name)
         eq(int(row["bytes"]), sum(s.args["bytes"] for s in sl if ok(s)), "%s bytes" % name)
+        if name in gpu:
+            check_gpu_row(name, row, gpu[name])
+            continue
+        timed = [s for s in sl if ok(s) and "group" not in s.args]
         eq(int(row["timed"]), len(timed), "%s timed" % name)
         eq(int(row["total"]), sum(s.dur for s in timed), "%s total time from the trace" % name)
         eq(int(row["max"]), max(s.dur for s in timed), "%s max" % name)

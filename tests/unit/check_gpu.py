@@ -520,11 +520,18 @@ def check_nccl_plugin(d):
           "%s: the proxy operation with its bytes and steps" % L,
           [(x.name, x.dur, x.args) for x in px])
     rows = [ln.split() for ln in summary.splitlines() if ln.strip().startswith(str(pid))]
-    check(any(r[1:6] == ["abcd", "1/4", "AllReduce", "3", "3145728"] for r in rows),
-          "%s: the GPU-side table has the 3 all-reduces" % L, rows)
-    # seq 2's union grows to 2.7 ms with the later span of channel 1.
-    check(any(r[1:6] == ["abcd", "1/4", "AllReduce", "3", "3145728"] and r[7] == "534.000"
-              for r in rows), "%s: mean GPU time is first start to last end (534 us)" % L, rows)
+    # The table times each operation by its span on channel 0 as drawn
+    # (every lane of it), as nccl_sum does.
+    ch0 = [x for name, tr in kids.items() if name == "channel 0" or name.startswith("channel 0 (")
+           for x in t.slices_on(track_uuid=tr.uuid)]
+    n, nbytes = len(ch0), sum(x.args.get("bytes", 0) for x in ch0)
+    mean = "%.3f" % (sum(x.dur for x in ch0) / 1e3 / n) if n else None
+    # (The second batch adds one more span of seq 2 on channel 0: counted.)
+    check(n == 4 and nbytes == 4 << 20, "%s: channel 0 has 4 spans" % L,
+          [(x.ts, x.dur, x.args) for x in ch0])
+    check(any(r[1:6] == ["abcd", "1/4", "AllReduce", str(n), str(nbytes)] and r[7] == mean
+              for r in rows), "%s: the GPU-side table times them by channel 0 (mean %s us)" %
+          (L, mean), rows)
 
 
 def check_summary_only(d):

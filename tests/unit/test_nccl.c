@@ -15,6 +15,7 @@
 
 #include "core/apilib.h"
 #include "core/model.h"
+#include "lib/ncclbw.h"
 #include "sources/nccl/nccl.h"
 #include "sources/nccl/ncclsum.h"
 #include "tap.h"
@@ -253,21 +254,21 @@ static void test_comms_groups_nested(void)
 }
 
 /* The summary row of fn: its 10 numbers after the name. */
-static bool row(const char *text, const char *fn, char cols[10][32])
+static bool row(const char *text, const char *fn, char cols[11][32])
 {
 	char pat[64];
 	const char *p;
 
 	snprintf(pat, sizeof(pat), "\n %s ", fn);
 	p = strstr(text, pat);
-	return p && sscanf(p + strlen(pat), "%31s %31s %31s %31s %31s %31s %31s %31s %31s %31s",
+	return p && sscanf(p + strlen(pat), "%31s %31s %31s %31s %31s %31s %31s %31s %31s %31s %31s",
 			   cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7],
-			   cols[8], cols[9]) == 10;
+			   cols[8], cols[9], cols[10]) == 11;
 }
 
 static void test_summary(void)
 {
-	char *text = NULL, c[10][32];
+	char *text = NULL, c[11][32];
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 
@@ -277,8 +278,8 @@ static void test_summary(void)
 	 * grouped (128 B each): algbw 4000 / 1000 = 4 GB/s, busbw x 2*3/4. */
 	check(row(text, "ncclAllReduce", c) && !strcmp(c[0], "3") && !strcmp(c[1], "2") &&
 		      !strcmp(c[2], "4256") && !strcmp(c[3], "1") && !strcmp(c[4], "1000") &&
-		      !strcmp(c[8], "4") && !strcmp(c[9], "6"),
-	      "all-reduce row (algbw %s, busbw %s)", c[8], c[9]);
+		      !strcmp(c[8], "4") && !strcmp(c[9], "6") && !strcmp(c[10], "host"),
+	      "all-reduce row (algbw %s, busbw %s, time %s)", c[8], c[9], c[10]);
 	/* All-gather: 250 int32 per rank x 4 ranks = 4000 B in 2000 ns: algbw
 	 * 2, busbw x 3/4 = 1.5. */
 	check(row(text, "ncclAllGather", c) && !strcmp(c[2], "1000") && !strcmp(c[8], "2") &&
@@ -289,7 +290,50 @@ static void test_summary(void)
 	check(strstr(text, "1 calls NCCL made to its own API") != NULL, "nested call counted apart");
 	check(strstr(text, ": 1 groups, 2 operations, 256 bytes; time total 8400 ns") != NULL,
 	      "groups line");
-	check(strstr(text, "Time is host-side") && strstr(text, "NCCL operations,\n   GPU side"), "the time caveat");
+	check(strstr(text, "Time host: from a call's entry to its return") &&
+		      strstr(text, "NCCL's profiler plugin times them on the GPU") &&
+		      !strstr(text, "Time gpu:"),
+	      "the time caveat");
+	if (n_fail)
+		printf("%s", text);
+	free(text);
+}
+
+/* The plugin timed some all-reduces on the GPU: that row takes the GPU's
+ * numbers and says so; the others stay timed on the host. */
+static void test_summary_gpu_times(void)
+{
+	char *text = NULL, c[11][32];
+	size_t len = 0;
+	FILE *f;
+
+	/* 4000 B on 4 ranks in 500 and 1500 ns: algbw 8000 / 2000 = 4 GB/s,
+	 * busbw x 3/2 = 6; one more without its size, left out of them. */
+	check(!ncclbw__gpu_add(&m.nccl_gpu, ncclbw__fn_of_op("AllReduce"), 500, 4000, 4) &&
+		      !ncclbw__gpu_add(&m.nccl_gpu, ncclbw__fn_of_op("AllReduce"), 1500, 4000, 4) &&
+		      !ncclbw__gpu_add(&m.nccl_gpu, ncclbw__fn_of_op("AllReduce"), 7000, 0, 4),
+	      "GPU-side times added");
+	check(ncclbw__fn_of_op("AllReduce") == NC_FN_ncclAllReduce &&
+		      ncclbw__fn_of_op("Broadcast") == NC_FN_ncclBroadcast &&
+		      ncclbw__fn_of_op("Recv") == NC_FN_ncclRecv && ncclbw__fn_of_op("Gather") < 0 &&
+		      ncclbw__fn_of_op("GroupStart") < 0 && ncclbw__fn_of_op("") < 0,
+	      "NCCL's operation names to API functions");
+	f = open_memstream(&text, &len);
+	ncclsum__print(sum, NULL, f);
+	fclose(f);
+	check(row(text, "ncclAllReduce", c) && !strcmp(c[0], "3") && !strcmp(c[2], "4256") &&
+		      !strcmp(c[3], "3") && !strcmp(c[4], "9000") && !strcmp(c[6], "1500") &&
+		      !strcmp(c[7], "7000") && !strcmp(c[8], "4") && !strcmp(c[9], "6") &&
+		      !strcmp(c[10], "gpu"),
+	      "all-reduce row timed on the GPU (timed %s, total %s, algbw %s, busbw %s, time %s)",
+	      c[3], c[4], c[8], c[9], c[10]);
+	check(row(text, "ncclAllGather", c) && !strcmp(c[10], "host"), "all-gather still host");
+	check(strstr(text, "Time gpu: on the GPU, from NCCL's profiler plugin") &&
+		      strstr(text, "Time host: from a call's entry") &&
+		      !strstr(text, "NCCL's profiler plugin times them on the GPU"),
+	      "both time sources said");
+	check(strstr(text, "   1 timed operations of unknown size") != NULL,
+	      "the GPU span without its size left out of the bandwidths");
 	if (n_fail)
 		printf("%s", text);
 	free(text);
@@ -309,11 +353,12 @@ int main(void)
 	test_cookies();
 	test_comms_groups_nested();
 	test_summary();
-	check(ncclsum__bus_factor(NCOLL_ALLREDUCE, 8) == 2.0 * 7 / 8 &&
-		      ncclsum__bus_factor(NCOLL_REDUCESCATTER, 8) == 7.0 / 8 &&
-		      ncclsum__bus_factor(NCOLL_SEND, 8) == 1 &&
-		      ncclsum__size_factor(NCOLL_ALLGATHER, 8) == 8 &&
-		      ncclsum__size_factor(NCOLL_BROADCAST, 8) == 1,
+	test_summary_gpu_times();
+	check(ncclbw__bus_factor(NCOLL_ALLREDUCE, 8) == 2.0 * 7 / 8 &&
+		      ncclbw__bus_factor(NCOLL_REDUCESCATTER, 8) == 7.0 / 8 &&
+		      ncclbw__bus_factor(NCOLL_SEND, 8) == 1 &&
+		      ncclbw__size_factor(NCOLL_ALLGATHER, 8) == 8 &&
+		      ncclbw__size_factor(NCOLL_BROADCAST, 8) == 1,
 	      "nccl-tests factors");
 	ncclsum__free(sum);
 	model__free(&m);

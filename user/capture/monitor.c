@@ -23,6 +23,7 @@
 #include "core/ingest.h"
 #include "core/model.h"
 #include "lib/hmap.h"
+#include "lib/ncclbw.h"
 #include "lib/http.h"
 #include "lib/log.h"
 #include "lib/outfile.h"
@@ -826,8 +827,8 @@ static void render_call(struct monitor *mo, struct buf *b, int metric, const str
 			int coll = nccl_funcs[key->func].coll;
 
 			bprintf(b, "cgbpf_nccl_bus_bytes_total{%s} %.0f\n", labels,
-				(double)v.bytes * ncclsum__size_factor(coll, key->nranks) *
-				ncclsum__bus_factor(coll, key->nranks));
+				(double)v.bytes * ncclbw__size_factor(coll, key->nranks) *
+				ncclbw__bus_factor(coll, key->nranks));
 		}
 		break;
 	}

@@ -9,6 +9,7 @@
 #include "core/model.h"
 #include "core/ustr.h"
 #include "lib/log.h"
+#include "lib/ncclbw.h"
 #include "lib/procfs.h"
 
 #define EMIT(m, fn, ...) \
@@ -117,6 +118,8 @@ void model__free(struct model *m)
 	hmap__free(&m->threads);
 	hmap__free(&m->procs);
 	hmap__free(&m->name_hints);
+	ncclbw__gpu_free(m->nccl_gpu);
+	m->nccl_gpu = NULL;
 }
 
 struct proc *model__proc(struct model *m, uint32_t pid)

@@ -248,6 +248,11 @@ struct model {
 	int (*stack_py)(void *ctx, uint32_t tid, bool sample, uint8_t lib, uint16_t func,
 			const struct py_stack_frame **frames);
 	void *stack_py_ctx;
+	/* nccl_sum's GPU-side times (user/lib/ncclbw.h): the channel 0 span
+	 * of each operation NCCL's profiler plugin reported, added by the GPU
+	 * source (user/sources/gpu/gpunccl.c) as it draws it, read by the
+	 * NCCL summary; NULL until the first. */
+	struct ncclbw_gpu *nccl_gpu;
 };
 
 /* Initializes an empty model with the built-in library decoders. */

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/ncclbw.h"
 #include "lib/sumtab.h"
 
 static int cmp_rows(const void *a, const void *b)
@@ -699,12 +700,31 @@ static void nccl_comms(FILE *f, struct sumtab_nccl_comm *all, size_t n)
 	}
 }
 
+/* The numbers of one row of nccl_sum: the GPU's where the plugin timed
+ * any of its operations, else the host's. */
+struct nccl_row {
+	struct stats *time;
+	uint64_t bw_time, unknown;
+	double size, bus_size;
+	const char *source;
+};
+
+static struct nccl_row nccl_row(const struct sumtab_nccl_op *o)
+{
+	if (o->gpu && o->gpu->time.n)
+		return (struct nccl_row){ (struct stats *)&o->gpu->time, o->gpu->bw_time,
+					  o->gpu->unknown_size, o->gpu->size, o->gpu->bus_size,
+					  "gpu" };
+	return (struct nccl_row){ o->time, o->bw_time, o->unknown_size, o->size, o->bus_size,
+				  "host" };
+}
+
 void sumtab__nccl(FILE *f, enum sumtab_fmt fmt, struct sumtab_nccl *s)
 {
 	static const char *const cols[] = { "Name", "Calls", "Grouped", "Bytes", "Timed",
 					    "Total (ns)", "Avg (ns)", "Med (ns)", "Max (ns)",
-					    "algbw (GB/s)", "busbw (GB/s)" };
-	uint64_t calls = 0, unknown = 0, errors = 0;
+					    "algbw (GB/s)", "busbw (GB/s)", "Time" };
+	uint64_t calls = 0, unknown = 0, errors = 0, gpu_rows = 0, host_rows = 0;
 	bool others = false, first = true;
 	char a[32], b[32];
 
@@ -713,74 +733,95 @@ void sumtab__nccl(FILE *f, enum sumtab_fmt fmt, struct sumtab_nccl *s)
 		errors += s->ops[i].errors;
 	}
 	if (fmt != SUMTAB_TEXT) {
-		sumtab__begin(f, fmt, cols, 11);
+		sumtab__begin(f, fmt, cols, 12);
 		for (int i = 0; i < s->nops; i++) {
 			const struct sumtab_nccl_op *o = &s->ops[i];
-			struct stats *st = o->time;
-			struct sumtab_cell c[11] = {
+			struct nccl_row r = nccl_row(o);
+			struct sumtab_cell c[12] = {
 				{ .type = SC_STR, .s = o->name },
 				{ .type = SC_U64, .u = o->calls },
 				{ .type = SC_U64, .u = o->grouped },
 				{ .type = SC_U64, .u = o->bytes },
-				{ .type = SC_U64, .u = st->n },
-				{ .type = SC_U64, .u = st->total },
-				{ .type = SC_DOUBLE, .d = st->mean },
-				{ .type = SC_U64, .u = stats__median(st) },
-				{ .type = SC_U64, .u = st->max },
-				{ .type = SC_DOUBLE, .d = o->bw_time ? o->size / o->bw_time : 0 },
-				{ .type = SC_DOUBLE, .d = o->bw_time ? o->bus_size / o->bw_time : 0 },
+				{ .type = SC_U64, .u = r.time->n },
+				{ .type = SC_U64, .u = r.time->total },
+				{ .type = SC_DOUBLE, .d = r.time->mean },
+				{ .type = SC_U64, .u = stats__median(r.time) },
+				{ .type = SC_U64, .u = r.time->max },
+				{ .type = SC_DOUBLE, .d = r.bw_time ? r.size / r.bw_time : 0 },
+				{ .type = SC_DOUBLE, .d = r.bw_time ? r.bus_size / r.bw_time : 0 },
+				{ .type = SC_STR, .s = r.source },
 			};
 
-			if (!o->transfer || !o->calls)
+			if (!o->transfer || (!o->calls && !r.time->n))
 				continue;
-			sumtab__row(f, fmt, cols, c, 11, first);
+			sumtab__row(f, fmt, cols, c, 12, first);
 			first = false;
 		}
 		sumtab__end(f, fmt);
 		return;
 	}
-	if (!calls && !s->nested)
+	for (int i = 0; i < s->nops; i++) {
+		if (!s->ops[i].transfer)
+			continue;
+		if (s->ops[i].gpu && s->ops[i].gpu->time.n)
+			gpu_rows++;
+		else if (s->ops[i].calls)
+			host_rows++;
+	}
+	if (!calls && !s->nested && !gpu_rows)
 		return;
-	fprintf(f, "\n** NCCL Summary (nccl_sum):\n\n"
-		   "   Time is host-side: from a call's entry to its return, as the CPU saw it. On a GPU,\n"
-		   "   NCCL calls are asynchronous (they return once the work is enqueued on the stream),\n"
-		   "   so these times and the bandwidths from them measure the launch, not the transfer,\n"
-		   "   unless the call blocked. The transfers' GPU-side times are in \"NCCL operations,\n"
-		   "   GPU side\" when NCCL's profiler plugin reported them (docs/injection.md).\n"
-		   "   Calls between ncclGroupStart and ncclGroupEnd only enqueue: they are counted under\n"
-		   "   Grouped and their times are left out; each group's time is under Groups below.\n"
-		   "   As nccl-tests: algbw = size / time; busbw = algbw x 2(n-1)/n (all-reduce),\n"
+	fprintf(f, "\n** NCCL Summary (nccl_sum):\n\n");
+	if (gpu_rows)
+		fprintf(f, "   Time gpu: on the GPU, from NCCL's profiler plugin (docs/injection.md): each\n"
+			   "   operation's span on its channel 0, its kernel's start to its end there;\n"
+			   "   Timed counts the operations the plugin reported, grouped ones included.\n");
+	if (host_rows)
+		fprintf(f, "   Time host: from a call's entry to its return, as the CPU saw it. On a GPU,\n"
+			   "   NCCL calls are asynchronous (they return once the work is enqueued on the\n"
+			   "   stream), so these times and the bandwidths from them measure the launch,\n"
+			   "   not the transfer, unless the call blocked. Calls between ncclGroupStart and\n"
+			   "   ncclGroupEnd only enqueue: they are counted under Grouped and their times\n"
+			   "   are left out; each group's time is under Groups below.%s\n",
+			gpu_rows ? "" : "\n   NCCL's profiler plugin times them on the GPU (docs/injection.md).");
+	fprintf(f, "   As nccl-tests: algbw = size / time; busbw = algbw x 2(n-1)/n (all-reduce),\n"
 		   "   (n-1)/n (all-gather, reduce-scatter, all-to-all), 1 (broadcast, reduce, send,\n"
 		   "   recv); size = count x datatype size, x n for all-gather, reduce-scatter and\n"
 		   "   all-to-all (their count is per rank); summed over timed calls (GB/s = 1e9 B/s).\n\n");
-	fprintf(f, " %-18s %8s %8s %14s %8s %14s %12s %12s %12s %12s %12s\n", cols[0], cols[1],
-		cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9], cols[10]);
+	fprintf(f, " %-18s %8s %8s %14s %8s %14s %12s %12s %12s %12s %12s %5s\n", cols[0], cols[1],
+		cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9], cols[10],
+		cols[11]);
 	for (int i = 0; i < s->nops; i++) {
 		const struct sumtab_nccl_op *o = &s->ops[i];
-		struct stats *st = o->time;
+		struct nccl_row r = nccl_row(o);
+		struct stats *st = r.time;
 
 		if (!o->transfer) {
 			others |= o->calls > 0;
 			continue;
 		}
-		if (!o->calls)
+		if (!o->calls && !st->n)
 			continue;
-		if (o->bw_time) {
-			snprintf(a, sizeof(a), "%.6g", o->size / o->bw_time);
-			snprintf(b, sizeof(b), "%.6g", o->bus_size / o->bw_time);
+		if (r.bw_time) {
+			snprintf(a, sizeof(a), "%.6g", r.size / r.bw_time);
+			snprintf(b, sizeof(b), "%.6g", r.bus_size / r.bw_time);
 		} else {
 			snprintf(a, sizeof(a), "-");
 			snprintf(b, sizeof(b), "-");
 		}
-		unknown += o->unknown_size;
+		unknown += r.unknown;
 		fprintf(f, " %-18s %8" PRIu64 " %8" PRIu64 " %14" PRIu64 " %8" PRIu64 " %14" PRIu64
-			   " %12.1f %12" PRIu64 " %12" PRIu64 " %12s %12s\n",
+			   " %12.1f %12" PRIu64 " %12" PRIu64 " %12s %12s %5s\n",
 			o->name, o->calls, o->grouped, o->bytes, st->n, st->total, st->mean,
-			stats__median(st), st->max, a, b);
+			stats__median(st), st->max, a, b, r.source);
 	}
+	for (int i = 0; gpu_rows && i < s->nops; i++)
+		if (!strcmp(s->ops[i].name, "ncclBcast") && s->ops[i].calls)
+			fprintf(f, "   ncclBcast is NCCL's Broadcast on the GPU: the plugin's times of its "
+				   "operations are in the ncclBroadcast row\n");
 	if (unknown)
-		fprintf(f, "   %" PRIu64 " timed calls on communicators of unknown size (created before "
-			   "attach) are left out of the bandwidths\n", unknown);
+		fprintf(f, "   %" PRIu64 " timed operations of unknown size (communicators created "
+			   "before attach, or GPU spans whose operation's size was not reported) are "
+			   "left out of the bandwidths\n", unknown);
 	fprintf(f, "\n   Groups (outermost ncclGroupStart entry to ncclGroupEnd return): %" PRIu64
 		   " groups, %" PRIu64 " operations, %" PRIu64 " bytes",
 		s->groups->n, s->group_ops, s->group_bytes);

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include "lib/stats.h"
 
+struct ncclbw_fn;
+
 enum sumtab_fmt { SUMTAB_TEXT, SUMTAB_CSV, SUMTAB_JSON };
 
 /* A row of a time table: a name (and, for NVTX, a style) and its series. */
@@ -127,6 +129,9 @@ struct sumtab_nccl_op {
 	struct stats *time;	/* successful calls outside groups */
 	uint64_t bw_time, unknown_size;
 	double size, bus_size;
+	/* The GPU-side times of its operations (NCCL's profiler plugin);
+	 * NULL or none timed: the row is timed on the host. */
+	const struct ncclbw_fn *gpu;
 };
 /* A communicator as one process sees it. */
 struct sumtab_nccl_comm {

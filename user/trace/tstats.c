@@ -40,6 +40,7 @@
 #include "core/apilib.h"
 #include "core/model.h"
 #include "lib/hmap.h"
+#include "lib/ncclbw.h"
 #include "lib/log.h"
 #include "lib/outfile.h"
 #include "lib/stats.h"
@@ -295,6 +296,7 @@ struct acc {
 	 * and machine; unmerged files of different hosts are refused). */
 	struct straggle *strag;
 	struct straggle *strag_gpu;	/* nccl_stragglers_gpu: the plugin's channel 0 spans */
+	struct ncclbw_gpu *nccl_gpu;	/* nccl_sum's GPU-side times: the same spans */
 	struct stragalign *align;	/* nccl_stragglers: communicators older than the capture */
 	int file;			/* the file being read */
 	struct hmap hosts;		/* file << 32 | machine -> char * */
@@ -488,6 +490,7 @@ static void acc_free(struct acc *a)
 	for (int f = 0; f < NC_FN__COUNT; f++)
 		stats__free(&a->nccl_time[f]);
 	stats__free(&a->nccl_groups);
+	ncclbw__gpu_free(a->nccl_gpu);
 	hmap__free(&a->nccl_fn);
 	free(a->comms);
 	names_free(&a->kernels);
@@ -1012,9 +1015,9 @@ static void nccl_call(struct acc *a, const struct tread_slice *s, int f)
 		return;
 	}
 	o->bw_time += dur;
-	o->size += bytes * ncclsum__size_factor(nccl_funcs[f].coll, nranks);
-	o->bus_size += bytes * ncclsum__size_factor(nccl_funcs[f].coll, nranks) *
-		       ncclsum__bus_factor(nccl_funcs[f].coll, nranks);
+	o->size += bytes * ncclbw__size_factor(nccl_funcs[f].coll, nranks);
+	o->bus_size += bytes * ncclbw__size_factor(nccl_funcs[f].coll, nranks) *
+		       ncclbw__bus_factor(nccl_funcs[f].coll, nranks);
 }
 
 /* The host of the capture being read (machine of a merged trace). */
@@ -1070,6 +1073,10 @@ static int nccl_gpu_op(struct acc *a, const struct tk *k, const struct tread_sli
 		op.peer = (int)peer->i;
 	else if (p2p)
 		op.seq = 0;
+	/* nccl_sum's GPU-side time of the operation, as record adds it. */
+	if (ncclbw__gpu_add(&a->nccl_gpu, ncclbw__fn_of_op(s->name), s->end_ts - s->ts,
+			    arg_u(s->args, s->nargs, "bytes"), g->nranks))
+		return -ENOMEM;
 	return straggle__add(a->strag_gpu, &op);
 }
 
@@ -1417,6 +1424,8 @@ static int print_report(struct acc *a, enum report r, enum sumtab_fmt fmt, bool 
 					 .group_bytes = a->nccl_group_bytes, .nested = a->nccl_nested,
 					 .comms = a->comms, .ncomms = a->ncomms };
 
+		for (int i = 0; a->nccl_gpu && i < NC_FN__COUNT; i++)
+			a->nccl[i].gpu = &a->nccl_gpu->fn[i];
 		sumtab__nccl(f, fmt, &t);
 		break;
 	}
@@ -1576,7 +1585,7 @@ static bool shown(const struct acc *a, enum report r)
 		for (int f = 0; f < NC_FN__COUNT; f++)
 			if (a->nccl[f].calls)
 				return true;
-		return a->nccl_nested > 0;
+		return a->nccl_nested > 0 || (a->nccl_gpu && a->nccl_gpu->ops);
 	}
 	if (r == R_NCCL_STRAG)
 		return straggle__any(a->strag) || stragalign__held(a->align);

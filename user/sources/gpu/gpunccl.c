@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include "lib/ncclbw.h"
 #include "lib/straggle.h"
 #include "out/pfsink.h"
 #include "sources/gpu/gpunccl.h"
@@ -33,18 +34,16 @@
 struct gtask {
 	uint64_t seq;
 	uint8_t func, algo, proto, nchannels;
-	uint8_t seen;		/* channels that came */
 	uint32_t tid;
 	int32_t peer;
 	uint64_t bytes;
-	uint64_t gmin, gmax;	/* the union of its channels' GPU spans */
 };
 
-/* Per function of a communicator: operations with a GPU span, their
- * bytes, and the GPU time from the first channel's start to the last
- * one's end, summed. */
+/* Per function of a communicator: operations with a span on channel 0
+ * (nccl_sum's GPU time of an operation, user/lib/ncclbw.h), their GPU
+ * time summed, and the bytes and time of those whose size came. */
 struct gfunc {
-	uint64_t ops, bytes, gpu_ns;
+	uint64_t ops, gpu_ns, bytes, sized_ns;
 };
 
 struct gcomm {
@@ -283,28 +282,17 @@ static void feed(struct gpu *g, struct gpu_proc *p, struct gcomm *c, const struc
 		op.seq = 0;	/* no peer: not matched (stats reads no peer arg either) */
 	snprintf(id, sizeof(id), "%04x", (unsigned)(c->hash >> 48));
 	straggle__add(g->nccl_strag, &op);
-}
-
-/* One more channel span of task t: the operation's GPU time grows by
- * what it adds to the union's extent. */
-static void add_span(struct gcomm *c, struct gtask *t, uint64_t start, uint64_t end)
-{
-	struct gfunc *f = &c->funcs[t->func];
-	uint64_t was = t->seen ? t->gmax - t->gmin : 0;
-
-	if (!t->seen) {
-		t->gmin = start;
-		t->gmax = end;
-		f->ops++;
-		f->bytes += t->bytes;
+	/* The operation's GPU time: the same span, for the GPU-side table
+	 * and nccl_sum. */
+	c->funcs[ch->func].ops++;
+	c->funcs[ch->func].gpu_ns += ch->end - start;
+	if (t && t->bytes) {
+		c->funcs[ch->func].bytes += t->bytes;
+		c->funcs[ch->func].sized_ns += ch->end - start;
 	}
-	if (start < t->gmin)
-		t->gmin = start;
-	if (end > t->gmax)
-		t->gmax = end;
-	if (t->seen < UINT8_MAX)
-		t->seen++;
-	f->gpu_ns += t->gmax - t->gmin - was;
+	if (g->m)
+		ncclbw__gpu_add(&g->m->nccl_gpu, ncclbw__fn_of_op(func_names[ch->func]),
+				ch->end - start, t ? t->bytes : 0, c->nranks);
 }
 
 static bool on_channel(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const uint8_t *e,
@@ -332,8 +320,6 @@ static bool on_channel(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const
 	if (ch.skew_ns > s->t.skew_max_ns)
 		s->t.skew_max_ns = ch.skew_ns;
 	t = task_find(c, ch.func, ch.seq);
-	if (t)
-		add_span(c, t, ch.start, ch.end);
 	if (!g->pt) {
 		if (ch.channel == 0)
 			feed(g, p, c, &ch, ch.start, t);
@@ -480,27 +466,17 @@ void gpunccl__free(struct gpu_proc *p)
 	p->nccl = NULL;
 }
 
-/* Bytes the operation moves as nccl-tests counts them (the output of an
- * all-gather, the input of a reduce-scatter: count x ranks), and the
- * bus bandwidth's factor over that: the same rules as the NCCL summary's
- * (user/sources/nccl/ncclsum.c), by NCCL's own function names. */
+/* Bytes the operation moves as nccl-tests counts them, and the bus
+ * bandwidth's factor over that (user/lib/ncclbw.h), by NCCL's own
+ * function names. */
 static double size_factor(unsigned func, int nranks)
 {
-	return func == GPU_NF_ALLGATHER || func == GPU_NF_REDUCESCATTER ||
-	       func == GPU_NF_ALLTOALL ? nranks : 1;
+	return ncclbw__size_factor(ncclbw__coll(ncclbw__fn_of_op(func_names[func])), nranks);
 }
 
 static double bus_factor(unsigned func, int nranks)
 {
-	double n = nranks;
-
-	if (nranks < 1)
-		return 0;
-	if (func == GPU_NF_ALLREDUCE)
-		return 2 * (n - 1) / n;
-	if (func == GPU_NF_ALLGATHER || func == GPU_NF_REDUCESCATTER || func == GPU_NF_ALLTOALL)
-		return (n - 1) / n;
-	return 1;
+	return ncclbw__bus_factor(ncclbw__coll(ncclbw__fn_of_op(func_names[func])), nranks);
 }
 
 static void print_comm(const struct gpu_proc *p, const struct gcomm *c, FILE *f)
@@ -511,7 +487,7 @@ static void print_comm(const struct gpu_proc *p, const struct gcomm *c, FILE *f)
 
 		if (!x->ops)
 			continue;
-		sec = (double)x->gpu_ns / 1e9;
+		sec = (double)x->sized_ns / 1e9;
 		size = (double)x->bytes * size_factor(fn, c->nranks);
 		fprintf(f, "   %-7u %04x %4d/%-4d %-14s %8" PRIu64 " %14" PRIu64 " %12.3f %10.3f",
 			p->pid, (unsigned)(c->hash >> 48), c->rank, c->nranks, func_names[fn], x->ops,
@@ -534,7 +510,7 @@ void gpunccl__print(const struct gpu *g, const struct gpu_proc *const *ps, size_
 		for (uint32_t j = 0; s && j < s->n; j++) {
 			if (!head)
 				fprintf(f, "\n** NCCL operations, GPU side (NCCL's profiler plugin: "
-					   "first channel's start to last channel's end on the GPU):"
+					   "each operation's span on its channel 0, as nccl_sum times it):"
 					   "\n\n   %-7s %-4s %-9s %-14s %8s %14s %12s %10s %9s %9s\n",
 					"pid", "comm", "rank", "op", "count", "bytes", "gpu_ms",
 					"mean_us", "algbw", "busbw");

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/utsname.h>
 #include "lib/hmap.h"
+#include "lib/ncclbw.h"
 #include "lib/outname.h"
 #include "lib/stats.h"
 #include "lib/stragalign.h"
@@ -76,34 +77,6 @@ void ncclsum__free(struct ncclsum *s)
 		free(s->env_attr[i]);
 	free(s->env_attr);
 	free(s);
-}
-
-double ncclsum__size_factor(int coll, int nranks)
-{
-	switch (coll) {
-	case NCOLL_ALLGATHER:
-	case NCOLL_REDUCESCATTER:
-	case NCOLL_ALLTOALL:
-		return nranks;
-	}
-	return 1;
-}
-
-double ncclsum__bus_factor(int coll, int nranks)
-{
-	double n = nranks;
-
-	if (nranks < 1)
-		return 0;
-	switch (coll) {
-	case NCOLL_ALLREDUCE:
-		return 2 * (n - 1) / n;
-	case NCOLL_ALLGATHER:
-	case NCOLL_REDUCESCATTER:
-	case NCOLL_ALLTOALL:
-		return (n - 1) / n;
-	}
-	return 1;
 }
 
 /* pid's RANK, WORLD_SIZE and job, read once (while it lives: its first
@@ -212,9 +185,9 @@ static void on_end(void *ctx, struct thread *t, struct call *c)
 		return;
 	}
 	o->bw_time += dur;
-	o->size += nc->bytes * ncclsum__size_factor(f->coll, nc->comm->nranks);
-	o->bus_size += nc->bytes * ncclsum__size_factor(f->coll, nc->comm->nranks) *
-		       ncclsum__bus_factor(f->coll, nc->comm->nranks);
+	o->size += nc->bytes * ncclbw__size_factor(f->coll, nc->comm->nranks);
+	o->bus_size += nc->bytes * ncclbw__size_factor(f->coll, nc->comm->nranks) *
+		       ncclbw__bus_factor(f->coll, nc->comm->nranks);
 }
 
 struct sink ncclsum__sink(struct ncclsum *s)
@@ -308,6 +281,7 @@ void ncclsum__print(const void *ctx, const uint64_t *drops, FILE *f)
 			.calls = o->calls, .errors = o->errors, .grouped = o->grouped,
 			.bytes = o->bytes, .time = &o->time, .bw_time = o->bw_time,
 			.unknown_size = o->unknown_size, .size = o->size, .bus_size = o->bus_size,
+			.gpu = s->m->nccl_gpu ? &s->m->nccl_gpu->fn[i] : NULL,
 		};
 	}
 	t.comms = comms(s, &t.ncomms);

@@ -26,10 +26,5 @@ void ncclsum__print(const void *ctx, const uint64_t *drops, FILE *f);
 /* Writes the communicators nccl_sum lists into the trace (attributes
  * cgbpf.nccl_comm), for cgbpf stats. Accepts NULL. */
 void ncclsum__describe(const struct ncclsum *s, struct pftrace *pt);
-/* nccl-tests' size multiplier (n for all-gather, reduce-scatter and
- * all-to-all, whose count is per rank; 1 otherwise) and bus-bandwidth
- * factor of a collective (enum nccl_coll) on n ranks. */
-double ncclsum__size_factor(int coll, int nranks);
-double ncclsum__bus_factor(int coll, int nranks);
 
 #endif
