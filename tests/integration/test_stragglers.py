@@ -290,6 +290,48 @@ def test_hang_said_while_it_lasts():
           "said before it ended")
 
 
+MP_NCCL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workloads", "py",
+                       "mp_nccl.py")
+
+
+def test_hang_names_the_python_call_site():
+    """Python ranks (multiprocessing, ctypes): rank 2 stalls 2.5 s in
+    load_batch() before its 4th all-reduce. The hang line gives the stuck
+    rank's last traced call from Python and its call site; then stats says
+    what the slow rank did before its late entries, by Python call site."""
+    need()
+    if not os.path.exists("/usr/bin/python3.11"):
+        raise Skip("no Debian /usr/bin/python3.11")
+    r = record(["--sample-hz", "0", "--nccl-hang-after", "1s"],
+               cmd=["/usr/bin/python3.11", MP_NCCL, "4", "6", "2", "2500", "3"])
+    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-800:])
+    check("ranks ok" in r.stdout, "the ranks ran: %r" % r.stdout[-400:])
+    said = HANG.findall(r.stderr)
+    eq(len(said), 1, "one hang said:\n%s" % r.stderr[-3000:])
+    eq(said[0][0], "ncclAllReduce", "the operation")
+    m = re.search(r"rank 2 \(pid (\d+)\), which has not entered it", r.stderr)
+    check(m, "the missing rank named:\n%s" % r.stderr[-3000:])
+    check(re.search(r"pid %s: its last traced call from Python: cuStreamSynchronize at "
+                    r"\S*mp_nccl\.py:\d+ load_batch, [\d.]+ s ago" % m.group(1), r.stderr),
+          "its last Python call site:\n%s" % r.stderr[-3000:])
+
+
+def test_slow_python_rank_activity_by_call_site():
+    """A Python rank slow before every all-reduce: named, and what it did
+    before its late entries is its load_batch() call site."""
+    need()
+    if not os.path.exists("/usr/bin/python3.11"):
+        raise Skip("no Debian /usr/bin/python3.11")
+    r = record(["--sample-hz", "0"], cmd=["/usr/bin/python3.11", MP_NCCL, "4", "12", "2", "60"])
+    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-800:])
+    body = section(r.stdout)
+    check(re.search(r"Rank 2 of communicator \w+ \(4 ranks; pid \d+ on \S+\) is the one the "
+                    r"others wait for", body), "rank 2 named:\n%s" % body)
+    out = stats(["--report", "nccl_straggler_activity", r.trace_path])
+    check(re.search(r"\S*mp_nccl\.py:\d+ load_batch", out),
+          "its activity by Python call site:\n%s" % out)
+
+
 def test_hang_off_and_no_hang_quiet():
     need()
     cmd = [wl("nccl_ranks"), "--procs", "--ranks", "4", "--iters", "6", "--hang-rank", "2",

@@ -38,11 +38,20 @@ struct hop {
 	bool said;
 };
 
+/* A process's last traced call made from Python: its call site (copied:
+ * the monitor's strings do not outlive a window), call and time. */
+struct hpy {
+	char site[160];
+	const char *call;
+	uint64_t ts;
+};
+
 struct ncclhang {
 	const struct model *m;
 	uint64_t after_ns, last_tick;
 	struct hmap comms;	/* id -> struct hcomm * */
 	struct hmap ops;	/* hash (+ probe) -> struct hop * */
+	struct hmap py;		/* pid -> struct hpy * */
 	uint64_t said, unwatched;
 };
 
@@ -79,8 +88,11 @@ void ncclhang__free(struct ncclhang *h)
 		free(c->pids);
 		free(c);
 	}
+	for (size_t it = 0; hmap__next(&h->py, &it, NULL, &v);)
+		free((void *)(uintptr_t)v);
 	hmap__free(&h->ops);
 	hmap__free(&h->comms);
+	hmap__free(&h->py);
 	free(h);
 }
 
@@ -174,6 +186,27 @@ static void let_go(struct ncclhang *h, struct hcomm *c)
 	    nccl__short_id(c->id), c->known, c->nranks);
 }
 
+/* Remembers the Python call site of a traced call of t's process: what a
+ * rank that has not entered an operation did last, for the hang line. */
+static void note_py(struct ncclhang *h, const struct thread *t, const struct call *c)
+{
+	const char *site = c->py_user ? c->py_user : c->py_site;
+	uint64_t *v = hmap__get(&h->py, t->proc->pid);
+	struct hpy *p = v ? (struct hpy *)(uintptr_t)*v : NULL;
+
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p || hmap__put(&h->py, t->proc->pid, (uintptr_t)p)) {
+			free(p);
+			return;
+		}
+	}
+	if (strcmp(p->site, site))
+		snprintf(p->site, sizeof(p->site), "%s", site);
+	p->call = c->name;
+	p->ts = c->ts;
+}
+
 static void on_begin(void *ctx, struct thread *t, struct call *c)
 {
 	struct ncclhang *h = ctx;
@@ -185,6 +218,8 @@ static void on_begin(void *ctx, struct thread *t, struct call *c)
 	int a = -1, b = -1, slot, n;
 	uint64_t key;
 
+	if (c->py_site && t->proc)
+		note_py(h, t, c);
 	if (!nc || nc->nested || !nc->comm || !nc->seq)
 		return;
 	f = &nccl_funcs[c->func];
@@ -305,17 +340,21 @@ static void say_thread(const struct ncclhang *h, uint32_t pid, uint32_t tid, uin
 		}
 		fclose(f);
 	}
-	if (t && t->stack && t->depth > 0)
-		snprintf(buf, len, "%u %s (%c%s; in %s for %.1f s)", tid, comm, state, sys,
-			 t->stack[t->depth - 1].name, (now - t->stack[t->depth - 1].ts) / 1e9);
-	else
+	if (t && t->stack && t->depth > 0) {
+		const struct call *c = &t->stack[t->depth - 1];
+		const char *site = c->py_user ? c->py_user : c->py_site;
+
+		snprintf(buf, len, "%u %s (%c%s; in %s for %.1f s%s%s)", tid, comm, state, sys,
+			 c->name, (now - c->ts) / 1e9, site ? ", called at " : "", site ? site : "");
+	} else
 		snprintf(buf, len, "%u %s (%c%s)", tid, comm, state, sys);
 }
 
 /* What process pid is doing now, thread by thread (at most 8). */
 static void say_doing(const struct ncclhang *h, uint32_t pid, uint64_t now)
 {
-	char path[64], what[256];
+	char path[64], what[384];
+	const uint64_t *v;
 	struct dirent *e;
 	int n = 0, more = 0;
 	DIR *d;
@@ -341,6 +380,13 @@ static void say_doing(const struct ncclhang *h, uint32_t pid, uint64_t now)
 	closedir(d);
 	if (more)
 		warn("  pid %u: %d more thread(s)", pid, more);
+	v = hmap__get(&h->py, pid);
+	if (v) {
+		const struct hpy *p = (const struct hpy *)(uintptr_t)*v;
+
+		warn("  pid %u: its last traced call from Python: %s at %s, %.1f s ago", pid,
+		     p->call, p->site, now > p->ts ? (now - p->ts) / 1e9 : 0.0);
+	}
 }
 
 static void say(struct ncclhang *h, struct hop *o, uint64_t now)
@@ -404,6 +450,12 @@ static void forget_dead(struct ncclhang *h)
 		hmap__del(&h->comms, k, NULL);
 		free(c->pids);
 		free(c);
+	}
+	for (size_t it = 0; hmap__next(&h->py, &it, &k, &v);) {
+		if (hmap__get(&h->m->procs, (uint32_t)k))
+			continue;
+		hmap__del(&h->py, k, NULL);
+		free((void *)(uintptr_t)v);
 	}
 }
 
