@@ -178,7 +178,16 @@ def test_slow_rank_named_processes():
     check(top and top.group(3) in ("clock_nanosleep", "nanosleep") and float(top.group(2)) >= 80,
           "asleep before its late entries:\n%s" % act)
     check(float(top.group(1)) >= (0.8 * ITERS - 1) * SLOW_US / 2000, "~10 ms each time:\n%s" % act)
-    check(HEAD_ACT not in stats([r.trace_path]), "only when asked")
+    # The named line points below, and the activity follows the report
+    # once: in record's summary, in stats' default output, and when asked
+    # for beside it.
+    check("What it did before its late entries: below (nccl_straggler_activity)." in body,
+          "the named line points below:\n%s" % body)
+    eq(r.stdout.count(HEAD_ACT), 1, "the activity in record's summary")
+    eq(section(r.stdout, HEAD_ACT), section(act, HEAD_ACT), "record's activity is stats'")
+    eq(stats([r.trace_path]).count(HEAD_ACT), 1, "in stats' default output")
+    both = stats(["--report", "nccl_stragglers,nccl_straggler_activity", r.trace_path])
+    eq(both.count(HEAD_ACT), 1, "once when asked for beside the report")
 
 
 def test_slow_rank_named_calls_return_at_once():

@@ -1844,6 +1844,7 @@ static int close_trace(struct run *run, int ret)
 			ci->trace_path = NULL;
 		else if (r->cap)
 			ci->trace_path = capture__file_path(r->cap, 0);
+		r->trace_written = ci->trace_path;
 		if (ci->trace_path) {
 			struct stat st;
 

@@ -28,6 +28,7 @@
 #include "sources/sources.h"
 #include "trace/export.h"
 #include "trace/merge.h"
+#include "trace/stragact.h"
 #include "trace/tstats.h"
 
 #define PS_STR_(x) #x
@@ -633,13 +634,20 @@ static int record_split(struct record_opts *o, const struct record_given *given,
 	return 0;
 }
 
+/* record's nccl_stragglers: the named rank's activity from its trace. */
+static int nccl_activity(const struct straggle_named *who, char *const *paths, int npaths,
+			 FILE *f)
+{
+	return stragact__print(who, paths, npaths, SUMTAB_TEXT, f);
+}
+
 static int cmd_record(int argc, char **argv)
 {
 	struct record_opts o = {
 		.follow = true, .ring_mib = 64, .sched = SCHED_ALL,
 		.syscall_threshold_ns = 1000, .sample_hz = 99, .backtrace_threshold_ns = 100000,
 		.stack_copy = 8192, .trace_mask = TRACE_ALL, .python = PY_MODE_LEAF,
-		.nccl_hang_ns = 30000000000ull,
+		.nccl_hang_ns = 30000000000ull, .nccl_activity = nccl_activity,
 	};
 	struct record_given given = { 0 };
 	char default_out[64], split_out[PATH_MAX];

@@ -10,8 +10,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include "capture_rec.h"	/* CAPTURE_NAME_MAX */
+
+struct straggle_named;
 
 /* Which scheduler events are recorded (--sched). */
 enum sched_scope {
@@ -71,6 +74,12 @@ struct record_opts {
 	bool split;		/* --split-per-process: one trace per process */
 	uint64_t duration_ns;	/* 0: until the targets exit or Ctrl-C */
 	uint64_t nccl_hang_ns;	/* --nccl-hang-after: say NCCL operations waiting this long; 0: off */
+	/* The summary's nccl_stragglers: what the named rank did before its
+	 * late entries, read back from the trace file written (paths); set
+	 * by the command line, which sees user/trace/stragact.c; NULL: the
+	 * summary names the report that gives it. 0 or -errno. */
+	int (*nccl_activity)(const struct straggle_named *who, char *const *paths, int npaths,
+			     FILE *f);
 	bool summary_only;
 	bool no_summary;
 	bool follow;		/* forks of targets become targets */

@@ -89,6 +89,9 @@ struct session {
 	 * A source adds its own rings to s->rb with it (ctx s) when their
 	 * records take that path. */
 	int (*handle)(void *ctx, void *data, size_t size);
+	/* The one trace file written, once closed (before the summary);
+	 * NULL: none, or several (split, windows). */
+	const char *trace_written;
 };
 
 /* BOOTTIME now, ns: the clock of every record. */

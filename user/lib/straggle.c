@@ -61,6 +61,8 @@ struct straggle {
 	bool finished, any;
 	bool no_gaps;
 	ssize_t named;		/* row index, -1: none */
+	int (*activity)(void *ctx, const struct straggle_named *n, FILE *f);
+	void *activity_ctx;
 	const char *title;	/* the text heading (straggle__title) */
 	const char *basis;	/* a line under it; NULL: none */
 	char **notes;		/* straggle__note's lines */
@@ -534,23 +536,37 @@ static void notes(struct straggle *s, FILE *f)
 		fprintf(f, "   %s\n", s->notes[i]);
 }
 
-static void named_line(struct straggle *s, FILE *f)
+void straggle__activity(struct straggle *s,
+			int (*fn)(void *ctx, const struct straggle_named *n, FILE *f), void *ctx)
+{
+	s->activity = fn;
+	s->activity_ctx = ctx;
+}
+
+/* The named line; true when the activity follows (printed by the caller
+ * into *n's section after the report). */
+static bool named_line(struct straggle *s, FILE *f, struct straggle_named *out)
 {
 	struct straggle_named n;
+	bool below;
 
 	if (!straggle__finish(s, &n)) {
 		fprintf(f, "   No rank holds the others back: none entered last in two thirds or "
 			   "more of its operations (%d at least) while causing most of the "
 			   "waiting.\n", STRAGGLE_MIN_OPS);
-		return;
+		return false;
 	}
+	below = s->activity && !s->activity(s->activity_ctx, &n, NULL);
 	fprintf(f, "   Rank %d of communicator %s (%d ranks; pid %u%s%s) is the one the others "
 		   "wait for: it entered last in %" PRIu64 " of %" PRIu64 " operations (%.0f%%), "
 		   "%.3f ms after the first rank at the median; the others waited %.3f ms in all "
-		   "for it. What it did before its late entries: cgbpf stats --report "
-		   "nccl_straggler_activity on the trace.\n", n.rank, n.comm, n.nranks, n.pid,
-		*n.host ? " on " : "", n.host, n.last, n.ops, 100.0 * n.last / n.ops,
-		n.late_med_ns / 1e6, n.waited_ns / 1e6);
+		   "for it. What it did before its late entries: %s.\n", n.rank, n.comm, n.nranks,
+		n.pid, *n.host ? " on " : "", n.host, n.last, n.ops, 100.0 * n.last / n.ops,
+		n.late_med_ns / 1e6, n.waited_ns / 1e6,
+		below ? "below (nccl_straggler_activity)" :
+			"cgbpf stats --report nccl_straggler_activity on the trace");
+	*out = n;
+	return below;
 }
 
 int straggle__print(struct straggle *s, enum sumtab_fmt fmt, FILE *f)
@@ -606,8 +622,13 @@ int straggle__print(struct straggle *s, enum sumtab_fmt fmt, FILE *f)
 		}
 	}
 	if (fmt == SUMTAB_TEXT) {
+		struct straggle_named n;
+
 		notes(s, f);
-		named_line(s, f);
+		if (named_line(s, f, &n) && s->activity(s->activity_ctx, &n, f)) {
+			free(ix);
+			return -ENOMEM;
+		}
 	} else {
 		sumtab__end(f, fmt);
 	}

@@ -67,6 +67,15 @@ struct straggle *straggle__new(void);
  * which rank the others wait for (nccl_stragglers)") and a line under it
  * saying how lateness is measured (NULL: none). */
 void straggle__title(struct straggle *s, const char *title, const char *basis);
+/*
+ * What the named rank did before its late entries, printed after the
+ * text report by fn (ctx; f NULL: 0 if it can, which the named line then
+ * says): record and cgbpf stats read the trace back for it
+ * (user/trace/stragact.c). Without one the named line says which report
+ * gives it.
+ */
+void straggle__activity(struct straggle *s,
+			int (*fn)(void *ctx, const struct straggle_named *n, FILE *f), void *ctx);
 /* Keeps no gaps (a monitor running for weeks needs only the counts). */
 void straggle__no_gaps(struct straggle *s);
 /* Drops the instances still open whose first entry is before ts (a rank

@@ -303,6 +303,7 @@ struct acc {
 	char *first_host;		/* machine 0 of the first file */
 	char *const *paths;		/* the traces read (nccl_straggler_activity reads them again) */
 	int npaths;
+	bool act_asked;			/* nccl_straggler_activity is a report of its own */
 	bool hosts_differ;		/* unmerged files of different hosts */
 	/* The GPU timeline, replayed through user/sources/gpu/gpu.c (cuda_gpu_util). */
 	struct model model;
@@ -1771,9 +1772,24 @@ static int close_report(FILE *f, enum sumtab_fmt fmt, const char *path)
 
 /* Prints the reports so asks for, to stdout or to one file each; 0, or 1
  * after a message. */
+/* nccl_stragglers' named rank: what it did before its late entries,
+ * after the text report, unless asked for as a report of its own. */
+static int strag_activity(void *ctx, const struct straggle_named *n, FILE *f)
+{
+	struct acc *a = ctx;
+
+	if (!f)
+		return a->paths && !a->act_asked ? 0 : -1;
+	return stragact__print(n, a->paths, a->npaths, SUMTAB_TEXT, f) ? -ENOMEM : 0;
+}
+
 static int print_reports(struct acc *a, const struct stats_opts *so)
 {
 	int ret = 0;
+
+	for (int i = 0; i < so->nrep; i++)
+		a->act_asked |= !so->all && so->order[i] == R_NCCL_STRAG_ACT;
+	straggle__activity(a->strag, strag_activity, a);
 
 	if (so->fmt == SUMTAB_JSON && !so->prefix)
 		printf("{");

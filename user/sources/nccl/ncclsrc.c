@@ -36,6 +36,21 @@ struct ncclsrc {
  * source is first in the table (user/sources/sources.c), so that sink is
  * the only one yet and the "after" sink comes right behind it.
  */
+/* The named straggler's activity, read back from the trace record wrote
+ * (one file) by the command line's reader (record_opts.nccl_activity). */
+static int activity(void *ctx, const struct straggle_named *n, FILE *f)
+{
+	struct session *s = ctx;
+	char *paths[1];
+
+	if (!s->o->nccl_activity || !s->trace_written)
+		return -1;
+	if (!f)
+		return 0;
+	paths[0] = (char *)s->trace_written;
+	return s->o->nccl_activity(n, paths, 1, f);
+}
+
 static int nccl_init(struct session *s, void **state)
 {
 	struct ncclsrc *n = calloc(1, sizeof(*n));
@@ -52,6 +67,7 @@ static int nccl_init(struct session *s, void **state)
 		err("out of memory");
 		return -ENOMEM;
 	}
+	ncclsum__activity(n->sum, activity, s);
 	sum = ncclsum__sink(n->sum);
 	if (s->pt) {
 		before = ncclpf__sink_before(s->pt);

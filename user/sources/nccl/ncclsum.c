@@ -262,6 +262,12 @@ void ncclsum__describe(const struct ncclsum *s, struct pftrace *pt)
 		}
 }
 
+void ncclsum__activity(struct ncclsum *s,
+		       int (*fn)(void *ctx, const struct straggle_named *n, FILE *f), void *ctx)
+{
+	straggle__activity(s->strag, fn, ctx);
+}
+
 void ncclsum__print(const void *ctx, const uint64_t *drops, FILE *f)
 {
 	/* Medians sort their samples in place. */

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include "core/model.h"
 
+struct straggle_named;
+
 struct ncclsum;
 struct pftrace;
 
@@ -26,5 +28,8 @@ void ncclsum__print(const void *ctx, const uint64_t *drops, FILE *f);
 /* Writes the communicators nccl_sum lists into the trace (attributes
  * cgbpf.nccl_comm), for cgbpf stats. Accepts NULL. */
 void ncclsum__describe(const struct ncclsum *s, struct pftrace *pt);
+/* nccl_stragglers' named rank's activity (straggle__activity). */
+void ncclsum__activity(struct ncclsum *s,
+		       int (*fn)(void *ctx, const struct straggle_named *n, FILE *f), void *ctx);
 
 #endif
