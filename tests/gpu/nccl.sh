@@ -15,7 +15,8 @@
 #     tracks hold one AllReduce span per channel of each loop all-reduce
 #     (NCCL's seq), each inside the CUPTI span of an ncclDevKernel on the
 #     same process (within 50 us: the clocks are mapped differently), and
-#     the summary's "NCCL operations, GPU side" row counts >= N.
+#     the summary's "NCCL operations, GPU side" row counts >= N, and
+#     nccl_sum's all-reduce row is timed on the GPU (Time "gpu").
 # Prints "ok ..." / "FAIL ..." lines, then "N failed". Files in $OUT.
 #
 #   sudo bash tests/gpu/nccl.sh [ITERS]        (after make portable)
@@ -82,5 +83,9 @@ if grp:
     late = sorted(s.args.get("seen_late_ns", 0) for s in spans)
     print("# seen_late_ns median %d, max %d" % (late[len(late) // 2], late[-1]) if late else "#")
 ok("** NCCL operations, GPU side" in summary, "the GPU-side table is printed")
+row = [l.split() for l in summary.split("** NCCL Summary (nccl_sum):")[-1].splitlines()
+       if l.startswith(" ncclAllReduce ")]
+ok(row and row[0][-1] == "gpu" and int(row[0][4]) >= iters,
+   "nccl_sum's all-reduce row timed on the GPU, >= %d timed: %r" % (iters, row))
 print("%d failed" % fails)
 PY

@@ -145,6 +145,27 @@ static void test_unmatched(void)
 	straggle__free(s);
 }
 
+/* Communicators of one rank: nothing to compare, no row, said. */
+static void test_one_rank(void)
+{
+	struct straggle *s = straggle__new();
+	char *text;
+
+	for (uint64_t i = 1; i <= 20; i++) {
+		struct straggle_op o = op("0001", 0, 1, i, 1000 * i);
+
+		check(!straggle__add(s, &o), "one-rank op %lu taken", (unsigned long)i);
+	}
+	check(!straggle__any(s), "no communicator to show");
+	text = print(s, SUMTAB_TEXT);
+	check(strstr(text, "no communicator of two ranks or more: nothing to compare") &&
+		      strstr(text, "not compared: 20 operation(s) on communicators of one rank") &&
+		      !strstr(text, "100.0") && !strstr(text, "is the one the others wait for"),
+	      "one rank: no row, nobody named, said:\n%s", text);
+	free(text);
+	straggle__free(s);
+}
+
 static void count_row(void *ctx, const struct straggle_row *r)
 {
 	int *n = ctx;
@@ -304,6 +325,7 @@ int main(void)
 	test_align_no_anchor();
 	test_files_and_p2p();
 	test_unmatched();
+	test_one_rank();
 	test_expire_forget();
 	test_empty();
 	printf("%d passed, %d failed\n", n_pass, n_fail);

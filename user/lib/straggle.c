@@ -53,6 +53,7 @@ struct straggle {
 	uint64_t coll, p2p;	/* instances matched */
 	uint64_t unknown;	/* operations of a rank not known */
 	uint64_t no_seq;	/* operations without a sequence number */
+	uint64_t single;	/* operations on communicators of one rank */
 	uint64_t bad;		/* rank or peer out of range */
 	uint64_t twice;		/* a rank entering one instance twice */
 	uint64_t mismatched;	/* instances whose ranks named other operations */
@@ -303,6 +304,10 @@ int straggle__add(struct straggle *s, const struct straggle_op *op)
 		s->no_seq++;
 		return 0;
 	}
+	if (op->nranks == 1 && !p2p) {
+		s->single++;	/* nobody to wait for */
+		return 0;
+	}
 	if (op->rank >= op->nranks || (p2p && (op->peer < 0 || op->peer >= op->nranks))) {
 		s->bad++;
 		return 0;
@@ -518,6 +523,9 @@ static void notes(struct straggle *s, FILE *f)
 		fprintf(f, "   not matched: %" PRIu64 " operation(s) on communicators whose rank or "
 			   "size is unknown (created before the capture: \"rank ?/?\"; with NCCL's "
 			   "profiler plugin loaded, the GPU-side report matches them)\n", s->unknown);
+	if (s->single)
+		fprintf(f, "   not compared: %" PRIu64 " operation(s) on communicators of one rank "
+			   "(nobody to wait for)\n", s->single);
 	if (s->no_seq)
 		fprintf(f, "   not matched: %" PRIu64 " operation(s) without a sequence number "
 			   "(traces written before cgbpf numbered them)\n", s->no_seq);
@@ -584,7 +592,8 @@ int straggle__print(struct straggle *s, enum sumtab_fmt fmt, FILE *f)
 			s->basis ? s->basis : "", s->basis ? "\n\n" : "");
 	if (fmt == SUMTAB_TEXT) {
 		if (!s->any) {
-			fprintf(f, "   no NCCL operation with a known rank and sequence number\n");
+			fprintf(f, "   %s\n", s->single ? "no communicator of two ranks or more: nothing "
+				   "to compare" : "no NCCL operation with a known rank and sequence number");
 			notes(s, f);
 			free(ix);
 			return 0;
