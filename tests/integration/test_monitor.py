@@ -722,6 +722,45 @@ def test_monitor_nccl_last_seq_and_hang():
         eq(mon.stop(), 0, "monitor exit")
 
 
+def test_monitor_nccl_hang_dumps_the_flight_recorder():
+    """With a flight recorder, a hang is a trigger: the dump is named
+    after it, written while the hang lasts, and holds the ranks'
+    all-reduces before it on the world communicator's tracks."""
+    from harness import FAKE, Skip
+    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
+            os.path.join(FAKE, "libnccl.so.2")):
+        raise Skip("nccl_ranks / fake libnccl.so.2 not built (no CUDA toolkit: they need nccl.h)")
+    d = tmpdir()
+    # The job's deliberate error returns would dump too: not those.
+    mon = Monitor(["--flight-recorder", "60s", "--trigger-slow", "off", "--no-trigger-errors",
+                   "--interval", "1h", "--comm", "nccl_ranks", "--nccl-hang-after", "1s"], d)
+    try:
+        w = start([wl("nccl_ranks"), "--ranks", "4", "--iters", "6", "--procs", "--hang-rank", "2",
+                   "--hang-ms", "4000"], env=mon.wl_env())
+        files = wait_dump(mon, 1, "the hang's dump")
+        check(w.poll() is None, "written while the job hangs")
+        check("NCCL hang?" in mon.stderr(), "the hang said")
+        check(re.search(r"-[a-z+-]*nccl-hang[a-z+-]*\.perfetto-trace$", files[0]),
+              "the dump named after the trigger: %r" % files)
+        t = ptrace.load(files[0])
+        clean_trace(t)
+        # The ranks' calls before the hang: three all-reduces each, on
+        # the world communicator (a dump has no communicator tracks).
+        per = {}
+        for x in t.slices:
+            m = re.match(r"^\w+ rank (\d)/4$", x.args.get("comm", ""))
+            if x.name == "ncclAllReduce" and x.dur is not None and m:
+                per.setdefault(int(m.group(1)), set()).add(x.pid)
+                per.setdefault((int(m.group(1)), "n"), []).append(x.ts)
+        eq(sorted(k for k in per if isinstance(k, int)), [0, 1, 2, 3],
+           "the 4 ranks' all-reduces on the world communicator in the dump: %r" % per)
+        check(all(len(per.get((r, "n"), [])) >= 3 for r in range(4)),
+              "three each before the hang: %r" % per)
+        eq(w.wait(120), 0, "nccl_ranks exit")
+    finally:
+        eq(mon.stop(), 0, "monitor exit")
+
+
 def test_monitor_nccl_straggler_counts():
     """Rank 2 sleeps 10 ms before each of its 30 all-reduces: the monitor
     counts it entered last in those, and the waiting it caused, on the
