@@ -210,18 +210,23 @@ def test_slow_rank_named_calls_return_at_once():
 
 
 def test_slow_rank_named_over_split_files():
-    r = run(True, True, split=True)
-    check(len(r.files) >= 4, "a file per process: %r" % r.files)
-    text = stats(["--report", "nccl_stragglers"] + r.files)
-    check_named(text, csv_rows(r.files), rank_pids(r.files))
+    for async_ in (False, True):
+        r = run(True, True, split=True, async_=async_)
+        check(len(r.files) >= 4, "a file per process: %r" % r.files)
+        text = stats(["--report", "nccl_stragglers"] + r.files)
+        check_named(text, csv_rows(r.files), rank_pids(r.files))
 
 
 def test_no_slow_rank_nobody_named():
-    r = run(True, False)
-    body = section(r.stdout)
-    check("No rank holds the others back" in body, "nobody named:\n%s" % body)
-    check(not NAMED.search(body), "no rank line")
-    eq([x["named"] for x in csv_rows(r.files)], ["0"] * len(csv_rows(r.files)), "named column")
+    """Blocking calls, and calls that return at once (as on a GPU)."""
+    for async_ in (False, True):
+        r = run(True, False, async_=async_)
+        body = section(r.stdout)
+        check("No rank holds the others back" in body, "nobody named (async %s):\n%s" %
+              (async_, body))
+        check(not NAMED.search(body), "no rank line")
+        eq([x["named"] for x in csv_rows(r.files)], ["0"] * len(csv_rows(r.files)),
+           "named column")
 
 
 def test_hosts_differ_refused_until_merged():
@@ -371,14 +376,28 @@ def test_slow_rank_named_across_two_hosts_merged():
     2 and 3 by a cgbpf under another host name (unshare -u); each rank
     waits at its gate until both captures are attached. The merge names
     rank 2, on the other host."""
+    two_hosts_merged(False)
+
+
+def test_slow_rank_named_across_two_hosts_merged_calls_return_at_once():
+    """The same with calls that return at once, the ranks waiting in
+    cuStreamSynchronize (as on a GPU)."""
+    two_hosts_merged(True)
+
+
+def two_hosts_merged(async_):
     need()
     import tempfile
     import threading
     d = tmpdir()
     gate = tempfile.mkdtemp(prefix="gate-", dir=d)
     env = dict(os.environ, LD_LIBRARY_PATH=FAKE, CGBPF_CHILD_GATE=gate)
+    extra = []
+    if async_:
+        env["FAKENCCL_ASYNC"] = "1"
+        extra = ["--sync"]
     job = subprocess.Popen([wl("nccl_ranks"), "--procs", "--ranks", "4", "--iters", str(ITERS),
-                            "--slow-rank", "2", "--slow-us", str(SLOW_US)], env=env,
+                            "--slow-rank", "2", "--slow-us", str(SLOW_US)] + extra, env=env,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     caps = []
     open(os.path.join(gate, str(job.pid)), "w").close()   # the parent is not traced
