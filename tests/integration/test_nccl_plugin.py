@@ -213,6 +213,7 @@ def test_gpu_side_straggler_named():
     named = [x for x in rows if x.get("named") == "1"]
     eq([(x["comm"], x["rank"]) for x in named], [(m.group(2), "2")],
        "stats --report nccl_stragglers_gpu names the same rank")
+    eq({x["matched_by"] for x in rows}, {"nccl_seq"}, "matched by NCCL's own numbers")
 
 
 def test_communicators_older_than_record_p():

@@ -127,6 +127,7 @@ def check_named(text, rows, rank_pids=None):
     w = world_rows(rows)
     eq(w[2]["named"], "1", "rank 2's row is the named one")
     eq([x["named"] for k, x in w.items() if k != 2], ["0"] * 3, "nobody else named")
+    eq({x["matched_by"] for x in w.values()}, {"seq"}, "matched by id and sequence number")
     # It slept 10 ms before each of its ITERS all-reduces: last in those
     # (most of them: a loaded machine may delay another rank as long).
     check(int(w[2]["last"]) >= 0.8 * ITERS, "rank 2 last in its all-reduces: %r" % w[2])
@@ -519,6 +520,7 @@ def test_older_communicator_matched_through_rank_env():
     w = [x for x in rows if x["comm"] == m.group(2)]
     eq(sorted((int(x["rank"]), int(x["pid"])) for x in w), sorted((k, v) for k, v in pids.items()),
        "each process is the rank its RANK says")
+    eq({x["matched_by"] for x in w}, {"env+time"}, "the CSV says how they were matched")
 
 
 def test_older_communicator_without_rank_env_said():

@@ -65,9 +65,9 @@ static void test_late_rank(void)
 		      n.gaps[0].to == 2000000 + 1100,
 	      "gaps from the previous return to the late entry (%zu)", n.ngaps);
 	text = print(s, SUMTAB_CSV);
-	check(strstr(text, "abcd,2,102,h,12,12,100,1100,1100,25200,1\n") != NULL,
+	check(strstr(text, "abcd,2,102,h,12,12,100,1100,1100,25200,1,seq\n") != NULL,
 	      "rank 2's CSV row:\n%s", text);
-	check(strstr(text, "abcd,1,101,h,12,0,0,100,100,1200,0\n") != NULL,
+	check(strstr(text, "abcd,1,101,h,12,0,0,100,100,1200,0,seq\n") != NULL,
 	      "rank 1's CSV row:\n%s", text);
 	free(text);
 	text = print(s, SUMTAB_TEXT);

@@ -299,7 +299,7 @@ static int feed_comm(struct stragalign *a, struct straggle *s, const struct acom
 			.pid = c->pid, .name = a->names[o->name_ix], .peer = -1, .ts = o->ts,
 			.end = o->end,
 			/* From the anchor on, every rank's numbers agree. */
-			.seq = (1ull << 32) + i - (uint64_t)c->shift,
+			.seq = (1ull << 32) + i - (uint64_t)c->shift, .how = "env+time",
 		};
 		int err = straggle__add(s, &op);
 

@@ -12,6 +12,7 @@ struct comm {
 	char *id;
 	int nranks;
 	bool conflict;		/* two processes claimed one rank */
+	const char *how;	/* straggle_op.how of its first operation */
 	size_t nrows;		/* its ranks seen */
 	uint64_t matched, waited;
 };
@@ -124,7 +125,7 @@ void straggle__free(struct straggle *s)
 }
 
 /* The index of communicator (id, nranks), added if new; -1 on ENOMEM. */
-static ssize_t comm_of(struct straggle *s, const char *id, int nranks)
+static ssize_t comm_of(struct straggle *s, const char *id, int nranks, const char *how)
 {
 	uint64_t h = hash__bytes(id, strlen(id)) ^ hash__u64((uint64_t)nranks), *v;
 	struct comm *c;
@@ -140,6 +141,7 @@ static ssize_t comm_of(struct straggle *s, const char *id, int nranks)
 	memset(c, 0, sizeof(*c));
 	c->id = strdup(id);
 	c->nranks = nranks;
+	c->how = how ? how : "seq";
 	if (!c->id || hmap__put(&s->comm_ix, h, s->ncomms + 1)) {
 		free(c->id);
 		return -1;
@@ -312,7 +314,7 @@ int straggle__add(struct straggle *s, const struct straggle_op *op)
 		s->bad++;
 		return 0;
 	}
-	c = comm_of(s, op->comm, op->nranks);
+	c = comm_of(s, op->comm, op->nranks, op->how);
 	ri = c < 0 ? -1 : row_of(s, (size_t)c, op);
 	if (ri < 0)
 		return -ENOMEM;
@@ -508,7 +510,7 @@ static int by_comm_rank(const void *x, const void *y, void *ctx)
 
 static const char *const cols[] = { "comm", "rank", "pid", "host", "collectives", "last",
 				    "last_pct", "late_med_ns", "late_p90_ns", "others_waited_ns",
-				    "named" };
+				    "named", "matched_by" };
 #define NCOLS ((int)(sizeof(cols) / sizeof(cols[0])))
 
 static void notes(struct straggle *s, FILE *f)
@@ -625,6 +627,7 @@ int straggle__print(struct straggle *s, enum sumtab_fmt fmt, FILE *f)
 				{ SC_U64, .u = stats__quantile(&r->late, 0.9) },
 				{ SC_U64, .u = r->waited },
 				{ SC_U64, .u = (ssize_t)ix[k] == s->named },
+				{ SC_STR, .s = s->comms[r->comm].how },
 			};
 
 			sumtab__row(f, fmt, cols, c, NCOLS, k == 0);

@@ -31,6 +31,12 @@ struct straggle_op {
 	int peer;		/* ncclSend / ncclRecv: the peer; -1 for a collective */
 	bool recv;
 	uint64_t ts, end;	/* entry and return, the trace's clock */
+	/* How its instances are matched across ranks, for the CSV and JSON
+	 * column matched_by (a static string): NULL "seq" (communicator id
+	 * and cgbpf's sequence number); "env+time" (RANK and WORLD_SIZE,
+	 * aligned by operation and time: user/lib/stragalign.c); "nccl_seq"
+	 * (NCCL's commHash and its own sequence number: the plugin). */
+	const char *how;
 };
 
 /* One stretch of a rank's time before an operation it entered last: from

@@ -1065,6 +1065,7 @@ static int nccl_gpu_op(struct acc *a, const struct tk *k, const struct tread_sli
 		.rank = g && g->comm ? g->rank : -1, .nranks = g ? g->nranks : -1, .pid = k->pid,
 		.name = name, .seq = gpunccl__strag_seq(func, arg_u(s->args, s->nargs, "seq")),
 		.peer = -1, .recv = func == GPU_NF_RECV, .ts = s->ts, .end = s->end_ts,
+		.how = "nccl_seq",
 	};
 
 	if (k->device != 0 || !g)

@@ -266,7 +266,7 @@ static void feed(struct gpu *g, struct gpu_proc *p, struct gcomm *c, const struc
 		.host = host_name(), .comm = id, .rank = c->nranks > 0 ? c->rank : -1,
 		.nranks = c->nranks, .pid = p->pid, .name = op_names[ch->func],
 		.seq = gpunccl__strag_seq(ch->func, ch->seq), .peer = -1,
-		.recv = ch->func == GPU_NF_RECV, .ts = start, .end = ch->end,
+		.recv = ch->func == GPU_NF_RECV, .ts = start, .end = ch->end, .how = "nccl_seq",
 	};
 
 	if (!g->nccl_strag) {
