@@ -567,6 +567,7 @@ struct op {
 	int pmask;	/* the event mask read when it was entered */
 	uint64_t pseq;	/* seqNumber (collectives) */
 	void *task;	/* the Coll/P2p event's handle, NULL: not tracked */
+	void *api[2];	/* v5: its GroupApi and CollApi/P2pApi events' handles */
 	struct stamp ready;	/* when its last rank entered */
 	struct stamp launched;	/* when this rank entered it (its kernel's launch) */
 };
@@ -1225,6 +1226,57 @@ static void prof_comm_fini(struct ncclComm *c)
 
 /* ---- operations */
 
+/*
+ * NCCL 2.28 starts these v5 events whenever any bit of the mask is set,
+ * asked for or not: the call's implicit group (GroupApi), the call
+ * (CollApi or P2pApi, its parent the group) and, around the kernel's
+ * launch, KernelLaunch; the call's and group's end after the task's.
+ */
+static void prof_api_start(struct op *o)
+{
+	struct ncclComm *c = o->comm;
+	struct npa_descr_v5 d;
+	void *kl = NULL;
+
+	memset(&d, 0, sizeof(d));
+	d.type = NPA_GROUP_API;
+	d.rank = c->rank;
+	d.group_api.group_depth = 1;
+	prof->start_event(c->prof_ctx, &o->api[0], &d);
+	memset(&d, 0, sizeof(d));
+	d.rank = c->rank;
+	d.parent = o->api[0];
+	if (o->kind == OP_COLL) {
+		d.type = NPA_COLL_API;
+		d.coll_api.func = prof_func(o->fn);
+		d.coll_api.count = o->count;
+		d.coll_api.datatype = type_name(o->type);
+		d.coll_api.root = o->root;
+	} else {
+		d.type = NPA_P2P_API;
+		d.p2p_api.func = prof_func(o->fn);
+		d.p2p_api.count = o->count;
+		d.p2p_api.datatype = type_name(o->type);
+	}
+	prof->start_event(c->prof_ctx, &o->api[1], &d);
+	memset(&d, 0, sizeof(d));
+	d.type = NPA_KERNEL_LAUNCH;
+	d.rank = c->rank;
+	d.parent = o->api[0];
+	prof->start_event(c->prof_ctx, &kl, &d);
+	if (kl)
+		prof->stop_event(kl);
+}
+
+static void prof_api_stop(struct op *o)
+{
+	for (int i = 1; i >= 0; i--)
+		if (o->api[i]) {
+			prof->stop_event(o->api[i]);
+			o->api[i] = NULL;
+		}
+}
+
 /* Before o is entered ("launched"): its seqNumber, the mask, the task's
  * start event. */
 static void prof_task_start(struct op *o)
@@ -1237,9 +1289,12 @@ static void prof_task_start(struct op *o)
 	o->pseq = 0;
 	if (o->kind == OP_COLL)
 		o->pseq = c->seq[o->fn == F_Bcast ? F_Broadcast : o->fn]++;
+	o->api[0] = o->api[1] = NULL;
 	if (!c->prof_on)
 		return;
 	o->pmask = read_mask();
+	if (prof_ver == 5 && o->pmask)
+		prof_api_start(o);
 	memset(&d, 0, sizeof(d));
 	d.parent = NULL;
 	d.rank = c->rank;
@@ -1286,6 +1341,7 @@ static void prof_task_stop(struct op *o)
 		stamp_now(&o->launched);
 	if (o->task)
 		prof_stop(o->task);
+	prof_api_stop(o);
 }
 
 /* FAKENCCL_GPU_START=ready: channels start when the last rank entered;
