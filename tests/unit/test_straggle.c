@@ -8,6 +8,7 @@
  * nobody named when the lateness is spread, and the CSV row.
  * No root, no BPF.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,6 +230,50 @@ static void test_empty(void)
  * Aligned by operation and time, rank 1 is named. A fourth process
  * without RANK, and one with two such communicators, are said.
  */
+/* An environment as "NAME=value\0..." for stragalign__read_env. */
+static int env_get(void *ctx, pid_t pid, const char *name, char *buf, size_t n)
+{
+	size_t l = strlen(name);
+
+	(void)pid;
+	for (const char *e = ctx; *e; e += strlen(e) + 1)
+		if (!strncmp(e, name, l) && e[l] == '=') {
+			snprintf(buf, n, "%s", e + l + 1);
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/* Rank and world size: RANK/WORLD_SIZE, else srun's, else one node's. */
+static void test_read_env(void)
+{
+	static const struct {
+		const char *env;
+		int rank, world;
+		const char *job;
+	} c[] = {
+		{ "RANK=3\0WORLD_SIZE=8\0MASTER_ADDR=h\0MASTER_PORT=29500\0SLURM_PROCID=1\0", 3, 8,
+		  "h:29500" },
+		{ "SLURM_PROCID=5\0SLURM_NTASKS=16\0SLURM_JOB_ID=42\0", 5, 16, "slurm 42" },
+		{ "LOCAL_RANK=2\0LOCAL_WORLD_SIZE=4\0TORCHELASTIC_RUN_ID=r1\0", 2, 4, "r1" },
+		{ "LOCAL_RANK=2\0LOCAL_WORLD_SIZE=4\0WORLD_SIZE=4\0", 2, 4, "" },
+		/* Several nodes: a local rank is not the job's rank. */
+		{ "LOCAL_RANK=2\0LOCAL_WORLD_SIZE=4\0WORLD_SIZE=8\0", -1, 8, "" },
+		{ "RANK=x\0WORLD_SIZE=4\0", -1, 4, "" },
+		{ "", -1, -1, "" },
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		char job[64];
+		int rank, world;
+
+		stragalign__read_env(env_get, (void *)c[i].env, 1, &rank, &world, job, sizeof(job));
+		check(rank == c[i].rank && world == c[i].world && !strcmp(job, c[i].job),
+		      "environment %zu: rank %d of %d, job '%s' (want %d of %d, '%s')", i, rank,
+		      world, job, c[i].rank, c[i].world, c[i].job);
+	}
+}
+
 static void test_align(void)
 {
 	static const int first[3] = { 3, 0, 5 };
@@ -321,6 +366,7 @@ static void test_align_no_anchor(void)
 int main(void)
 {
 	test_late_rank();
+	test_read_env();
 	test_align();
 	test_align_no_anchor();
 	test_files_and_p2p();

@@ -392,6 +392,27 @@ void stragalign__read_env(int (*get)(void *ctx, pid_t pid, const char *name, cha
 
 	*rank = env_int(get, ctx, pid, "RANK");
 	*world = env_int(get, ctx, pid, "WORLD_SIZE");
+	if (*rank < 0 || *world < 1) {
+		/* srun's own numbering, for jobs that set no RANK. */
+		int r = env_int(get, ctx, pid, "SLURM_PROCID"), n = env_int(get, ctx, pid,
+									     "SLURM_NTASKS");
+
+		if (r >= 0 && n > 0) {
+			*rank = r;
+			*world = n;
+		}
+	}
+	if (*rank < 0) {
+		/* One node's launcher (LOCAL_RANK of LOCAL_WORLD_SIZE): the
+		 * rank only where the node is the whole job. */
+		int r = env_int(get, ctx, pid, "LOCAL_RANK"), n = env_int(get, ctx, pid,
+									   "LOCAL_WORLD_SIZE");
+
+		if (r >= 0 && n > 0 && (*world < 1 || *world == n)) {
+			*rank = r;
+			*world = n;
+		}
+	}
 	*job = 0;
 	if (!get(ctx, pid, "TORCHELASTIC_RUN_ID", a, sizeof(a)))
 		snprintf(job, cap, "%s", a);

@@ -51,9 +51,11 @@ int stragalign__feed(struct stragalign *a, struct straggle *s);
 /* Operations held (not fed yet). */
 uint64_t stragalign__held(const struct stragalign *a);
 
-/* The environment's job key of pid ("" when none) and RANK/WORLD_SIZE
- * (-1 when absent or not numbers), read with get(ctx, pid, name, buf, n)
- * (outname__proc_env's signature). */
+/* The environment's job key of pid ("" when none) and its rank and world
+ * size (-1 when absent or not numbers): RANK and WORLD_SIZE, else
+ * SLURM_PROCID and SLURM_NTASKS, else LOCAL_RANK and LOCAL_WORLD_SIZE
+ * where WORLD_SIZE is absent or the same (one node); read with get(ctx,
+ * pid, name, buf, n) (outname__proc_env's signature). */
 void stragalign__read_env(int (*get)(void *ctx, pid_t pid, const char *name, char *buf,
 				     size_t n),
 			  void *ctx, pid_t pid, int *rank, int *world, char *job, size_t cap);
