@@ -789,3 +789,6 @@ def test_monitor_nccl_straggler_counts():
     check(last[2] >= 24, "rank 2 last in (most of) its slow all-reduces: %r" % last)
     check(all(last[r] < last[2] / 2 for r in (0, 1, 3)), "the others last in few: %r" % last)
     check(waited[2] >= 24 * 3 * 0.005, "the waiting it caused: %r" % waited)
+    late = by_rank("cgbpf_nccl_late_seconds_total")
+    check(late[2] >= 24 * 0.005 and all(late[r] < late[2] / 2 for r in (0, 1, 3)),
+          "its lateness, ~10 ms a time, far above the others': %r" % late)

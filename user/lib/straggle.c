@@ -392,7 +392,7 @@ void straggle__each(const struct straggle *s, void (*cb)(void *ctx, const struct
 		cb(ctx, &(struct straggle_row){ .comm = s->comms[r->comm].id, .host = r->host,
 						.rank = r->rank, .nranks = s->comms[r->comm].nranks,
 						.pid = r->pid, .ops = r->ops, .last = r->last,
-						.waited_ns = r->waited });
+						.waited_ns = r->waited, .late_ns = r->late.total });
 	}
 }
 

@@ -66,6 +66,7 @@ struct straggle_row {
 	int rank, nranks;
 	uint32_t pid;
 	uint64_t ops, last, waited_ns;
+	uint64_t late_ns;	/* its entries after its instances' first, summed */
 };
 
 struct straggle *straggle__new(void);

@@ -209,11 +209,14 @@ static void strag_row(void *ctx, const struct straggle_row *r)
 	const struct strag_out *o = ctx;
 	static const char *const names[] = { "cgbpf_nccl_matched_total",
 					     "cgbpf_nccl_entered_last_total",
-					     "cgbpf_nccl_others_waited_seconds_total" };
+					     "cgbpf_nccl_others_waited_seconds_total",
+					     "cgbpf_nccl_late_seconds_total" };
 	char line[256], val[32];
 
 	if (o->what == 2)
 		snprintf(val, sizeof(val), "%.9f", r->waited_ns / 1e9);
+	else if (o->what == 3)
+		snprintf(val, sizeof(val), "%.9f", r->late_ns / 1e9);
 	else
 		snprintf(val, sizeof(val), "%" PRIu64, o->what ? r->last : r->ops);
 	/* The id's first 4 hex digits: its short form, as the traces show it. */
@@ -236,9 +239,12 @@ static void render_strag(const struct ncclmon *nm, void (*out)(void *ctx, const 
 		"# HELP cgbpf_nccl_others_waited_seconds_total How long the other ranks had been "
 		"waiting when this rank entered, summed.\n"
 		"# TYPE cgbpf_nccl_others_waited_seconds_total counter\n",
+		"# HELP cgbpf_nccl_late_seconds_total How long after its communicator's first rank "
+		"this rank entered its matched operations, summed (lateness; 0 when first).\n"
+		"# TYPE cgbpf_nccl_late_seconds_total counter\n",
 	};
 
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		struct strag_out o = { out, ctx, i };
 
 		out(ctx, head[i]);
