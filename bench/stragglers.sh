@@ -14,7 +14,8 @@
 # Rank 3 sleeps 200 us before each all-reduce (less than the scheduling
 # noise of 8 threads on 2 CPUs: not always last).
 #
-#   sudo bash bench/stragglers.sh        (after make test-bins; STRAG_N=100000 STRAG_RUNS=3)
+#   sudo bash bench/stragglers.sh        (after make test-bins; STRAG_N=100000 STRAG_RUNS=3;
+#                                         STRAG_SPLIT=1: also one file per rank)
 set -euo pipefail
 
 N=${STRAG_N:-100000}
@@ -60,3 +61,27 @@ echo "  nccl_stragglers / nccl_sum: CPU $(calc "${C[nccl_stragglers]} / ${C[nccl
 	"$(calc "${C[nccl_sum]} / ${C[base:nccl_sum]}" 2)x, RSS $(calc "${R[nccl_sum]} / ${R[base:nccl_sum]}" 2)x"
 grep -E "^ +[0-9a-f]{4} +3 " "$tmp/nccl_stragglers.out" | sed 's/^/  rank 3: /' | head -1
 grep -E "Rank [0-9]+ of communicator|No rank holds" "$tmp/nccl_stragglers.out" | sed 's/^ */  /'
+
+# STRAG_SPLIT=1: the same job as one process per rank, one file each
+# (--split-per-process): stats reads the files one after another, so an
+# instance stays open until the last rank's file; its CPU and max RSS.
+if [ -n "${STRAG_SPLIT:-}" ]; then
+	rm -f "$trace"
+	LD_LIBRARY_PATH=$out/fake "$out/cgbpf" record --sample-hz 0 --syscall-threshold off \
+		--sched off --python off --trace nccl --no-summary --split-per-process \
+		-o "$tmp/r.%p.perfetto-trace" -- "$out/workloads/nccl_ranks" --procs --ranks 8 \
+		--iters "$N" --slow-rank 3 --slow-us 200 > /dev/null 2> "$tmp/record.err" ||
+		{ cat "$tmp/record.err" >&2; exit 1; }
+	files=("$tmp"/r.*.perfetto-trace)
+	walls=() cpus=() rss=()
+	for _ in $(seq "$RUNS"); do
+		/usr/bin/time -f '%e %U %S %M' -o "$tmp/time" "$out/cgbpf" stats --report \
+			nccl_stragglers "${files[@]}" > "$tmp/split.out"
+		read -r w u s m < "$tmp/time"
+		walls+=("$w") cpus+=("$(calc "$u + $s" 2)") rss+=("$m")
+	done
+	echo "split: ${#files[@]} files, $(calc "$(du -cb "${files[@]}" | tail -1 | cut -f1) / 1048576") MiB:" \
+		"nccl_stragglers wall $(median "${walls[@]}") s, CPU $(median "${cpus[@]}") s," \
+		"max RSS $(calc "$(printf '%s\n' "${rss[@]}" | sort -n | tail -1) / 1024") MiB"
+	grep -E "Rank [0-9]+ of communicator|No rank holds" "$tmp/split.out" | sed 's/^ */  /'
+fi
