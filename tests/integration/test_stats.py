@@ -35,6 +35,9 @@ SECTIONS = {
     "** NCCL stragglers: which rank the others wait for (nccl_stragglers):": "nccl_stragglers",
     "** NCCL stragglers, GPU side: whose kernel the others wait for (nccl_stragglers_gpu; "
     "NCCL's profiler plugin):": "nccl_stragglers_gpu",
+    # After nccl_stragglers when it names a rank (both read the trace).
+    "** NCCL straggler: what it did before its late entries (nccl_straggler_activity):":
+    "nccl_straggler_activity",
     "** NVTX Range Summary (nvtx_sum):": "nvtx_sum",
     "** OS Runtime Summary (osrt_sum): syscalls of traced threads": "osrt_sum",
     "** Python call sites (python_sites):": "python_sites",
@@ -308,6 +311,14 @@ def test_nccl():
     check("communicator(s)" in got["** NCCL Summary (nccl_sum):"], "communicators listed")
     need("nccl_bench")
     compare(harness.record(FLAGS, [wl("nccl_bench"), "200", "2"]), ["nccl_sum"])
+    # A slow rank: named, and what it did before its late entries follows
+    # in both (stats reads the trace again, record its own file).
+    got = compare(harness.record(FLAGS, [wl("nccl_ranks"), "--ranks", "4", "--iters", "20",
+                                         "--slow-rank", "2", "--slow-us", "10000"]),
+                  ["nccl_sum", "nccl_stragglers"])
+    act = [k for k, v in SECTIONS.items() if v == "nccl_straggler_activity"][0]
+    check(act in got and "rank 2 of communicator" in got[act],
+          "the named rank's activity in both: %r" % sorted(got))
 
 
 def test_nvtx():
