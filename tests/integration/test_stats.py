@@ -313,7 +313,7 @@ def test_nccl():
     compare(harness.record(FLAGS, [wl("nccl_bench"), "200", "2"]), ["nccl_sum"])
     # A slow rank: named, and what it did before its late entries follows
     # in both (stats reads the trace again, record its own file).
-    got = compare(harness.record(FLAGS, [wl("nccl_ranks"), "--ranks", "4", "--iters", "20",
+    got = compare(harness.record(FLAGS, [wl("nccl_ranks"), "--ranks", "4", "--iters", "60",
                                          "--slow-rank", "2", "--slow-us", "10000"]),
                   ["nccl_sum", "nccl_stragglers"])
     act = [k for k, v in SECTIONS.items() if v == "nccl_straggler_activity"][0]
