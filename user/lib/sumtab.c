@@ -763,7 +763,7 @@ void sumtab__nccl(FILE *f, enum sumtab_fmt fmt, struct sumtab_nccl *s)
 	for (int i = 0; i < s->nops; i++) {
 		if (!s->ops[i].transfer)
 			continue;
-		if (s->ops[i].gpu && s->ops[i].gpu->time.n)
+		if (!strcmp(nccl_row(&s->ops[i]).source, "gpu"))
 			gpu_rows++;
 		else if (s->ops[i].calls)
 			host_rows++;

@@ -250,6 +250,21 @@ static const char *host_name(void)
 	return name;
 }
 
+/* NCCL's API function (enum nccl_fn, -1: none) of the plugin's func,
+ * looked up by name once per function rather than once per span. */
+static int api_fn(unsigned func)
+{
+	static int fn[GPU_NF__COUNT];
+	static bool done;
+
+	if (!done) {
+		for (unsigned i = 0; i < GPU_NF__COUNT; i++)
+			fn[i] = ncclbw__fn_of_op(func_names[i]);
+		done = true;
+	}
+	return func < GPU_NF__COUNT ? fn[func] : -1;
+}
+
 /* A span of channel 0 (its lane's drawn start, as cgbpf stats reads the
  * trace back: both reports are one rule over one input); t: its task when
  * still known (a send's or receive's peer comes from it). */
@@ -291,7 +306,7 @@ static void feed(struct gpu *g, struct gpu_proc *p, struct gcomm *c, const struc
 		c->funcs[ch->func].sized_ns += ch->end - start;
 	}
 	if (g->m)
-		ncclbw__gpu_add(&g->m->nccl_gpu, ncclbw__fn_of_op(func_names[ch->func]),
+		ncclbw__gpu_add(&g->m->nccl_gpu, api_fn(ch->func),
 				ch->end - start, t ? t->bytes : 0, c->nranks);
 }
 
@@ -471,12 +486,12 @@ void gpunccl__free(struct gpu_proc *p)
  * function names. */
 static double size_factor(unsigned func, int nranks)
 {
-	return ncclbw__size_factor(ncclbw__coll(ncclbw__fn_of_op(func_names[func])), nranks);
+	return ncclbw__size_factor(ncclbw__coll(api_fn(func)), nranks);
 }
 
 static double bus_factor(unsigned func, int nranks)
 {
-	return ncclbw__bus_factor(ncclbw__coll(ncclbw__fn_of_op(func_names[func])), nranks);
+	return ncclbw__bus_factor(ncclbw__coll(api_fn(func)), nranks);
 }
 
 static void print_comm(const struct gpu_proc *p, const struct gcomm *c, FILE *f)
