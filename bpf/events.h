@@ -153,9 +153,19 @@ struct rec_string {
 struct rec_proc {
 	struct rec_hdr hdr;
 	__u32 other;		/* FORK: child tgid; EXIT: exit code */
-	__u32 pad;
+	__u32 flags;		/* EXIT: REC_EXIT_*; else 0 */
 	char comm[16];
 };
+
+/* rec_proc.flags of a process's exit, read from its mm at the exit
+ * tracepoint (which runs before exit_mm since 6.x; older kernels give
+ * neither bit). A process's uprobe XOL area is made the first time one of
+ * its threads hits a uprobe that needs it: every return probe does (the
+ * return trampoline lives there), and a forked child starts without one
+ * (the mapping is VM_DONTCOPY). So a forked child that exits with one
+ * entered a probed function at some point, probes of its own or not. */
+#define REC_EXIT_MM_READ 1	/* its mm was there to read */
+#define REC_EXIT_UPROBE_HIT 2	/* it has an XOL area: it hit a uprobe */
 
 /* A batch of GPU activity entries (bpf/gpu_rec.h) the injection library
  * passed to its probe site, copied as it was. */

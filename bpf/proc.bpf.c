@@ -99,11 +99,12 @@ static __always_inline void fill_proc(struct rec_proc *r, __u16 type, __u32 size
 	r->hdr.tid = BPF_CORE_READ(t, pid);
 	r->hdr.ts = bpf_ktime_get_boot_ns();
 	r->other = other;
-	r->pad = 0;
+	r->flags = 0;
 	BPF_CORE_READ_STR_INTO(&r->comm, t, comm);
 }
 
-static __always_inline void emit_proc(__u16 type, struct task_struct *t, __u32 other)
+static __always_inline void emit_proc_flags(__u16 type, struct task_struct *t, __u32 other,
+					    __u32 flags)
 {
 	struct rec_proc *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 
@@ -112,8 +113,27 @@ static __always_inline void emit_proc(__u16 type, struct task_struct *t, __u32 o
 		return;
 	}
 	fill_proc(r, type, sizeof(*r), t, other);
+	r->flags = flags;
 	/* Process life is rare and user space waits on it: wake it now. */
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+}
+
+static __always_inline void emit_proc(__u16 type, struct task_struct *t, __u32 other)
+{
+	emit_proc_flags(type, t, other, 0);
+}
+
+/* REC_EXIT_* of an exiting process (bpf/events.h): whether it ever hit a
+ * uprobe, which tells a forked child that called the API before its
+ * probes came from one that did not. */
+static __always_inline __u32 exit_flags(struct task_struct *p)
+{
+	struct mm_struct *mm = BPF_CORE_READ(p, mm);
+
+	if (!mm || !bpf_core_field_exists(mm->uprobes_state))
+		return 0;
+	return REC_EXIT_MM_READ |
+	       (BPF_CORE_READ(mm, uprobes_state.xol_area) ? REC_EXIT_UPROBE_HIT : 0);
 }
 
 SEC("tp_btf/sched_process_fork")
@@ -180,7 +200,7 @@ int BPF_PROG(proc_exit, struct task_struct *p)
 		return 0;
 	/* signal->live drops to zero in the last thread of the group to exit. */
 	if (BPF_CORE_READ(p, signal, live.counter) == 0) {
-		emit_proc(REC_PROC_EXIT, p, p->exit_code);
+		emit_proc_flags(REC_PROC_EXIT, p, p->exit_code, exit_flags(p));
 		if (!trace_all)
 			set_target(tgid, 0);
 		/* Inside its cuProfilerStart window: its count in the gate

@@ -2,11 +2,16 @@
 /*
  * fork: a CUDA process that forks CUDA-using children (fork without exec).
  *
- * Usage: fork [--children C] [--iters N] [--gap-ms G] [--serial]   (defaults 2, 20, 0)
+ * Usage: fork [--children C] [--iters N] [--gap-ms G] [--serial] [--linger-ms L] [--idle]
+ *             (defaults 2, 20, 0, 0)
  * --gap-ms: the parent waits G ms between forks (bench/attach_latency.sh:
  * later forks then come while the earlier children fill cgbpf's ring).
  * --serial: each child is forked as soon as the one before exited, so
  * that cgbpf lets go of one child's probes while the next one is forked.
+ * --linger-ms: each child sleeps L ms after its calls and its report, then
+ * exits (a child that called only inside its window and lived on past it).
+ * --idle: children make no CUDA call at all (a worker that never calls the
+ * API); their reports hold no calls.
  *
  * The parent initializes, creates a context, loads a module, allocates a
  * buffer and launches _Z12parent_setupPfi twice, then forks C children.
@@ -165,17 +170,21 @@ int main(int argc, char **argv)
 	CUmodule mod;
 	CUdevice dev;
 	int n = 1024, failed = 0;
-	unsigned long gap_ms = 0;
-	bool serial = false;
+	unsigned long gap_ms = 0, linger_ms = 0;
+	bool serial = false, idle = false;
 	void *args[] = { &d, &n };
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--serial"))
 			serial = true;
+		else if (!strcmp(argv[i], "--idle"))
+			idle = true;
 		else if (!wl_arg_ul(argc, argv, &i, "--children", &cs.n) &&
 			 !wl_arg_ul(argc, argv, &i, "--iters", &cs.iters) &&
-			 !wl_arg_ul(argc, argv, &i, "--gap-ms", &gap_ms))
-			wl_die("usage: fork [--children C] [--iters N] [--gap-ms G] [--serial]");
+			 !wl_arg_ul(argc, argv, &i, "--gap-ms", &gap_ms) &&
+			 !wl_arg_ul(argc, argv, &i, "--linger-ms", &linger_ms))
+			wl_die("usage: fork [--children C] [--iters N] [--gap-ms G] [--serial] "
+			       "[--linger-ms L] [--idle]");
 	}
 	if (!(cs.v = calloc(cs.n ? cs.n : 1, sizeof(*cs.v))))
 		wl_die("out of memory");
@@ -213,12 +222,15 @@ int main(int argc, char **argv)
 			close(fds[0]);
 			wl_reset_after_fork();
 			wl_child_gate();
-			child_main(k, cs.iters);
+			if (!idle)
+				child_main(k, cs.iters);
 			if (!(f = fdopen(fds[1], "w")))
 				wl_die("fdopen: %s", strerror(errno));
 			wl_write_process(f);
 			if (fclose(f) != 0)
 				wl_die("cannot report to the parent");
+			if (linger_ms)
+				usleep(linger_ms * 1000);
 			exit(0);
 		}
 		close(fds[1]);

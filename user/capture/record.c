@@ -519,22 +519,36 @@ static void note_fork(struct session *r, uint32_t child, uint64_t fork_ts, uint6
 /*
  * A forked child exited before any call of it was traced. When it exited
  * before its probes were in place, whatever it called was missed: said
- * as for a late mapping. One that lived past its window is not (a worker
- * that never calls the API, a DataLoader's, would be noise), which
- * leaves one gap: a child that called only inside its window and lived
- * on without a call (docs/design.md).
+ * as for a late mapping. One that lived past its window is said only
+ * when the kernel shows it entered a probed function (REC_EXIT_UPROBE_HIT,
+ * bpf/events.h): with no traced call, that was before its probes. A
+ * worker that never calls the API (a DataLoader's) has no such mark and
+ * is not noise. What is left unsaid: a child that lived past its window
+ * and called only functions probed on entry alone whose first instruction
+ * the kernel emulates (no XOL area made), or any child on a kernel whose
+ * exit tracepoint runs after the mm is gone (docs/design.md).
  */
-static void child_exit(struct session *r, uint32_t pid, uint64_t exit_ts, const char *comm)
+static void child_exit(struct session *r, uint32_t pid, uint64_t exit_ts, const char *comm,
+		       uint32_t flags)
 {
 	uint64_t ts, window = 0;
 
 	if (!hmap__del(&r->forked, pid, &ts))
 		return;
 	hmap__del(&r->forked_win, pid, &window);
-	if (exit_ts > ts + window)
+	if (exit_ts > ts + window) {
+		if (!(flags & REC_EXIT_UPROBE_HIT))
+			return;
+		info("pid %u: exited %.3f ms after its fork with no call traced, but it entered a "
+		     "probed function before its probes were in place (%.3f ms after its fork): "
+		     "calls it made then are missing", pid, (exit_ts - ts) / 1e6, window / 1e6);
+		add_late(r, pid, ts, window, "(its fork; called before its probes)", comm);
 		return;
+	}
 	info("pid %u: exited %.3f ms after its fork, before its probes were in place (%.3f ms "
-	     "after it): calls it made are missing", pid, (exit_ts - ts) / 1e6, window / 1e6);
+	     "after it): calls it made are missing%s", pid, (exit_ts - ts) / 1e6, window / 1e6,
+	     (flags & REC_EXIT_MM_READ) && !(flags & REC_EXIT_UPROBE_HIT) ?
+		     " (if any: it entered no function probed on return)" : "");
 	add_late(r, pid, ts, window, "(its fork; exited unprobed)", comm);
 }
 
@@ -836,7 +850,7 @@ static int handle_record(void *ctx, void *data, size_t size)
 		const struct rec_proc *p = data;
 
 		if (r->forked.count)
-			child_exit(r, h->pid, h->ts, p->comm);
+			child_exit(r, h->pid, h->ts, p->comm, p->flags);
 		model__proc_exit(&r->model, data);
 		capture__proc_exit(r->cap, h->pid, h->ts);
 		target_gone(r, h->pid, true);
