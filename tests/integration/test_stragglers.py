@@ -275,6 +275,59 @@ def test_traces_without_nccl_or_one_rank():
     clean_trace(r.trace)
 
 
+def test_gaps_in_sequence_numbers_said():
+    """A trace in which one rank's collectives #10-#12 are not NCCL
+    operations any more (as when records were lost): the holes are said,
+    with the rank and its range, their instances are not compared, and
+    the slow rank is still named; exit 0."""
+    import ptrace
+    r = run(False, True)
+    t = r.trace
+    comm = [u for u, k in t.tracks.items() if re.match(r"NCCL comm \w+ rank 1/4$", k.name or "")]
+    eq(len(comm), 1, "rank 1's track on the world communicator")
+    on = sorted(t.slices_on(track_uuid=comm[0]), key=lambda x: x.ts)
+    drop = {i for i, x in enumerate(on) if x.name == "ncclAllReduce" and
+            x.args.get("seq") in (10, 11, 12)}
+    eq(len(drop), 3, "rank 1's all-reduces #10-#12")
+    pb = ptrace.pb2()
+    tr = pb.Trace()
+    with open(r.trace_path, "rb") as f:
+        tr.ParseFromString(f.read())
+    # Those slices (their begins and ends: one slice at a time on the
+    # track) move to a track of their own that nothing reads.
+    away = 0x7e57ab1e
+    n = {ev_type: 0 for ev_type in (1, 2)}
+    for pk in tr.packet:
+        ev = pk.track_event
+        if pk.HasField("track_event") and ev.track_uuid == comm[0] and ev.type in n:
+            if n[ev.type] in drop:
+                ev.track_uuid = away
+            n[ev.type] += 1
+    eq((n[1], n[2]), (len(on), len(on)), "the decoder's slices are the packets' begins and ends")
+    desc = tr.packet.add()
+    desc.trusted_packet_sequence_id = 0x7e57
+    desc.track_descriptor.uuid = away
+    desc.track_descriptor.name = "moved away"
+    holed = os.path.join(tmpdir(), "holed.perfetto-trace")
+    with open(holed, "wb") as f:
+        f.write(tr.SerializeToString())
+    text = stats(["--report", "nccl_stragglers", holed])
+    m = re.search(r"sequence numbers missing: 3 collective\(s\) of 1 rank\(s\) .*e\.g\. rank 1 of "
+                  r"communicator \w+: 3 of #1-#(\d+); their instances are not compared", text)
+    check(m and int(m.group(1)) >= ITERS, "the holes said:\n%s" % text)
+    m = NAMED.search(text)
+    check(m and m.group(1) == "2", "the slow rank still named:\n%s" % text)
+    whole = stats(["--report", "nccl_stragglers", r.trace_path])
+    check("sequence numbers missing" not in whole, "no holes said of the whole trace")
+
+    def incomplete(text):
+        m = re.search(r"(\d+) operation\(s\) of (\d+) instance\(s\) some rank never entered", text)
+        return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+    a, b = incomplete(whole), incomplete(text)
+    eq((b[0] - a[0], b[1] - a[1]), (9, 3),
+       "the other ranks' entries into #10-#12 not matched:\n%s\n%s" % (whole, text))
+
+
 HANG = re.compile(r"NCCL hang\? (\w+) #(\d+) \((\d+) bytes\) on communicator (\w+) \((\d+) ranks\): "
                   r"rank\(s\) (.*) entered it, the first ([\d.]+) s ago; waiting for:")
 

@@ -146,6 +146,39 @@ static void test_unmatched(void)
 	straggle__free(s);
 }
 
+/* A rank whose numbers skip some: the holes said with an example; a
+ * rank with NCCL's per-function series (the GPU side) is not looked at. */
+static void test_seq_holes(void)
+{
+	struct straggle *s = straggle__new();
+	struct straggle_op o;
+	char *text;
+
+	for (uint64_t k = 1; k <= 10; k++) {
+		o = op("cafe", 0, 2, k, k * 1000);
+		straggle__add(s, &o);
+		if (k == 4 || k == 5)
+			continue;
+		o = op("cafe", 1, 2, k, k * 1000 + 10);
+		straggle__add(s, &o);
+	}
+	for (uint64_t f = 1; f <= 3; f++) {
+		for (int rank = 0; rank < 2; rank++) {
+			o = op("f00d", rank, 2, f << 48 | (f == 2 ? 7 : 1), f * 1000 + rank);
+			straggle__add(s, &o);
+		}
+	}
+	straggle__finish(s, NULL);
+	text = print(s, SUMTAB_TEXT);
+	check(strstr(text, "sequence numbers missing: 2 collective(s) of 1 rank(s)") != NULL &&
+		      strstr(text, "e.g. rank 1 of communicator cafe: 2 of #1-#10") != NULL,
+	      "the holes said:\n%s", text);
+	check(strstr(text, "2 operation(s) of 2 instance(s) some rank never entered") != NULL,
+	      "their instances not compared:\n%s", text);
+	free(text);
+	straggle__free(s);
+}
+
 /* Communicators of one rank: nothing to compare, no row, said. */
 static void test_one_rank(void)
 {
@@ -372,6 +405,7 @@ int main(void)
 	test_files_and_p2p();
 	test_unmatched();
 	test_one_rank();
+	test_seq_holes();
 	test_expire_forget();
 	test_empty();
 	printf("%d passed, %d failed\n", n_pass, n_fail);

@@ -28,6 +28,8 @@ struct row {
 	struct straggle_gap *gaps;	/* before the operations it entered last */
 	size_t ngaps, capgaps;
 	bool dead;		/* straggle__forget_pid: its process exited */
+	uint64_t nseq, seq_min, seq_max;	/* its collectives' sequence numbers */
+	bool seq_mixed;		/* numbers of several series (the high 16 bits differ) */
 };
 
 /* An operation of one communicator as its ranks enter it: every rank's
@@ -340,6 +342,18 @@ int straggle__add(struct straggle *s, const struct straggle_op *op)
 	else if (!p2p && in->name != hash__bytes(op->name, strlen(op->name)))
 		s->mismatched++;
 	in->row[slot] = (size_t)ri;
+	if (!p2p) {
+		/* NCCL's own numbers (the GPU-side report) count each
+		 * function apart, its id in the high bits: holes are only
+		 * looked for within one series. */
+		if (r->nseq && (op->seq ^ r->seq_min) >> 48)
+			r->seq_mixed = true;
+		if (!r->nseq || op->seq < r->seq_min)
+			r->seq_min = op->seq;
+		if (op->seq > r->seq_max)
+			r->seq_max = op->seq;
+		r->nseq++;
+	}
 	in->ts[slot] = op->ts;
 	if (!in->first || op->ts < in->first)
 		in->first = op->ts;
@@ -513,6 +527,34 @@ static const char *const cols[] = { "comm", "rank", "pid", "host", "collectives"
 				    "named", "matched_by" };
 #define NCOLS ((int)(sizeof(cols) / sizeof(cols[0])))
 
+/* Collectives a rank's numbers skip: numbered one after another on its
+ * communicator, so a hole is an operation this capture did not see. */
+static void seq_holes(struct straggle *s, FILE *f)
+{
+	uint64_t missing = 0, ranks = 0;
+	const struct row *ex = NULL;
+
+	for (size_t i = 0; i < s->nrows; i++) {
+		const struct row *r = &s->rows[i];
+		uint64_t m = r->nseq ? r->seq_max - r->seq_min + 1 - r->nseq : 0;
+
+		if (!r->nseq || r->seq_mixed || r->seq_max - r->seq_min + 1 < r->nseq || !m)
+			continue;
+		missing += m;
+		ranks++;
+		if (!ex)
+			ex = r;
+	}
+	if (!missing)
+		return;
+	fprintf(f, "   sequence numbers missing: %" PRIu64 " collective(s) of %" PRIu64 " rank(s) "
+		   "not in these traces between their first and last (records lost, calls outside "
+		   "the capture's windows, or a trace left out); e.g. rank %d of communicator %s: %"
+		   PRIu64 " of #%" PRIu64 "-#%" PRIu64 "; their instances are not compared\n",
+		missing, ranks, ex->rank, s->comms[ex->comm].id,
+		ex->seq_max - ex->seq_min + 1 - ex->nseq, ex->seq_min, ex->seq_max);
+}
+
 static void notes(struct straggle *s, FILE *f)
 {
 	fprintf(f, "\n   matched by communicator and sequence number: %" PRIu64 " collective(s), %"
@@ -528,6 +570,7 @@ static void notes(struct straggle *s, FILE *f)
 	if (s->single)
 		fprintf(f, "   not compared: %" PRIu64 " operation(s) on communicators of one rank "
 			   "(nobody to wait for)\n", s->single);
+	seq_holes(s, f);
 	if (s->no_seq)
 		fprintf(f, "   not matched: %" PRIu64 " operation(s) without a sequence number "
 			   "(traces written before cgbpf numbered them)\n", s->no_seq);
