@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import (CGBPF, open_gate, check, clean_trace, env_with, eq, expected_calls, kill_quiet,
+from harness import (CGBPF, Skip, open_gate, check, clean_trace, env_with, eq, expected_calls, kill_quiet,
                      start, tmpdir, touch, traced_funcs, wait_for, wl)
 
 import ptrace
@@ -552,6 +552,110 @@ def test_monitor_gpu_memory_held():
         w.stdin.flush()
         eq(w.wait(30), 0, "workload exit")
         eq(mon.scrape().get(key), 0.0, "all freed")
+    finally:
+        eq(mon.stop(), 0, "monitor exit")
+
+
+# Once a line on stdin says go: 200 kernels of 1 ms each (the fake's
+# "__ns" suffix), one after another on one stream, then a 64 KiB copy;
+# holds until another line.
+BUSY = r"""
+#include <cuda.h>
+#include <stdio.h>
+#include "child_gate.h"
+int main(void)
+{
+    CUdevice dev; CUcontext ctx; CUmodule mod; CUfunction fn; CUstream s;
+    CUdeviceptr d; static char host[65536]; char line[64];
+    wl_child_gate();
+    cuInit(0);
+    cuDeviceGet(&dev, 0);
+#if CUDA_VERSION >= 13000
+    cuCtxCreate(&ctx, NULL, 0, dev);
+#else
+    cuCtxCreate(&ctx, 0, dev);
+#endif
+    cuModuleLoadData(&mod, "\x7f" "ELF busy");
+    cuModuleGetFunction(&fn, mod, "busy__ns1000000");
+    cuStreamCreate(&s, 0);
+    cuMemAlloc(&d, sizeof(host));
+    printf("ready\n");
+    fflush(stdout);
+    if (!fgets(line, sizeof(line), stdin))
+        return 1;
+    for (int i = 0; i < 200; i++)
+        cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL);
+    cuMemcpyHtoDAsync(d, host, sizeof(host), s);
+    cuStreamSynchronize(s);
+    printf("done\n");
+    fflush(stdout);
+    if (!fgets(line, sizeof(line), stdin))
+        return 1;
+    return 0;
+}
+"""
+
+
+def test_monitor_gpu_busy():
+    """cgbpf_gpu_busy_seconds_total from the CUPTI records of a process
+    that loads the injection library (as a service started with
+    CUDA_INJECTION64_PATH does, docs/injection.md): 200 kernels of 1 ms
+    on one stream and a copy are 200 kernels, 1 other operation and at
+    least 0.2 s busy (the fake copy adds its own time); the series go with
+    the process."""
+    from harness import FAKE, REPO
+    inj = os.path.join(os.path.dirname(CGBPF), "inject", "libcgbpf-inject.so")
+    if not os.path.exists(inj):
+        raise Skip("no injection library built (no CUDA toolkit)")
+    d = tmpdir()
+    src, exe = os.path.join(d, "busy.c"), os.path.join(d, "busy")
+    with open(src, "w") as f:
+        f.write(BUSY)
+    inc = "/usr/local/cuda/include" if os.path.exists("/usr/local/cuda/include/cuda.h") \
+        else os.path.join(REPO, "tests", "fake", "include")
+    subprocess.run(["gcc", "-I", inc, "-I", os.path.join(REPO, "tests", "workloads"), src,
+                    "-o", exe, "-L", FAKE, "-l:libcuda.so.1",
+                    "-Wl,-rpath," + FAKE], check=True)
+    mon = Monitor(["--interval", "1h", "--comm", "busy"], d)
+    try:
+        w = subprocess.Popen([exe], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                             env=mon.wl_env(CUDA_INJECTION64_PATH=inj))
+        eq(w.stdout.readline().strip(), "ready", "the workload set up")
+        # CUPTI records work launched after its library started collecting,
+        # which it does once it sees cgbpf attached (20 ms polls).
+        wait_for(lambda: "pid %d: GPU activity: status 1" % w.pid in mon.stderr(), 30,
+                 "its library collecting")
+        w.stdin.write("go\n")
+        w.stdin.flush()
+        eq(w.stdout.readline().strip(), "done", "the workload ran")
+        labels = {("pid", str(w.pid)), ("comm", "busy"), ("gpu", "0")}
+        kern = ("cgbpf_gpu_operations_total", frozenset(labels | {("kind", "kernel")}))
+        other = ("cgbpf_gpu_operations_total", frozenset(labels | {("kind", "other")}))
+        busy = ("cgbpf_gpu_busy_seconds_total", frozenset(labels))
+        got = {}
+
+        def counted():
+            time.sleep(0.2)
+            got.update(mon.scrape())
+            return got.get(kern) == 200 and got.get(other) == 1
+        # Written once the reorder window (2 s) has passed them.
+        try:
+            wait_for(counted, 30, "200 kernels and a copy counted")
+        except AssertionError:
+            raise AssertionError("not counted: %r\n%s" % (
+                {k: v for k, v in got.items() if k[0].startswith("cgbpf_gpu_")},
+                mon.stderr()[-3000:]))
+        check(0.2 - 1e-6 <= got[busy] < 0.25, "busy 0.2 s and the copy's time: %r" % got[busy])
+        w.stdin.write("\n")
+        w.stdin.flush()
+        eq(w.wait(30), 0, "workload exit")
+        wait_for(lambda: busy not in mon.scrape(), 30, "its series gone with it")
+        # Its other series outlive it for an interval, under its own name
+        # (not its last thread's: the injection library's watcher).
+        names = {dict(k[1]).get("comm") for k in mon.scrape()
+                 if dict(k[1]).get("pid") == str(w.pid)}
+        eq(names, {"busy"}, "the exited process's name in its series")
+        print("# 200 x 1 ms kernels and a copy: busy %.6f s" % got[busy])
     finally:
         eq(mon.stop(), 0, "monitor exit")
 

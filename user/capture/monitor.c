@@ -223,6 +223,8 @@ struct monitor {
 	char last_dump[4096];
 	struct pysites *pysites;	/* --python-sites */
 	struct ncclmon *nccl;		/* NCCL metrics per communicator and rank */
+	void (*more)(void *ctx, const struct src_metrics *m);	/* the sources' series */
+	void *more_ctx;
 };
 
 static int parse_listen(const char *s, struct sockaddr_in *sa)
@@ -652,8 +654,16 @@ static void label_value(char *out, size_t len, const char *s)
 
 void monitor__proc_exit(struct monitor *mo, uint32_t pid, const char *comm)
 {
-	char *c = strndup(comm, 15);
+	uint64_t *v = mo->model ? hmap__get(&mo->model->procs, pid) : NULL;
 	uint64_t old;
+	char *c;
+
+	/* The process's name as the model knows it: the exit record's is
+	 * that of its last thread to exit (a library's watcher thread,
+	 * "cgbpf-inject", as often as the main one). */
+	if (v && *((struct proc *)(uintptr_t)*v)->comm)
+		comm = ((struct proc *)(uintptr_t)*v)->comm;
+	c = strndup(comm, 15);
 
 	if (!c)
 		return;
@@ -681,6 +691,13 @@ static void comm_of(struct monitor *mo, uint32_t pid, char *out, size_t len)
 	if (procfs__comm(pid, 0, comm, sizeof(comm)))
 		snprintf(comm, sizeof(comm), "?");
 	label_value(out, len, comm);
+}
+
+void monitor__set_metrics(struct monitor *mo,
+			  void (*fn)(void *ctx, const struct src_metrics *m), void *ctx)
+{
+	mo->more = fn;
+	mo->more_ctx = ctx;
 }
 
 struct pysites *monitor__pysites(struct monitor *mo)
@@ -992,6 +1009,12 @@ static void render(struct monitor *mo, struct buf *b)
 		void *ctx[2] = { b, mo };
 
 		ncclmon__render(mo->nccl, site_line, ctx);
+	}
+	if (mo->more) {
+		void *ctx[2] = { b, mo };
+		struct src_metrics m = { .line = site_line, .comm = site_comm, .ctx = ctx };
+
+		mo->more(mo->more_ctx, &m);
 	}
 }
 

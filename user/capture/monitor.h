@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "core/opts.h"
+#include "core/source.h"
 
 #define MONITOR_DEFAULT_LISTEN "127.0.0.1:9464"
 /* Created (0700) when the flight recorder is on and no --dump-dir is given. */
@@ -32,6 +33,11 @@ struct monitor *monitor__new(const struct monitor_opts *o);
 int monitor__start(struct monitor *mo, struct cgbpf_bpf *skel, struct model *m,
 		   struct attach *a);
 void monitor__free(struct monitor *mo);
+
+/* More series for the metrics page: fn(ctx, m) writes them through m
+ * (record.c asks every source's metrics hook, core/source.h). */
+void monitor__set_metrics(struct monitor *mo,
+			  void (*fn)(void *ctx, const struct src_metrics *m), void *ctx);
 
 /* The Python call-site table (--python-sites), NULL when off. */
 struct pysites *monitor__pysites(struct monitor *mo);

@@ -1336,6 +1336,16 @@ static int init_sources(struct session *r)
 	return 0;
 }
 
+/* The metrics page's series of the sources (monitor__set_metrics). */
+static void sources_metrics(void *ctx, const struct src_metrics *m)
+{
+	struct session *r = ctx;
+
+	for (size_t i = 0; i < r->nsrc; i++)
+		if (r->src[i]->metrics)
+			r->src[i]->metrics(r, r->src_state[i], m);
+}
+
 /* The BPF object, the capture windows and the monitor's aggregates. 0 or
  * -1 after saying why. */
 static int open_capture(struct run *run)
@@ -1372,6 +1382,8 @@ static int open_capture(struct run *run)
 	}
 	if (r->mon && monitor__start(r->mon, r->skel, &r->model, r->attach))
 		return -1;
+	if (r->mon)
+		monitor__set_metrics(r->mon, sources_metrics, r);
 	return 0;
 }
 

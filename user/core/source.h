@@ -49,6 +49,9 @@
  *            and the file waits (boundedly) for window_settled;
  *   window_settled  whether what window_close asked for came;
  *   window_end  the file closes now: write what is held for it;
+ *   metrics  `cgbpf monitor` renders its metrics page (on the capture's
+ *            thread, between drains): the source's own series, in the
+ *            Prometheus text format, through m (struct src_metrics);
  *   finish   fill the summary's capture info (sections, counts);
  *   fini     free the state; before the BPF object is destroyed.
  */
@@ -67,6 +70,15 @@ enum src_proc {
 	SRC_PROC_SEEN,		/* first API call of a target */
 	SRC_PROC_CHANGED,	/* exec, or a new executable mapping */
 	SRC_PROC_EXIT,
+};
+
+/* A source's metrics lines (the metrics hook): line() writes text as
+ * given (whole lines, '\n' included); comm() writes pid's name as a label
+ * value (escaped), as the monitor names it in its other series. */
+struct src_metrics {
+	void (*line)(void *ctx, const char *text);
+	void (*comm)(void *ctx, uint32_t pid, char *out, size_t len);
+	void *ctx;
 };
 
 #define SRC_TYPES 4
@@ -91,6 +103,7 @@ struct source {
 	bool (*window_close)(struct session *s, void *state, uint32_t pid);
 	bool (*window_settled)(struct session *s, void *state, uint32_t pid);
 	void (*window_end)(struct session *s, void *state, uint32_t pid);
+	void (*metrics)(struct session *s, void *state, const struct src_metrics *m);
 	void (*finish)(struct session *s, void *state, struct capture_info *ci);
 	void (*fini)(struct session *s, void *state);
 };

@@ -1445,6 +1445,25 @@ void gpu__replay_end(struct gpu *g)
 	}
 }
 
+void gpu__each_busy(const struct gpu *g,
+		    void (*fn)(void *ctx, uint32_t pid, unsigned device, uint64_t busy_ns,
+			       uint64_t ops, uint64_t kernels),
+		    void *ctx)
+{
+	uint64_t v;
+
+	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);) {
+		const struct gpu_proc *p = (const void *)(uintptr_t)v;
+
+		for (unsigned i = 0; p->devs && i < GPU_DEVS; i++) {
+			const struct gpu_dev *d = p->devs[i];
+
+			if (d && d->ops)
+				fn(ctx, p->pid, d->index, d->busy, d->ops, d->kernels);
+		}
+	}
+}
+
 uint64_t gpu__lost(const struct gpu *g)
 {
 	return g->dropped_total;

@@ -125,6 +125,14 @@ size_t gpu__procs(const struct gpu *g);
  * or JSON rows, one per GPU of a process. */
 void gpu__print_timeline(const struct gpu *g, int fmt, FILE *f);
 
+/* Each (process, GPU) with measured work so far: the union of its
+ * operations' spans (kernels, copies, memsets) and how many there were,
+ * as written (the reorder window behind the newest). */
+void gpu__each_busy(const struct gpu *g,
+		    void (*fn)(void *ctx, uint32_t pid, unsigned device, uint64_t busy_ns,
+			       uint64_t ops, uint64_t kernels),
+		    void *ctx);
+
 /* Activity records the traced processes' libraries lost (GPU_DROPPED). */
 uint64_t gpu__lost(const struct gpu *g);
 /* Whether pid's GPU activity is measured (GPU_ST_COLLECTING came). */

@@ -16,8 +16,8 @@
  * this file owns the probes: which processes collect, and the flush.
  */
 #include <errno.h>
-#include <limits.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -525,6 +525,49 @@ static void gpu_fini(struct session *s, void *state)
 	free(g);
 }
 
+/* monitor: cgbpf_gpu_busy_seconds_total and its operation counts. */
+struct busy_out {
+	const struct src_metrics *m;
+	int metric;
+};
+
+static void busy_line(void *ctx, uint32_t pid, unsigned device, uint64_t busy_ns, uint64_t ops,
+		      uint64_t kernels)
+{
+	const struct busy_out *o = ctx;
+	char comm[64], line[256];
+
+	o->m->comm(o->m->ctx, pid, comm, sizeof(comm));
+	if (o->metric == 0)
+		snprintf(line, sizeof(line),
+			 "cgbpf_gpu_busy_seconds_total{pid=\"%u\",comm=\"%s\",gpu=\"%u\"} %.9f\n",
+			 pid, comm, device, busy_ns / 1e9);
+	else
+		snprintf(line, sizeof(line),
+			 "cgbpf_gpu_operations_total{pid=\"%u\",comm=\"%s\",gpu=\"%u\",kind=\"%s\"} %"
+			 PRIu64 "\n", pid, comm, device, o->metric == 1 ? "kernel" : "other",
+			 o->metric == 1 ? kernels : ops - kernels);
+	o->m->line(o->m->ctx, line);
+}
+
+static void gpu_metrics(struct session *s, void *state, const struct src_metrics *m)
+{
+	struct gpusrc *g = state;
+	struct busy_out o = { .m = m };
+
+	(void)s;
+	m->line(m->ctx, "# HELP cgbpf_gpu_busy_seconds_total Time a process's GPU work (kernels, "
+			"copies, memsets) kept a GPU busy, measured by CUPTI in its injection "
+			"library: the union of its operations' spans, counted 2 s behind (the "
+			"reorder window). Only processes that load cgbpf's injection library "
+			"(docs/injection.md).\n# TYPE cgbpf_gpu_busy_seconds_total counter\n");
+	gpu__each_busy(g->gpu, busy_line, &o);
+	m->line(m->ctx, "# HELP cgbpf_gpu_operations_total GPU operations CUPTI measured: kernels, "
+			"and other (copies, memsets).\n# TYPE cgbpf_gpu_operations_total counter\n");
+	for (o.metric = 1; o.metric <= 2; o.metric++)
+		gpu__each_busy(g->gpu, busy_line, &o);
+}
+
 const struct source src_gpu = {
 	.name = "gpu",
 	.types = { REC_GPU_BATCH },
@@ -539,6 +582,7 @@ const struct source src_gpu = {
 	.window_close = gpu_window_close,
 	.window_settled = gpu_window_settled,
 	.window_end = gpu_window_end,
+	.metrics = gpu_metrics,
 	.finish = gpu_finish,
 	.fini = gpu_fini,
 };
