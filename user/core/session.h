@@ -28,6 +28,7 @@ struct pfseq;
 struct stacks;
 struct monitor;
 struct pysites;
+struct hangwatch;
 struct late_attach;
 struct source;
 
@@ -49,6 +50,9 @@ struct session {
 	/* A source's reason to dump the monitor's flight recorder (set by
 	 * record.c for a monitor; NULL otherwise). */
 	void (*trigger)(struct session *s, const char *why);
+	/* --nccl-hang-after: the NCCL hang watcher (core/hangwatch.h), which
+	 * the NCCL source makes and the GPU source feeds too; NULL: off. */
+	struct hangwatch *hang;
 	struct pysites *pysites;	/* monitor --python-sites: the monitor's table of
 					 * sampled Python call sites, or NULL */
 	struct capture *cap;		/* capture windows (user/out/capwin.h), or NULL */

@@ -25,7 +25,7 @@
 
 struct ncclsrc {
 	struct ncclsum *sum;
-	struct ncclhang *hang;	/* --nccl-hang-after; NULL: off */
+	struct hangwatch *hang;	/* --nccl-hang-after (session.hang); NULL: off */
 	bool last_flush;	/* finish came: the next flush is the trace's last */
 };
 
@@ -59,7 +59,7 @@ static int nccl_init(struct session *s, void **state)
 	if (n)
 		n->sum = ncclsum__new(&s->model);
 	if (n && s->o->nccl_hang_ns)
-		n->hang = ncclhang__new(&s->model, s->o->nccl_hang_ns);
+		n->hang = hangwatch__new(&s->model, s->o->nccl_hang_ns);
 	if (!n || !n->sum || (s->o->nccl_hang_ns && !n->hang)) {
 		if (n)
 			ncclsum__free(n->sum);
@@ -83,12 +83,13 @@ static int nccl_init(struct session *s, void **state)
 		if (model__add_sink(&s->model, &hang))
 			goto full;
 	}
+	s->hang = n->hang;
 	*state = n;
 	return 0;
 full:
 	err("too many model sinks for NCCL");
 	ncclsum__free(n->sum);
-	ncclhang__free(n->hang);
+	hangwatch__free(n->hang);
 	free(n);
 	return -E2BIG;
 }
@@ -121,7 +122,7 @@ static void nccl_tick(struct session *s, void *state, uint64_t now)
 {
 	struct ncclsrc *n = state;
 
-	if (ncclhang__tick(n->hang, now) && s->trigger)
+	if (hangwatch__tick(n->hang, now) && s->trigger)
 		s->trigger(s, "nccl-hang");
 }
 
@@ -129,8 +130,9 @@ static void nccl_fini(struct session *s, void *state)
 {
 	struct ncclsrc *n = state;
 
-	(void)s;
-	ncclhang__free(n->hang);
+	if (s->hang == n->hang)
+		s->hang = NULL;
+	hangwatch__free(n->hang);
 	ncclsum__free(n->sum);
 	free(n);
 }
