@@ -249,6 +249,55 @@ def test_communicators_older_than_record_p():
           "the plugin's side names rank 2 of 4: %r" % gpu[-600:])
 
 
+PLUGIN_HANG = re.compile(r"NCCL hang\? (\w+) #(\d+) \((\d+) bytes\) on communicator (\w+) \((\d+) "
+                         r"ranks; NCCL's profiler plugin: its commHash, and its numbers of this "
+                         r"function's operations from 1\): "
+                         r"rank\(s\) (.*) entered it, the first ([\d.]+) s ago; waiting for:")
+
+
+def test_hang_of_communicators_older_than_record_p():
+    """record -p on a job whose communicators exist already, one process
+    per rank: the host side knows no rank of them and cannot watch for
+    hangs; NCCL's profiler plugin's task starts can. Rank 2 stops for 5 s
+    before its 4th all-reduce: the hang is said with NCCL's numbering
+    (per function, shown from 1), the waiting ranks, the missing one and
+    its threads, then that it ended."""
+    need()
+    tmp = tmpdir()
+    env = env_with(NCCL_PROFILER_PLUGIN=LIB, CUDA_INJECTION64_PATH=LIB)
+    w = start([wl("nccl_ranks"), "--procs", "--ranks", "4", "--iters", "6", "--hang-rank", "2",
+               "--hang-ms", "5000", "--start-delay-ms", "3000"], env=env)
+    try:
+        bg = Bg(["-p", str(w.pid), "--sample-hz", "0", "--nccl-hang-after", "1s"], tmp=tmp)
+        bg.wait_msg("Ctrl-C stops", timeout=60)
+        out, err = w.communicate(timeout=120)
+        eq(w.returncode, 0, "job exit (%r)" % err[-400:])
+        r = bg.finish()
+    finally:
+        kill_quiet(w)
+    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-600:])
+    inits = [s for s in r.trace.slices if (s.name or "").startswith("ncclCommInitRank")]
+    eq(inits, [], "no communicator was created during the capture")
+    check("NCCL hang? ncclAllReduce" not in HOST_HANG.sub("", r.stderr),
+          "no host-side hang line (it knows no rank):\n%s" % r.stderr[-3000:])
+    said = PLUGIN_HANG.findall(r.stderr)
+    eq(len(said), 1, "one hang said:\n%s" % r.stderr[-3000:])
+    name, seq, nbytes, comm, n, waiting, ago = said[0]
+    eq((name, seq, nbytes, n), ("ncclAllReduce", "4", "4096", "4"), "the operation")
+    ranks = [int(x) for x in re.findall(r"(\d+) \(pid \d+\)", waiting)]
+    eq(ranks, [0, 1, 3], "the ranks waiting")
+    check(float(ago) >= 1.0, "said after the limit")
+    m = re.search(r"rank 2 \(pid (\d+)\), which has not entered it; its threads now:", r.stderr)
+    check(m, "the missing rank named:\n%s" % r.stderr[-3000:])
+    check(re.search(r"pid %s thread %s \S+ \(S, in (clock_)?nanosleep\)" % (m.group(1), m.group(1)),
+                    r.stderr), "what it was doing: asleep:\n%s" % r.stderr[-3000:])
+    check("ncclAllReduce #4 on communicator %s: every rank entered it at last" % comm in r.stderr,
+          "its end said:\n%s" % r.stderr[-3000:])
+
+
+HOST_HANG = re.compile(r"NCCL hang\? .*NCCL's profiler plugin.*")
+
+
 def test_v4_as_nccl_227_calls_it():
     """NCCL 2.27 looks up ncclProfiler_v4 (other init order, a one-byte
     type): the same spans come out."""

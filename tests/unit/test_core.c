@@ -36,6 +36,8 @@
 #include <unistd.h>
 
 #include "sources/cuda/cuda.h"
+#include "core/hangwatch.h"
+#include "core/model.h"
 #include "lib/elf/elfsym.h"
 #include "lib/elf/symbolize.h"
 #include "lib/hmap.h"
@@ -1778,6 +1780,45 @@ static void rm_tmpdir(void)
 	rmdir(tmpdir);
 }
 
+/* The hang watcher: a plugin-side communicator whose rank 1 never
+ * enters is said once past the limit; a rank the host side watches is
+ * not watched again from the plugin's entries; an operation every rank
+ * entered is done. */
+static void test_hangwatch(void)
+{
+	const uint64_t s = 1000000000ull;
+	uint32_t me = (uint32_t)getpid();
+	struct model m;
+	struct hangwatch *h;
+
+	model__init(&m);
+	h = hangwatch__new(&m, 2 * s);
+	check(h != NULL, "hangwatch__new");
+	/* Plugin side, 2 ranks: both entered #1; only rank 0 entered #2. */
+	hangwatch__learn(h, HW_PLUGIN, 0xabcd000000000001ull, 2, 1, me);
+	hangwatch__enter(h, HW_PLUGIN, 0xabcd000000000001ull, 2, 0, me, 1, -1, -1, "ncclAllReduce",
+			 8, 10 * s);
+	hangwatch__enter(h, HW_PLUGIN, 0xabcd000000000001ull, 2, 1, me, 1, -1, -1, "ncclAllReduce",
+			 8, 10 * s + 5);
+	hangwatch__enter(h, HW_PLUGIN, 0xabcd000000000001ull, 2, 0, me, 2, -1, -1, "ncclAllReduce",
+			 8, 11 * s);
+	/* Host side knows pid 4242's rank 0 of 2: the plugin's copy of that
+	 * rank (another id) is left alone, so its op never opens. */
+	hangwatch__learn(h, HW_HOST, 0x1111000000000002ull, 2, 0, 4242);
+	hangwatch__enter(h, HW_PLUGIN, 0x2222000000000003ull, 2, 0, 4242, 1, -1, -1,
+			 "ncclAllReduce", 8, 11 * s);
+	check(hangwatch__tick(h, 12 * s) == 0, "nothing said before the limit");
+	check(hangwatch__tick(h, 14 * s) == 1, "the plugin side's operation #2 said past the limit");
+	check(hangwatch__tick(h, 20 * s) == 0 && hangwatch__said(h) == 1,
+	      "said once; the host side's rank not watched twice (%" PRIu64 ")", hangwatch__said(h));
+	/* A send/receive pair to itself is not watched (slots unknown). */
+	hangwatch__enter(h, HW_PLUGIN, 0xabcd000000000001ull, 2, 0, me, 7, 0, 0, "ncclSend", 8,
+			 21 * s);
+	check(hangwatch__tick(h, 30 * s) == 0, "a send to itself is not watched");
+	hangwatch__free(h);
+	model__free(&m);
+}
+
 int main(int argc, char **argv)
 {
 	sources__init();
@@ -1814,6 +1855,7 @@ int main(int argc, char **argv)
 	test_result_name();
 	test_outfile_sudo();
 	test_outfile_kinds();
+	test_hangwatch();
 
 	rm_tmpdir();
 	printf("%d passed, %d failed\n", n_pass, n_fail);

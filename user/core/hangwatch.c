@@ -169,6 +169,13 @@ void hangwatch__learn(struct hangwatch *h, enum hw_side side, uint64_t id, int n
 	learn(h, side, id, nranks, rank, pid);
 }
 
+/* The number said: the plugin's keys carry the function in their high
+ * 16 bits (gpunccl__strag_seq), the host's are the number itself. */
+static uint64_t shown_seq(const struct hop *o)
+{
+	return o->comm->side == HW_PLUGIN ? o->seq & ((1ull << 48) - 1) : o->seq;
+}
+
 static uint64_t op_hash(const struct hcomm *c, uint64_t seq, int a, int b)
 {
 	return hash__u64(c->id ^ c->side ^ hash__u64(seq ^ (uint64_t)(uint32_t)a << 32 ^
@@ -265,7 +272,7 @@ void hangwatch__enter(struct hangwatch *h, enum hw_side side, uint64_t id, int n
 		c->open--;
 		if (o->said)
 			info("NCCL: %s #%" PRIu64 " on communicator %04x: every rank entered it at "
-			     "last", o->name, o->seq, (unsigned)(c->id >> 48));
+			     "last", o->name, shown_seq(o), (unsigned)(c->id >> 48));
 		hmap__del(&h->ops, key, NULL);
 		hop_free(o);
 	}
@@ -429,10 +436,11 @@ static void say(struct hangwatch *h, struct hop *o, uint64_t now)
 	else
 		where[0] = 0;
 	warn("NCCL hang? %s #%" PRIu64 "%s (%" PRIu64 " bytes) on communicator %04x (%d ranks%s): "
-	     "rank(s) %s entered it, the first %.1f s ago; waiting for:", o->name, o->seq, where,
-	     o->bytes, (unsigned)(c->id >> 48), c->nranks,
-	     c->side == HW_PLUGIN ? "; NCCL's profiler plugin: its commHash and sequence numbers" :
-				    "", waiting, (now - first) / 1e9);
+	     "rank(s) %s entered it, the first %.1f s ago; waiting for:", o->name, shown_seq(o),
+	     where, o->bytes, (unsigned)(c->id >> 48), c->nranks,
+	     c->side == HW_PLUGIN ? "; NCCL's profiler plugin: its commHash, and its numbers of "
+				    "this function's operations from 1" : "",
+	     waiting, (now - first) / 1e9);
 	for (int i = 0, nshown = 0; i < o->n; i++) {
 		int rank = o->a < 0 ? i : i ? o->b : o->a;
 		bool again = false;

@@ -1464,6 +1464,11 @@ void gpu__each_busy(const struct gpu *g,
 	}
 }
 
+void gpu__set_hang(struct gpu *g, struct hangwatch *h)
+{
+	g->hang = h;
+}
+
 uint64_t gpu__lost(const struct gpu *g)
 {
 	return g->dropped_total;

@@ -133,6 +133,11 @@ void gpu__each_busy(const struct gpu *g,
 			       uint64_t ops, uint64_t kernels),
 		    void *ctx);
 
+/* The NCCL hang watcher NCCL's profiler plugin's task starts feed
+ * (core/hangwatch.h); NULL: none. */
+struct hangwatch;
+void gpu__set_hang(struct gpu *g, struct hangwatch *h);
+
 /* Activity records the traced processes' libraries lost (GPU_DROPPED). */
 uint64_t gpu__lost(const struct gpu *g);
 /* Whether pid's GPU activity is measured (GPU_ST_COLLECTING came). */

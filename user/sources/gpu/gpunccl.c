@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include "core/hangwatch.h"
 #include "lib/ncclbw.h"
 #include "lib/straggle.h"
 #include "out/pfsink.h"
@@ -76,6 +77,11 @@ static const char *const func_names[GPU_NF__COUNT] = {
 	[GPU_NF_BROADCAST] = "Broadcast", [GPU_NF_REDUCE] = "Reduce",
 	[GPU_NF_ALLTOALL] = "AlltoAll", [GPU_NF_SEND] = "Send", [GPU_NF_RECV] = "Recv",
 	[GPU_NF_GATHER] = "Gather", [GPU_NF_SCATTER] = "Scatter",
+};
+/* The host API's names of NCCL's functions (report rows, hang lines). */
+static const char *const op_names[GPU_NF__COUNT] = {
+	"nccl?", "ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclBroadcast",
+	"ncclReduce", "ncclAlltoAll", "ncclSend", "ncclRecv", "ncclGather", "ncclScatter",
 };
 static const char *const algo_names[GPU_NA__COUNT] = {
 	"?", "TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT",
@@ -191,7 +197,34 @@ static bool on_comm(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const ui
 	c->known = true;
 	if (g->pt)
 		describe(g, p, c);
+	hangwatch__learn(g->hang, HW_PLUGIN, c->hash, c->nranks, c->rank, p->pid);
 	return true;
+}
+
+/*
+ * The rank entered the operation: the hang watcher's entry
+ * (core/hangwatch.h) for communicators the host side does not know
+ * (created before the capture). NCCL starts and stops a task together,
+ * once it launched the operation's kernel (or when its host stream
+ * reaches the plan), whatever the GPU does next: a hung collective's
+ * waiting ranks send theirs at once, the missing rank none.
+ */
+static void hang_enter(struct gpu *g, struct gpu_proc *p, const struct gcomm *c,
+		       const struct gpu_nccl_op *o)
+{
+	int a = -1, b = -1;
+
+	if (!g->hang || c->nranks <= 0 || o->func == GPU_NF_UNKNOWN)
+		return;
+	if (o->func == GPU_NF_SEND || o->func == GPU_NF_RECV) {
+		if (o->peer < 0)
+			return;
+		a = o->func == GPU_NF_SEND ? o->rank : o->peer;
+		b = o->func == GPU_NF_SEND ? o->peer : o->rank;
+	}
+	hangwatch__enter(g->hang, HW_PLUGIN, o->comm, c->nranks, o->rank, p->pid,
+			 gpunccl__strag_seq(o->func, o->seq), a, b, op_names[o->func], o->bytes,
+			 o->start);
 }
 
 static bool on_op(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const uint8_t *e,
@@ -215,6 +248,7 @@ static bool on_op(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const uint
 			     .nchannels = o.nchannels, .bytes = o.bytes, .tid = o.tid,
 			     .peer = o.peer };
 	s->t.ops++;
+	hang_enter(g, p, c, &o);
 	return true;
 }
 
@@ -271,10 +305,6 @@ static int api_fn(unsigned func)
 static void feed(struct gpu *g, struct gpu_proc *p, struct gcomm *c, const struct gpu_nccl_ch *ch,
 		 uint64_t start, const struct gtask *t)
 {
-	static const char *const op_names[GPU_NF__COUNT] = {
-		"nccl?", "ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclBroadcast",
-		"ncclReduce", "ncclAlltoAll", "ncclSend", "ncclRecv", "ncclGather", "ncclScatter",
-	};
 	bool p2p = ch->func == GPU_NF_SEND || ch->func == GPU_NF_RECV;
 	char id[24];
 	struct straggle_op op = {

@@ -227,6 +227,7 @@ struct gpu {
 	uint64_t dropped_total;
 	void *sum;			/* gpusum.c */
 	struct straggle *nccl_strag;	/* gpunccl.c: GPU-side stragglers */
+	struct hangwatch *hang;		/* session.hang: NCCL hangs (gpu__set_hang) */
 	/* Capture windows: which operations are written (gpu__set_keep). */
 	int (*keep)(void *ctx, uint32_t pid, uint64_t launch_ts);
 	void (*arrived)(void *ctx, uint32_t pid, uint64_t launch_ts, bool kernel);

@@ -487,6 +487,16 @@ static void gpu_spawn(struct session *s, void *state, const char *cmd)
 		     "estimated from its API calls (docs/injection.md)", cmd);
 }
 
+/* Every source is made by now: the NCCL source's hang watcher, if any,
+ * hears of NCCL's profiler plugin's task starts too. */
+static int gpu_start(struct session *s, void *state)
+{
+	struct gpusrc *g = state;
+
+	gpu__set_hang(g->gpu, s->hang);
+	return 0;
+}
+
 static void gpu_tick(struct session *s, void *state, uint64_t now)
 {
 	struct gpusrc *g = state;
@@ -572,6 +582,7 @@ const struct source src_gpu = {
 	.name = "gpu",
 	.types = { REC_GPU_BATCH },
 	.init = gpu_init,
+	.start = gpu_start,
 	.record = gpu_rec,
 	.spawn = gpu_spawn,
 	.spawned = gpu_spawned,
