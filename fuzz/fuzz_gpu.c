@@ -26,6 +26,7 @@
 #include "cudart_funcs.h"
 #include "events.h"
 #include "fuzz.h"
+#include "core/hangwatch.h"
 #include "sources/gpu/gpu.h"
 #include "core/model.h"
 #include "out/perfetto.h"
@@ -110,6 +111,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct pftrace *pt = NULL;
 	uint64_t now = 1000000000;
+	struct hangwatch *hw;
 	struct gpu *g;
 	struct sink sk;
 	uint8_t flags;
@@ -132,6 +134,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	sk = gpu__sink(g);
 	model__add_sink(&model, &sk);
+	/* NCCL's plugin's task starts feed the hang watcher (1 us limit). */
+	hw = hangwatch__new(&model, 1000);
+	if (!hw)
+		abort();
+	gpu__set_hang(g, hw);
 
 	while (size >= 3) {
 		uint8_t op = data[0];
@@ -156,6 +163,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 3:
 			now += u32_of(data, len);
 			gpu__tick(g, now);
+			hangwatch__tick(hw, now);
 			break;
 		case 4:
 			gpu__proc_exit(g, pid, now);
@@ -177,6 +185,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)gpu__lost(g);
 	gpu__print(g, NULL, devnull);
 	gpu__free(g);
+	hangwatch__free(hw);
 	if (pt)
 		pftrace__close(pt);
 	model__free(&model);
