@@ -383,6 +383,8 @@ static bool passes_filters(struct session *r, pid_t pid)
 	return true;
 }
 
+static void proc_event(struct session *r, enum src_proc ev, uint32_t pid, uint64_t ts);
+
 struct scan_all_ctx {
 	struct session *r;
 	size_t found;
@@ -407,6 +409,10 @@ static int scan_one(pid_t pid, void *ctx)
 		return 0;
 	add_target(r, pid);
 	model__proc(&r->model, pid);
+	/* What it maps already, for the sources (its injection library's
+	 * sites): as for -p. A monitor hears of no call but NCCL's, so a
+	 * running CUDA process would otherwise wait for its next mapping. */
+	proc_event(r, SRC_PROC_CHANGED, pid, session__now());
 	c->found++;
 	return 0;
 }
