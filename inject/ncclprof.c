@@ -126,7 +126,18 @@ static struct {
 	int64_t off_cur, off_prev;	/* smallest host - GPU, this window and the last */
 	bool have_cur, have_prev;
 	uint64_t win_start;
+	uint32_t polls_on;	/* polls since the activation */
 } P = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* Polls after an activation at which the communicators are described
+ * again (100 ms, 0.5 s, 2 s): cgbpf may see the site probed a moment
+ * before its program runs there (a perf-event uprobe is live before its
+ * program is attached), and what the library sent meanwhile is lost; a
+ * communicator older than the capture is described at activation only. */
+static bool comms_again(uint32_t polls)
+{
+	return polls == 5 || polls == 25 || polls == 100;
+}
 
 static uint64_t now_ns(void)
 {
@@ -303,11 +314,15 @@ void ncclprof__poll(bool on)
 	pthread_mutex_lock(&P.lock);
 	if (on && !P.on && alloc_state()) {
 		__atomic_store_n(&P.on, true, __ATOMIC_RELEASE);
+		P.polls_on = 0;
 		/* Communicators created before: cgbpf learns them now. */
 		for (struct comm_ctx *c = P.comms; c; c = c->next)
 			put_comm(c);
 	} else if (!on && P.on) {
 		__atomic_store_n(&P.on, false, __ATOMIC_RELEASE);
+	} else if (P.on && comms_again(++P.polls_on)) {
+		for (struct comm_ctx *c = P.comms; c; c = c->next)
+			put_comm(c);
 	}
 	if (P.mask)
 		__atomic_store_n(P.mask, P.on ? MASK_ON : 0, __ATOMIC_RELAXED);
