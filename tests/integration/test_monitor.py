@@ -826,6 +826,49 @@ def test_monitor_nccl_last_seq_and_hang():
         eq(mon.stop(), 0, "monitor exit")
 
 
+def test_monitor_nccl_plugin_last_seq_and_hang_of_an_older_job():
+    """A 4-rank job (one process per rank) with NCCL's profiler plugin
+    loaded, started before the monitor: the host side never saw its
+    communicators created and exports no cgbpf_nccl_last_seq for them;
+    the plugin's task entries give cgbpf_nccl_plugin_last_seq per rank
+    (rank 2, stopped before its 4th all-reduce, one behind) and the hang
+    line. The job waits 5 s after creating its communicators, calling the
+    driver every 100 ms: the monitor must be up and the plugin on (at
+    each rank's first call it sees) before its first all-reduce (a
+    collective its ranks entered before is not watched)."""
+    from harness import FAKE, OUT
+    lib = os.path.join(OUT, "inject", "libcgbpf-inject.so")
+    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
+            os.path.join(FAKE, "libnccl.so.2")) or not os.path.exists(lib):
+        raise Skip("nccl_ranks, the fake libnccl.so.2 or libcgbpf-inject.so not built")
+    d = tmpdir()
+    w = start([wl("nccl_ranks"), "--ranks", "4", "--iters", "6", "--procs", "--hang-rank", "2",
+               "--hang-ms", "5000", "--start-delay-ms", "5000"],
+              env=env_with(NCCL_PROFILER_PLUGIN=lib, CUDA_INJECTION64_PATH=lib))
+    mon = None
+    try:
+        mon = Monitor(["--interval", "1h", "--comm", "nccl_ranks", "--nccl-hang-after", "1s"], d)
+        wait_for(lambda: "NCCL hang?" in mon.stderr(), 30, "the hang said")
+        check(re.search(r"NCCL hang\? ncclAllReduce #4 \(\d+ bytes\) on communicator \w+ \(4 "
+                        r"ranks; NCCL's profiler plugin[^)]*\): rank\(s\) 0 \(pid \d+\), 1 "
+                        r"\(pid \d+\), 3 \(pid \d+\) entered it", mon.stderr()),
+              "the plugin's hang line: %r" % mon.stderr()[-3000:])
+        m = mon.scrape()
+        seq = {int(dict(k[1])["rank"]): v for k, v in series(m, "cgbpf_nccl_plugin_last_seq",
+                                                             nranks=4).items()}
+        eq(sorted(seq), [0, 1, 2, 3], "a plugin last_seq per rank: %r" % seq)
+        eq(seq[0], seq[1], "ranks 0 and 1 at the same operation")
+        eq(seq[3], seq[0], "rank 3 too")
+        eq(seq[2], seq[0] - 1, "rank 2 one behind: %r" % seq)
+        eq(series(m, "cgbpf_nccl_last_seq", nranks=4), {},
+           "no host-side series: its communicators' creation was not traced")
+        eq(w.wait(120), 0, "nccl_ranks exit")
+    finally:
+        kill_quiet(w)
+        if mon:
+            eq(mon.stop(), 0, "monitor exit")
+
+
 def test_monitor_nccl_hang_dumps_the_flight_recorder():
     """With a flight recorder, a hang is a trigger: the dump is named
     after it, written while the hang lasts, and holds the ranks'

@@ -1815,6 +1815,18 @@ static void test_hangwatch(void)
 	hangwatch__enter(h, HW_PLUGIN, 0xabcd000000000001ull, 2, 0, me, 7, 0, 0, "ncclSend", 8,
 			 21 * s);
 	check(hangwatch__tick(h, 30 * s) == 0, "a send to itself is not watched");
+	/* Rank 1 was seen entering #6 but not #5 (it entered it before the
+	 * capture): #5 is not a hang. */
+	hangwatch__learn(h, HW_PLUGIN, 0xbeef000000000004ull, 2, 1, me);
+	hangwatch__enter(h, HW_PLUGIN, 0xbeef000000000004ull, 2, 0, me, 5, -1, -1,
+			 "ncclAllReduce", 8, 31 * s);
+	hangwatch__enter(h, HW_PLUGIN, 0xbeef000000000004ull, 2, 1, me, 6, -1, -1,
+			 "ncclAllReduce", 8, 31 * s);
+	hangwatch__enter(h, HW_PLUGIN, 0xbeef000000000004ull, 2, 0, me, 6, -1, -1,
+			 "ncclAllReduce", 8, 31 * s);
+	check(hangwatch__tick(h, 40 * s) == 0 && hangwatch__said(h) == 1,
+	      "an operation the missing rank is past is not said (%" PRIu64 ")",
+	      hangwatch__said(h));
 	hangwatch__free(h);
 	model__free(&m);
 }

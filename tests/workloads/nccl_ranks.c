@@ -13,10 +13,12 @@
  *   (one-rank mode: a shell or launcher starts N such processes, each
  *   exec'ed with its own environment, as torchrun starts its workers; they
  *   meet through PATH, see below); K (default 2) ungrouped all-reduces;
- *   --start-delay-ms makes every rank sleep MS milliseconds after its
+ *   --start-delay-ms makes every rank wait MS milliseconds after its
  *   ncclCommInitRank, before its first all-reduce (time for a profiler to
- *   attach once the communicators exist; default 0); --late-ms makes
- *   the last rank enter its first all-reduce MS milliseconds late;
+ *   attach once the communicators exist; default 0), calling
+ *   cuStreamSynchronize on its idle stream every 100 ms meanwhile;
+ *   --late-ms makes the last rank enter its first all-reduce MS
+ *   milliseconds late;
  *   --slow-rank makes rank R sleep US microseconds before each of its K
  *   ungrouped all-reduces (the rank the others wait for); --hang-rank
  *   makes rank R stop for MS milliseconds before its all-reduce number
@@ -163,8 +165,15 @@ static void rank_main(int r)
 	} else {
 		OK(ncclCommInitRank(&comm, n, uid, r));
 	}
-	if (start_delay_ms)
-		usleep((useconds_t)start_delay_ms * 1000);
+	/* The wait goes on calling the driver every 100 ms, as a job's host
+	 * keeps doing: a profiler attached meanwhile sees the process call
+	 * (and turns on what it turns on at a first call). */
+	for (int waited = 0; waited < start_delay_ms; waited += 100) {
+		int left = start_delay_ms - waited;
+
+		usleep((useconds_t)(left < 100 ? left : 100) * 1000);
+		cuStreamSynchronize(s);
+	}
 	OK(ncclCommCount(comm, &v));
 	check_int(v, n, "ncclCommCount");
 	OK(ncclCommUserRank(comm, &v));

@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,10 @@ struct hcomm {
 	uint32_t *pids;		/* by rank; 0: not seen */
 	uint32_t open;		/* its operations open */
 	bool remote;		/* ranks elsewhere: not watched */
+	/* rank << 4 | series -> the highest collective number it entered
+	 * (series: the plugin's function, from the number's high bits; the
+	 * host side's are one series). */
+	struct hmap prog;
 };
 
 /* An operation some ranks entered: their entries by slot (rank, or
@@ -78,6 +83,7 @@ static void hop_free(struct hop *o)
 static void hcomm_free(struct hcomm *c)
 {
 	if (c) {
+		hmap__free(&c->prog);
 		free(c->pids);
 		free(c);
 	}
@@ -111,6 +117,11 @@ static uint64_t rank_key(uint32_t pid, int rank, int nranks)
 {
 	return hash__u64((uint64_t)pid << 32 ^ hash__u64((uint64_t)(uint32_t)rank << 32 ^
 							 (uint32_t)nranks));
+}
+
+bool hangwatch__host_knows(const struct hangwatch *h, uint32_t pid, int rank, int nranks)
+{
+	return h && hmap__get(&h->host_ranks, rank_key(pid, rank, nranks));
 }
 
 /* The communicator (side, id); *key: where it is (or goes) in comms. */
@@ -258,6 +269,14 @@ void hangwatch__enter(struct hangwatch *h, enum hw_side side, uint64_t id, int n
 			return;
 		slot = rank == b;
 		n = 2;
+	}
+	if (!p2p) {
+		uint64_t k = (uint64_t)rank << 4 | (seq >> 48 & 15), *v = hmap__get(&c->prog, k);
+
+		if (!v)
+			hmap__put(&c->prog, k, seq);
+		else if (seq > *v)
+			*v = seq;
 	}
 	o = op_of(h, c, seq, a, b, n, &key);
 	if (!o || o->ts[slot])
@@ -459,19 +478,27 @@ static void say(struct hangwatch *h, struct hop *o, uint64_t now)
 	}
 }
 
-/* Communicators with nothing open whose every process the model forgot
- * (the monitor forgets the dead): kept no longer. */
+/* Whether pid lives: the model knows it (record), or the kernel does
+ * (a monitor's model knows a process only from its records, and the
+ * plugin's ranks are learned from theirs before any call record). */
+static bool alive(const struct hangwatch *h, uint32_t pid)
+{
+	return hmap__get(&h->m->procs, pid) || !kill((pid_t)pid, 0) || errno == EPERM;
+}
+
+/* Communicators with nothing open whose every process is gone (the
+ * monitor forgets the dead): kept no longer. */
 static void forget_dead(struct hangwatch *h)
 {
 	uint64_t k, v;
 
 	for (size_t it = 0; hmap__next(&h->comms, &it, &k, &v);) {
 		struct hcomm *c = (struct hcomm *)(uintptr_t)v;
-		bool alive = false;
+		bool live = false;
 
-		for (int r = 0; r < c->nranks && !alive; r++)
-			alive = c->pids[r] && hmap__get(&h->m->procs, c->pids[r]);
-		if (c->open || alive)
+		for (int r = 0; r < c->nranks && !live; r++)
+			live = c->pids[r] && alive(h, c->pids[r]);
+		if (c->open || live)
 			continue;
 		for (int r = 0; r < c->nranks && c->side == HW_HOST; r++)
 			if (c->pids[r])
@@ -480,23 +507,43 @@ static void forget_dead(struct hangwatch *h)
 		hcomm_free(c);
 	}
 	for (size_t it = 0; hmap__next(&h->py, &it, &k, &v);) {
-		if (hmap__get(&h->m->procs, (uint32_t)k))
+		if (alive(h, (uint32_t)k))
 			continue;
 		hmap__del(&h->py, k, NULL);
 		free((void *)(uintptr_t)v);
 	}
 }
 
+/* A collective whose every missing rank entered a later one of its
+ * series. */
+static bool passed(const struct hop *o)
+{
+	const struct hcomm *c = o->comm;
+
+	if (o->a >= 0)
+		return false;	/* sends/receives: numbered per peer */
+	for (int i = 0; i < o->n; i++) {
+		const uint64_t *v;
+
+		if (o->ts[i])
+			continue;
+		v = hmap__get(&c->prog, (uint64_t)i << 4 | (o->seq >> 48 & 15));
+		if (!v || *v <= o->seq)
+			return false;
+	}
+	return true;
+}
+
 unsigned hangwatch__tick(struct hangwatch *h, uint64_t now)
 {
 	unsigned n = 0;
-	uint64_t v;
+	uint64_t k, v;
 
 	if (!h || now - h->last_tick < TICK_NS)
 		return 0;
 	h->last_tick = now;
 	forget_dead(h);
-	for (size_t it = 0; hmap__next(&h->ops, &it, NULL, &v);) {
+	for (size_t it = 0; hmap__next(&h->ops, &it, &k, &v);) {
 		struct hop *o = (struct hop *)(uintptr_t)v;
 		uint64_t first = UINT64_MAX;
 
@@ -507,6 +554,14 @@ unsigned hangwatch__tick(struct hangwatch *h, uint64_t now)
 				first = o->ts[i];
 		if (first == UINT64_MAX || now < first || now - first < h->after_ns)
 			continue;
+		if (passed(o)) {
+			/* Every missing rank is past it: it entered it unseen
+			 * (before the capture, or a lost record). */
+			o->comm->open--;
+			hmap__del(&h->ops, k, NULL);
+			hop_free(o);
+			continue;
+		}
 		o->said = true;
 		h->said++;
 		n++;

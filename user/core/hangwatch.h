@@ -48,6 +48,9 @@ void hangwatch__enter(struct hangwatch *h, enum hw_side side, uint64_t id, int n
 /* pid's latest traced call made from Python: site (copied), call (kept). */
 void hangwatch__note_py(struct hangwatch *h, uint32_t pid, const char *site, const char *call,
 			uint64_t ts);
+/* Whether the host side watches rank rank of an nranks-rank communicator
+ * in pid (its creation was traced). */
+bool hangwatch__host_knows(const struct hangwatch *h, uint32_t pid, int rank, int nranks);
 /* Looks at the open operations (at most every 500 ms of now, BOOTTIME
  * ns); returns how many were newly said (a monitor dumps then). */
 unsigned hangwatch__tick(struct hangwatch *h, uint64_t now);

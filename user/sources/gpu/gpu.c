@@ -1464,6 +1464,17 @@ void gpu__each_busy(const struct gpu *g,
 	}
 }
 
+void gpu__each_nccl(const struct gpu *g,
+		    void (*fn)(void *ctx, uint32_t pid, uint64_t hash, int rank, int nranks,
+			       uint64_t entered),
+		    void *ctx)
+{
+	uint64_t v;
+
+	for (size_t it = 0; hmap__next(&g->procs, &it, NULL, &v);)
+		gpunccl__each_comm((const struct gpu_proc *)(uintptr_t)v, fn, ctx);
+}
+
 void gpu__set_hang(struct gpu *g, struct hangwatch *h)
 {
 	g->hang = h;

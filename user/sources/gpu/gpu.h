@@ -133,7 +133,13 @@ void gpu__each_busy(const struct gpu *g,
 			       uint64_t ops, uint64_t kernels),
 		    void *ctx);
 
-/* The NCCL hang watcher NCCL's profiler plugin's task starts feed
+/* gpunccl__each_comm over every process. */
+void gpu__each_nccl(const struct gpu *g,
+		    void (*fn)(void *ctx, uint32_t pid, uint64_t hash, int rank, int nranks,
+			       uint64_t entered),
+		    void *ctx);
+
+/* The NCCL hang watcher NCCL's profiler plugin's task entries feed
  * (core/hangwatch.h); NULL: none. */
 struct hangwatch;
 void gpu__set_hang(struct gpu *g, struct hangwatch *h);

@@ -62,6 +62,7 @@ struct gcomm {
 	struct pfseq *px_seq[CHANNELS][2];
 	bool px_described[CHANNELS][2];
 	struct gfunc funcs[GPU_NF__COUNT];
+	uint64_t fseq[GPU_NF__COUNT];	/* collectives: the latest entered's number + 1 */
 };
 
 struct gnccl {
@@ -248,8 +249,31 @@ static bool on_op(struct gpu *g, struct gpu_proc *p, struct gnccl *s, const uint
 			     .nchannels = o.nchannels, .bytes = o.bytes, .tid = o.tid,
 			     .peer = o.peer };
 	s->t.ops++;
+	if (o.func != GPU_NF_SEND && o.func != GPU_NF_RECV && o.seq + 1 > c->fseq[o.func])
+		c->fseq[o.func] = o.seq + 1;
 	hang_enter(g, p, c, &o);
 	return true;
+}
+
+void gpunccl__each_comm(const struct gpu_proc *p,
+			void (*fn)(void *ctx, uint32_t pid, uint64_t hash, int rank, int nranks,
+				   uint64_t entered),
+			void *ctx)
+{
+	const struct gnccl *s = p->nccl;
+
+	for (uint32_t i = 0; s && i < s->n; i++) {
+		const struct gcomm *c = s->comms[i];
+		uint64_t sum = 0;
+		bool any = false;
+
+		for (unsigned f = 0; f < GPU_NF__COUNT; f++) {
+			sum += c->fseq[f];
+			any |= c->fseq[f] != 0;
+		}
+		if (c->nranks > 0 && any)
+			fn(ctx, p->pid, c->hash, c->rank, c->nranks, sum);
+	}
 }
 
 static struct gtask *task_find(struct gcomm *c, uint8_t func, uint64_t seq)

@@ -30,6 +30,15 @@ struct gpunccl_totals {
 };
 void gpunccl__totals(const struct gpu_proc *p, struct gpunccl_totals *t);
 
+/* Each communicator rank of process p with a known size and a
+ * collective seen: how many collectives it entered since the
+ * communicator's creation, as NCCL numbers them (the sum over functions
+ * of NCCL's per-function number of the latest seen, + 1). */
+void gpunccl__each_comm(const struct gpu_proc *p,
+			void (*fn)(void *ctx, uint32_t pid, uint64_t hash, int rank, int nranks,
+				   uint64_t entered),
+			void *ctx);
+
 /* The "NCCL operations, GPU side" table of processes ps[0..np), then the
  * GPU-side straggler report when two ranks of a communicator came. */
 void gpunccl__print(const struct gpu *g, const struct gpu_proc *const *ps, size_t np, FILE *f);

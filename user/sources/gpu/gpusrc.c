@@ -28,6 +28,7 @@
 #include "gpu_rec.h"
 #include "core/apilib.h"
 #include "core/attach.h"
+#include "core/hangwatch.h"
 #include "core/inject.h"
 #include "core/opts.h"
 #include "core/session.h"
@@ -560,12 +561,32 @@ static void busy_line(void *ctx, uint32_t pid, unsigned device, uint64_t busy_ns
 	o->m->line(o->m->ctx, line);
 }
 
+/* cgbpf_nccl_plugin_last_seq: communicators the host side does not know. */
+struct seq_out {
+	const struct src_metrics *m;
+	const struct hangwatch *hang;
+};
+
+static void seq_line(void *ctx, uint32_t pid, uint64_t hash, int rank, int nranks,
+		     uint64_t entered)
+{
+	const struct seq_out *o = ctx;
+	char line[192];
+
+	if (hangwatch__host_knows(o->hang, pid, rank, nranks))
+		return;
+	snprintf(line, sizeof(line),
+		 "cgbpf_nccl_plugin_last_seq{comm=\"%04x\",rank=\"%d\",nranks=\"%d\",pid=\"%u\"} %"
+		 PRIu64 "\n", (unsigned)(hash >> 48), rank, nranks, pid, entered);
+	o->m->line(o->m->ctx, line);
+}
+
 static void gpu_metrics(struct session *s, void *state, const struct src_metrics *m)
 {
 	struct gpusrc *g = state;
 	struct busy_out o = { .m = m };
+	struct seq_out so = { .m = m, .hang = s->hang };
 
-	(void)s;
 	m->line(m->ctx, "# HELP cgbpf_gpu_busy_seconds_total Time a process's GPU work (kernels, "
 			"copies, memsets) kept a GPU busy, measured by CUPTI in its injection "
 			"library: the union of its operations' spans, counted 2 s behind (the "
@@ -576,6 +597,13 @@ static void gpu_metrics(struct session *s, void *state, const struct src_metrics
 			"and other (copies, memsets).\n# TYPE cgbpf_gpu_operations_total counter\n");
 	for (o.metric = 1; o.metric <= 2; o.metric++)
 		gpu__each_busy(g->gpu, busy_line, &o);
+	m->line(m->ctx, "# HELP cgbpf_nccl_plugin_last_seq For a communicator rank whose creation "
+			"was not traced (a job older than the monitor), from NCCL's profiler plugin: "
+			"the collectives it entered since the communicator's creation, as NCCL "
+			"numbers them (its per-function numbers of the latest seen, + 1, summed); "
+			"comm: the first 4 hex digits of NCCL's commHash.\n"
+			"# TYPE cgbpf_nccl_plugin_last_seq gauge\n");
+	gpu__each_nccl(g->gpu, seq_line, &so);
 }
 
 const struct source src_gpu = {
