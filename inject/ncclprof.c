@@ -119,6 +119,13 @@ static struct {
 	struct proxy *children, *free;
 	uint8_t *q, *q2;	/* filled, and the one the watcher sends from */
 	uint32_t qlen;
+	/* The tasks' entries, queued by the calling threads under a lock of
+	 * their own: P.lock is the proxy thread's, taken for each channel
+	 * event, and sharing it made a calling thread wait for it. */
+	pthread_mutex_t tlock;
+	uint8_t *tq, *tq2;
+	uint32_t tqlen;
+	uint64_t tdropped;
 	struct held_ch *held;	/* channel spans until the next poll */
 	uint32_t nheld;
 	uint64_t dropped;
@@ -127,7 +134,7 @@ static struct {
 	bool have_cur, have_prev;
 	uint64_t win_start;
 	uint32_t polls_on;	/* polls since the activation */
-} P = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} P = { .lock = PTHREAD_MUTEX_INITIALIZER, .tlock = PTHREAD_MUTEX_INITIALIZER };
 
 /* Polls after an activation at which the communicators are described
  * again (100 ms, 0.5 s, 2 s): cgbpf may see the site probed a moment
@@ -238,17 +245,17 @@ static void *put(uint16_t kind, uint32_t size)
 	return e;
 }
 
-/* A whole entry built outside the lock: one copy under it. */
-static void put_built(const void *ent, uint32_t size)
+/* A task's entry, built outside the lock: one copy under the tasks'. */
+static void put_task(const void *ent, uint32_t size)
 {
-	pthread_mutex_lock(&P.lock);
-	if (P.q && P.qlen + size <= QUEUE_BYTES) {
-		memcpy(P.q + P.qlen, ent, size);
-		P.qlen += size;
+	pthread_mutex_lock(&P.tlock);
+	if (P.tq && P.tqlen + size <= QUEUE_BYTES) {
+		memcpy(P.tq + P.tqlen, ent, size);
+		P.tqlen += size;
 	} else {
-		P.dropped++;
+		P.tdropped++;
 	}
-	pthread_mutex_unlock(&P.lock);
+	pthread_mutex_unlock(&P.tlock);
 }
 
 static void put_comm(const struct comm_ctx *c)
@@ -277,18 +284,26 @@ static bool alloc_state(void)
 	P.q = malloc(QUEUE_BYTES);
 	P.q2 = malloc(QUEUE_BYTES);
 	P.held = malloc(HELD * sizeof(*P.held));
-	if (!P.tasks || !P.children || !P.q || !P.q2 || !P.held) {
+	pthread_mutex_lock(&P.tlock);
+	P.tq = malloc(QUEUE_BYTES);
+	P.tq2 = malloc(QUEUE_BYTES);
+	if (!P.tasks || !P.children || !P.q || !P.q2 || !P.held || !P.tq || !P.tq2) {
 		free(P.tasks);
 		free(P.children);
 		free(P.q);
 		free(P.q2);
 		free(P.held);
+		free(P.tq);
+		free(P.tq2);
 		P.tasks = NULL;
 		P.children = NULL;
 		P.q = P.q2 = NULL;
 		P.held = NULL;
+		P.tq = P.tq2 = NULL;
+		pthread_mutex_unlock(&P.tlock);
 		return false;
 	}
+	pthread_mutex_unlock(&P.tlock);
 	for (uint32_t i = 0; i < CHILDREN; i++)
 		P.children[i].free_next = i + 1 < CHILDREN ? &P.children[i + 1] : NULL;
 	P.free = P.children;
@@ -302,8 +317,8 @@ static pthread_mutex_t one_poll = PTHREAD_MUTEX_INITIALIZER;
 
 void ncclprof__poll(bool on)
 {
-	uint8_t *sending = NULL;
-	uint32_t len = 0;
+	uint8_t *sending = NULL, *tsending = NULL;
+	uint32_t len = 0, tlen = 0;
 	uint64_t dropped;
 
 	/* A child of fork does nothing here: its locks may have been held by
@@ -338,6 +353,19 @@ void ncclprof__poll(bool on)
 	dropped = P.dropped;
 	P.dropped = 0;
 	pthread_mutex_unlock(&P.lock);
+	/* The tasks after the rest: a communicator's description before its
+	 * tasks; a channel span waits a poll (release_held), its task not. */
+	pthread_mutex_lock(&P.tlock);
+	if (P.tqlen) {
+		tsending = P.tq;
+		tlen = P.tqlen;
+		P.tq = P.tq2;
+		P.tq2 = tsending;
+		P.tqlen = 0;
+	}
+	dropped += P.tdropped;
+	P.tdropped = 0;
+	pthread_mutex_unlock(&P.tlock);
 	if (dropped) {
 		struct gpu_dropped d = { .e = { GPU_DROPPED, sizeof(d) }, .where = 2,
 					 .count = dropped };
@@ -346,16 +374,20 @@ void ncclprof__poll(bool on)
 	}
 	if (len)
 		gpu__send_entries(sending, len);
+	if (tlen)
+		gpu__send_entries(tsending, tlen);
 	pthread_mutex_unlock(&one_poll);
 }
 
 void ncclprof__forked(void)
 {
 	pthread_mutex_init(&P.lock, NULL);
+	pthread_mutex_init(&P.tlock, NULL);
 	pthread_mutex_init(&one_poll, NULL);
 	__atomic_store_n(&P.forked, true, __ATOMIC_RELAXED);
 	P.on = false;
 	P.qlen = 0;
+	P.tqlen = 0;
 	if (P.mask)
 		__atomic_store_n(P.mask, 0, __ATOMIC_RELAXED);
 }
@@ -614,7 +646,7 @@ static void stop_task(const struct task *t)
 	e.nchannels = t->nchannels;
 	e.nwarps = t->nwarps;
 	e.dtype_size = t->dtype_size;
-	put_built(&e, sizeof(e));
+	put_task(&e, sizeof(e));
 }
 
 static void map_channel(struct gpu_nccl_ch *e, int64_t seen)
