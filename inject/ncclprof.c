@@ -312,6 +312,22 @@ static bool alloc_state(void)
 
 static void release_held(void);
 
+/* A queue's filled buffer, swapped with its other one, which the
+ * callers fill meanwhile: its length (0: empty, nothing swapped). Under
+ * the queue's lock. */
+static uint32_t take(uint8_t **q, uint8_t **q2, uint32_t *len, uint8_t **out)
+{
+	uint32_t n = *len;
+
+	if (!n)
+		return 0;
+	*out = *q;
+	*q = *q2;
+	*q2 = *out;
+	*len = 0;
+	return n;
+}
+
 /* One poll at a time (gpu.c's watcher, init, or at exit). */
 static pthread_mutex_t one_poll = PTHREAD_MUTEX_INITIALIZER;
 
@@ -342,27 +358,14 @@ void ncclprof__poll(bool on)
 	if (P.mask)
 		__atomic_store_n(P.mask, P.on ? MASK_ON : 0, __ATOMIC_RELAXED);
 	release_held();
-	if (P.qlen) {
-		/* Swap: the callers fill the other buffer meanwhile. */
-		sending = P.q;
-		len = P.qlen;
-		P.q = P.q2;
-		P.q2 = sending;
-		P.qlen = 0;
-	}
+	len = take(&P.q, &P.q2, &P.qlen, &sending);
 	dropped = P.dropped;
 	P.dropped = 0;
 	pthread_mutex_unlock(&P.lock);
 	/* The tasks after the rest: a communicator's description before its
 	 * tasks; a channel span waits a poll (release_held), its task not. */
 	pthread_mutex_lock(&P.tlock);
-	if (P.tqlen) {
-		tsending = P.tq;
-		tlen = P.tqlen;
-		P.tq = P.tq2;
-		P.tq2 = tsending;
-		P.tqlen = 0;
-	}
+	tlen = take(&P.tq, &P.tq2, &P.tqlen, &tsending);
 	dropped += P.tdropped;
 	P.tdropped = 0;
 	pthread_mutex_unlock(&P.tlock);

@@ -2,13 +2,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/hangwatch.h"
 #include "lib/hmap.h"
 #include "lib/log.h"
+#include "lib/procfs.h"
 
 #define TICK_NS (500ull * 1000000)
 #define OPEN_MAX 65536		/* operations watched at once (then counted) */
@@ -478,12 +478,12 @@ static void say(struct hangwatch *h, struct hop *o, uint64_t now)
 	}
 }
 
-/* Whether pid lives: the model knows it (record), or the kernel does
- * (a monitor's model knows a process only from its records, and the
+/* Whether pid lives: the model knows it (record), or /proc does (a
+ * monitor's model knows a process only from its records, and the
  * plugin's ranks are learned from theirs before any call record). */
 static bool alive(const struct hangwatch *h, uint32_t pid)
 {
-	return hmap__get(&h->m->procs, pid) || !kill((pid_t)pid, 0) || errno == EPERM;
+	return hmap__get(&h->m->procs, pid) || procfs__alive((pid_t)pid);
 }
 
 /* Communicators with nothing open whose every process is gone (the

@@ -537,9 +537,11 @@ static void gpu_fini(struct session *s, void *state)
 }
 
 /* monitor: cgbpf_gpu_busy_seconds_total and its operation counts. */
+enum busy_series { BUSY_SECONDS, OPS_KERNEL, OPS_OTHER };
+
 struct busy_out {
 	const struct src_metrics *m;
-	int metric;
+	enum busy_series series;
 };
 
 static void busy_line(void *ctx, uint32_t pid, unsigned device, uint64_t busy_ns, uint64_t ops,
@@ -549,15 +551,15 @@ static void busy_line(void *ctx, uint32_t pid, unsigned device, uint64_t busy_ns
 	char comm[64], line[256];
 
 	o->m->comm(o->m->ctx, pid, comm, sizeof(comm));
-	if (o->metric == 0)
+	if (o->series == BUSY_SECONDS)
 		snprintf(line, sizeof(line),
 			 "cgbpf_gpu_busy_seconds_total{pid=\"%u\",comm=\"%s\",gpu=\"%u\"} %.9f\n",
 			 pid, comm, device, busy_ns / 1e9);
 	else
 		snprintf(line, sizeof(line),
 			 "cgbpf_gpu_operations_total{pid=\"%u\",comm=\"%s\",gpu=\"%u\",kind=\"%s\"} %"
-			 PRIu64 "\n", pid, comm, device, o->metric == 1 ? "kernel" : "other",
-			 o->metric == 1 ? kernels : ops - kernels);
+			 PRIu64 "\n", pid, comm, device, o->series == OPS_KERNEL ? "kernel" : "other",
+			 o->series == OPS_KERNEL ? kernels : ops - kernels);
 	o->m->line(o->m->ctx, line);
 }
 
@@ -584,7 +586,7 @@ static void seq_line(void *ctx, uint32_t pid, uint64_t hash, int rank, int nrank
 static void gpu_metrics(struct session *s, void *state, const struct src_metrics *m)
 {
 	struct gpusrc *g = state;
-	struct busy_out o = { .m = m };
+	struct busy_out o = { .m = m, .series = BUSY_SECONDS };
 	struct seq_out so = { .m = m, .hang = s->hang };
 
 	m->line(m->ctx, "# HELP cgbpf_gpu_busy_seconds_total Time a process's GPU work (kernels, "
@@ -595,8 +597,10 @@ static void gpu_metrics(struct session *s, void *state, const struct src_metrics
 	gpu__each_busy(g->gpu, busy_line, &o);
 	m->line(m->ctx, "# HELP cgbpf_gpu_operations_total GPU operations CUPTI measured: kernels, "
 			"and other (copies, memsets).\n# TYPE cgbpf_gpu_operations_total counter\n");
-	for (o.metric = 1; o.metric <= 2; o.metric++)
-		gpu__each_busy(g->gpu, busy_line, &o);
+	o.series = OPS_KERNEL;
+	gpu__each_busy(g->gpu, busy_line, &o);
+	o.series = OPS_OTHER;
+	gpu__each_busy(g->gpu, busy_line, &o);
 	m->line(m->ctx, "# HELP cgbpf_nccl_plugin_last_seq For a communicator rank whose creation "
 			"was not traced (a job older than the monitor), from NCCL's profiler plugin: "
 			"the collectives it entered since the communicator's creation, as NCCL "
