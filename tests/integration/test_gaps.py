@@ -58,6 +58,23 @@ def fork_window_said(r, pid):
             re.search(r"^\s*%d\s+.*\(its fork" % pid, r.stdout, re.M))
 
 
+def traced_or_said(r, m):
+    """Each forked child of the fork workload (manifest m) is traced whole
+    or its window is said (checked): (children traced whole, {pid: its
+    traced calls} of those said)."""
+    traced, said = 0, {}
+    for pid in m["children"]:
+        want = expected_calls(m["processes"][str(pid)]["calls"])
+        got = api_counts(r.trace, pid)
+        if got == want:
+            traced += 1
+            continue
+        check(fork_window_said(r, pid), "child %d: %r of %r calls traced and nothing said:\n%s" %
+              (pid, got, want, r.stderr[-1500:] + r.stdout[-1500:]))
+        said[pid] = got
+    return traced, said
+
+
 def forked_by(r, parent):
     """The children cgbpf saw parent fork (-v)."""
     return sorted({int(c) for p, c in re.findall(r"pid (\d+) forked (\d+)", r.stderr)
@@ -211,17 +228,8 @@ def test_fifty_forks_each_traced_or_said():
     clean_trace(r.trace)
     m = r.manifest()
     eq(len(m["children"]), 50, "children forked")
-    traced = said = 0
-    for pid in m["children"]:
-        want = expected_calls(m["processes"][str(pid)]["calls"])
-        got = api_counts(r.trace, pid)
-        if got == want:
-            traced += 1
-            continue
-        check(fork_window_said(r, pid), "child %d: %r of %r calls traced and nothing said:\n%s" %
-              (pid, got, want, r.stdout[-1500:]))
-        said += 1
-    eq(traced + said, 50, "every child traced or said")
+    traced, said = traced_or_said(r, m)
+    eq(traced + len(said), 50, "every child traced or said")
     # A child reaped before /proc could name it is named by its fork
     # record, not "pid N" (whatever record of it came first).
     names = {pid: r.trace.processes[pid].process_name
@@ -229,7 +237,7 @@ def test_fifty_forks_each_traced_or_said():
     eq(sorted(pid for pid, n in names.items() if n != "fork"), [],
        "children not named as their parent: %r" % names)
     tp_agrees(r)
-    print("# 50 forks: %d traced whole, %d windows said" % (traced, said))
+    print("# 50 forks: %d traced whole, %d windows said" % (traced, len(said)))
 
 
 def test_children_that_live_on_after_their_calls_traced_or_said():
@@ -246,15 +254,8 @@ def test_children_that_live_on_after_their_calls_traced_or_said():
     clean_trace(r.trace)
     m = r.manifest()
     eq(len(m["children"]), 6, "children forked")
-    traced = said = 0
-    for pid in m["children"]:
-        want = expected_calls(m["processes"][str(pid)]["calls"])
-        got = api_counts(r.trace, pid)
-        if got == want:
-            traced += 1
-            continue
-        check(fork_window_said(r, pid), "child %d: %r of %r calls traced and nothing said:\n%s" %
-              (pid, got, want, r.stderr[-1500:]))
+    traced, said = traced_or_said(r, m)
+    for pid, got in said.items():
         if not got:
             # Nothing traced and an exit 300 ms after the window: only
             # the kernel's mark can have said it.
@@ -263,10 +264,9 @@ def test_children_that_live_on_after_their_calls_traced_or_said():
                   "child %d, no call traced, said by its exit: %r" % (pid, r.stderr[-1500:]))
             check(re.search(r"^\s*%d\s+.*\(its fork; called before its probes\)" % pid, r.stdout,
                             re.M), "child %d's row in the summary: %r" % (pid, r.stdout[-2000:]))
-        said += 1
-    eq(traced + said, 6, "every child traced or said")
+    eq(traced + len(said), 6, "every child traced or said")
     tp_agrees(r)
-    print("# 6 lingering children: %d traced whole, %d windows said" % (traced, said))
+    print("# 6 lingering children: %d traced whole, %d windows said" % (traced, len(said)))
 
 
 def test_children_that_never_call_are_not_said():

@@ -527,20 +527,26 @@ int main(void)
 """
 
 
-def test_monitor_gpu_memory_held():
-    """cgbpf_gpu_memory_bytes follows allocations and frees: 3 MiB
-    allocated, 1 freed while watched -> 2 MiB held; then 0."""
+def build_c(d, name, text):
+    """Compiles text as d/NAME against the fake libcuda.so.1 (cuda.h: the
+    toolkit's, or the fake's own minimal one without it); its path."""
     from harness import FAKE, REPO
-    d = tmpdir()
-    src, exe = os.path.join(d, "holder.c"), os.path.join(d, "holder")
+    src, exe = os.path.join(d, name + ".c"), os.path.join(d, name)
     with open(src, "w") as f:
-        f.write(HOLDER)
-    # cuda.h: the toolkit's, or the fake's own minimal one without it.
+        f.write(text)
     inc = "/usr/local/cuda/include" if os.path.exists("/usr/local/cuda/include/cuda.h") \
         else os.path.join(REPO, "tests", "fake", "include")
     subprocess.run(["gcc", "-I", inc, "-I", os.path.join(REPO, "tests", "workloads"), src,
                     "-o", exe, "-L", FAKE, "-l:libcuda.so.1",
                     "-Wl,-rpath," + FAKE], check=True)
+    return exe
+
+
+def test_monitor_gpu_memory_held():
+    """cgbpf_gpu_memory_bytes follows allocations and frees: 3 MiB
+    allocated, 1 freed while watched -> 2 MiB held; then 0."""
+    d = tmpdir()
+    exe = build_c(d, "holder", HOLDER)
     mon = Monitor(["--interval", "1h", "--comm", "holder"], d)
     try:
         w = subprocess.Popen([exe], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
@@ -603,19 +609,11 @@ def test_monitor_gpu_busy():
     on one stream and a copy are 200 kernels, 1 other operation and at
     least 0.2 s busy (the fake copy adds its own time); the series go with
     the process."""
-    from harness import FAKE, REPO
     inj = os.path.join(os.path.dirname(CGBPF), "inject", "libcgbpf-inject.so")
     if not os.path.exists(inj):
         raise Skip("no injection library built (no CUDA toolkit)")
     d = tmpdir()
-    src, exe = os.path.join(d, "busy.c"), os.path.join(d, "busy")
-    with open(src, "w") as f:
-        f.write(BUSY)
-    inc = "/usr/local/cuda/include" if os.path.exists("/usr/local/cuda/include/cuda.h") \
-        else os.path.join(REPO, "tests", "fake", "include")
-    subprocess.run(["gcc", "-I", inc, "-I", os.path.join(REPO, "tests", "workloads"), src,
-                    "-o", exe, "-L", FAKE, "-l:libcuda.so.1",
-                    "-Wl,-rpath," + FAKE], check=True)
+    exe = build_c(d, "busy", BUSY)
     mon = Monitor(["--interval", "1h", "--comm", "busy"], d)
     try:
         w = subprocess.Popen([exe], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,

@@ -216,20 +216,20 @@ def test_gpu_side_straggler_named():
     eq({x["matched_by"] for x in rows}, {"nccl_seq"}, "matched by NCCL's own numbers")
 
 
-def test_communicators_older_than_record_p():
-    """record -p on a job whose communicators exist already (NCCL_PROFILER_PLUGIN
-    set at its start, as docs/injection.md says): the host-side report
-    cannot match them (rank ?/?) and says so; the plugin's side knows
-    their commHash, rank and size and names the slow rank."""
+def record_p_on_a_running_job(job_args, args, settle_s=0):
+    """record -p ARGS on nccl_ranks JOB_ARGS started with NCCL's profiler
+    plugin (NCCL_PROFILER_PLUGIN, as docs/injection.md says), attached
+    settle_s after its start (once its communicators exist), until the
+    job exits; the record (checked: both exits 0, no communicator created
+    during the capture)."""
     need()
     tmp = tmpdir()
     env = env_with(NCCL_PROFILER_PLUGIN=LIB, CUDA_INJECTION64_PATH=LIB)
-    w = start([wl("nccl_ranks"), "--ranks", "4", "--iters", "600", "--slow-rank", "2",
-               "--slow-us", "10000"], env=env)
+    w = start([wl("nccl_ranks")] + job_args, env=env)
     try:
-        time.sleep(1.0)     # communicators created, all-reduces under way
+        time.sleep(settle_s)
         check(w.poll() is None, "the job still runs")
-        bg = Bg(["-p", str(w.pid), "--sample-hz", "0"], tmp=tmp)
+        bg = Bg(["-p", str(w.pid), "--sample-hz", "0"] + args, tmp=tmp)
         bg.wait_msg("Ctrl-C stops", timeout=60)
         out, err = w.communicate(timeout=120)
         eq(w.returncode, 0, "job exit (%r)" % err[-400:])
@@ -239,6 +239,16 @@ def test_communicators_older_than_record_p():
     eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-600:])
     inits = [s for s in r.trace.slices if (s.name or "").startswith("ncclCommInitRank")]
     eq(inits, [], "no communicator was created during the capture")
+    return r
+
+
+def test_communicators_older_than_record_p():
+    """record -p on a job whose communicators exist already (NCCL_PROFILER_PLUGIN
+    set at its start, as docs/injection.md says): the host-side report
+    cannot match them (rank ?/?) and says so; the plugin's side knows
+    their commHash, rank and size and names the slow rank."""
+    r = record_p_on_a_running_job(["--ranks", "4", "--iters", "600", "--slow-rank", "2",
+                                   "--slow-us", "10000"], [], settle_s=1.0)
     host = section(r.stdout, "** NCCL stragglers: which rank the others wait for "
                              "(nccl_stragglers):")
     check("rank or size is unknown (created before the capture" in host,
@@ -262,23 +272,10 @@ def test_hang_of_communicators_older_than_record_p():
     before its 4th all-reduce: the hang is said with NCCL's numbering
     (per function, shown from 1), the waiting ranks, the missing one and
     its threads, then that it ended."""
-    need()
-    tmp = tmpdir()
-    env = env_with(NCCL_PROFILER_PLUGIN=LIB, CUDA_INJECTION64_PATH=LIB)
-    w = start([wl("nccl_ranks"), "--procs", "--ranks", "4", "--iters", "6", "--hang-rank", "2",
-               "--hang-ms", "5000", "--start-delay-ms", "3000"], env=env)
-    try:
-        bg = Bg(["-p", str(w.pid), "--sample-hz", "0", "--nccl-hang-after", "1s"], tmp=tmp)
-        bg.wait_msg("Ctrl-C stops", timeout=60)
-        out, err = w.communicate(timeout=120)
-        eq(w.returncode, 0, "job exit (%r)" % err[-400:])
-        r = bg.finish()
-    finally:
-        kill_quiet(w)
-    eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-600:])
-    inits = [s for s in r.trace.slices if (s.name or "").startswith("ncclCommInitRank")]
-    eq(inits, [], "no communicator was created during the capture")
-    check("NCCL hang? ncclAllReduce" not in HOST_HANG.sub("", r.stderr),
+    r = record_p_on_a_running_job(["--procs", "--ranks", "4", "--iters", "6", "--hang-rank", "2",
+                                   "--hang-ms", "5000", "--start-delay-ms", "3000"],
+                                  ["--nccl-hang-after", "1s"])
+    check(all("NCCL's profiler plugin" in x for x in re.findall(r"NCCL hang\?.*", r.stderr)),
           "no host-side hang line (it knows no rank):\n%s" % r.stderr[-3000:])
     said = PLUGIN_HANG.findall(r.stderr)
     eq(len(said), 1, "one hang said:\n%s" % r.stderr[-3000:])
@@ -294,8 +291,6 @@ def test_hang_of_communicators_older_than_record_p():
     check("ncclAllReduce #4 on communicator %s: every rank entered it at last" % comm in r.stderr,
           "its end said:\n%s" % r.stderr[-3000:])
 
-
-HOST_HANG = re.compile(r"NCCL hang\? .*NCCL's profiler plugin.*")
 
 
 def test_v4_as_nccl_227_calls_it():
