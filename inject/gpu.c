@@ -1107,7 +1107,8 @@ static void *watch(void *arg)
 		} else if (!on && was_probed) {
 			stop();
 		}
-		ncclprof__poll(on);
+		/* Leaving (the flush site probed): every span held. */
+		ncclprof__poll(on, on && fl);
 		if (on && fl && !was_flush && !g.taken) {
 			bool tool, was = g.collecting;
 
@@ -1194,7 +1195,7 @@ static void at_exit(void)
 	if (g.collecting && probed((void (*)(void))cgbpf_gpu_batch))
 		final_flush(&tool);
 	if (!g.forked && probed((void (*)(void))cgbpf_gpu_batch))
-		ncclprof__poll(true);
+		ncclprof__poll(true, true);
 }
 
 /*

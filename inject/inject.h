@@ -20,8 +20,9 @@ int InitializeInjection(void);
 
 /* ncclprof.c, from the watcher at every poll: on is whether a cgbpf is
  * attached (the batch site probed). Sets NCCL's event mask on the edges
- * and sends what the plugin queued. */
-void ncclprof__poll(bool on);
+ * and sends what the plugin queued; all: with every channel span held
+ * (cgbpf leaves, or the process exits). */
+void ncclprof__poll(bool on, bool all);
 /* ncclprof.c: in the child of a fork, as gpu.c's forked(). */
 void ncclprof__forked(void);
 

@@ -56,14 +56,16 @@
 #define QUEUE_BYTES (256u << 10)	/* entries waiting for the watcher (~20 ms) */
 #define P2P_PAIRS 1024		/* (comm, peer, direction) send/recv counters */
 #define WINDOW_NS 10000000000ull	/* the offset estimate's window */
-#define HELD 4096		/* channel spans held until the next poll (20 ms) */
+#define HELD 8192		/* channel spans held for two polls (20 to 40 ms) */
 
 enum hkind { H_TASK = 1, H_KCH, H_PROXY, H_STEP };
 
-/* A channel span waiting for the next poll: mapped onto the host's clock
- * then, with every difference seen until that moment (the first reports
- * of a process, or of a loaded machine, come late: an estimate from them
- * alone would place the spans late, and move under the next ones). */
+/* A channel span waiting for the poll after next: mapped onto the host's
+ * clock then, with every difference seen until that moment (the first
+ * reports of a process, or of a loaded machine, come late: an estimate
+ * from them alone would place the spans late, and move under the next
+ * ones). Two polls, not one: its task, queued before it under another
+ * lock, is then sent before it (ncclprof__poll). */
 struct held_ch {
 	struct gpu_nccl_ch e;	/* start, end: the GPU's clock until mapped */
 	int64_t seen;		/* host time it was reported minus its GPU end */
@@ -126,8 +128,9 @@ static struct {
 	uint8_t *tq, *tq2;
 	uint32_t tqlen;
 	uint64_t tdropped;
-	struct held_ch *held;	/* channel spans until the next poll */
-	uint32_t nheld;
+	struct held_ch *held;	/* channel spans, the oldest first */
+	uint32_t nheld, nold;	/* held; of them, held at the last poll */
+	struct gpu_nccl_ch *late;	/* the last poll's: the rest, mapped */
 	uint64_t dropped;
 	struct { uint64_t key, seq; } p2p[P2P_PAIRS];
 	int64_t off_cur, off_prev;	/* smallest host - GPU, this window and the last */
@@ -284,21 +287,24 @@ static bool alloc_state(void)
 	P.q = malloc(QUEUE_BYTES);
 	P.q2 = malloc(QUEUE_BYTES);
 	P.held = malloc(HELD * sizeof(*P.held));
+	P.late = malloc(HELD * sizeof(*P.late));
 	pthread_mutex_lock(&P.tlock);
 	P.tq = malloc(QUEUE_BYTES);
 	P.tq2 = malloc(QUEUE_BYTES);
-	if (!P.tasks || !P.children || !P.q || !P.q2 || !P.held || !P.tq || !P.tq2) {
+	if (!P.tasks || !P.children || !P.q || !P.q2 || !P.held || !P.late || !P.tq || !P.tq2) {
 		free(P.tasks);
 		free(P.children);
 		free(P.q);
 		free(P.q2);
 		free(P.held);
+		free(P.late);
 		free(P.tq);
 		free(P.tq2);
 		P.tasks = NULL;
 		P.children = NULL;
 		P.q = P.q2 = NULL;
 		P.held = NULL;
+		P.late = NULL;
 		P.tq = P.tq2 = NULL;
 		pthread_mutex_unlock(&P.tlock);
 		return false;
@@ -311,6 +317,7 @@ static bool alloc_state(void)
 }
 
 static void release_held(void);
+static uint32_t release_all_held(void);
 
 /* A queue's filled buffer, swapped with its other one, which the
  * callers fill meanwhile: its length (0: empty, nothing swapped). Under
@@ -331,10 +338,21 @@ static uint32_t take(uint8_t **q, uint8_t **q2, uint32_t *len, uint8_t **out)
 /* One poll at a time (gpu.c's watcher, init, or at exit). */
 static pthread_mutex_t one_poll = PTHREAD_MUTEX_INITIALIZER;
 
-void ncclprof__poll(bool on)
+/*
+ * The order cgbpf must see: a communicator's description before its
+ * tasks, a task before its channel spans. Descriptions and tasks: the
+ * queue, then the tasks' queue. A span is recorded after its task was
+ * queued, and released into the queue only at the second poll after
+ * (release_held): by then the task's queue was taken at least once
+ * since it was recorded, so the task went out at a poll before. With
+ * all (cgbpf leaves, or the process exits) the younger spans go too,
+ * mapped under P.lock before the tasks' queue is taken, and sent after
+ * it.
+ */
+void ncclprof__poll(bool on, bool all)
 {
 	uint8_t *sending = NULL, *tsending = NULL;
-	uint32_t len = 0, tlen = 0;
+	uint32_t len = 0, tlen = 0, nlate = 0;
 	uint64_t dropped;
 
 	/* A child of fork does nothing here: its locks may have been held by
@@ -358,12 +376,12 @@ void ncclprof__poll(bool on)
 	if (P.mask)
 		__atomic_store_n(P.mask, P.on ? MASK_ON : 0, __ATOMIC_RELAXED);
 	release_held();
+	if (all)
+		nlate = release_all_held();
 	len = take(&P.q, &P.q2, &P.qlen, &sending);
 	dropped = P.dropped;
 	P.dropped = 0;
 	pthread_mutex_unlock(&P.lock);
-	/* The tasks after the rest: a communicator's description before its
-	 * tasks; a channel span waits a poll (release_held), its task not. */
 	pthread_mutex_lock(&P.tlock);
 	tlen = take(&P.tq, &P.tq2, &P.tqlen, &tsending);
 	dropped += P.tdropped;
@@ -379,6 +397,8 @@ void ncclprof__poll(bool on)
 		gpu__send_entries(sending, len);
 	if (tlen)
 		gpu__send_entries(tsending, tlen);
+	if (nlate)
+		gpu__send_entries((const uint8_t *)P.late, nlate * (uint32_t)sizeof(*P.late));
 	pthread_mutex_unlock(&one_poll);
 }
 
@@ -448,7 +468,7 @@ static npa_result_t prof_init(void **context, uint64_t comm_id, int *mask, const
 		put_comm(c);
 	pthread_mutex_unlock(&P.lock);
 	/* Probed already (record -- CMD): from the first operation on. */
-	ncclprof__poll(gpu__attached());
+	ncclprof__poll(gpu__attached(), false);
 	*context = c;
 	return NPA_SUCCESS;
 }
@@ -691,15 +711,32 @@ static void stop_channel(const struct proxy *p)
 	if (P.nheld < HELD)
 		P.held[P.nheld++] = h;
 	else
-		queue_mapped(&h);	/* full (over HELD spans in one poll): now */
+		queue_mapped(&h);	/* full (over HELD in two polls): now */
 }
 
-/* The held spans, mapped, into the queue. Under P.lock. */
+/* The spans held at the last poll, mapped, into the queue; the rest
+ * wait for the next. Under P.lock. */
 static void release_held(void)
 {
-	for (uint32_t i = 0; i < P.nheld; i++)
+	for (uint32_t i = 0; i < P.nold; i++)
 		queue_mapped(&P.held[i]);
-	P.nheld = 0;
+	memmove(P.held, P.held + P.nold, (P.nheld - P.nold) * sizeof(*P.held));
+	P.nheld -= P.nold;
+	P.nold = P.nheld;
+}
+
+/* The rest too, mapped into P.late (one poll at a time uses it): their
+ * number. Under P.lock. */
+static uint32_t release_all_held(void)
+{
+	uint32_t n = P.nheld;
+
+	for (uint32_t i = 0; i < n; i++) {
+		map_channel(&P.held[i].e, P.held[i].seen);
+		P.late[i] = P.held[i].e;
+	}
+	P.nheld = P.nold = 0;
+	return n;
 }
 
 static void stop_proxy(const struct proxy *p)
