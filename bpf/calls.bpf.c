@@ -10,6 +10,7 @@
 #include "agg.bpf.h"
 #include "python.bpf.h"
 #include "pysites.bpf.h"
+#include "nccl_hash.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -361,6 +362,26 @@ static __always_inline int enter(struct pt_regs *ctx)
 		r->args[6] = st[0];
 		r->args[7] = st[1];
 		r->args[8] = st[2];
+	} else if (kind == PK_NCCL_UID) {
+		struct nccl_hacc h = nccl_hash_init();
+		bool whole = true;
+
+		/* Chunk by chunk: no 128-byte buffer on the BPF stack. Once
+		 * per communicator's creation. */
+		nccl_hash_piece(&h, NCCL_UNIQUE_ID_BYTES);
+		r->args[7] = r->args[8] = 0;
+		for (int i = 0; i < NCCL_UNIQUE_ID_BYTES / 8; i++) {
+			__u64 w = 0;
+
+			if (bpf_probe_read_user(&w, sizeof(w), (void *)(PT_REGS_SP(ctx) + 8 + 8 * i)))
+				whole = false;
+			nccl_hash_chunk(&h, w);
+			if (i == 0)
+				r->args[7] = w;
+			else if (i == 1)
+				r->args[8] = w;
+		}
+		r->args[6] = whole ? nccl_hash_digest(&h) : 0;
 	} else if (kind == PK_DEREF_A0) {
 		__u64 cfg[5] = {};
 

@@ -72,6 +72,9 @@ enum probe_kind {
 	PK_REGS = 0,		/* the six register arguments */
 	PK_STACK3,		/* plus three 8-byte stack arguments (x86-64 args 7..9) */
 	PK_DEREF_A0,		/* plus 40 bytes read from the pointer in argument 0 */
+	PK_NCCL_UID,		/* a 128-byte ncclUniqueId by value at sp + 8: its NCCL
+				 * commHash in args[6] (0: unreadable), its first two
+				 * words in args[7..8] (bpf/nccl_hash.h) */
 };
 
 #define CK_FUNC(c)	((__u32)(c) & 0xffff)

@@ -105,10 +105,9 @@
  *   &mask, commName, commHash, 1 node, nranks, rank, logger)), all with a
  *   pointer to one process-wide int mask; a non-zero return is reported
  *   on stderr and that communicator runs without the plugin. commHash is
- *   the same in every member's process: a hash (splitmix64) of the
- *   world's key (from the unique id, or ncclCommInitAll's), and for a
- *   split child of the parent's commHash, the parent's split count and
- *   the color. The
+ *   NCCL's (2.26 and later): the hash of the 128-byte unique id (for
+ *   ncclCommInitAll, one made inside), and for a split child of the
+ *   parent's commHash, the parent's split count and the color. The
  *   first of ncclCommFinalize, ncclCommDestroy, ncclCommAbort calls
  *   finalize(ctx), after the proxy thread has reported everything queued.
  *   Operations: the mask is read (relaxed) as each operation is entered,
@@ -1162,24 +1161,64 @@ static void prof_load(void)
 	pthread_once(&prof_once, prof_load_once);
 }
 
-static uint64_t mix64(uint64_t x)
+/*
+ * commHash as NCCL 2.26 and later compute it (src/include/bitops.h's
+ * eatHash/digestHash, src/init.cc): two accumulator words; each piece
+ * fed in xors its size into the first, then each 8-byte chunk of it
+ * (zero-padded) stirs both and is added. A communicator from a unique
+ * id: the hash of its 128 bytes; a split child: of (parent's commHash,
+ * the parent's split count, color), three pieces.
+ */
+static void eat(uint64_t acc[2], const void *bytes, size_t size)
 {
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
+	const unsigned char *p = bytes;
+
+	acc[0] ^= size;
+	while (size) {
+		size_t n = size < 8 ? size : 8;
+		uint64_t x = 0;
+
+		acc[0] += acc[1];
+		acc[1] ^= acc[0];
+		acc[0] ^= acc[0] >> 31;
+		acc[0] *= 0x9de62bbc8cef3ce3ull;
+		acc[1] ^= acc[1] >> 32;
+		acc[1] *= 0x485cd6311b599e79ull;
+		memcpy(&x, p, n);
+		p += n;
+		size -= n;
+		acc[0] += x;
+	}
 }
 
-static uint64_t hash_add(uint64_t h, uint64_t v)
+static uint64_t digest(const uint64_t acc[2])
 {
-	return mix64(h ^ mix64(v));
+	uint64_t h = acc[0];
+
+	h ^= h >> 31;
+	h *= 0xbac3bd562846de6bull;
+	h += acc[1];
+	h ^= h >> 32;
+	h *= 0x995a187a14e7b445ull;
+	return h;
 }
 
-/* commHash of a communicator made from a unique id or by ncclCommInitAll:
- * a hash of its world's key, which every member has. */
-static uint64_t world_hash(const uint64_t key[2])
+static uint64_t id_hash(const ncclUniqueId *id)
 {
-	return hash_add(mix64(key[0]), key[1]);
+	uint64_t acc[2] = { 1, 1 };
+
+	eat(acc, id->internal, sizeof(id->internal));
+	return digest(acc);
+}
+
+static uint64_t split_hash(uint64_t parent, int count, int color)
+{
+	uint64_t acc[2] = { 1, 1 };
+
+	eat(acc, &parent, sizeof(parent));
+	eat(acc, &count, sizeof(count));
+	eat(acc, &color, sizeof(color));
+	return digest(acc);
 }
 
 /* Calls the plugin's init for a new communicator. */
@@ -1698,7 +1737,7 @@ static ncclResult_t init_rank(enum fn fn, ncclComm_t *comm, int nranks, ncclUniq
 		munmap(w, world_size(nranks));
 		return ncclSystemError;
 	}
-	(*comm)->hash = world_hash(k + 1);
+	(*comm)->hash = id_hash(&id);
 	prof_comm_init(*comm, config);
 	return ncclSuccess;
 }
@@ -1720,6 +1759,7 @@ ALIAS(ncclCommInitRankConfig);
 
 ncclResult_t pncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
 {
+	ncclUniqueId uid;
 	uint64_t key[2];
 	struct world *w;
 	size_t size;
@@ -1735,6 +1775,9 @@ ncclResult_t pncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
 		return fail(ncclSystemError, "fake nccl: mmap: %s", strerror(errno));
 	new_key(key);
 	world_init(w, ndev, key);
+	/* NCCL makes a unique id of its own for them. */
+	memset(&uid, 0, sizeof(uid));
+	memcpy(uid.internal, key, sizeof(key));
 	/* One map shared by ndev communicators, all joined up front. */
 	w->joined = ndev;
 	w->refs = ndev;
@@ -1752,7 +1795,7 @@ ncclResult_t pncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
 		comms[i]->rank = i;
 		comms[i]->nranks = ndev;
 		comms[i]->cudev = devlist ? devlist[i] : i;
-		comms[i]->hash = world_hash(key);
+		comms[i]->hash = id_hash(&uid);
 	}
 	for (i = 0; i < ndev; i++)
 		prof_comm_init(comms[i], NULL);
@@ -1822,8 +1865,7 @@ ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *new
 		return ncclSystemError;
 	}
 	/* Every member agrees on the parent's hash, the split count, the color. */
-	(*newcomm)->hash = hash_add(hash_add(hash_add(comm->hash, 0x73706c6974ull /* "split" */),
-					     comm->splits), (uint64_t)(uint32_t)color);
+	(*newcomm)->hash = split_hash(comm->hash, (int)comm->splits, color);
 	prof_comm_init(*newcomm, config);
 	return ncclSuccess;
 }

@@ -104,6 +104,30 @@ def test_gpu_spans_are_the_fakes():
         by.setdefault((w[1], w[3].split("/")[1].rstrip(":")), set()).add(w[3].split("/")[0])
     eq(sorted((n, len(r)) for (h, n), r in by.items()), [("2", 2), ("2", 2), ("4", 4), ("4", 4)],
        "a group per rank of each communicator %s" % sorted(g.name for g in groups.values()))
+    # One id per communicator: the host side's is NCCL's commHash (hashed
+    # in BPF from the unique id, and for split children in user space),
+    # so its tracks and the plugin's groups agree; ncclCommInitAll's
+    # unique id is NCCL's own, unseen: that one has cgbpf's.
+    host = set()
+    for tr in t.tracks.values():
+        m = re.match(r"NCCL comm ([0-9a-f]{4}) rank (\d+)/(\d+)$", tr.name or "")
+        if m:
+            host.add(m.groups())
+    plugin = set()
+    for g in groups.values():
+        m = re.match(r"NCCL ([0-9a-f]{4}) rank (\d+)/(\d+):", g.name)
+        plugin.add(m.groups())
+    inits = [s for s in t.slices if (s.name or "").startswith("ncclCommInitRank")]
+    world = {s.args.get("comm_id") for s in inits}
+    eq(len(world), 1, "one world's unique id %r" % world)
+    eq(sorted(x for x in host if x[0] in world), sorted((world.copy().pop(), str(i), "4")
+                                                       for i in range(4)),
+       "the world's host tracks %r" % sorted(host))
+    eq(sorted(host - plugin), [x for x in sorted(host) if x[0] not in world and x[2] == "4"][:1],
+       "host-side communicators with the plugin's id (commHash), but ncclCommInitAll's "
+       "(host %r, plugin %r)" % (sorted(host), sorted(plugin)))
+    check(sum(1 for x in host & plugin if x[2] == "2") >= 2,
+          "split children known by rank have the plugin's id: %r" % sorted(host & plugin))
     colls = [c for c in chans if c["seq"] >= 0]
     late, bad_dur, missing, clamped = [], [], [], 0
     for c in colls:

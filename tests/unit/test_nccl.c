@@ -119,8 +119,8 @@ static void test_cookies(void)
 		{ "ncclAlltoAll", PK_REGS, 0, 0, 0 },
 		{ "ncclSend", PK_REGS, 0, 0, 0 },
 		{ "ncclRecv", PK_REGS, 0, 0, 0 },
-		{ "ncclCommInitRank", PK_STACK3, 1, 0, 0 },	/* id by value on the stack */
-		{ "ncclCommInitRankConfig", PK_STACK3, 1, 0, 0 },
+		{ "ncclCommInitRank", PK_NCCL_UID, 1, 0, 0 },	/* id by value on the stack */
+		{ "ncclCommInitRankConfig", PK_NCCL_UID, 1, 0, 0 },
 		{ "ncclCommInitAll", PK_REGS, 1, 0, 0 },
 		{ "ncclCommSplit", PK_REGS, 1, 3, 0 },		/* newcomm is the 4th */
 		{ "ncclCommCount", PK_REGS, 1, 1, 1 },		/* int *count */
@@ -172,8 +172,9 @@ static void test_comms_groups_nested(void)
 	check(strlen(comm_a) == 13 && !strncmp(comm_a, comm_b, 4) &&
 		      !strcmp(comm_a + 4, " rank 1/4") && !strcmp(comm_b + 4, " rank 2/4"),
 	      "one id across processes: %s / %s", comm_a, comm_b);
-	/* A different unique id: a different communicator. */
-	a[6] ^= 1;
+	/* A different unique id: a different communicator (a[6] is the
+	 * commHash BPF made of it; its top 16 bits are the short id). */
+	a[6] ^= 1ull << 60;
 	enter(PID_A, PID_A, "ncclCommInitRank", a, 9);
 	leave(PID_A, PID_A, "ncclCommInitRank", 5000, 0, true, 0xa100);
 	check(strncmp(last.comm, comm_a, 4) != 0, "another unique id, another id (%s)", last.comm);

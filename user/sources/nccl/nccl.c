@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "agg.h"
+#include "nccl_hash.h"
 #include "core/apilib.h"
 #include "sources/nccl/nccl.h"
 
@@ -78,10 +79,10 @@ static uint64_t cookie(uint16_t func)
 
 	switch (f->cls) {
 	case NC_C_INIT_RANK:
-		/* The 128-byte ncclUniqueId is passed by value, in memory: its
-		 * first 24 bytes are the three stack slots after the return
-		 * address, and rank moves up to the third register. */
-		return CK_MAKE_OUT(LIB_NCCL, func, PK_STACK3, 0, 0);
+		/* The 128-byte ncclUniqueId is passed by value, in memory
+		 * after the return address: BPF hashes it as NCCL does (its
+		 * commHash); rank moves up to the third register. */
+		return CK_MAKE_OUT(LIB_NCCL, func, PK_NCCL_UID, 0, 0);
 	case NC_C_INIT_ALL:
 		return CK_MAKE_OUT(LIB_NCCL, func, PK_REGS, 0, 0);
 	case NC_C_SPLIT:
@@ -375,7 +376,7 @@ static void enter(struct model *m, struct thread *t, struct call *c)
 		annot_i(c, false, "nranks", (int32_t)a[1]);
 		annot_i(c, false, "rank", (int32_t)a[2]);
 		snprintf(c->scratch[0], sizeof(c->scratch[0]), "%04x",
-			 nccl__short_id(hash__bytes(&a[6], 3 * sizeof(a[6]))));
+			 nccl__short_id(a[6]));
 		annot_s(c, false, "comm_id", c->scratch[0]);
 		break;
 	case NC_C_INIT_ALL:
@@ -445,7 +446,7 @@ static void exit_(struct model *m, struct thread *t, struct call *c)
 	case NC_C_INIT_RANK:
 		if (!ok || !c->has_out || !c->out)
 			break;
-		id = hash__bytes(&a[6], 3 * sizeof(a[6]));
+		id = a[6];	/* NCCL's commHash (bpf/nccl_hash.h) */
 		nc->comm = comm_new(np, t->proc->pid, c->out, id, (int32_t)a[2], (int32_t)a[1]);
 		annot_comm(c, true, nc->comm);
 		break;
@@ -463,13 +464,14 @@ static void exit_(struct model *m, struct thread *t, struct call *c)
 			break;
 		comm = nc->comm;
 		/* Every member of the parent splits it in the same order: the
-		 * parent's id, the split's number and the color name the child
-		 * the same in every rank's process. */
+		 * parent's id, the split's number (from 1, NOCOLOR calls
+		 * counted) and the color name the child the same in every
+		 * rank's process, and as NCCL names it (its commHash). */
 		if (comm) {
 			comm->splits++;
 			if (comm->id)
-				id = hash__u64(comm->id ^ hash__u64((uint64_t)comm->splits << 32 |
-								    (uint32_t)a[1]));
+				id = nccl_hash_split(comm->id, (uint32_t)comm->splits,
+						     (uint32_t)a[1]);
 		}
 		if (c->has_out && c->out) {
 			struct nccl_comm *child = comm_new(np, t->proc->pid, c->out, id, -1, -1);
