@@ -61,6 +61,21 @@ def parse(out):
     return lines[0] if lines else "", threads
 
 
+# x86-64 system calls a Python sleep blocks in: clock_nanosleep (3.11 and
+# later), select (before), nanosleep, pselect6, poll.
+SLEEPS = {"230", "23", "35", "270", "7"}
+
+
+def asleep(pid):
+    """Whether thread pid is blocked in a sleep (/proc/PID/syscall: its
+    number first, or "running")."""
+    try:
+        with open("/proc/%d/syscall" % pid) as f:
+            return f.read().split()[0] in SLEEPS
+    except (OSError, IndexError):
+        return False
+
+
 def park(python, tmp, env=None):
     """Starts park.py under python; returns (process, manifest)."""
     import json
@@ -74,6 +89,9 @@ def park(python, tmp, env=None):
                  "park.py to park")
         if p.poll() is not None:
             raise AssertionError("park.py exited %s: %s" % (p.returncode, p.stderr.read()))
+        # The main thread writes the manifest before it parks: under load
+        # it may still be on its way out of report().
+        wait_for(lambda: asleep(p.pid), 10, "park.py's main thread to sleep in park_here")
         with open(man) as f:
             return p, json.load(f)
     except BaseException:
