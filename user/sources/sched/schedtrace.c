@@ -521,11 +521,15 @@ static uint32_t tree_process(struct schedtrace *s, uint32_t pid, const char *com
 	uint64_t *v;
 
 	/* Gone already (a short program, or a backlog): the command line
-	 * its exec record carried, when the model has it. */
+	 * its exec record carried, when the model has it. Not when the
+	 * model still has another name: /proc shows no command line in the
+	 * middle of an exec either (the rename comes before the new
+	 * program's arguments are in place), and the model's would then be
+	 * the old program's, applied after the exec; its comm instead. */
 	if ((!cmdline || !*cmdline) && (v = hmap__get(&s->m->procs, pid))) {
 		const struct proc *p = (const void *)(uintptr_t)*v;
 
-		if (p->cmdline && *p->cmdline) {
+		if (p->cmdline && *p->cmdline && (!comm[0] || !strncmp(p->comm, comm, 15))) {
 			free(cmdline);
 			cmdline = strdup(p->cmdline);
 		}
