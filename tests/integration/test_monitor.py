@@ -867,6 +867,61 @@ def test_monitor_nccl_plugin_last_seq_and_hang_of_an_older_job():
             eq(mon.stop(), 0, "monitor exit")
 
 
+def test_monitor_gpu_side_straggler_of_an_older_job():
+    """A 4-rank job (one process per rank) with NCCL's profiler plugin,
+    started before the monitor, rank 2 10 ms late into every all-reduce:
+    the host side matches nothing (its communicators' creation was not
+    traced), the GPU side (each rank's kernel start, NCCL's numbers)
+    matches the operations and counts rank 2 last in nearly all, with
+    the others waiting for it; its comm label is the plugin's last_seq's."""
+    from harness import FAKE, OUT
+    lib = os.path.join(OUT, "inject", "libcgbpf-inject.so")
+    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
+            os.path.join(FAKE, "libnccl.so.2")) or not os.path.exists(lib):
+        raise Skip("nccl_ranks, the fake libnccl.so.2 or libcgbpf-inject.so not built")
+    d = tmpdir()
+    w = start([wl("nccl_ranks"), "--ranks", "4", "--iters", "400", "--procs", "--slow-rank", "2",
+               "--slow-us", "10000", "--start-delay-ms", "3000"],
+              env=env_with(NCCL_PROFILER_PLUGIN=lib, CUDA_INJECTION64_PATH=lib))
+    mon = None
+    try:
+        mon = Monitor(["--interval", "1h", "--comm", "nccl_ranks"], d)
+        got = {}
+
+        def enough():
+            nonlocal got
+            m = mon.scrape()
+            got = {name: {int(dict(k[1])["rank"]): (dict(k[1])["comm"], v)
+                          for k, v in series(m, name, nranks=4).items()}
+                   for name in ("cgbpf_nccl_gpu_matched_total", "cgbpf_nccl_gpu_entered_last_total",
+                                "cgbpf_nccl_gpu_others_waited_seconds_total",
+                                "cgbpf_nccl_plugin_last_seq", "cgbpf_nccl_matched_total")}
+            matched = got["cgbpf_nccl_gpu_matched_total"]
+            return len(matched) == 4 and all(v >= 50 for _, v in matched.values())
+        wait_for(lambda: enough() or w.poll() is not None, 60, "50 matched operations per rank")
+        matched = got["cgbpf_nccl_gpu_matched_total"]
+        eq(sorted(matched), [0, 1, 2, 3], "a GPU-side matched count per rank: %r" % got)
+        last = {r: v for r, (_, v) in got["cgbpf_nccl_gpu_entered_last_total"].items()}
+        print("# GPU side: matched %s, last %s" % (
+            {r: int(v) for r, (_, v) in sorted(matched.items())},
+            {r: int(v) for r, v in sorted(last.items())}))
+        check(last.get(2, 0) >= 0.8 * matched[2][1] and
+              all(last.get(r, 0) <= 0.2 * matched[r][1] for r in (0, 1, 3)),
+              "rank 2's kernel started last in most: %r of %r" % (last, matched))
+        waited = {r: v for r, (_, v) in got["cgbpf_nccl_gpu_others_waited_seconds_total"].items()}
+        check(waited.get(2, 0) > max(waited.get(r, 0) for r in (0, 1, 3)),
+              "the others waited for rank 2: %r" % waited)
+        comms = {c for c, _ in matched.values()}
+        eq(comms, {c for c, _ in got["cgbpf_nccl_plugin_last_seq"].values()},
+           "one comm label, the plugin last_seq's")
+        eq(got["cgbpf_nccl_matched_total"], {}, "no host-side matches")
+        eq(w.wait(120), 0, "nccl_ranks exit")
+    finally:
+        kill_quiet(w)
+        if mon:
+            eq(mon.stop(), 0, "monitor exit")
+
+
 def test_monitor_nccl_hang_dumps_the_flight_recorder():
     """With a flight recorder, a hang is a trigger: the dump is named
     after it, written while the hang lasts, and holds the ranks'

@@ -1475,6 +1475,13 @@ void gpu__each_nccl(const struct gpu *g,
 		gpunccl__each_comm((const struct gpu_proc *)(uintptr_t)v, fn, ctx);
 }
 
+void gpu__each_nccl_strag(const struct gpu *g,
+			  void (*fn)(void *ctx, const struct straggle_row *r), void *ctx)
+{
+	if (g->nccl_strag)
+		straggle__each(g->nccl_strag, fn, ctx);
+}
+
 void gpu__set_hang(struct gpu *g, struct hangwatch *h)
 {
 	g->hang = h;

@@ -38,6 +38,7 @@
 #include "out/perfetto.h"
 
 struct gpu;
+struct straggle_row;
 
 /* The GPU state of a capture over model m, writing into pt (NULL:
  * --summary-only); sets m->call_flow. NULL on ENOMEM. */
@@ -132,6 +133,12 @@ void gpu__each_busy(const struct gpu *g,
 		    void (*fn)(void *ctx, uint32_t pid, unsigned device, uint64_t busy_ns,
 			       uint64_t ops, uint64_t kernels),
 		    void *ctx);
+
+/* The GPU-side straggler rows (NCCL's profiler plugin: channel 0's
+ * kernel start per rank, matched by commHash and NCCL's numbers) of live
+ * processes; nothing before the first. */
+void gpu__each_nccl_strag(const struct gpu *g,
+			  void (*fn)(void *ctx, const struct straggle_row *r), void *ctx);
 
 /* gpunccl__each_comm over every process. */
 void gpu__each_nccl(const struct gpu *g,

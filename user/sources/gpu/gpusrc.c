@@ -37,6 +37,7 @@
 #include "lib/hmap.h"
 #include "lib/log.h"
 #include "lib/procfs.h"
+#include "lib/straggle.h"
 #include "out/capwin.h"
 #include "out/summary.h"
 #include "sources/gpu/gpu.h"
@@ -583,6 +584,60 @@ static void seq_line(void *ctx, uint32_t pid, uint64_t hash, int rank, int nrank
 	o->m->line(o->m->ctx, line);
 }
 
+/* cgbpf_nccl_gpu_*: the GPU-side straggler counts, one family each. */
+struct strag_out {
+	const struct src_metrics *m;
+	int what;
+};
+
+static void strag_line(void *ctx, const struct straggle_row *r)
+{
+	static const char *const names[] = {
+		"cgbpf_nccl_gpu_matched_total", "cgbpf_nccl_gpu_entered_last_total",
+		"cgbpf_nccl_gpu_others_waited_seconds_total", "cgbpf_nccl_gpu_late_seconds_total",
+	};
+	const struct strag_out *o = ctx;
+	char line[256], val[32];
+
+	if (r->nranks <= 0 || r->rank < 0)
+		return;
+	if (o->what == 2)
+		snprintf(val, sizeof(val), "%.9f", r->waited_ns / 1e9);
+	else if (o->what == 3)
+		snprintf(val, sizeof(val), "%.9f", r->late_ns / 1e9);
+	else
+		snprintf(val, sizeof(val), "%" PRIu64, o->what ? r->last : r->ops);
+	snprintf(line, sizeof(line), "%s{comm=\"%.4s\",rank=\"%d\",nranks=\"%d\",pid=\"%u\"} %s\n",
+		 names[o->what], r->comm, r->rank, r->nranks, r->pid, val);
+	o->m->line(o->m->ctx, line);
+}
+
+static void strag_metrics(const struct gpusrc *g, const struct src_metrics *m)
+{
+	static const char *const head[] = {
+		"# HELP cgbpf_nccl_gpu_matched_total NCCL operations matched across the ranks of a "
+		"communicator whose every rank is traced here, on the GPU side: NCCL's profiler "
+		"plugin, by NCCL's commHash and its own numbers (comm: its first 4 hex digits, as "
+		"cgbpf_nccl_last_seq's).\n# TYPE cgbpf_nccl_gpu_matched_total counter\n",
+		"# HELP cgbpf_nccl_gpu_entered_last_total Of those, the ones whose kernel started "
+		"last on this rank (channel 0's GPU start).\n"
+		"# TYPE cgbpf_nccl_gpu_entered_last_total counter\n",
+		"# HELP cgbpf_nccl_gpu_others_waited_seconds_total How long the other ranks' "
+		"kernels had been running when this rank's started, summed.\n"
+		"# TYPE cgbpf_nccl_gpu_others_waited_seconds_total counter\n",
+		"# HELP cgbpf_nccl_gpu_late_seconds_total How long after its communicator's first "
+		"rank's kernel this rank's kernel started, summed (0 when first).\n"
+		"# TYPE cgbpf_nccl_gpu_late_seconds_total counter\n",
+	};
+
+	for (int i = 0; i < 4; i++) {
+		struct strag_out o = { m, i };
+
+		m->line(m->ctx, head[i]);
+		gpu__each_nccl_strag(g->gpu, strag_line, &o);
+	}
+}
+
 static void gpu_metrics(struct session *s, void *state, const struct src_metrics *m)
 {
 	struct gpusrc *g = state;
@@ -608,6 +663,7 @@ static void gpu_metrics(struct session *s, void *state, const struct src_metrics
 			"comm: the first 4 hex digits of NCCL's commHash.\n"
 			"# TYPE cgbpf_nccl_plugin_last_seq gauge\n");
 	gpu__each_nccl(g->gpu, seq_line, &so);
+	strag_metrics(g, m);
 }
 
 const struct source src_gpu = {
