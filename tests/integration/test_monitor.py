@@ -13,7 +13,7 @@ import tempfile
 import time
 
 from harness import (CGBPF, Skip, open_gate, check, clean_trace, env_with, eq, expected_calls, kill_quiet,
-                     start, tmpdir, touch, traced_funcs, wait_for, wl)
+                     start, tmpdir, touch, tp_clean, traced_funcs, wait_for, wl)
 
 import ptrace
 
@@ -920,6 +920,68 @@ def test_monitor_gpu_side_straggler_of_an_older_job():
         kill_quiet(w)
         if mon:
             eq(mon.stop(), 0, "monitor exit")
+
+
+def test_monitor_dump_has_the_gpu_side():
+    """A dump of a job with the injection library as NCCL's profiler
+    plugin and CUPTI agent (the fakes): beside the host calls, the GPU
+    batches the ring holds go through the GPU side as record writes it:
+    a plugin group per rank with its all-reduces' channel spans (NCCL's
+    numbers, algorithm, protocol), and CUPTI's synchronizations."""
+    from harness import FAKE, OUT
+    lib = os.path.join(OUT, "inject", "libcgbpf-inject.so")
+    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
+            os.path.join(FAKE, "libnccl.so.2")) or not os.path.exists(lib):
+        raise Skip("nccl_ranks, the fake libnccl.so.2 or libcgbpf-inject.so not built")
+    d = tmpdir()
+    mon = Monitor(["--flight-recorder", "60s", "--trigger-slow", "off", "--no-trigger-errors",
+                   "--interval", "1h", "--comm", "nccl_ranks"], d)
+    w = None
+    try:
+        w = start([wl("nccl_ranks"), "--ranks", "4", "--iters", "100", "--procs", "--sync",
+                   "--slow-rank", "1", "--slow-us", "5000"],
+                  env=mon.wl_env(NCCL_PROFILER_PLUGIN=lib, CUDA_INJECTION64_PATH=lib,
+                                 FAKENCCL_CHANNELS="2"))
+        # Dumped after the job: its library sent what CUPTI held at exit,
+        # and the ring keeps the processes gone since.
+        eq(w.wait(120), 0, "nccl_ranks exit")
+        r = subprocess.run([CGBPF, "dump", "--listen", mon.listen], capture_output=True,
+                           text=True, timeout=30)
+        eq(r.returncode, 0, "cgbpf dump exit (stderr %r)" % r.stderr)
+        files = wait_dump(mon, 1, "the requested dump")
+        t = ptrace.load(files[0])
+        clean_trace(t)
+        groups = {x.uuid: x.name for x in t.tracks.values()
+                  if (x.name or "").endswith(": GPU (NCCL profiler)")}
+        ranks = sorted(int(re.search(r" rank (\d+)/4:", n).group(1)) for n in groups.values()
+                       if re.search(r" rank \d+/4:", n))
+        eq(ranks, [0, 1, 2, 3], "a plugin group per rank of the world: %r" % sorted(groups.values()))
+        per = {}
+        for tr in t.tracks.values():
+            if tr.parent_uuid in groups and "/4:" in groups[tr.parent_uuid] and \
+               (tr.name or "").startswith("channel "):
+                for x in t.slices_on(track_uuid=tr.uuid):
+                    if x.name == "AllReduce":
+                        per.setdefault(groups[tr.parent_uuid], []).append(x)
+        check(len(per) == 4 and all(len({x.args.get("seq") for x in v}) >= 90
+                                    for v in per.values()),
+              "each rank's all-reduces on its channels (100 each): %r" %
+              {k: len(v) for k, v in per.items()})
+        spans = [x for v in per.values() for x in v]
+        check(all(x.args.get("algo") and x.args.get("proto") for x in spans),
+              "each span with its algorithm and protocol")
+        syncs = [tr.uuid for tr in t.tracks.values() if tr.name == "CUDA synchronization"]
+        check(any(True for u in syncs for _ in t.slices_on(track_uuid=u)),
+              "CUPTI's synchronizations (each all-reduce's cuStreamSynchronize) in the dump: "
+              "%r; monitor: %r" % (sorted({tr.name for tr in t.tracks.values() if "GPU" in
+                                           (tr.name or "") or "CUDA" in (tr.name or "")}),
+                                   [ln for ln in mon.stderr().splitlines() if "GPU" in ln][:8]))
+        calls = [x for x in t.slices if x.name == "ncclAllReduce"]
+        check(len(calls) >= 400, "the host calls too (%d)" % len(calls))
+        tp_clean(files[0], t)
+    finally:
+        kill_quiet(w)
+        eq(mon.stop(), 0, "monitor exit")
 
 
 def test_monitor_nccl_hang_dumps_the_flight_recorder():

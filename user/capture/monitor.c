@@ -30,6 +30,7 @@
 #include "lib/procfs.h"
 #include "out/perfetto.h"
 #include "out/pfsink.h"
+#include "sources/gpu/gpu.h"
 #include "sources/nccl/nccl.h"
 #include "sources/nccl/ncclmon.h"
 #include "sources/nccl/ncclsum.h"
@@ -432,14 +433,19 @@ void monitor__record(struct monitor *mo, const void *data, size_t size)
 /* ------------------------------------------------------------ dumps */
 
 /* A record of the snapshot into the dump's model, as record.c's handler
- * does for the live stream (minus attaching and stacks). */
-static void replay(struct model *m, const uint8_t *data, uint32_t len)
+ * does for the live stream (minus attaching and stacks); GPU batches
+ * (CUPTI's activity, NCCL's profiler plugin) into gpu, when there is one. */
+static void replay(struct model *m, struct gpu *gpu, const uint8_t *data, uint32_t len)
 {
 	const struct rec_hdr *h = (const void *)data;
 
 	if (ingest__check(data, len))
 		return;
 	switch (h->type) {
+	case REC_GPU_BATCH:
+		if (gpu)
+			gpu__record(gpu, data, len);
+		break;
 	case REC_CALL_ENTER:
 		model__call_enter(m, (const void *)data);
 		break;
@@ -468,7 +474,8 @@ static void *dump_worker(void *arg)
 	int fd = outfile__create(mo->dirfd, j->tmp, OUTFILE_PRIVATE_MODE);
 	struct pftrace *pt = fd < 0 ? NULL : pftrace__fdopen(fd);
 	struct model m;
-	struct sink sk;
+	struct sink sk, gs;
+	struct gpu *gpu;
 
 	if (!pt) {
 		j->err = fd < 0 ? fd : -errno;
@@ -482,6 +489,16 @@ static void *dump_worker(void *arg)
 	model__init(&m);
 	sk = pfsink__sink(pt);
 	model__add_sink(&m, &sk);
+	/* The GPU side as record writes it, what was measured only
+	 * (ENOMEM: the dump has none). */
+	gpu = gpu__new(&m, pt);
+	if (gpu)
+		gpu__measured_only(gpu);
+	gs = gpu ? gpu__sink(gpu) : (struct sink){ 0 };
+	if (gpu && model__add_sink(&m, &gs)) {
+		gpu__free(gpu);
+		gpu = NULL;
+	}
 	pftrace__clock_snapshot(pt);
 	pftrace__system_info(pt);
 	/* Processes that exited have no /proc left: their exit records name
@@ -499,13 +516,15 @@ static void *dump_worker(void *arg)
 		uint32_t len;
 
 		memcpy(&len, j->data + o, 4);
-		replay(&m, j->data + o + 4, len);
+		replay(&m, gpu, j->data + o + 4, len);
 		j->records++;
 		o += ent_size(len);
 	}
+	gpu__end_quiet(gpu);
 	/* Calls still open at the snapshot end where it ends. */
 	pftrace__clock_snapshot(pt);
 	j->err = pftrace__close(pt);
+	gpu__free(gpu);
 	model__free(&m);
 	if (!j->err && renameat(mo->dirfd, j->tmp, mo->dirfd, j->name))
 		j->err = -errno;

@@ -1085,7 +1085,7 @@ static void on_end(void *ctx, struct thread *t, struct call *c)
 	}
 	/* Estimated where not measured: before collection, and from the
 	 * moment cgbpf learnt that another tool took CUPTI. */
-	if (!p->measured || (p->taken && c->ts >= p->taken_ts))
+	if (!g->measured_only && (!p->measured || (p->taken && c->ts >= p->taken_ts)))
 		gpuest__call(g, p, t, c);
 }
 
@@ -1236,6 +1236,19 @@ bool gpu__settled(const struct gpu *g)
 			return false;
 	}
 	return true;
+}
+
+void gpu__measured_only(struct gpu *g)
+{
+	g->measured_only = true;
+}
+
+void gpu__end_quiet(struct gpu *g)
+{
+	uint64_t v;
+
+	for (size_t it = 0; g && hmap__next(&g->procs, &it, NULL, &v);)
+		proc_end(g, (void *)(uintptr_t)v);
 }
 
 void gpu__finish(struct gpu *g, uint64_t ts)

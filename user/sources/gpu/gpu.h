@@ -83,6 +83,12 @@ bool gpu__settled(const struct gpu *g);
  * processes that made CUDA calls but never said anything about GPU
  * activity are named as such in the trace. */
 void gpu__finish(struct gpu *g, uint64_t ts);
+/* For a flight recorder's dump, whose ring may have lost what a
+ * process's library said: only what was measured is written (no
+ * estimated spans where nothing is), and at the end everything pending
+ * goes out with nothing said of processes that never reported. */
+void gpu__measured_only(struct gpu *g);
+void gpu__end_quiet(struct gpu *g);
 /* The summary section; ctx is the struct gpu (a capture_info section). */
 void gpu__print(const void *ctx, const uint64_t *drops, FILE *f);
 /*

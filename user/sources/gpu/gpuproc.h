@@ -228,6 +228,7 @@ struct gpu {
 	void *sum;			/* gpusum.c */
 	struct straggle *nccl_strag;	/* gpunccl.c: GPU-side stragglers */
 	struct hangwatch *hang;		/* session.hang: NCCL hangs (gpu__set_hang) */
+	bool measured_only;		/* no estimates (gpu__end_quiet's dumps) */
 	/* Capture windows: which operations are written (gpu__set_keep). */
 	int (*keep)(void *ctx, uint32_t pid, uint64_t launch_ts);
 	void (*arrived)(void *ctx, uint32_t pid, uint64_t launch_ts, bool kernel);
