@@ -984,6 +984,58 @@ def test_monitor_dump_has_the_gpu_side():
         eq(mon.stop(), 0, "monitor exit")
 
 
+LEFT_MAIN = r"""
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <pthread.h>
+#include <time.h>
+#include "child_gate.h"
+static void *worker(void *arg)
+{
+    struct timespec nap = { 0, 200000000 };
+    pthread_setname_np(pthread_self(), "late-worker");
+    nanosleep(&nap, NULL);      /* the main thread is gone by now */
+    for (int i = 0; i < 50; i++)
+        cuCtxSynchronize();
+    return arg;
+}
+int main(void)
+{
+    pthread_t t;
+    wl_child_gate();
+    cuInit(0);
+    pthread_create(&t, NULL, worker, NULL);
+    pthread_exit(NULL);         /* the process lives on in its worker */
+}
+"""
+
+
+def test_monitor_dump_names_an_exited_process_after_its_main_thread():
+    """A process whose main thread left first and whose last thread was
+    a worker named "late-worker": once it has exited, a dump names it
+    after its main thread (its program), not after the thread that
+    exited last."""
+    d = tmpdir()
+    exe = build_c(d, "leftmain", LEFT_MAIN)
+    mon = Monitor(["--flight-recorder", "60s", "--trigger-slow", "off", "--no-trigger-errors",
+                   "--interval", "1h", "--comm", "leftmain"], d)
+    try:
+        w = subprocess.Popen([exe], env=mon.wl_env())
+        eq(w.wait(30), 0, "leftmain exit")
+        r = subprocess.run([CGBPF, "dump", "--listen", mon.listen], capture_output=True,
+                           text=True, timeout=30)
+        eq(r.returncode, 0, "cgbpf dump exit (stderr %r)" % r.stderr)
+        t = ptrace.load(wait_dump(mon, 1, "the requested dump")[0])
+        calls = [x for x in t.slices if x.pid == w.pid and x.name == "cuCtxSynchronize"]
+        eq(len(calls), 50, "the worker's calls in the dump: %r" %
+           sorted({(x.pid, x.name) for x in t.slices})[:20])
+        names = {tr.process_name for tr in t.tracks.values()
+                 if tr.pid == w.pid and tr.process_name}
+        eq(names, {"leftmain"}, "the process named after its main thread")
+    finally:
+        eq(mon.stop(), 0, "monitor exit")
+
+
 def test_monitor_nccl_hang_dumps_the_flight_recorder():
     """With a flight recorder, a hang is a trigger: the dump is named
     after it, written while the hang lasts, and holds the ranks'

@@ -464,6 +464,43 @@ static void replay(struct model *m, struct gpu *gpu, const uint8_t *data, uint32
 	}
 }
 
+/*
+ * Processes that exited have no /proc left: their exit records name
+ * them, the main thread's (its thread exit, or the process's when it was
+ * the last) over the process exit's, which is the last thread's: a
+ * worker's name ("pt_autograd_0") when the main thread left first.
+ */
+static void name_exited(struct model *m, const uint8_t *data, size_t size)
+{
+	struct hmap best = { 0 };	/* pid -> offset + 1, bit 63: the main thread's */
+	uint64_t k, v;
+
+	for (size_t o = 0; o + 4 <= size;) {
+		const struct rec_proc *p = (const void *)(data + o + 4);
+		uint32_t len;
+		uint64_t *b;
+		bool main;
+
+		memcpy(&len, data + o, 4);
+		if (len >= sizeof(*p) && (p->hdr.type == REC_PROC_EXIT ||
+					  p->hdr.type == REC_THREAD_EXIT)) {
+			main = p->hdr.tid == p->hdr.pid;
+			b = hmap__get(&best, p->hdr.pid);
+			if ((main || p->hdr.type == REC_PROC_EXIT) && (!b || (main && !(*b >> 63))) &&
+			    hmap__put(&best, p->hdr.pid, (o + 1) | (uint64_t)main << 63))
+				break;	/* ENOMEM: the names known so far */
+		}
+		o += ent_size(len);
+	}
+	for (size_t it = 0; hmap__next(&best, &it, &k, &v);) {
+		const struct rec_proc *p = (const void *)(data + (v & ~(1ull << 63)) - 1 + 4);
+
+		if (!procfs__alive((uint32_t)k))
+			model__proc_name(m, (uint32_t)k, p->comm);
+	}
+	hmap__free(&best);
+}
+
 static void *dump_worker(void *arg)
 {
 	struct monitor *mo = arg;
@@ -501,17 +538,7 @@ static void *dump_worker(void *arg)
 	}
 	pftrace__clock_snapshot(pt);
 	pftrace__system_info(pt);
-	/* Processes that exited have no /proc left: their exit records name
-	 * them. */
-	for (size_t o = 0; o + 4 <= j->len;) {
-		const struct rec_proc *p = (const void *)(j->data + o + 4);
-		uint32_t len;
-
-		memcpy(&len, j->data + o, 4);
-		if (len >= sizeof(*p) && p->hdr.type == REC_PROC_EXIT && !procfs__alive(p->hdr.pid))
-			model__proc_name(&m, p->hdr.pid, p->comm);
-		o += ent_size(len);
-	}
+	name_exited(&m, j->data, j->len);
 	for (size_t o = 0; o + 4 <= j->len;) {
 		uint32_t len;
 
