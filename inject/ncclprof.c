@@ -718,6 +718,8 @@ static void stop_channel(const struct proxy *p)
  * wait for the next. Under P.lock. */
 static void release_held(void)
 {
+	if (!P.nheld)
+		return;	/* every poll while nothing is held (P.held may be NULL) */
 	for (uint32_t i = 0; i < P.nold; i++)
 		queue_mapped(&P.held[i]);
 	memmove(P.held, P.held + P.nold, (P.nheld - P.nold) * sizeof(*P.held));
