@@ -824,6 +824,18 @@ def test_monitor_nccl_last_seq_and_hang():
         eq(mon.stop(), 0, "monitor exit")
 
 
+def need_plugin_job():
+    """The injection library's path, for an nccl_ranks job with it as
+    NCCL's profiler plugin; skips without nccl_ranks, the fake NCCL or
+    the library."""
+    from harness import FAKE, OUT
+    lib = os.path.join(OUT, "inject", "libcgbpf-inject.so")
+    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
+            os.path.join(FAKE, "libnccl.so.2")) or not os.path.exists(lib):
+        raise Skip("nccl_ranks, the fake libnccl.so.2 or libcgbpf-inject.so not built")
+    return lib
+
+
 def test_monitor_nccl_plugin_last_seq_and_hang_of_an_older_job():
     """A 4-rank job (one process per rank) with NCCL's profiler plugin
     loaded, started before the monitor: the host side never saw its
@@ -834,11 +846,7 @@ def test_monitor_nccl_plugin_last_seq_and_hang_of_an_older_job():
     driver every 100 ms: the monitor must be up and the plugin on (at
     each rank's first call it sees) before its first all-reduce (a
     collective its ranks entered before is not watched)."""
-    from harness import FAKE, OUT
-    lib = os.path.join(OUT, "inject", "libcgbpf-inject.so")
-    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
-            os.path.join(FAKE, "libnccl.so.2")) or not os.path.exists(lib):
-        raise Skip("nccl_ranks, the fake libnccl.so.2 or libcgbpf-inject.so not built")
+    lib = need_plugin_job()
     d = tmpdir()
     w = start([wl("nccl_ranks"), "--ranks", "4", "--iters", "6", "--procs", "--hang-rank", "2",
                "--hang-ms", "5000", "--start-delay-ms", "5000"],
@@ -874,11 +882,7 @@ def test_monitor_gpu_side_straggler_of_an_older_job():
     traced), the GPU side (each rank's kernel start, NCCL's numbers)
     matches the operations and counts rank 2 last in nearly all, with
     the others waiting for it; its comm label is the plugin's last_seq's."""
-    from harness import FAKE, OUT
-    lib = os.path.join(OUT, "inject", "libcgbpf-inject.so")
-    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
-            os.path.join(FAKE, "libnccl.so.2")) or not os.path.exists(lib):
-        raise Skip("nccl_ranks, the fake libnccl.so.2 or libcgbpf-inject.so not built")
+    lib = need_plugin_job()
     d = tmpdir()
     w = start([wl("nccl_ranks"), "--ranks", "4", "--iters", "400", "--procs", "--slow-rank", "2",
                "--slow-us", "10000", "--start-delay-ms", "3000"],
@@ -928,11 +932,7 @@ def test_monitor_dump_has_the_gpu_side():
     batches the ring holds go through the GPU side as record writes it:
     a plugin group per rank with its all-reduces' channel spans (NCCL's
     numbers, algorithm, protocol), and CUPTI's synchronizations."""
-    from harness import FAKE, OUT
-    lib = os.path.join(OUT, "inject", "libcgbpf-inject.so")
-    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
-            os.path.join(FAKE, "libnccl.so.2")) or not os.path.exists(lib):
-        raise Skip("nccl_ranks, the fake libnccl.so.2 or libcgbpf-inject.so not built")
+    lib = need_plugin_job()
     d = tmpdir()
     mon = Monitor(["--flight-recorder", "60s", "--trigger-slow", "off", "--no-trigger-errors",
                    "--interval", "1h", "--comm", "nccl_ranks"], d)

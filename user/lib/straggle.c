@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "lib/arr.h"
@@ -393,6 +394,25 @@ void straggle__forget_pid(struct straggle *s, uint32_t pid)
 	for (size_t i = 0; i < s->nrows; i++)
 		if (s->rows[i].pid == pid)
 			s->rows[i].dead = true;
+}
+
+void straggle__sample(const struct straggle_row *r, const char *prefix,
+		      enum straggle_series what, char *buf, size_t len)
+{
+	static const char *const names[STRAG__SERIES] = {
+		"matched_total", "entered_last_total", "others_waited_seconds_total",
+		"late_seconds_total",
+	};
+	char val[32];
+
+	if (what == STRAG_WAITED)
+		snprintf(val, sizeof(val), "%.9f", r->waited_ns / 1e9);
+	else if (what == STRAG_LATE)
+		snprintf(val, sizeof(val), "%.9f", r->late_ns / 1e9);
+	else
+		snprintf(val, sizeof(val), "%" PRIu64, what == STRAG_LAST ? r->last : r->ops);
+	snprintf(buf, len, "%s_%s{comm=\"%.4s\",rank=\"%d\",nranks=\"%d\",pid=\"%u\"} %s\n",
+		 prefix, names[what], r->comm, r->rank, r->nranks, r->pid, val);
 }
 
 void straggle__each(const struct straggle *s, void (*cb)(void *ctx, const struct straggle_row *r),

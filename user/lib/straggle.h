@@ -94,6 +94,15 @@ void straggle__forget_pid(struct straggle *s, uint32_t pid);
 /* Calls cb for every row of a live process. */
 void straggle__each(const struct straggle *s, void (*cb)(void *ctx, const struct straggle_row *r),
 		    void *ctx);
+/* The counters a monitor exports per row, as Prometheus families
+ * PREFIX_matched_total, PREFIX_entered_last_total,
+ * PREFIX_others_waited_seconds_total and PREFIX_late_seconds_total. */
+enum straggle_series { STRAG_MATCHED, STRAG_LAST, STRAG_WAITED, STRAG_LATE, STRAG__SERIES };
+/* Row r's sample of family (prefix, what) into buf, a whole line: labels
+ * comm (its first 4 hex digits, as the traces show it), rank, nranks,
+ * pid. */
+void straggle__sample(const struct straggle_row *r, const char *prefix,
+		      enum straggle_series what, char *buf, size_t len);
 void straggle__free(struct straggle *s);
 /* Adds one operation; 0 or -ENOMEM. */
 int straggle__add(struct straggle *s, const struct straggle_op *op);

@@ -587,34 +587,23 @@ static void seq_line(void *ctx, uint32_t pid, uint64_t hash, int rank, int nrank
 /* cgbpf_nccl_gpu_*: the GPU-side straggler counts, one family each. */
 struct strag_out {
 	const struct src_metrics *m;
-	int what;
+	enum straggle_series what;
 };
 
 static void strag_line(void *ctx, const struct straggle_row *r)
 {
-	static const char *const names[] = {
-		"cgbpf_nccl_gpu_matched_total", "cgbpf_nccl_gpu_entered_last_total",
-		"cgbpf_nccl_gpu_others_waited_seconds_total", "cgbpf_nccl_gpu_late_seconds_total",
-	};
 	const struct strag_out *o = ctx;
-	char line[256], val[32];
+	char line[256];
 
 	if (r->nranks <= 0 || r->rank < 0)
 		return;
-	if (o->what == 2)
-		snprintf(val, sizeof(val), "%.9f", r->waited_ns / 1e9);
-	else if (o->what == 3)
-		snprintf(val, sizeof(val), "%.9f", r->late_ns / 1e9);
-	else
-		snprintf(val, sizeof(val), "%" PRIu64, o->what ? r->last : r->ops);
-	snprintf(line, sizeof(line), "%s{comm=\"%.4s\",rank=\"%d\",nranks=\"%d\",pid=\"%u\"} %s\n",
-		 names[o->what], r->comm, r->rank, r->nranks, r->pid, val);
+	straggle__sample(r, "cgbpf_nccl_gpu", o->what, line, sizeof(line));
 	o->m->line(o->m->ctx, line);
 }
 
 static void strag_metrics(const struct gpusrc *g, const struct src_metrics *m)
 {
-	static const char *const head[] = {
+	static const char *const head[STRAG__SERIES] = {
 		"# HELP cgbpf_nccl_gpu_matched_total NCCL operations matched across the ranks of a "
 		"communicator whose every rank is traced here, on the GPU side: NCCL's profiler "
 		"plugin, by NCCL's commHash and its own numbers (comm: its first 4 hex digits, as "
@@ -630,7 +619,7 @@ static void strag_metrics(const struct gpusrc *g, const struct src_metrics *m)
 		"# TYPE cgbpf_nccl_gpu_late_seconds_total counter\n",
 	};
 
-	for (int i = 0; i < 4; i++) {
+	for (enum straggle_series i = 0; i < STRAG__SERIES; i++) {
 		struct strag_out o = { m, i };
 
 		m->line(m->ctx, head[i]);

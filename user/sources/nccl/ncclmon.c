@@ -201,27 +201,15 @@ static void series(const struct ncclmon *nm, void (*out)(void *, const char *), 
 struct strag_out {
 	void (*out)(void *ctx, const char *line);
 	void *ctx;
-	int what;
+	enum straggle_series what;
 };
 
 static void strag_row(void *ctx, const struct straggle_row *r)
 {
 	const struct strag_out *o = ctx;
-	static const char *const names[] = { "cgbpf_nccl_matched_total",
-					     "cgbpf_nccl_entered_last_total",
-					     "cgbpf_nccl_others_waited_seconds_total",
-					     "cgbpf_nccl_late_seconds_total" };
-	char line[256], val[32];
+	char line[256];
 
-	if (o->what == 2)
-		snprintf(val, sizeof(val), "%.9f", r->waited_ns / 1e9);
-	else if (o->what == 3)
-		snprintf(val, sizeof(val), "%.9f", r->late_ns / 1e9);
-	else
-		snprintf(val, sizeof(val), "%" PRIu64, o->what ? r->last : r->ops);
-	/* The id's first 4 hex digits: its short form, as the traces show it. */
-	snprintf(line, sizeof(line), "%s{comm=\"%.4s\",rank=\"%d\",nranks=\"%d\",pid=\"%u\"} %s\n",
-		 names[o->what], r->comm, r->rank, r->nranks, r->pid, val);
+	straggle__sample(r, "cgbpf_nccl", o->what, line, sizeof(line));
 	o->out(o->ctx, line);
 }
 
@@ -230,7 +218,7 @@ static void strag_row(void *ctx, const struct straggle_row *r)
 static void render_strag(const struct ncclmon *nm, void (*out)(void *ctx, const char *line),
 			 void *ctx)
 {
-	static const char *const head[] = {
+	static const char *const head[STRAG__SERIES] = {
 		"# HELP cgbpf_nccl_matched_total NCCL operations matched across the ranks of a "
 		"communicator whose every rank is traced here.\n"
 		"# TYPE cgbpf_nccl_matched_total counter\n",
@@ -244,7 +232,7 @@ static void render_strag(const struct ncclmon *nm, void (*out)(void *ctx, const 
 		"# TYPE cgbpf_nccl_late_seconds_total counter\n",
 	};
 
-	for (int i = 0; i < 4; i++) {
+	for (enum straggle_series i = 0; i < STRAG__SERIES; i++) {
 		struct strag_out o = { out, ctx, i };
 
 		out(ctx, head[i]);
