@@ -518,6 +518,17 @@ int BPF_KRETPROBE(call_exit)
 	return exit(ctx);
 }
 
+/*
+ * A file's last probe (struct api_lib's probed_last, bpf/gpu_rec.h): it
+ * records nothing; its int3 tells the process the file's other probes are
+ * live.
+ */
+SEC("uprobe")
+int BPF_KPROBE(probes_live)
+{
+	return 0;
+}
+
 SEC("uprobe")
 int BPF_KPROBE(call_enter_multi)
 {

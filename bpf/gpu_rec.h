@@ -45,6 +45,16 @@ typedef __s32 gr_s32;
 
 /* Bytes of entries in one batch (the copy BPF makes is bounded by it). */
 #define GPU_BATCH_MAX 4096
+
+/*
+ * The driver function cgbpf probes last in a libcuda file, after every
+ * function it traces there, with a program that does nothing (struct
+ * api_lib's probed_last): once its first byte is int3 in a process, all
+ * of that file's probes are live there. The library's wait in cuInit
+ * (inject/gpu.c, wait_for_driver) reads it. A function no program calls
+ * on a hot path, exported by every driver since CUDA 6.
+ */
+#define GPU_DRIVER_PROBED_LAST "cuGetErrorName"
 /* The library's probe site, by name (cgbpf finds it in the ELF symbols). */
 #define GPU_PROBE_SITE "cgbpf_gpu_batch"
 /*

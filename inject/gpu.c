@@ -1215,12 +1215,17 @@ static const char *const driver_funcs[] = {
 };
 
 #define MAP_WAIT_MS 100		/* CGBPF_MAP_WAIT_MS's default */
-/* After a probed byte is seen: cgbpf attaches a file's return probes (one
- * link: the first bytes change), then its entry probes (a second link,
- * 0.04-0.07 ms later measured idle here, more under load; docs/design.md);
- * calls in between would have no entry. The bytes cannot tell the two
- * apart, so a probed driver is always given this long, also when it was
- * probed at the first look (it may have been probed a moment before). */
+/*
+ * cgbpf attaches a driver file's return probes (one link: the first bytes
+ * change), then its entry probes (a second link), then GPU_DRIVER_PROBED_LAST
+ * (bpf/gpu_rec.h): that one's byte says all are live. A driver without
+ * that function is read by the functions above, whose bytes cannot tell
+ * the links apart: a probed one is then given this long more, also when
+ * it was probed at the first look. The entry link came 0.04-0.6 ms after
+ * the first bytes changed idle here, and once in CI all 200 launches of a
+ * short program were missing with this settle: the mark is the wait to
+ * trust (docs/design.md).
+ */
 #define MAP_SETTLE_US 5000
 
 struct map_wait {
@@ -1245,12 +1250,11 @@ static uint64_t mono_us(void)
  * named, loaded by an absolute path: cgbpf probes it only once it sees
  * the mapping), wait here until it is, at most CGBPF_MAP_WAIT_MS (100 ms;
  * 0: never), so that the program's calls after cuInit are all traced. A
- * process with nobody attached never gets here. Reads one byte of each of
- * a few functions every 200 us: a probed function's first byte is int3;
- * then MAP_SETTLE_US more. w->waited: the file was not probed at the
- * first look (what cgbpf is told, GPU_ST_WAITED); a file probed in
- * advance costs one look and the settle (5 ms, once, in cuInit, only
- * while cgbpf is attached).
+ * process with nobody attached never gets here. Reads the first byte of
+ * GPU_DRIVER_PROBED_LAST every 200 us until it is int3 (or, in a driver
+ * without it, of a few functions, then MAP_SETTLE_US more). w->waited:
+ * the file was not probed at the first look (what cgbpf is told,
+ * GPU_ST_WAITED); a file probed in advance costs one look.
  */
 static void wait_for_driver(void *caller, struct map_wait *w)
 {
@@ -1258,6 +1262,7 @@ static void wait_for_driver(void *caller, struct map_wait *w)
 	const volatile uint8_t *fn[sizeof(driver_funcs) / sizeof(driver_funcs[0])];
 	uint64_t limit = env && *env ? strtoull(env, NULL, 10) : MAP_WAIT_MS, t0;
 	void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	void *last;
 	size_t n = 0;
 	Dl_info di;
 
@@ -1266,7 +1271,10 @@ static void wait_for_driver(void *caller, struct map_wait *w)
 		h = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
 	if (!h || !limit)
 		goto out;
-	for (size_t i = 0; i < sizeof(fn) / sizeof(fn[0]); i++) {
+	last = dlsym(h, GPU_DRIVER_PROBED_LAST);
+	if (last)
+		fn[n++] = last;
+	for (size_t i = 0; i < sizeof(fn) / sizeof(fn[0]) && !last; i++) {
 		void *f = dlsym(h, driver_funcs[i]);
 
 		if (f)
@@ -1286,7 +1294,7 @@ static void wait_for_driver(void *caller, struct map_wait *w)
 		w->waited = true;
 		usleep(200);
 	}
-	if (w->probed) {
+	if (w->probed && !last) {
 		usleep(MAP_SETTLE_US);
 		w->us = mono_us() - t0;
 	}

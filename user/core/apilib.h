@@ -41,6 +41,10 @@ struct api_lib {
 	/* Whether a function sets memory (cuMemset*, cudaMemset*), counted
 	 * as a memset in the summary (NULL: none does). */
 	bool (*is_memset)(uint16_t func);
+	/* A function of the file probed after all others, with a program
+	 * that does nothing, so that a process can tell when every probe of
+	 * the file is live in it (NULL: none; bpf/gpu_rec.h). */
+	const char *probed_last;
 };
 
 /* Bit of a library in a --trace mask. */

@@ -40,6 +40,8 @@ struct lib_file {
 	bool syms_read;
 	size_t n;		/* functions found */
 	uint64_t *offs, *cookies;
+	uint64_t last_off;	/* the api_lib's probed_last, when has_last */
+	bool has_last;
 	bool probed;		/* attached at least once */
 	bool mapped;		/* attach__release_unmapped: seen in a process's maps */
 };
@@ -543,6 +545,8 @@ static int read_syms(const struct api_lib *lib, struct lib_file *f, const char *
 		f->n++;
 	}
 	hmap__free(&offs);
+	if (lib->probed_last && !elfsym__offset(es, lib->probed_last, &f->last_off))
+		f->has_last = true;
 	if (!f->n)
 		warn("%s: none of the %d %s functions cgbpf knows is exported", f->path,
 		     lib->nfuncs, lib->title);
@@ -633,6 +637,17 @@ static int attach_fd(struct attach *a, const struct api_lib *lib, int fd, const 
 		if (!err && f->n) {
 			err = attach__offsets(a, path, f->offs, f->cookies, f->n);
 			n = f->n;
+		}
+		/* Last: once its byte is int3 in a process, the links above
+		 * are all in (the injection library's wait in cuInit). A
+		 * failure costs that wait its certainty only. */
+		if (!err && f->n && f->has_last) {
+			int e = attach__uprobe(a, a->skel->progs.probes_live, path, f->last_off,
+					       false);
+
+			if (e)
+				dbg("%s: %s not probed: %s", display, lib->probed_last,
+				    strerror(-e));
 		}
 	} else if (n < 0) {
 		err = n;

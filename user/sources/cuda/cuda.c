@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "agg.h"
+#include "gpu_rec.h"
 #include "core/apilib.h"
 #include "lib/elf/symbolize.h"
 #include "sources/cuda/cuda.h"
@@ -509,4 +510,5 @@ const struct api_lib cuda_lib = {
 	.ops = &cuda_ops,
 	.agg_cfg = agg_cfg,
 	.is_memset = is_memset,
+	.probed_last = GPU_DRIVER_PROBED_LAST,
 };
