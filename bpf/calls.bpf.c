@@ -399,6 +399,11 @@ static __always_inline int enter(struct pt_regs *ctx)
 				       .func = CK_LIB(cookie) << 16 | CK_FUNC(cookie) };
 		__u64 out = r->args[CK_OUT_ARG(cookie)];
 
+		if (cookie & CK_OUT_ARRAY) {
+			__u64 len = (__u32)r->args[1];
+
+			out = OUT_ARRAY_PTR(out) | (len > 0xffff ? 0xffffull : len) << 48;
+		}
 		bpf_map_update_elem(&stash, &k, &out, BPF_ANY);
 	}
 	str = CK_STR(cookie);
@@ -417,6 +422,39 @@ static __always_inline int enter(struct pt_regs *ctx)
 	}
 	bpf_ringbuf_submit(r, wake_flag());
 	return 0;
+}
+
+/* A CK_OUT_ARRAY call's array (ncclCommInitAll's comms), sent before its
+ * exit record. Read straight into the ring: once per call of a rare
+ * function. */
+static __always_inline void emit_out_array(__u64 pid_tgid, __u64 cookie)
+{
+	struct stash_key k = { .tid = (__u32)pid_tgid,
+			       .func = CK_LIB(cookie) << 16 | CK_FUNC(cookie) };
+	__u64 *p = bpf_map_lookup_elem(&stash, &k), v;
+	struct rec_out_array *r;
+	__u32 len, n;
+
+	if (!p || !OUT_ARRAY_PTR(*p))
+		return;
+	v = *p;
+	len = OUT_ARRAY_LEN(v);
+	n = len < OUT_ARRAY_MAX ? len : OUT_ARRAY_MAX;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count_drop(REC_OUT_ARRAY);
+		return;
+	}
+	fill_hdr(&r->hdr, REC_OUT_ARRAY, sizeof(*r), pid_tgid);
+	r->func = CK_FUNC(cookie);
+	r->lib = CK_LIB(cookie);
+	r->pad = 0;
+	r->len = len;
+	r->n = 0;
+	if (n && n <= OUT_ARRAY_MAX &&
+	    !bpf_probe_read_user(r->v, n * sizeof(r->v[0]), (void *)OUT_ARRAY_PTR(v)))
+		r->n = n;
+	bpf_ringbuf_submit(r, wake_flag());
 }
 
 static __always_inline int exit(struct pt_regs *ctx)
@@ -455,6 +493,8 @@ static __always_inline int exit(struct pt_regs *ctx)
 			bpf_map_delete_elem(&str_retry, &k);
 		}
 	}
+	if ((cookie & CK_STASH) && (cookie & CK_OUT_ARRAY))
+		emit_out_array(pid_tgid, cookie);
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
 		count_drop(REC_CALL_EXIT);
@@ -477,17 +517,19 @@ static __always_inline int exit(struct pt_regs *ctx)
 		__u64 *p = bpf_map_lookup_elem(&stash, &k);
 
 		if (p) {
-			__u64 out = 0;
+			__u64 out = 0, ptr = *p;
 
-			if (*p && (cookie & CK_OUT32)) {
+			if (cookie & CK_OUT_ARRAY)
+				ptr = OUT_ARRAY_PTR(ptr);
+			if (ptr && (cookie & CK_OUT32)) {
 				__u32 o32 = 0;
 
 				/* An int: 8 bytes could run off its page. */
-				if (!bpf_probe_read_user(&o32, sizeof(o32), (void *)*p)) {
+				if (!bpf_probe_read_user(&o32, sizeof(o32), (void *)ptr)) {
 					r->out = o32;
 					r->has_out = 1;
 				}
-			} else if (*p && !bpf_probe_read_user(&out, sizeof(out), (void *)*p)) {
+			} else if (ptr && !bpf_probe_read_user(&out, sizeof(out), (void *)ptr)) {
 				r->out = out;
 				r->has_out = 1;
 			}

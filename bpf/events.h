@@ -35,6 +35,7 @@ enum rec_type {
 	REC_PY_FRAMES,		/* struct rec_py_frames (bpf/pyframes_rec.h): Python frames */
 	REC_PY_CODE,		/* struct rec_py_code (bpf/pycode_rec.h): a code object described */
 	REC_PY_SITE,		/* struct rec_py_site (bpf/pysites_rec.h): monitor call-site sample */
+	REC_OUT_ARRAY,		/* struct rec_out_array: an out array, before its call's exit */
 	REC__COUNT,
 };
 
@@ -67,6 +68,9 @@ struct rec_hdr {
  *   bits 28..29 with bit 24: index of the stashed out-pointer argument
  *               (0 = a0; ncclCommSplit's newcomm is a3)
  *   bit  30     with bit 24: the out value is 32 bits wide (an int *)
+ *   bit  35     with bit 24: the out pointer is an array of a1 words
+ *               (ncclCommInitAll's comms): the return sends them all
+ *               (CK_OUT_ARRAY, struct rec_out_array)
  */
 enum probe_kind {
 	PK_REGS = 0,		/* the six register arguments */
@@ -97,8 +101,30 @@ enum probe_kind {
 #define CK_PASS		(1ull << 32)
 #define CK_TRIG_ON	(1ull << 33)
 #define CK_TRIG_OFF	(1ull << 34)
+#define CK_OUT_ARRAY	(1ull << 35)
+/* The stash of a CK_OUT_ARRAY call: the pointer in the low 48 bits (an
+ * x86-64 user address), the length (a1, clamped) above. */
+#define OUT_ARRAY_PTR(v)	((v) & 0xffffffffffffull)
+#define OUT_ARRAY_LEN(v)	((__u32)((v) >> 48))
+#define OUT_ARRAY_MAX	64
 
 #define CALL_NARGS 11
+
+/*
+ * The words of a CK_OUT_ARRAY call's out array, read at its return and
+ * sent right before its exit record: v[0 .. n - 1] of len (the call's
+ * length argument; n < len: the array was longer than OUT_ARRAY_MAX, or
+ * unreadable past n). Once per call of a rare function: fixed size.
+ */
+struct rec_out_array {
+	struct rec_hdr hdr;
+	__u16 func;
+	__u8 lib;
+	__u8 pad;
+	__u16 n;
+	__u16 len;
+	__u64 v[OUT_ARRAY_MAX];
+};
 
 /* Entry of a probed function: a0..a5 registers, a6..a10 per probe_kind. */
 struct rec_call_enter {

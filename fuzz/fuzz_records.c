@@ -149,6 +149,9 @@ static void dispatch(struct nvtx *nv, bool monitor, const void *data, size_t siz
 	case REC_STRING:
 		model__string(&model, data);
 		break;
+	case REC_OUT_ARRAY:
+		model__out_array(&model, data);
+		break;
 	case REC_PROC_FORK:
 		hmap__put(live, ((const struct rec_proc *)data)->other, 1);
 		break;

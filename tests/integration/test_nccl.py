@@ -316,15 +316,18 @@ def test_threads_comm_tracks():
     r = res("threads")
     wid, _ = check_comm_tracks(r)
     n = r.cfg["ranks"]
-    # ncclCommInitAll in the main thread: comms[0] is read back (rank 0 of
-    # n); the others are learned from their use, without an id.
+    # ncclCommInitAll in the main thread: comms[0 .. n - 1] are read back
+    # at its return (one record), rank i of n each, one id for all.
     pid = r.wl["pid"]
     names = sorted(t.name for t in comm_tracks(r).values() if t.pid == pid)
-    init_all = [nm for nm in names if re.match(r"^NCCL comm [0-9a-f]{4} rank 0/%d$" % n, nm)
-                and not nm.startswith("NCCL comm %s " % wid)]
-    eq(len(init_all), 1, "comms[0] of ncclCommInitAll: %r" % names)
+    init_all = [re.match(r"^NCCL comm ([0-9a-f]{4}) rank (\d+)/%d$" % n, nm) for nm in names
+                if not nm.startswith("NCCL comm %s " % wid)]
+    init_all = sorted(m.groups() for m in init_all if m)
+    eq(sorted(rk for _, rk in init_all), sorted(str(i) for i in range(n)),
+       "comms[0 .. %d] of ncclCommInitAll by rank: %r" % (n - 1, names))
+    eq(len({cid for cid, _ in init_all}), 1, "one id for ncclCommInitAll's: %r" % init_all)
     unknown = [nm for nm in names if re.match(r"^NCCL comm \(0x[0-9a-f]+\) rank \?/\?$", nm)]
-    eq(len(unknown), n - 1, "comms[1..] of ncclCommInitAll: %r" % names)
+    eq(unknown, [], "no communicator of unknown id")
     # The world and the split child of each rank, and ncclCommInitAll's n.
     eq(len(names), n + n + n, "comm tracks in all: %r" % names)
 
@@ -519,9 +522,9 @@ def test_threads_summary_recomputed_from_the_trace():
     check_summary(r)
     n = r.cfg["ranks"]
     _, lines = summary_rows(r)
-    # The world, two split children, comms[0] of ncclCommInitAll and its
-    # n - 1 others (unknown id), all in one process.
-    want = "%d communicator(s), %d rank(s) traced" % (1 + 2 + 1 + n - 1, n + n + 1 + n - 1)
+    # The world, two split children and ncclCommInitAll's, all in one
+    # process.
+    want = "%d communicator(s), %d rank(s) traced" % (1 + 2 + 1, n + n + n)
     check(any(want in ln for ln in lines), "%r in the summary" % want)
 
 

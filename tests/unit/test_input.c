@@ -143,6 +143,24 @@ static void test_call_py(const struct rec_call_enter *plain)
 	      "split: the call record is the plain one");
 }
 
+/* ncclCommInitAll's comms (REC_OUT_ARRAY): bounded, within the call's length. */
+static void test_out_array(void)
+{
+	struct rec_out_array o = { .hdr = { .type = REC_OUT_ARRAY, .size = sizeof(o) },
+				   .lib = LIB_NCCL, .n = 4, .len = 4 };
+
+	check(!ingest__check(&o, sizeof(o)), "ingest: an out array of 4 of 4 passes");
+	o.n = 5;
+	check(ingest__check(&o, sizeof(o)) == -EINVAL, "ingest: more words than the call's length");
+	o.n = o.len = OUT_ARRAY_MAX + 1;
+	check(ingest__check(&o, sizeof(o)) == -EINVAL, "ingest: more words than the record holds");
+	o.n = o.len = 4;
+	o.func = apilib__get(LIB_NCCL)->nfuncs;
+	check(ingest__check(&o, sizeof(o)) == -EINVAL, "ingest: an unknown function");
+	o.func = 0;
+	check(ingest__check(&o, sizeof(o) - 8) == -EINVAL, "ingest: a short record");
+}
+
 static void test_ingest(void)
 {
 	struct rec_call_enter e = { .hdr = { .type = REC_CALL_ENTER, .size = sizeof(e) } };
@@ -180,6 +198,7 @@ static void test_ingest(void)
 	nv.str[2] = 0;
 	nv.probe = NV__COUNT;
 	check(ingest__check(&nv, nv.hdr.size) == -EINVAL, "ingest: an unknown NVTX probe");
+	test_out_array();
 }
 
 static int count_entry(const char *name, const char *path, void *ctx)

@@ -455,6 +455,9 @@ static void replay(struct model *m, struct gpu *gpu, const uint8_t *data, uint32
 	case REC_STRING:
 		model__string(m, (const void *)data);
 		break;
+	case REC_OUT_ARRAY:
+		model__out_array(m, (const void *)data);
+		break;
 	case REC_PROC_EXIT:
 		model__proc_exit(m, (const void *)data);
 		break;

@@ -808,6 +808,9 @@ static int handle_record(void *ctx, void *data, size_t size)
 	case REC_STRING:
 		model__string(&r->model, data);
 		break;
+	case REC_OUT_ARRAY:
+		model__out_array(&r->model, data);
+		break;
 	case REC_PROC_FORK: {
 		const struct rec_proc *p = data;
 

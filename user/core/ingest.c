@@ -20,6 +20,8 @@ size_t ingest__min_size(unsigned type)
 		return sizeof(struct rec_call_enter);
 	case REC_CALL_EXIT:
 		return sizeof(struct rec_call_exit);
+	case REC_OUT_ARRAY:
+		return sizeof(struct rec_out_array);
 	case REC_STRING:
 		return offsetof(struct rec_string, str) + 1;
 	case REC_PROC_FORK:
@@ -81,6 +83,14 @@ int ingest__check(const void *data, size_t size)
 		const struct rec_call_exit *c = data;
 
 		if (!known_call(c->lib, c->func))
+			return -EINVAL;
+		break;
+	}
+	case REC_OUT_ARRAY: {
+		const struct rec_out_array *o = data;
+
+		if (size != sizeof(*o) || !known_call(o->lib, o->func) || o->n > OUT_ARRAY_MAX ||
+		    o->n > o->len)
 			return -EINVAL;
 		break;
 	}

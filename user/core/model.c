@@ -67,8 +67,10 @@ static void free_proc(struct model *m, struct proc *p)
 
 static void free_thread(struct thread *t)
 {
-	for (int i = 0; i < t->depth; i++)
+	for (int i = 0; i < t->depth; i++) {
 		free(t->stack[i].str);
+		free(t->stack[i].outs);
+	}
 	free(t->stack);
 	free(t->bt);
 	free(t);
@@ -385,6 +387,7 @@ static void mute(struct model *m, struct proc *only, bool muted, uint64_t ts,
 
 			if (keep && !keep(c->lib, c->func)) {
 				free(c->str);
+				free(c->outs);
 				continue;
 			}
 			if (n != i)
@@ -466,6 +469,7 @@ void model__call_enter(struct model *m, const struct rec_call_enter *r)
 		if (old->written)
 			EMIT(m, call_end, t, old);
 		free(old->str);
+		free(old->outs);
 		memmove(&t->stack[0], &t->stack[1], (CALL_DEPTH - 1) * sizeof(t->stack[0]));
 		t->depth--;
 		m->lost_exits++;
@@ -482,6 +486,27 @@ void model__call_enter(struct model *m, const struct rec_call_enter *r)
 	 * is needed by the begin event, so wait for it. */
 	if (!has_string(m, c))
 		begin(m, t, c);
+}
+
+/* The out array of the call about to return on its thread (it comes right
+ * before the exit record), for the domain module's exit. */
+void model__out_array(struct model *m, const struct rec_out_array *r)
+{
+	uint64_t *v = hmap__get(&m->threads, r->hdr.tid);
+	struct thread *t = v ? (void *)(uintptr_t)*v : NULL;
+	struct call *c;
+
+	if (!t || !t->depth)
+		return;
+	c = &t->stack[t->depth - 1];
+	if (c->func != r->func || c->lib != r->lib || c->outs || !r->n || r->n > OUT_ARRAY_MAX)
+		return;
+	c->outs = malloc(r->n * sizeof(*c->outs));
+	if (!c->outs)
+		return;
+	memcpy(c->outs, r->v, r->n * sizeof(*c->outs));
+	c->nouts = r->n;
+	c->out_len = r->len;
 }
 
 void model__string(struct model *m, const struct rec_string *r)
@@ -551,6 +576,8 @@ static void end_call(struct model *m, struct thread *t, struct call *c)
 		EMIT(m, call_end, t, c);
 	free(c->str);
 	c->str = NULL;
+	free(c->outs);
+	c->outs = NULL;
 }
 
 void model__call_exit(struct model *m, const struct rec_call_exit *r)

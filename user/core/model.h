@@ -101,6 +101,10 @@ struct call {
 	 * innermost frame and of the innermost user frame when it is another;
 	 * strings live as long as the capture. NULL: none. */
 	const char *py_site, *py_user;
+	/* A CK_OUT_ARRAY call's out array (model__out_array), owned: nouts
+	 * words of out_len (bpf/events.h), or NULL. */
+	uint64_t *outs;
+	uint16_t nouts, out_len;
 	char scratch[3][160];	/* storage for formatted annotation strings */
 	const struct stack *bt;	/* at call_end: backtrace of a slow call, or NULL */
 };
@@ -300,6 +304,7 @@ void model__call_exit(struct model *m, const struct rec_call_exit *r);
 /* r is as ustr__resolve() returns it: a string BPF could not read is read
  * from the process or named "(unreadable at 0x...)" already. */
 void model__string(struct model *m, const struct rec_string *r);
+void model__out_array(struct model *m, const struct rec_out_array *r);
 void model__proc_exit(struct model *m, const struct rec_proc *r);
 void model__thread_exit(struct model *m, const struct rec_proc *r);
 /* A CPU sample of thread tid (user/sources/stacks/stacks.c). */

@@ -685,8 +685,8 @@ static void nccl_comms(FILE *f, struct sumtab_nccl_comm *all, size_t n)
 				j++;
 			fprintf(f, "     %04x:", (unsigned)(all[i].id >> 48));
 		} else {
-			fprintf(f, "     (0x%" PRIx64 ", id unknown: created before attach or by "
-				   "ncclCommInitAll after comms[0]):", all[i].handle);
+			fprintf(f, "     (0x%" PRIx64 ", id unknown: created before attach or "
+				   "unseen at its creation):", all[i].handle);
 		}
 		for (size_t k = i; k < j; k++) {
 			char r[16], nr[16];

@@ -291,6 +291,7 @@ void summary__print(struct summary *s, const struct model *m, const struct captu
 		[REC_STACK_SAMPLE] = "CPU samples", [REC_STACK_BT] = "backtraces",
 		[REC_SYSCALL] = "syscalls", [REC_NVTX] = "NVTX events",
 		[REC_GPU_BATCH] = "GPU activity batches",
+		[REC_OUT_ARRAY] = "out arrays (ncclCommInitAll's comms)",
 	};
 	uint64_t dropped = 0;
 	char b[32];

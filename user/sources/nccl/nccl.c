@@ -84,7 +84,8 @@ static uint64_t cookie(uint16_t func)
 		 * commHash); rank moves up to the third register. */
 		return CK_MAKE_OUT(LIB_NCCL, func, PK_NCCL_UID, 0, 0);
 	case NC_C_INIT_ALL:
-		return CK_MAKE_OUT(LIB_NCCL, func, PK_REGS, 0, 0);
+		/* comms[0 .. ndev - 1]: all read at the return. */
+		return CK_MAKE_OUT(LIB_NCCL, func, PK_REGS, 0, 0) | CK_OUT_ARRAY;
 	case NC_C_SPLIT:
 		return CK_MAKE_OUT(LIB_NCCL, func, PK_REGS, 3, 0);
 	case NC_C_COUNT:
@@ -451,13 +452,20 @@ static void exit_(struct model *m, struct thread *t, struct call *c)
 		annot_comm(c, true, nc->comm);
 		break;
 	case NC_C_INIT_ALL:
-		/* Only comms[0] is read back: the others become known (without
-		 * an id) when first used. */
+		/* One communicator of ndev ranks, all in this process: comms[i]
+		 * is rank i. The array comes in its own record (CK_OUT_ARRAY,
+		 * at most OUT_ARRAY_MAX); without it (lost, or past the
+		 * bound) comms[0] is the exit's out word and the others become
+		 * known, without an id, when first used. Its unique id is made
+		 * inside NCCL: the id is cgbpf's, not NCCL's commHash. */
 		if (!ok || !c->has_out || !c->out)
 			break;
 		id = hash__u64((uint64_t)t->proc->pid << 32 ^ ++np->init_alls ^ hash__u64(c->out));
 		nc->comm = comm_new(np, t->proc->pid, c->out, id, 0, (int32_t)a[1]);
 		annot_comm(c, true, nc->comm);
+		for (uint16_t i = 1; c->outs && c->outs[0] == c->out && i < c->nouts; i++)
+			if (c->outs[i] && !hmap__get(&np->comms, c->outs[i]))
+				comm_new(np, t->proc->pid, c->outs[i], id, i, (int32_t)a[1]);
 		break;
 	case NC_C_SPLIT:
 		if (!ok)
