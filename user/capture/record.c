@@ -734,6 +734,34 @@ static int handle_ctl(void *ctx, void *data, size_t size)
  * reads the ctl ring first). */
 #define CTL_EVERY 512
 
+/* A target process exited: its last records are in. */
+static void on_proc_exit(struct session *r, const struct rec_proc *p)
+{
+	const struct rec_hdr *h = &p->hdr;
+
+	if (r->forked.count)
+		child_exit(r, h->pid, h->ts, p->comm, p->flags);
+	model__proc_exit(&r->model, p);
+	capture__proc_exit(r->cap, h->pid, h->ts);
+	target_gone(r, h->pid, true);
+	hmap__del(&r->seen, h->pid, NULL);
+	proc_event(r, SRC_PROC_EXIT, h->pid, h->ts);
+	if (r->mon) {
+		/* exit_code: status << 8 | terminating signal. */
+		int sig = p->other & 0x7f, status = (p->other >> 8) & 0xff;
+
+		if (r->o->monitor->trigger_exit && ((sig && sig != SIGINT && sig != SIGTERM) ||
+						    (!sig && status))) {
+			info("pid %u (%.16s) exited %s %d: dumping", h->pid, p->comm,
+			     sig ? "on signal" : "with status", sig ? sig : status);
+			monitor__trigger(r->mon, "exit");
+		}
+		/* Days of processes coming and going: forget the dead. */
+		monitor__proc_exit(r->mon, h->pid, p->comm);
+		model__forget(&r->model, h->pid);
+	}
+}
+
 /* The events ring's callback (s->handle): validates a record and gives it
  * to the core or the source that takes its type. */
 static int handle_record(void *ctx, void *data, size_t size)
@@ -855,32 +883,9 @@ static int handle_record(void *ctx, void *data, size_t size)
 		exec_probed(h);
 		scan(r, h->pid);
 		break;
-	case REC_PROC_EXIT: {
-		const struct rec_proc *p = data;
-
-		if (r->forked.count)
-			child_exit(r, h->pid, h->ts, p->comm, p->flags);
-		model__proc_exit(&r->model, data);
-		capture__proc_exit(r->cap, h->pid, h->ts);
-		target_gone(r, h->pid, true);
-		hmap__del(&r->seen, h->pid, NULL);
-		proc_event(r, SRC_PROC_EXIT, h->pid, h->ts);
-		if (r->mon) {
-			/* exit_code: status << 8 | terminating signal. */
-			int sig = p->other & 0x7f, status = (p->other >> 8) & 0xff;
-
-			if (r->o->monitor->trigger_exit && ((sig && sig != SIGINT && sig != SIGTERM) ||
-							    (!sig && status))) {
-				info("pid %u (%.16s) exited %s %d: dumping", h->pid, p->comm,
-				     sig ? "on signal" : "with status", sig ? sig : status);
-				monitor__trigger(r->mon, "exit");
-			}
-			/* Days of processes coming and going: forget the dead. */
-			monitor__proc_exit(r->mon, h->pid, p->comm);
-			model__forget(&r->model, h->pid);
-		}
+	case REC_PROC_EXIT:
+		on_proc_exit(r, data);
 		break;
-	}
 	case REC_THREAD_EXIT:
 		model__thread_exit(&r->model, data);
 		break;
