@@ -58,10 +58,13 @@
 /* ------------------------------------------------------------ flight ring */
 
 /*
- * The flight recorder: ring records as [u32 length][record], 8-byte
- * aligned, never split across the end (a zero length, or fewer than 4
- * bytes left, means "continue at the start"). The oldest records go when
- * space is needed or when they fall out of the time window.
+ * The flight recorder: ring records as [u32 length][u32 0][record], each
+ * entry and so each record 8-byte aligned as in the BPF ring (the model
+ * reads their fields in place: a record at 4 mod 8 was undefined
+ * behaviour, UBSan's "misaligned address"), never split across the end
+ * (a zero length, or fewer than 4 bytes left, means "continue at the
+ * start"). The oldest records go when space is needed or when they fall
+ * out of the time window.
  */
 struct flight {
 	uint8_t *buf;
@@ -70,9 +73,11 @@ struct flight {
 	uint64_t dropped;	/* records too big to keep */
 };
 
+#define ENT_HDR 8
+
 static size_t ent_size(size_t len)
 {
-	return (4 + len + 7) & ~(size_t)7;
+	return (ENT_HDR + len + 7) & ~(size_t)7;
 }
 
 static void flight_evict(struct flight *f)
@@ -99,7 +104,7 @@ static const void *flight_oldest(const struct flight *f, uint32_t *len)
 	if (f->cap - t < 4 || !(memcpy(len, f->buf + t, 4), *len))
 		t = 0;
 	memcpy(len, f->buf + t, 4);
-	return f->buf + t + 4;
+	return f->buf + t + ENT_HDR;
 }
 
 static void flight_put(struct flight *f, const void *data, size_t len)
@@ -143,7 +148,8 @@ static void flight_put(struct flight *f, const void *data, size_t len)
 		flight_evict(f);
 	}
 	memcpy(f->buf + f->head, &l32, 4);
-	memcpy(f->buf + f->head + 4, data, len);
+	memset(f->buf + f->head + 4, 0, ENT_HDR - 4);
+	memcpy(f->buf + f->head + ENT_HDR, data, len);
 	f->head += need;
 	f->n++;
 	/* The time window: what is older than it goes too. */
@@ -166,7 +172,7 @@ static uint8_t *flight_copy(const struct flight *f, size_t *out_len)
 		if (f->cap - t < 4 || !(memcpy(&len, f->buf + t, 4), len))
 			t = 0;
 		memcpy(&len, f->buf + t, 4);
-		memcpy(out + o, f->buf + t, 4 + len);
+		memcpy(out + o, f->buf + t, ENT_HDR + len);
 		o += ent_size(len);
 		t += ent_size(len);
 	}
@@ -478,8 +484,8 @@ static void name_exited(struct model *m, const uint8_t *data, size_t size)
 	struct hmap best = { 0 };	/* pid -> offset + 1, bit 63: the main thread's */
 	uint64_t k, v;
 
-	for (size_t o = 0; o + 4 <= size;) {
-		const struct rec_proc *p = (const void *)(data + o + 4);
+	for (size_t o = 0; o + ENT_HDR <= size;) {
+		const struct rec_proc *p = (const void *)(data + o + ENT_HDR);
 		uint32_t len;
 		uint64_t *b;
 		bool main;
@@ -496,7 +502,7 @@ static void name_exited(struct model *m, const uint8_t *data, size_t size)
 		o += ent_size(len);
 	}
 	for (size_t it = 0; hmap__next(&best, &it, &k, &v);) {
-		const struct rec_proc *p = (const void *)(data + (v & ~(1ull << 63)) - 1 + 4);
+		const struct rec_proc *p = (const void *)(data + (v & ~(1ull << 63)) - 1 + ENT_HDR);
 
 		if (!procfs__alive((uint32_t)k))
 			model__proc_name(m, (uint32_t)k, p->comm);
@@ -542,11 +548,11 @@ static void *dump_worker(void *arg)
 	pftrace__clock_snapshot(pt);
 	pftrace__system_info(pt);
 	name_exited(&m, j->data, j->len);
-	for (size_t o = 0; o + 4 <= j->len;) {
+	for (size_t o = 0; o + ENT_HDR <= j->len;) {
 		uint32_t len;
 
 		memcpy(&len, j->data + o, 4);
-		replay(&m, gpu, j->data + o + 4, len);
+		replay(&m, gpu, j->data + o + ENT_HDR, len);
 		j->records++;
 		o += ent_size(len);
 	}
