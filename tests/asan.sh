@@ -33,6 +33,7 @@ selection=(
 	test_isolation::test_library_in_private_mount_namespace
 	test_monitor::test_monitor_bad_input
 	test_monitor::test_monitor_http_slow_and_oversized_clients
+	test_monitor::test_monitor_dump_names_communicators_created_before_its_ring
 	test_merge::test_merge_bad_input
 	test_export::test_bad_inputs
 	test_export::test_hostile_names

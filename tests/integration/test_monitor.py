@@ -71,6 +71,9 @@ class Monitor:
         self.p.send_signal(signal.SIGTERM)
         rc = self.p.wait(60)
         self.t.join(5)
+        if rc:
+            print("# monitor exit %d; stderr's end:\n# %s" % (rc, "\n# ".join(
+                self.stderr().splitlines()[-40:])))
         return rc
 
 
@@ -1039,7 +1042,9 @@ def test_monitor_dump_names_an_exited_process_after_its_main_thread():
 def test_monitor_nccl_hang_dumps_the_flight_recorder():
     """With a flight recorder, a hang is a trigger: the dump is named
     after it, written while the hang lasts, and holds the ranks'
-    all-reduces before it on the world communicator's tracks."""
+    all-reduces before it on the world communicator's tracks, as record
+    writes them ("NCCL comm ID rank r/4"), which cgbpf stats reads: the
+    straggler report has the world's four ranks."""
     from harness import FAKE, Skip
     if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
             os.path.join(FAKE, "libnccl.so.2")):
@@ -1053,13 +1058,14 @@ def test_monitor_nccl_hang_dumps_the_flight_recorder():
                    "--hang-ms", "4000"], env=mon.wl_env())
         files = wait_dump(mon, 1, "the hang's dump")
         check(w.poll() is None, "written while the job hangs")
-        check("NCCL hang?" in mon.stderr(), "the hang said")
+        check("NCCL hang?" in mon.stderr(), "the hang said (dumps %r; stderr %r)"
+              % (files, mon.stderr()[-1500:]))
         check(re.search(r"-[a-z+-]*nccl-hang[a-z+-]*\.perfetto-trace$", files[0]),
               "the dump named after the trigger: %r" % files)
         t = ptrace.load(files[0])
         clean_trace(t)
         # The ranks' calls before the hang: three all-reduces each, on
-        # the world communicator (a dump has no communicator tracks).
+        # the world communicator.
         per = {}
         for x in t.slices:
             m = re.match(r"^\w+ rank (\d)/4$", x.args.get("comm", ""))
@@ -1070,6 +1076,20 @@ def test_monitor_nccl_hang_dumps_the_flight_recorder():
            "the 4 ranks' all-reduces on the world communicator in the dump: %r" % per)
         check(all(len(per.get((r, "n"), [])) >= 3 for r in range(4)),
               "three each before the hang: %r" % per)
+        comm = {u: k.name for u, k in t.tracks.items()
+                if re.match(r"^NCCL comm [0-9a-f]{4} rank \d/4$", k.name or "")}
+        eq(sorted(int(n.split()[4][0]) for n in comm.values()), [0, 1, 2, 3],
+           "the world's four rank tracks in the dump: %r" % sorted(comm.values()))
+        ons = {comm[u]: sum(1 for x in t.slices_on(track_uuid=u) if x.name == "ncclAllReduce")
+               for u in comm}
+        check(all(v >= 3 for v in ons.values()), "three all-reduces on each: %r" % ons)
+        p = subprocess.run([CGBPF, "stats", "--report", "nccl_stragglers", "--format", "csv",
+                            files[0]], capture_output=True, text=True, timeout=120)
+        eq(p.returncode, 0, "cgbpf stats on the dump (stderr %r)" % p.stderr[-500:])
+        wid = comm and list(comm.values())[0].split()[2]
+        rows = [ln for ln in p.stdout.splitlines() if ln.startswith(wid + ",")]
+        eq(sorted(ln.split(",")[1] for ln in rows), ["0", "1", "2", "3"],
+           "the straggler report's world rows from the dump:\n%s" % p.stdout)
         eq(w.wait(120), 0, "nccl_ranks exit")
     finally:
         eq(mon.stop(), 0, "monitor exit")
@@ -1106,3 +1126,68 @@ def test_monitor_nccl_straggler_counts():
     late = by_rank("cgbpf_nccl_late_seconds_total")
     check(late[2] >= 24 * 0.005 and all(late[r] < late[2] / 2 for r in (0, 1, 3)),
           "its lateness, ~10 ms a time, far above the others': %r" % late)
+
+
+def test_monitor_dump_names_communicators_created_before_its_ring():
+    """A dump whose ring (1 s) starts long after the job created its
+    communicators: the world's tracks are still "NCCL comm ID rank r/4",
+    the live model's, and its all-reduces are numbered as the live model
+    numbered them (the same number for the same operation in every rank,
+    not from 1), so cgbpf stats on the dump matches them and names the
+    slow rank."""
+    from harness import FAKE, Skip
+    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
+            os.path.join(FAKE, "libnccl.so.2")):
+        raise Skip("nccl_ranks / fake libnccl.so.2 not built (no CUDA toolkit: they need nccl.h)")
+    d = tmpdir()
+    mon = Monitor(["--flight-recorder", "1s", "--trigger-slow", "off", "--no-trigger-errors",
+                   "--interval", "1h", "--comm", "nccl_ranks"], d)
+    w = None
+    try:
+        w = start([wl("nccl_ranks"), "--ranks", "4", "--iters", "100", "--procs",
+                   "--slow-rank", "2", "--slow-us", "40000"], env=mon.wl_env())
+
+        def far_enough():
+            seqs = series(mon.scrape(), "cgbpf_nccl_last_seq", nranks=4)
+            return len(seqs) >= 4 and min(seqs.values()) >= 45
+        # 45 all-reduces of 40 ms: 1.8 s after the communicators' creation.
+        wait_for(far_enough, 60, "45 all-reduces in every rank")
+        r = subprocess.run([CGBPF, "dump", "--listen", mon.listen], capture_output=True,
+                           text=True, timeout=30)
+        eq(r.returncode, 0, "cgbpf dump exit (stderr %r)" % r.stderr)
+        files = wait_dump(mon, 1, "the requested dump")
+        t = ptrace.load(files[0])
+        clean_trace(t)
+        check(not any(x.name.startswith("ncclCommInit") for x in t.slices),
+              "the ring starts after the communicators' creation")
+        world = {u: k.name for u, k in t.tracks.items()
+                 if re.match(r"^NCCL comm [0-9a-f]{4} rank \d/4$", k.name or "")}
+        eq(sorted(int(n.split()[4][0]) for n in world.values()), [0, 1, 2, 3],
+           "the world's four rank tracks: %r" % sorted(k.name for k in t.tracks.values()
+                                                     if (k.name or "").startswith("NCCL")))
+        seqs = {}
+        for u, n in world.items():
+            seqs[n] = sorted(x.args["seq"] for x in t.slices_on(track_uuid=u)
+                             if x.name == "ncclAllReduce" and "seq" in x.args)
+        check(all(v and v[0] > 1 for v in seqs.values()),
+              "numbered as the live model did, not from 1: %r" %
+              {k: v[:3] for k, v in seqs.items()})
+        check(all(v == list(range(v[0], v[0] + len(v))) for v in seqs.values()),
+              "each rank's numbers consecutive: %r" % seqs)
+        common = set.intersection(*(set(v) for v in seqs.values()))
+        check(len(common) >= 10, "the same numbers in every rank: %r" % seqs)
+        p = subprocess.run([CGBPF, "stats", "--report", "nccl_stragglers", "--format", "csv",
+                            files[0]], capture_output=True, text=True, timeout=120)
+        eq(p.returncode, 0, "cgbpf stats on the dump (stderr %r)" % p.stderr[-500:])
+        wid = list(world.values())[0].split()[2]
+        rows = {ln.split(",")[1]: ln.split(",") for ln in p.stdout.splitlines()
+                if ln.startswith(wid + ",")}
+        eq(sorted(rows), ["0", "1", "2", "3"], "the world's rows:\n%s" % p.stdout)
+        head = p.stdout.split("\n\n", 1)[-1].strip().splitlines()[0].split(",")
+        col = {c: i for i, c in enumerate(head)}
+        check(int(rows["2"][col["collectives"]]) >= 10 and
+              float(rows["2"][col["last_pct"]]) >= 80,
+              "rank 2 entered last in most of its matched all-reduces:\n%s" % p.stdout)
+    finally:
+        kill_quiet(w)
+        eq(mon.stop(), 0, "monitor exit")

@@ -33,6 +33,7 @@
 #include "sources/gpu/gpu.h"
 #include "sources/nccl/nccl.h"
 #include "sources/nccl/ncclmon.h"
+#include "sources/nccl/ncclpf.h"
 #include "sources/nccl/ncclsum.h"
 #include "sources/python/pysites.h"
 #include "sources/syscalls/syscalls.h"
@@ -190,6 +191,9 @@ struct dump_job {
 	char tmp[256 + 8];
 	int err;
 	uint64_t records;
+	/* The live model's NCCL communicators at the snapshot (nccl.h). */
+	struct nccl_seed *seeds;
+	size_t nseeds;
 };
 
 /* A client connection: reading its request, then writing the answer. */
@@ -401,6 +405,7 @@ void monitor__free(struct monitor *mo)
 	if (mo->working) {
 		pthread_join(mo->worker, NULL);
 		free(mo->job.data);
+		nccl__seeds_free(mo->job.seeds, mo->job.nseeds);
 	}
 	if (mo->lfd >= 0)
 		close(mo->lfd);
@@ -510,6 +515,28 @@ static void name_exited(struct model *m, const uint8_t *data, size_t size)
 	hmap__free(&best);
 }
 
+/* The snapshot's NCCL operations on communicators created before it:
+ * counted in a first replay, so that the dump numbers them as the live
+ * model did (nccl__seeds_rebase). */
+static void count_seeded(struct dump_job *j)
+{
+	struct model c;
+
+	if (!j->nseeds)
+		return;
+	model__init(&c);
+	nccl__seed(&c, j->seeds, j->nseeds);
+	for (size_t o = 0; o + ENT_HDR <= j->len;) {
+		uint32_t len;
+
+		memcpy(&len, j->data + o, 4);
+		replay(&c, NULL, j->data + o + ENT_HDR, len);
+		o += ent_size(len);
+	}
+	nccl__seeds_rebase(j->seeds, j->nseeds, &c);
+	model__free(&c);
+}
+
 static void *dump_worker(void *arg)
 {
 	struct monitor *mo = arg;
@@ -520,7 +547,8 @@ static void *dump_worker(void *arg)
 	int fd = outfile__create(mo->dirfd, j->tmp, OUTFILE_PRIVATE_MODE);
 	struct pftrace *pt = fd < 0 ? NULL : pftrace__fdopen(fd);
 	struct model m;
-	struct sink sk, gs;
+	struct sink sk, gs, before, after, ss;
+	struct ncclsum *sum;
 	struct gpu *gpu;
 
 	if (!pt) {
@@ -535,6 +563,16 @@ static void *dump_worker(void *arg)
 	model__init(&m);
 	sk = pfsink__sink(pt);
 	model__add_sink(&m, &sk);
+	/* NCCL as record writes it: the communicators' tracks around the
+	 * threads' slices, and their list for cgbpf stats (ENOMEM: the
+	 * dump has the threads' slices only). */
+	sum = ncclsum__new(&m);
+	before = ncclpf__sink_before(pt);
+	after = ncclpf__sink_after(pt);
+	ss = sum ? ncclsum__sink(sum) : (struct sink){ 0 };
+	if (!sum || model__add_sink_first(&m, &before) || model__add_sink(&m, &after) ||
+	    model__add_sink(&m, &ss))
+		warn("flight recorder dump: no NCCL communicator tracks (out of sinks or memory)");
 	/* The GPU side as record writes it, what was measured only
 	 * (ENOMEM: the dump has none). */
 	gpu = gpu__new(&m, pt);
@@ -548,6 +586,8 @@ static void *dump_worker(void *arg)
 	pftrace__clock_snapshot(pt);
 	pftrace__system_info(pt);
 	name_exited(&m, j->data, j->len);
+	count_seeded(j);
+	nccl__seed(&m, j->seeds, j->nseeds);
 	for (size_t o = 0; o + ENT_HDR <= j->len;) {
 		uint32_t len;
 
@@ -557,10 +597,12 @@ static void *dump_worker(void *arg)
 		o += ent_size(len);
 	}
 	gpu__end_quiet(gpu);
+	ncclsum__describe(sum, pt);
 	/* Calls still open at the snapshot end where it ends. */
 	pftrace__clock_snapshot(pt);
 	j->err = pftrace__close(pt);
 	gpu__free(gpu);
+	ncclsum__free(sum);
 	model__free(&m);
 	if (!j->err && renameat(mo->dirfd, j->tmp, mo->dirfd, j->name))
 		j->err = -errno;
@@ -589,6 +631,11 @@ static void start_dump(struct monitor *mo, const char *why)
 	pthread_mutex_lock(&mo->lock);
 	j->data = flight_copy(&mo->flight, &j->len);
 	pthread_mutex_unlock(&mo->lock);
+	/* The live model has taken every record the snapshot holds (each
+	 * goes to the flight recorder first): its communicators are those
+	 * the snapshot's calls use, numbered up to its end. */
+	if (j->data && mo->model)
+		j->seeds = nccl__seeds(mo->model, &j->nseeds);
 	if (!j->data) {
 		warn("dump (%s): out of memory for the snapshot", why);
 		mo->dump_failures++;
@@ -600,6 +647,8 @@ static void start_dump(struct monitor *mo, const char *why)
 		warn("dump (%s): cannot start its thread: %s", why, strerror(e));
 		free(j->data);
 		j->data = NULL;
+		nccl__seeds_free(j->seeds, j->nseeds);
+		j->seeds = NULL;
 		mo->dump_failures++;
 		return;
 	}
@@ -615,6 +664,8 @@ static void reap_dump(struct monitor *mo)
 	mo->working = false;
 	free(mo->job.data);
 	mo->job.data = NULL;
+	nccl__seeds_free(mo->job.seeds, mo->job.nseeds);
+	mo->job.seeds = NULL;
 	if (mo->job.err) {
 		mo->dump_failures++;
 		warn("dump to %s failed: %s", mo->job.path, outfile__strerror(mo->job.err));

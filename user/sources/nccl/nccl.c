@@ -33,6 +33,7 @@ struct nccl_thread {
 
 struct nccl_proc {
 	struct hmap comms;	/* handle -> struct nccl_comm *, live ones */
+	struct hmap seeds;	/* handle -> const struct nccl_seed * (nccl__seed) */
 	struct hmap threads;	/* tid -> struct nccl_thread * */
 	struct nccl_comm *first, *last;
 	uint32_t ncomms;
@@ -122,6 +123,7 @@ static void proc_free(struct proc *p)
 	}
 	hmap__free(&np->threads);
 	hmap__free(&np->comms);
+	hmap__free(&np->seeds);
 	free(np);
 	p->lib_state[LIB_NCCL] = NULL;
 }
@@ -219,6 +221,22 @@ static struct nccl_comm *comm_get(struct nccl_proc *np, uint32_t pid, uint64_t h
 
 	if (v)
 		return (void *)(uintptr_t)*v;
+	v = create && handle ? hmap__get(&np->seeds, handle) : NULL;
+	if (v) {
+		const struct nccl_seed *s = (const void *)(uintptr_t)*v;
+
+		/* Once: a handle used again after a destroy is another. */
+		hmap__del(&np->seeds, handle, NULL);
+		c = comm_new(np, pid, handle, s->id, s->rank, s->nranks);
+		if (!c)
+			return NULL;
+		c->older = s->older;
+		c->seeded = true;
+		c->coll_seq = s->coll_seq;
+		for (size_t i = 0; i < s->np2p; i++)
+			hmap__put(&c->p2p_seq, s->p2p[i][0], s->p2p[i][1]);
+		return c;
+	}
 	c = create && handle ? comm_new(np, pid, handle, 0, -1, -1) : NULL;
 	if (c)
 		c->older = true;
@@ -273,6 +291,101 @@ static const struct call *enclosing(const struct thread *t, ptrdiff_t i)
 		if (t->stack[i].lib == LIB_NCCL)
 			return &t->stack[i];
 	return NULL;
+}
+
+/* ------------------------------------------------------------ seeds */
+
+struct nccl_seed *nccl__seeds(const struct model *m, size_t *n)
+{
+	struct nccl_seed *s = NULL, *ns;
+	size_t cap = 0;
+	uint64_t v, k, cnt;
+
+	*n = 0;
+	for (size_t it = 0; hmap__next(&m->procs, &it, NULL, &v);) {
+		const struct proc *p = (const void *)(uintptr_t)v;
+
+		for (const struct nccl_comm *c = nccl__comms(p); c; c = c->next) {
+			struct nccl_seed *x;
+
+			if (c->destroyed || !c->handle)
+				continue;
+			if (*n == cap) {
+				cap = cap ? cap * 2 : 16;
+				ns = realloc(s, cap * sizeof(*s));
+				if (!ns)
+					goto nomem;
+				s = ns;
+			}
+			x = &s[(*n)++];
+			memset(x, 0, sizeof(*x));
+			x->pid = c->pid;
+			x->older = c->older;
+			x->rank = c->rank;
+			x->nranks = c->nranks;
+			x->handle = c->handle;
+			x->id = c->id;
+			x->coll_seq = c->coll_seq;
+			if (!c->p2p_seq.count)
+				continue;
+			x->p2p = calloc(c->p2p_seq.count, sizeof(*x->p2p));
+			if (!x->p2p)
+				goto nomem;
+			for (size_t j = 0; hmap__next(&c->p2p_seq, &j, &k, &cnt);) {
+				x->p2p[x->np2p][0] = k;
+				x->p2p[x->np2p++][1] = cnt;
+			}
+		}
+	}
+	return s;
+nomem:
+	nccl__seeds_free(s, *n);
+	*n = 0;
+	return NULL;
+}
+
+void nccl__seeds_free(struct nccl_seed *s, size_t n)
+{
+	for (size_t i = 0; s && i < n; i++)
+		free(s[i].p2p);
+	free(s);
+}
+
+void nccl__seed(struct model *m, const struct nccl_seed *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct proc *p = model__proc(m, s[i].pid);
+		struct nccl_proc *np = p ? proc_state(p) : NULL;
+
+		if (np)
+			hmap__put(&np->seeds, s[i].handle, (uintptr_t)&s[i]);
+	}
+}
+
+/* What a first replay entered on a seeded communicator is the live
+ * model's last; the rest came before the ring's start. */
+void nccl__seeds_rebase(struct nccl_seed *s, size_t n, const struct model *counted)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t *v = hmap__get(&counted->procs, s[i].pid);
+		const struct nccl_proc *np = v ? ((const struct proc *)(uintptr_t)*v)
+						       ->lib_state[LIB_NCCL] : NULL;
+		const struct nccl_comm *c;
+		uint64_t *cv = np ? hmap__get(&np->comms, s[i].handle) : NULL;
+
+		if (!cv)
+			continue;
+		c = (const void *)(uintptr_t)*cv;
+		if (!c->seeded)
+			continue;
+		/* Seeded at the live counts: the replay added its own. */
+		s[i].coll_seq = c->coll_seq >= 2 * s[i].coll_seq ? 0 : 2 * s[i].coll_seq - c->coll_seq;
+		for (size_t j = 0; j < s[i].np2p; j++) {
+			uint64_t *pv = hmap__get(&c->p2p_seq, s[i].p2p[j][0]), live = s[i].p2p[j][1];
+
+			s[i].p2p[j][1] = pv && *pv < 2 * live ? 2 * live - *pv : 0;
+		}
+	}
 }
 
 /* ------------------------------------------------------------ decoding */

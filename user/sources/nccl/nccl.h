@@ -44,6 +44,7 @@ struct nccl_comm {
 	struct hmap p2p_seq;
 	bool destroyed;
 	bool older;		/* first seen in use: created before the capture */
+	bool seeded;		/* its identity came from nccl__seed */
 	bool described;		/* its Perfetto track is written */
 	bool stale;		/* rank or size learned after the track was written */
 	char label[64];		/* "3fa2 rank 1/4" */
@@ -84,5 +85,35 @@ static inline unsigned nccl__short_id(uint64_t id)
 }
 /* The first communicator of process p's list (creation order). */
 struct nccl_comm *nccl__comms(const struct proc *p);
+
+/*
+ * Communicators carried from one model to another: a flight-recorder
+ * dump replays the monitor's ring, which may start after a communicator
+ * was created, into a model of its own. The live model's communicators
+ * (nccl__seeds) are given to the dump's (nccl__seed): a handle the
+ * replay meets in use, not created, becomes that communicator (id, rank,
+ * size) instead of "rank ?/?". Its operations are numbered on from where
+ * the ring's first one was in the live model: a first replay counts them
+ * and nccl__seeds_rebase sets each base, so that the dump's numbers are
+ * the live ones, the same in every rank for a communicator the monitor
+ * saw created.
+ */
+struct nccl_seed {
+	uint32_t pid;
+	bool older;
+	int rank, nranks;
+	uint64_t handle, id;
+	uint64_t coll_seq;	/* live: collectives entered; after rebase: the base */
+	size_t np2p;
+	uint64_t (*p2p)[2];	/* peer << 1 | recv, count (then base) */
+};
+/* The live communicators of m; n set. NULL with n 0: none (or ENOMEM). */
+struct nccl_seed *nccl__seeds(const struct model *m, size_t *n);
+void nccl__seeds_free(struct nccl_seed *s, size_t n);
+/* Gives the seeds to m (before any record). The seeds outlive m's use. */
+void nccl__seed(struct model *m, const struct nccl_seed *s, size_t n);
+/* After a first replay into counted (seeded alike): live counts become
+ * the bases to number on from. */
+void nccl__seeds_rebase(struct nccl_seed *s, size_t n, const struct model *counted);
 
 #endif
