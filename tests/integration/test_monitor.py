@@ -67,6 +67,13 @@ class Monitor:
         eq(r.returncode, 0, "curl exit (stderr %r)" % r.stderr)
         return parse(r.stdout)
 
+    def request_dump(self):
+        """cgbpf dump, then the path of the dump once written (the first)."""
+        r = subprocess.run([CGBPF, "dump", "--listen", self.listen], capture_output=True,
+                           text=True, timeout=30)
+        eq(r.returncode, 0, "cgbpf dump exit (stderr %r)" % r.stderr)
+        return wait_dump(self, 1, "the requested dump")[0]
+
     def stop(self):
         self.p.send_signal(signal.SIGTERM)
         rc = self.p.wait(60)
@@ -111,6 +118,17 @@ def wait_dump(mon, n, what):
     wait_for(lambda: mon.stderr().count("wrote %s/" % mon.dumps) >= n, 30, what + " written")
     return sorted(os.path.join(mon.dumps, f) for f in os.listdir(mon.dumps)
                   if f.endswith(".perfetto-trace"))
+
+
+def straggler_rows(path):
+    """cgbpf stats --report nccl_stragglers --format csv on one file: its
+    rows as dicts."""
+    import csv
+    import io
+    p = subprocess.run([CGBPF, "stats", "--report", "nccl_stragglers", "--format", "csv", path],
+                       capture_output=True, text=True, timeout=120)
+    eq(p.returncode, 0, "cgbpf stats on %s (stderr %r)" % (path, p.stderr[-500:]))
+    return list(csv.DictReader(io.StringIO(p.stdout.split("\n\n", 1)[-1].strip())))
 
 
 def held_links(pid):
@@ -948,10 +966,7 @@ def test_monitor_dump_has_the_gpu_side():
         # Dumped after the job: its library sent what CUPTI held at exit,
         # and the ring keeps the processes gone since.
         eq(w.wait(120), 0, "nccl_ranks exit")
-        r = subprocess.run([CGBPF, "dump", "--listen", mon.listen], capture_output=True,
-                           text=True, timeout=30)
-        eq(r.returncode, 0, "cgbpf dump exit (stderr %r)" % r.stderr)
-        files = wait_dump(mon, 1, "the requested dump")
+        files = [mon.request_dump()]
         t = ptrace.load(files[0])
         clean_trace(t)
         groups = {x.uuid: x.name for x in t.tracks.values()
@@ -1025,10 +1040,7 @@ def test_monitor_dump_names_an_exited_process_after_its_main_thread():
     try:
         w = subprocess.Popen([exe], env=mon.wl_env())
         eq(w.wait(30), 0, "leftmain exit")
-        r = subprocess.run([CGBPF, "dump", "--listen", mon.listen], capture_output=True,
-                           text=True, timeout=30)
-        eq(r.returncode, 0, "cgbpf dump exit (stderr %r)" % r.stderr)
-        t = ptrace.load(wait_dump(mon, 1, "the requested dump")[0])
+        t = ptrace.load(mon.request_dump())
         calls = [x for x in t.slices if x.pid == w.pid and x.name == "cuCtxSynchronize"]
         eq(len(calls), 50, "the worker's calls in the dump: %r" %
            sorted({(x.pid, x.name) for x in t.slices})[:20])
@@ -1083,13 +1095,10 @@ def test_monitor_nccl_hang_dumps_the_flight_recorder():
         ons = {comm[u]: sum(1 for x in t.slices_on(track_uuid=u) if x.name == "ncclAllReduce")
                for u in comm}
         check(all(v >= 3 for v in ons.values()), "three all-reduces on each: %r" % ons)
-        p = subprocess.run([CGBPF, "stats", "--report", "nccl_stragglers", "--format", "csv",
-                            files[0]], capture_output=True, text=True, timeout=120)
-        eq(p.returncode, 0, "cgbpf stats on the dump (stderr %r)" % p.stderr[-500:])
-        wid = comm and list(comm.values())[0].split()[2]
-        rows = [ln for ln in p.stdout.splitlines() if ln.startswith(wid + ",")]
-        eq(sorted(ln.split(",")[1] for ln in rows), ["0", "1", "2", "3"],
-           "the straggler report's world rows from the dump:\n%s" % p.stdout)
+        wid = list(comm.values())[0].split()[2]
+        rows = straggler_rows(files[0])
+        eq(sorted(x["rank"] for x in rows if x["comm"] == wid), ["0", "1", "2", "3"],
+           "the straggler report's world rows from the dump: %r" % rows)
         eq(w.wait(120), 0, "nccl_ranks exit")
     finally:
         eq(mon.stop(), 0, "monitor exit")
@@ -1152,11 +1161,8 @@ def test_monitor_dump_names_communicators_created_before_its_ring():
             return len(seqs) >= 4 and min(seqs.values()) >= 45
         # 45 all-reduces of 40 ms: 1.8 s after the communicators' creation.
         wait_for(far_enough, 60, "45 all-reduces in every rank")
-        r = subprocess.run([CGBPF, "dump", "--listen", mon.listen], capture_output=True,
-                           text=True, timeout=30)
-        eq(r.returncode, 0, "cgbpf dump exit (stderr %r)" % r.stderr)
-        files = wait_dump(mon, 1, "the requested dump")
-        t = ptrace.load(files[0])
+        dump = mon.request_dump()
+        t = ptrace.load(dump)
         clean_trace(t)
         check(not any(x.name.startswith("ncclCommInit") for x in t.slices),
               "the ring starts after the communicators' creation")
@@ -1176,18 +1182,11 @@ def test_monitor_dump_names_communicators_created_before_its_ring():
               "each rank's numbers consecutive: %r" % seqs)
         common = set.intersection(*(set(v) for v in seqs.values()))
         check(len(common) >= 10, "the same numbers in every rank: %r" % seqs)
-        p = subprocess.run([CGBPF, "stats", "--report", "nccl_stragglers", "--format", "csv",
-                            files[0]], capture_output=True, text=True, timeout=120)
-        eq(p.returncode, 0, "cgbpf stats on the dump (stderr %r)" % p.stderr[-500:])
         wid = list(world.values())[0].split()[2]
-        rows = {ln.split(",")[1]: ln.split(",") for ln in p.stdout.splitlines()
-                if ln.startswith(wid + ",")}
-        eq(sorted(rows), ["0", "1", "2", "3"], "the world's rows:\n%s" % p.stdout)
-        head = p.stdout.split("\n\n", 1)[-1].strip().splitlines()[0].split(",")
-        col = {c: i for i, c in enumerate(head)}
-        check(int(rows["2"][col["collectives"]]) >= 10 and
-              float(rows["2"][col["last_pct"]]) >= 80,
-              "rank 2 entered last in most of its matched all-reduces:\n%s" % p.stdout)
+        rows = {x["rank"]: x for x in straggler_rows(dump) if x["comm"] == wid}
+        eq(sorted(rows), ["0", "1", "2", "3"], "the world's rows: %r" % rows)
+        check(int(rows["2"]["collectives"]) >= 10 and float(rows["2"]["last_pct"]) >= 80,
+              "rank 2 entered last in most of its matched all-reduces: %r" % rows)
     finally:
         kill_quiet(w)
         eq(mon.stop(), 0, "monitor exit")

@@ -478,6 +478,21 @@ static void replay(struct model *m, struct gpu *gpu, const uint8_t *data, uint32
 	}
 }
 
+/* Every record of a snapshot (flight_copy's) through replay; their count. */
+static uint64_t replay_all(struct model *m, struct gpu *gpu, const uint8_t *data, size_t size)
+{
+	uint64_t n = 0;
+
+	for (size_t o = 0; o + ENT_HDR <= size; n++) {
+		uint32_t len;
+
+		memcpy(&len, data + o, 4);
+		replay(m, gpu, data + o + ENT_HDR, len);
+		o += ent_size(len);
+	}
+	return n;
+}
+
 /*
  * Processes that exited have no /proc left: their exit records name
  * them, the main thread's (its thread exit, or the process's when it was
@@ -526,13 +541,7 @@ static void count_seeded(struct dump_job *j)
 		return;
 	model__init(&c);
 	nccl__seed(&c, j->seeds, j->nseeds);
-	for (size_t o = 0; o + ENT_HDR <= j->len;) {
-		uint32_t len;
-
-		memcpy(&len, j->data + o, 4);
-		replay(&c, NULL, j->data + o + ENT_HDR, len);
-		o += ent_size(len);
-	}
+	replay_all(&c, NULL, j->data, j->len);
 	nccl__seeds_rebase(j->seeds, j->nseeds, &c);
 	model__free(&c);
 }
@@ -588,14 +597,7 @@ static void *dump_worker(void *arg)
 	name_exited(&m, j->data, j->len);
 	count_seeded(j);
 	nccl__seed(&m, j->seeds, j->nseeds);
-	for (size_t o = 0; o + ENT_HDR <= j->len;) {
-		uint32_t len;
-
-		memcpy(&len, j->data + o, 4);
-		replay(&m, gpu, j->data + o + ENT_HDR, len);
-		j->records++;
-		o += ent_size(len);
-	}
+	j->records = replay_all(&m, gpu, j->data, j->len);
 	gpu__end_quiet(gpu);
 	ncclsum__describe(sum, pt);
 	/* Calls still open at the snapshot end where it ends. */

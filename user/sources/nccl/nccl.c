@@ -14,6 +14,7 @@
 #include "agg.h"
 #include "nccl_hash.h"
 #include "core/apilib.h"
+#include "lib/arr.h"
 #include "sources/nccl/nccl.h"
 
 #define NCCL_FUNC_DESC(sym, cls_, coll_, cnt, dt, op, root_, comm_, st) \
@@ -297,7 +298,7 @@ static const struct call *enclosing(const struct thread *t, ptrdiff_t i)
 
 struct nccl_seed *nccl__seeds(const struct model *m, size_t *n)
 {
-	struct nccl_seed *s = NULL, *ns;
+	struct nccl_seed *s = NULL;
 	size_t cap = 0;
 	uint64_t v, k, cnt;
 
@@ -310,13 +311,8 @@ struct nccl_seed *nccl__seeds(const struct model *m, size_t *n)
 
 			if (c->destroyed || !c->handle)
 				continue;
-			if (*n == cap) {
-				cap = cap ? cap * 2 : 16;
-				ns = realloc(s, cap * sizeof(*s));
-				if (!ns)
-					goto nomem;
-				s = ns;
-			}
+			if (arr__grow((void **)&s, &cap, *n, sizeof(*s)))
+				goto nomem;
 			x = &s[(*n)++];
 			memset(x, 0, sizeof(*x));
 			x->pid = c->pid;
