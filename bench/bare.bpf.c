@@ -109,3 +109,36 @@ int BPF_KRETPROBE(floor_exit_multi)
 	}
 	return 0;
 }
+
+/*
+ * No-op syscall hooks (bare --sys=MODE), to measure what a syscall hook
+ * costs every traced call: each traced return is the uretprobe
+ * trampoline's syscall. "tp" attaches BTF tracepoints on sys_enter and
+ * sys_exit (an enabled syscall tracepoint sends every syscall of every
+ * task through the kernel's slow path); "tpexit" sys_exit alone; "fentry"
+ * an fentry/fexit pair on the syscall dispatcher, x64_sys_call, which
+ * leaves the fast path alone; "fexit" the fexit alone.
+ */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(noop_sys_enter, struct pt_regs *regs, long id)
+{
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(noop_sys_exit, struct pt_regs *regs, long ret)
+{
+	return 0;
+}
+
+SEC("fentry/x64_sys_call")
+int BPF_PROG(noop_call_enter, const struct pt_regs *regs, unsigned int nr)
+{
+	return 0;
+}
+
+SEC("fexit/x64_sys_call")
+int BPF_PROG(noop_call_exit, const struct pt_regs *regs, unsigned int nr, long ret)
+{
+	return 0;
+}

@@ -19,6 +19,10 @@
  * default 7) to see what each costs. Prints
  * "bare: attached" on stdout once both probes are live; exits 3 when the
  * kernel has no uprobe_multi links.
+ *
+ * --sys=MODE (before the other options) also attaches no-op syscall hooks
+ * (bare.bpf.c): tp (sys_enter and sys_exit tracepoints), tpexit (sys_exit
+ * alone), fentry (fentry and fexit on x64_sys_call), fexit (fexit alone).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -84,14 +88,26 @@ int main(int argc, char **argv)
 	bool draining = false;
 	char *end;
 	int ai = 1;
+	const char *sys = NULL;
+	struct bpf_link *sl[4];
+	int nsl = 0;
 
-	if (argc > 1 && !strcmp(argv[1], "--multi")) {
+	if (argc > 1 && !strncmp(argv[1], "--sys=", 6)) {
+		sys = argv[1] + 6;
+		if (strcmp(sys, "tp") && strcmp(sys, "tpexit") && strcmp(sys, "fentry") &&
+		    strcmp(sys, "fexit")) {
+			fprintf(stderr, "bare: --sys= takes tp, tpexit, fentry or fexit\n");
+			return 2;
+		}
+		ai++;
+	}
+	if (argc > ai && !strcmp(argv[ai], "--multi")) {
 		multi = true;
 		ai++;
-	} else if (argc > 1 && !strncmp(argv[1], "--floor", 7) &&
-		   (!argv[1][7] || argv[1][7] == '=')) {
+	} else if (argc > ai && !strncmp(argv[ai], "--floor", 7) &&
+		   (!argv[ai][7] || argv[ai][7] == '=')) {
 		multi = floor_ = true;
-		parts = argv[1][7] ? strtoul(argv[1] + 8, NULL, 0) : 7;
+		parts = argv[ai][7] ? strtoul(argv[ai] + 8, NULL, 0) : 7;
 		ai++;
 	}
 	if (argc - ai > 2 && !strcmp(argv[ai], "--pid")) {
@@ -99,7 +115,7 @@ int main(int argc, char **argv)
 		ai += 2;
 	}
 	if (argc - ai != 2 || (pid != -1 && (pid <= 0 || !multi))) {
-		fprintf(stderr, "usage: bare [--multi | --floor[=MASK]] [--pid PID] LIBRARY "
+		fprintf(stderr, "usage: bare [--sys=MODE] [--multi | --floor[=MASK]] [--pid PID] LIBRARY "
 			"OFFSET[,OFFSET...]\n(--pid and several offsets: with --multi)\n");
 		return 2;
 	}
@@ -137,6 +153,10 @@ int main(int argc, char **argv)
 	bpf_program__set_autoload(skel->progs.bare_exit_multi, multi && !floor_);
 	bpf_program__set_autoload(skel->progs.floor_enter_multi, floor_);
 	bpf_program__set_autoload(skel->progs.floor_exit_multi, floor_);
+	bpf_program__set_autoload(skel->progs.noop_sys_enter, sys && !strcmp(sys, "tp"));
+	bpf_program__set_autoload(skel->progs.noop_sys_exit, sys && !strncmp(sys, "tp", 2));
+	bpf_program__set_autoload(skel->progs.noop_call_enter, sys && !strcmp(sys, "fentry"));
+	bpf_program__set_autoload(skel->progs.noop_call_exit, sys && sys[0] == 'f');
 	if (multi) {
 		bpf_program__set_expected_attach_type(floor_ ? skel->progs.floor_enter_multi :
 						      skel->progs.bare_enter_multi,
@@ -171,6 +191,22 @@ int main(int argc, char **argv)
 			fprintf(stderr, "bare: uprobe on %s+%#llx: %s\n", path,
 				(unsigned long long)offs[0], strerror(errno));
 			goto out;
+		}
+	}
+	if (sys) {
+		struct bpf_program *sp[] = { skel->progs.noop_sys_enter, skel->progs.noop_sys_exit,
+					     skel->progs.noop_call_enter, skel->progs.noop_call_exit };
+
+		for (int i = 0; i < 4; i++) {
+			if (!bpf_program__autoload(sp[i]))
+				continue;
+			sl[nsl] = bpf_program__attach(sp[i]);
+			if (!sl[nsl]) {
+				fprintf(stderr, "bare: syscall hook %s: %s\n",
+					bpf_program__name(sp[i]), strerror(errno));
+				goto out;
+			}
+			nsl++;
 		}
 	}
 	/* Blocked until sigsuspend: a signal between the test and the wait is not lost. */
@@ -209,6 +245,8 @@ out:
 		close(rfd);
 	bpf_link__destroy(el);
 	bpf_link__destroy(rl);
+	while (nsl > 0)
+		bpf_link__destroy(sl[--nsl]);
 	bare_bpf__destroy(skel);
 	return ret;
 }

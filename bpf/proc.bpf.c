@@ -232,8 +232,12 @@ static __always_inline int name_watched(const char *name)
 	return 0;
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(sys_exit_mmap, struct pt_regs *regs, long ret)
+/*
+ * The mmap watch: an executable mapping of a watched file by a target (or,
+ * with -a, by any process that passes the filters). regs are the mmap
+ * syscall's; addr is its result where known (the sys_exit watch), else 0.
+ */
+static __always_inline int watch_mmap(struct pt_regs *regs, long addr)
 {
 	__u64 pid_tgid;
 	struct task_struct *t;
@@ -242,8 +246,6 @@ int BPF_PROG(sys_exit_mmap, struct pt_regs *regs, long ret)
 	struct rec_mmap *r;
 	int fd;
 
-	if (regs->orig_ax != NR_mmap || (ret < 0 && ret > -4096))
-		return 0;
 	if (!(regs->dx & PROT_EXEC_BIT) || (regs->r10 & MAP_ANON_BIT))
 		return 0;
 	pid_tgid = bpf_get_current_pid_tgid();
@@ -262,7 +264,7 @@ int BPF_PROG(sys_exit_mmap, struct pt_regs *regs, long ret)
 		return 0;
 	}
 	fill_hdr(&r->hdr, REC_MMAP, sizeof(*r), pid_tgid);
-	r->addr = ret;
+	r->addr = addr;
 	r->ino = BPF_CORE_READ(f, f_inode, i_ino);
 	r->dev = BPF_CORE_READ(f, f_inode, i_sb, s_dev);
 	r->pad = 0;
@@ -290,4 +292,47 @@ int BPF_PROG(sys_exit_mmap, struct pt_regs *regs, long ret)
 	bpf_ringbuf_output(&ctl, r, sizeof(*r), BPF_RB_FORCE_WAKEUP);
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 	return 0;
+}
+
+/*
+ * Two ways to see the mmap. The sys_exit tracepoint, on every kernel: but
+ * an attached syscall tracepoint sends every syscall of every task through
+ * the kernel's syscall-tracing slow path, and the return of every traced
+ * call is a syscall (sys_uretprobe), which costs each traced call ~100 ns
+ * (docs/performance.md). And mmap_lock_released, where its prototype is
+ * (mm, write) (user space checks the kernel's BTF): mmap takes the mm's
+ * lock for writing, and the tracepoint fires as the mapping is complete,
+ * before the syscall returns. It costs nothing on syscalls, a few ns per
+ * release of an mm's lock, and sees the mmap a little earlier.
+ */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sys_exit_mmap, struct pt_regs *regs, long ret)
+{
+	if (regs->orig_ax != NR_mmap || (ret < 0 && ret > -4096))
+		return 0;
+	return watch_mmap(regs, ret);
+}
+
+#define ERRNO_ENOSYS 38
+#define PF_KTHREAD 0x00200000	/* include/linux/sched.h */
+
+SEC("tp_btf/mmap_lock_released")
+int BPF_PROG(mmap_lock_mmap, struct mm_struct *mm, bool write)
+{
+	struct task_struct *t;
+	struct pt_regs *regs;
+
+	if (!write)
+		return 0;
+	t = bpf_get_current_task_btf();
+	/* Another task's mm (khugepaged, a /proc reader): not a mapping
+	 * this task made. */
+	if (t->mm != mm || (t->flags & PF_KTHREAD))
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	/* Inside the mmap syscall: orig_ax is its number and ax holds
+	 * -ENOSYS until it returns (a fault's frame has neither). */
+	if (regs->orig_ax != NR_mmap || regs->ax != (unsigned long)-ERRNO_ENOSYS)
+		return 0;
+	return watch_mmap(regs, 0);
 }

@@ -129,21 +129,60 @@ def check_loss_said(r, pid, file, what):
     return said.group(1)
 
 
-def _ctypes_every_call(minor):
+def kernel_mmap_lock_watch():
+    """Whether this kernel's mmap_lock_released has the (mm, write)
+    prototype cgbpf's cheap mmap watch needs, read from its BTF by bpftool
+    rather than by cgbpf."""
+    try:
+        out = subprocess.run(["bpftool", "btf", "dump", "file", "/sys/kernel/btf/vmlinux",
+                              "format", "raw"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    types = {}
+    for m in re.finditer(r"^\[(\d+)\] (\S+) '([^']*)'(.*)\n((?:\t.*\n)*)", out, re.M):
+        types[m.group(1)] = (m.group(2), m.group(3), m.group(4), m.group(5))
+
+    def ref(t):
+        return re.search(r"type_id=(\d+)", t[2]).group(1)
+    td = [t for t in types.values() if t[0] == "TYPEDEF" and t[1] == "btf_trace_mmap_lock_released"]
+    if not td:
+        return False
+    proto = types.get(ref(types[ref(td[0])]))
+    if not proto or proto[0] != "FUNC_PROTO":
+        return False
+    params = re.findall(r"type_id=(\d+)", proto[3])
+    if len(params) != 3:
+        return False
+    t = types[params[2]]
+    while t[0] in ("TYPEDEF", "CONST", "VOLATILE"):
+        t = types[ref(t)]
+    return t[0] == "INT" and "encoding=BOOL" in t[2]
+
+
+def _ctypes_every_call(minor, watch=None):
     def test():
         """The driver loaded by ctypes from an absolute path, with the
         injection library: cuInit holds until the file is probed, and every
-        launch after it is traced."""
+        launch after it is traced. By default the mapping is seen by the
+        mmap_lock watch where the kernel has it; watch="sys_exit" forces
+        the syscall tracepoint watch (CGBPF_MMAP_WATCH_SYSCALL)."""
         exe = python(minor)
         d = tmpdir()
         lib = private_copy(d)
-        r = record(["--sample-hz", "0"], cmd=[exe, CTYPES_ABS, lib, str(N)], tmp=d)
+        env = env_with(CGBPF_MMAP_WATCH_SYSCALL="1") if watch == "sys_exit" else None
+        r = record(["--sample-hz", "0", "-v"], cmd=[exe, CTYPES_ABS, lib, str(N)], env=env,
+                   tmp=d)
         eq(r.rc, 0, "cgbpf exit (stderr %r)" % r.stderr[-800:])
         check("launched %d" % N in r.stdout, "the program ran: %r" % r.stdout[-300:])
+        used = re.search(r"mmap watch on \((\w+);", r.stderr)
+        want = watch or ("mmap_lock_released" if kernel_mmap_lock_watch() else "sys_exit")
+        check(used and used.group(1) == want, "the mmap watch: %s, not %r"
+              % (want, used and used.group(1)))
         clean_trace(r.trace)
         pid = pid_of(r)
         held = re.search(r"cuInit held ([\d.]+) ms until (\S+) was probed", r.stdout)
-        print("# %s" % (held.group(0) if held else "cuInit not held (the file was probed)"))
+        print("# %s watch; %s" % (want, held.group(0) if held else
+                                  "cuInit not held (the file was probed)"))
         got = launches(r.trace, pid)
         check(got == N, "launches traced: %d of %d\nsummary: %s\nstderr: %s"
               % (got, N, r.stdout[-1500:], r.stderr[-1500:]))
@@ -152,12 +191,13 @@ def _ctypes_every_call(minor):
         if held:
             eq(held.group(2), lib, "the file cuInit waited for")
         tp_agrees(r)
-    test.__name__ = "test_ctypes_absolute_path_every_call_3_%d" % minor
+    test.__name__ = "test_ctypes_absolute_path_every_call_3_%d%s" % (
+        minor, "_%s_watch" % watch if watch else "")
     return test
 
 
-for _m in (11, 12):
-    _t = _ctypes_every_call(_m)
+for _m, _w in ((11, None), (12, None), (12, "sys_exit")):
+    _t = _ctypes_every_call(_m, _w)
     globals()[_t.__name__] = _t
 
 

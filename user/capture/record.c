@@ -125,34 +125,41 @@ static void add_target(struct session *r, pid_t pid)
 }
 
 /*
- * The mmap watch (tp_btf/sys_exit) is attached only while some target has
- * not mapped libcuda yet: an enabled syscall tracepoint sends every
- * syscall on the machine through the slow path, the uretprobe return of
- * each traced call included (~100 ns a call here).
+ * The mmap watch (bpf/proc.bpf.c): mmap_lock_released where the kernel's
+ * prototype matches (attach__prepare loads one of the two), else
+ * sys_exit. The first costs traced calls nothing and stays on while any
+ * target lives. The second is attached only while it is needed: an
+ * enabled syscall tracepoint sends every syscall on the machine through
+ * the slow path, the uretprobe return of each traced call included (~100
+ * ns a call here).
  */
 static void update_mmap_watch(struct session *r)
 {
 	struct cgbpf_bpf *skel = r->skel;
+	bool lock = bpf_program__autoload(skel->progs.mmap_lock_mmap);
+	struct bpf_program *prog = lock ? skel->progs.mmap_lock_mmap : skel->progs.sys_exit_mmap;
+	struct bpf_link **link = lock ? &skel->links.mmap_lock_mmap : &skel->links.sys_exit_mmap;
 
 	/* Libraries can come late after the first one: NVTX's injection
 	 * library is dlopen'ed at the first NVTX call, long after libcuda. The
-	 * watch stays on while targets live when that matters (NVTX traced)
-	 * or costs nothing more (the syscall tracepoint is attached anyway);
-	 * otherwise only until every target has mapped libcuda. */
+	 * sys_exit watch stays on while targets live when that matters (NVTX
+	 * traced) or costs nothing more (the syscall tracepoint is attached
+	 * anyway); otherwise only until every target has mapped libcuda. */
 	bool want = r->waiting.count || (r->o->all && !r->o->npids) ||
-		    (r->live.count && (r->o->syscall_threshold_ns != THRESHOLD_OFF ||
+		    (r->live.count && (lock || r->o->syscall_threshold_ns != THRESHOLD_OFF ||
 				       (r->o->trace_mask & TRACE_BIT(LIB_NVTX))));
 
-	if (want && !skel->links.sys_exit_mmap) {
-		skel->links.sys_exit_mmap = bpf_program__attach(skel->progs.sys_exit_mmap);
-		if (!skel->links.sys_exit_mmap)
+	if (want && !*link) {
+		*link = bpf_program__attach(prog);
+		if (!*link)
 			warn("watching for libcuda to be loaded: %s; relying on a 1 s rescan",
 			     strerror(errno));
 		else
-			dbg("mmap watch on (%zu process(es) without libcuda)", r->waiting.count);
-	} else if (!want && skel->links.sys_exit_mmap) {
-		bpf_link__destroy(skel->links.sys_exit_mmap);
-		skel->links.sys_exit_mmap = NULL;
+			dbg("mmap watch on (%s; %zu process(es) without libcuda)",
+			    lock ? "mmap_lock_released" : "sys_exit", r->waiting.count);
+	} else if (!want && *link) {
+		bpf_link__destroy(*link);
+		*link = NULL;
 		dbg("mmap watch off");
 	}
 }

@@ -76,11 +76,48 @@ struct attach {
 	bool seen_mapped;	/* a scan found a traced library mapped */
 };
 
+/* The kernel's mmap_lock_released tracepoint has the prototype
+ * bpf/proc.bpf.c's mmap_lock_mmap reads, (void *, struct mm_struct *,
+ * bool): Linux 5.12 to 6.x had a memcg path before the bool. */
+static bool mmap_lock_tp_usable(const struct btf *btf)
+{
+	const struct btf_type *t, *b;
+	const struct btf_param *p;
+	int id;
+
+	if (!btf)
+		return false;
+	id = btf__find_by_name_kind(btf, "btf_trace_mmap_lock_released", BTF_KIND_TYPEDEF);
+	t = id > 0 ? btf__type_by_id(btf, btf__type_by_id(btf, id)->type) : NULL;
+	t = t && btf_is_ptr(t) ? btf__type_by_id(btf, t->type) : NULL;
+	if (!t || !btf_is_func_proto(t) || btf_vlen(t) != 3)
+		return false;
+	p = btf_params(t);
+	b = btf__type_by_id(btf, p[1].type);
+	if (!b || !btf_is_ptr(b))
+		return false;
+	b = btf__type_by_id(btf, b->type);
+	if (!b || !btf_is_struct(b) || strcmp(btf__name_by_offset(btf, b->name_off), "mm_struct"))
+		return false;
+	id = btf__resolve_type(btf, p[2].type);	/* bool is a typedef of _Bool */
+	b = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	return b && btf_is_int(b) && (btf_int_encoding(b) & BTF_INT_BOOL);
+}
+
 bool attach__prepare(struct cgbpf_bpf *skel)
 {
-	bool multi = uprobe_multi__supported() && !getenv("CGBPF_NO_UPROBE_MULTI");
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	bool multi = uprobe_multi__in(vmlinux) && !getenv("CGBPF_NO_UPROBE_MULTI");
 	bool gated = skel->rodata->capture_gated;
+	bool lock_watch = mmap_lock_tp_usable(vmlinux) && !getenv("CGBPF_MMAP_WATCH_SYSCALL");
 	struct bpf_program *prog;
+
+	btf__free(vmlinux);
+	/* One of the mmap watch's two programs (bpf/proc.bpf.c): the
+	 * mmap_lock tracepoint where the kernel's matches, which costs traced
+	 * calls nothing. */
+	bpf_program__set_autoload(skel->progs.mmap_lock_mmap, lock_watch);
+	bpf_program__set_autoload(skel->progs.sys_exit_mmap, !lock_watch);
 
 	if (multi) {
 		bpf_program__set_expected_attach_type(skel->progs.call_enter_multi,

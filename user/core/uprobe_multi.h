@@ -37,16 +37,19 @@ struct uprobe_multi_attr {
 	uint32_t pad[9];	/* zeroed tail up to the size of the kernel's view */
 };
 
-/* The link type exists on kernels whose BTF has its struct. */
+/* The link type exists on kernels whose BTF (vmlinux) has its struct. */
+static inline bool uprobe_multi__in(const struct btf *vmlinux)
+{
+	return vmlinux &&
+	       btf__find_by_name_kind(vmlinux, "bpf_uprobe_multi_link", BTF_KIND_STRUCT) > 0;
+}
+
 static inline bool uprobe_multi__supported(void)
 {
 	struct btf *vmlinux = btf__load_vmlinux_btf();
-	bool ok = false;
+	bool ok = uprobe_multi__in(vmlinux);
 
-	if (vmlinux) {
-		ok = btf__find_by_name_kind(vmlinux, "bpf_uprobe_multi_link", BTF_KIND_STRUCT) > 0;
-		btf__free(vmlinux);
-	}
+	btf__free(vmlinux);
 	return ok;
 }
 
