@@ -12,6 +12,7 @@
 #include "syscalls_rec.h"
 
 #define NR_ioctl 16
+#define NR_rt_sigreturn 15
 /* Syscalls the kernel's uprobe machinery makes on the traced thread's
  * behalf: the uretprobe trampoline's return (every traced API return) and
  * the optimized uprobe's. Not the program's own work. */
@@ -39,7 +40,10 @@ int BPF_PROG(syscall_enter, struct pt_regs *regs, long id)
 {
 	struct sys_start *s;
 
-	if (id == NR_uretprobe || id == NR_uprobe)
+	/* rt_sigreturn, like sys_uretprobe, leaves orig_ax -1 for the exit
+	 * (the kernel's signal return, not the program's work): skipped at
+	 * both ends, so that the exit of every traced call returns at once. */
+	if (id == NR_uretprobe || id == NR_uprobe || id == NR_rt_sigreturn)
 		return 0;
 	if (!is_target(bpf_get_current_pid_tgid() >> 32) || !gate_open())
 		return 0;
@@ -120,9 +124,11 @@ int BPF_PROG(syscall_exit, struct pt_regs *regs, long ret)
 	struct rec_syscall *r;
 	__u32 nr;
 
-	/* The return of every traced call (sys_uretprobe keeps orig_ax):
-	 * nothing to look up, syscall_enter stored nothing. */
-	if (regs->orig_ax == NR_uretprobe || regs->orig_ax == NR_uprobe)
+	/* The return of every traced call: sys_uretprobe sets orig_ax to -1
+	 * (6.18; the number itself is checked too), as rt_sigreturn does.
+	 * syscall_enter stored nothing for either: nothing to look up. */
+	if ((long)regs->orig_ax == -1 || regs->orig_ax == NR_uretprobe ||
+	    regs->orig_ax == NR_uprobe)
 		return 0;
 	if (!is_target(pid_tgid >> 32))
 		return 0;
