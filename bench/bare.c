@@ -16,7 +16,10 @@
  * --floor attaches the "floor" pair through uprobe_multi: two timestamps
  * and one 32-byte ring record per call, drained by a thread here; MASK
  * picks parts of that work (1 clock reads, 2 task storage, 4 the record;
- * default 7) to see what each costs. Prints
+ * default 7) to see what each costs, and adds what cgbpf does beyond it
+ * (8 a 120-byte entry record, 16 with three stack arguments read from
+ * user memory, 32 the ring's fill read at each record, 64 with 16: read
+ * 8 bytes instead of 24). Prints
  * "bare: attached" on stdout once both probes are live; exits 3 when the
  * kernel has no uprobe_multi links.
  *
