@@ -25,7 +25,8 @@ one() {	# FLAGS TAG
 	rm -f "$TMP/gate" "$TMP/err"
 	CGBPF_WAIT_FILE=$TMP/gate "$TMP/workloads/bench_launch" "$N" > "$TMP/wl" 2>&1 & local w=$!
 	"$CG" record $1 --force -p $w -o "$TMP/o.pftrace" > "$TMP/sum" 2> "$TMP/err" & local c=$!
-	for ((i = 0; i < 600; i++)); do grep -q "probing [0-9]* CUDA" "$TMP/err" && break; sleep 0.05; done
+	local k	# not i: the caller counts configurations in i
+	for ((k = 0; k < 600; k++)); do grep -q "probing [0-9]* CUDA" "$TMP/err" && break; sleep 0.05; done
 	touch "$TMP/gate"; wait $w
 	bpftool prog show -j | /usr/bin/python3 -c '
 import json, sys
