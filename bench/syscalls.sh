@@ -9,6 +9,10 @@
 # (build/workloads/bench_syscall: getpid, and a 1-byte read of /dev/zero):
 #   untraced           no cgbpf at all
 #   cgbpf, sys off     cgbpf record -p TARGET --syscall-threshold off
+#   non-target, off    cgbpf traces another process, --syscall-threshold
+#                      off: nothing of cgbpf's should be on the syscall path
+#                      (the mmap watch is not, where the kernel has the
+#                      mmap_lock tracepoint)
 #   non-target         cgbpf traces another process, syscalls on: the loop
 #                      is not a target but its syscalls take the slow path
 #   target             the loop is the target, default threshold (1 us):
@@ -22,7 +26,7 @@
 # runs, configurations interleaved round by round; compare ratios within
 # one run only.
 #
-# Knobs (environment): BENCH_N (syscalls per run, 1000000), BENCH_LAUNCHES
+# Knobs (environment): CGBPF (the binary, build/cgbpf), BENCH_N (syscalls per run, 1000000), BENCH_LAUNCHES
 # (launches per run, 300000), BENCH_RUNS (5).
 set -euo pipefail
 
@@ -40,7 +44,7 @@ ROOT=$PWD
 echo "building (make -s all)..." >&2
 make -s --no-print-directory all >&2
 
-CGBPF=$ROOT/build/cgbpf
+CGBPF=${CGBPF:-$ROOT/build/cgbpf}	# CGBPF=OTHER/build/cgbpf measures another build
 SYS=$ROOT/build/workloads/bench_syscall
 LAUNCH=$ROOT/build/workloads/bench_launch
 COMMON=(--sched off --sample-hz 0 --backtrace-threshold off)
@@ -102,13 +106,15 @@ traced() {
 	R_LOST=$(sed -n 's/.*LOST \([0-9]*\) records.*/\1/p' "$TMP/$tag.sum")
 }
 
-# nontarget MODE: cgbpf traces an idle process; the loop runs beside it.
+# nontarget MODE [THRESHOLD]: cgbpf traces an idle process; the loop runs beside it.
 nontarget() {
 	local idle c gate=$TMP/never
+	rm -f "$TMP"/nt.*
 	LD_LIBRARY_PATH=$ROOT/build/fake CGBPF_WAIT_FILE=$gate "$SYS" getpid 1 > /dev/null 2>&1 &
 	idle=$!
 	PIDS+=($idle)
-	"$CGBPF" record -p $idle "${COMMON[@]}" -o "$TMP/nt.pftrace" > "$TMP/nt.sum" 2> "$TMP/nt.err" &
+	"$CGBPF" record -p $idle "${COMMON[@]}" --syscall-threshold "${2:-1us}" -o "$TMP/nt.pftrace" \
+		> "$TMP/nt.sum" 2> "$TMP/nt.err" &
 	c=$!
 	PIDS+=($c)
 	wait_for "$TMP/nt.err" "tracing [0-9]+ process" 30 $c || die "cgbpf did not start: $(cat "$TMP/nt.err")"
@@ -131,6 +137,8 @@ for ((r = 1; r <= RUNS; r++)); do
 		add "$m.untraced" "$(ns_of "$TMP/u.wl")"
 		traced off "$m-off" "$SYS" $m "$N"
 		add "$m.off" "$R_NS"
+		nontarget $m off
+		add "$m.ntoff" "$R_NS"
 		nontarget $m
 		add "$m.nontarget" "$R_NS"
 		traced 1000 "$m-on" "$SYS" $m "$N"
@@ -150,10 +158,11 @@ range() { printf '%s\n' ${V[$1]} | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 
 echo
 echo "== Syscall tracepoints: ns per call (median of $RUNS runs; $N syscalls, $NL launches per run)"
 printf '  %-34s %10s %10s\n' "" getpid read
-for k in untraced off nontarget target all; do
+for k in untraced off ntoff nontarget target all; do
 	case $k in
 	untraced) l="untraced" ;;
 	off) l="cgbpf, --syscall-threshold off" ;;
+	ntoff) l="cgbpf, syscalls off, non-target" ;;
 	nontarget) l="cgbpf, syscalls on, non-target" ;;
 	target) l="cgbpf, syscalls on, target (1 us)" ;;
 	all) l="cgbpf, target, threshold 0" ;;
@@ -175,7 +184,7 @@ echo "  cuLaunchKernel under cgbpf: $lo ns/call with --syscall-threshold off, $l
 	"runs: off $(range launch.off), on $(range launch.on))"
 echo
 for m in getpid read; do
-	for k in untraced off nontarget target all; do
+	for k in untraced off ntoff nontarget target all; do
 		echo "sys_${m}_${k}_ns=$(med $m.$k)"
 	done
 done
