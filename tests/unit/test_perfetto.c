@@ -527,6 +527,26 @@ static void test_intern_reset(void)
 		}
 		x_end(&x, sa, ts + 50, NULL, 0);
 	}
+	/* The intern memo (by address, checked by bytes): one buffer whose
+	 * text goes back and forth, at the memo's length limit and either
+	 * side of it, as a name and as a string value: every event must
+	 * carry the text the buffer held then. */
+	{
+		static const int lens[] = { 5, 94, 95, 96, 97, 200 };
+		char buf[256];
+
+		for (int i = 0; i < 24; i++) {
+			int len = lens[i % 6];
+			uint64_t ts = base + (uint64_t)N * 100 + (uint64_t)i * 100;
+			struct pf_annot a[] = { { .name = "text", .type = PA_STR, .s = buf } };
+
+			memset(buf, i % 4 < 2 ? 'a' : 'b', len);
+			buf[len] = 0;
+			buf[len - 1] = '0' + i % 2;
+			x_begin(&x, sb, ts, buf, NA(a));
+			x_end(&x, sb, ts + 50, NULL, 0);
+		}
+	}
 	/* generations: the first clear plus more than one reset. */
 	x_meta(&x, "\"min_generations\":{\"201\":3},\"max_generations\":{\"202\":1},"
 		   "\"no_warnings\":true");

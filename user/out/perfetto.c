@@ -119,6 +119,26 @@ enum { CLOCK_INCR_ID = 64 };
 
 enum intern_kind { IK_EVENT, IK_ANNOT_NAME, IK_STRING, IK_CATEGORY, IK__COUNT };
 
+/*
+ * The strings a sequence interned last, by address: most events repeat the
+ * names of the ones before (the same literal, the same kernel name from
+ * the model, the same launch string from its cache), and comparing the
+ * bytes costs less than hashing them and looking the hash up (a third of
+ * the consumer's time per launch went there). A hit needs the same bytes
+ * at the same address, so a buffer reused for other text misses, and
+ * gets what hashing would have given.
+ */
+#define MEMO_N 16		/* a power of two */
+#define MEMO_LEN 96		/* longer strings are hashed every time */
+
+struct intern_memo {
+	const char *p;
+	uint64_t iid;		/* 0: empty */
+	uint8_t kind;
+	uint8_t len;
+	char copy[MEMO_LEN];
+};
+
 struct pfseq {
 	uint32_t id;
 	uint64_t track;
@@ -126,6 +146,7 @@ struct pfseq {
 	bool need_reset;
 	struct hmap iids;	/* hash(kind, string) -> iid */
 	uint64_t next_iid;
+	struct intern_memo *memo;	/* MEMO_N, at the first string interned */
 };
 
 struct pftrace {
@@ -387,6 +408,7 @@ int pftrace__close(struct pftrace *pt)
 	hmap__free(&pt->descs);
 	for (size_t i = 0; i < pt->nseqs; i++) {
 		hmap__free(&pt->seqs[i]->iids);
+		free(pt->seqs[i]->memo);
 		free(pt->seqs[i]);
 	}
 	free(pt->seqs);
@@ -766,6 +788,8 @@ static void seq_reset(struct pftrace *pt, struct pfseq *s, uint64_t ts)
 		ts = pt->last_snapshot;
 	pt->last_snapshot = ts;
 	hmap__free(&s->iids);
+	if (s->memo)
+		memset(s->memo, 0, MEMO_N * sizeof(*s->memo));
 	s->next_iid = 1;
 	s->need_reset = false;
 	s->last_ts = ts;
@@ -832,22 +856,51 @@ static void seq_packet(struct pftrace *pt, struct pfseq *s, uint64_t ts)
 	pb__varint(pb, PKT_SEQ_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
 }
 
+/* Remembers that str (len bytes) is iid on s (struct intern_memo). */
+static void memo_put(struct pfseq *s, struct intern_memo *m, enum intern_kind k,
+		     const char *str, size_t len, uint64_t iid)
+{
+	if (!m)
+		return;
+	m->p = str;
+	m->iid = iid;
+	m->kind = k;
+	m->len = len;
+	memcpy(m->copy, str, len);
+}
+
 static uint64_t intern(struct pfseq *s, enum intern_kind k, const char *str,
 		       struct new_str *news, int *nnew, int maxnew)
 {
+	size_t len = strlen(str);
+	struct intern_memo *m = NULL;
+	uint64_t h, *v;
+
+	if (len < MEMO_LEN) {
+		if (!s->memo)
+			s->memo = calloc(MEMO_N, sizeof(*s->memo));
+		if (s->memo) {
+			m = &s->memo[((uintptr_t)str >> 3 ^ (uintptr_t)str >> 9 ^ k) & (MEMO_N - 1)];
+			if (m->iid && m->p == str && m->kind == k && m->len == len &&
+			    !memcmp(m->copy, str, len))
+				return m->iid;
+		}
+	}
 	/* A 64-bit hash stands for the string: a collision among a few
 	 * thousand entries per sequence has odds around 1e-12. */
-	uint64_t h = hash__bytes(str, strlen(str)) ^ ((uint64_t)k << 61);
-	uint64_t *v = hmap__get(&s->iids, h);
-
-	if (v)
+	h = hash__bytes(str, len) ^ ((uint64_t)k << 61);
+	v = hmap__get(&s->iids, h);
+	if (v) {
+		memo_put(s, m, k, str, len, *v);
 		return *v;
+	}
 	if (*nnew >= maxnew || hmap__put(&s->iids, h, s->next_iid))
 		return 0;
 	news[*nnew].kind = k;
 	news[*nnew].iid = s->next_iid;
 	news[*nnew].s = str;
 	(*nnew)++;
+	memo_put(s, m, k, str, len, s->next_iid);
 	return s->next_iid++;
 }
 
