@@ -14,8 +14,11 @@
 # Each round runs the loop untraced, then under each binary's `record -p`
 # with the API alone and with the defaults; prints the medians (ns per
 # call), each configuration's overhead over the untraced loop, and the
-# after/before ratio of the overheads (1.00: no change). Knobs: BENCH_N
-# (calls per run, 1000000), BENCH_RUNS (rounds, 5).
+# after/before ratio of the overheads (1.00: no change); then the CPU of
+# each binary's consumer per traced call with the API alone (its CPU time,
+# less that of a 1000-launch capture, divided by the calls; `times` counts
+# 10 ms ticks). Knobs: BENCH_N (calls per run, 1000000), BENCH_RUNS
+# (rounds, 5).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/bench/lib.sh"
@@ -40,12 +43,13 @@ untraced() {
 	ns_of "$TMP/wl.out"
 }
 
-# traced CGBPF FLAGS: ns per call of the loop under `record -p`, the loop
-# gated until the probes are live.
+# traced CGBPF FLAGS [CALLS]: "NS CPU": ns per call of the loop under
+# `record -p` (the loop gated until the probes are live), and cgbpf's CPU
+# seconds.
 traced() {
 	local gate=$TMP/gate w c i
 	rm -f "$gate" "$TMP/cg.err"
-	CGBPF_WAIT_FILE=$gate "$WL" "$N" > "$TMP/wl.out" 2>&1 &
+	CGBPF_WAIT_FILE=$gate "$WL" "${3:-$N}" > "$TMP/wl.out" 2>&1 &
 	w=$!
 	# shellcheck disable=SC2086
 	rm -f "$TMP/t.pftrace"
@@ -58,18 +62,26 @@ traced() {
 	done
 	touch "$gate"
 	wait $w
+	# cgbpf is the only child reaped in between.
+	times > "$TMP/t0"
 	wait $c || { cat "$TMP/cg.err" >&2; exit 1; }
-	ns_of "$TMP/wl.out"
+	times > "$TMP/t1"
+	echo "$(ns_of "$TMP/wl.out") $(calc "$(child_cpu "$TMP/t1") - $(child_cpu "$TMP/t0")" 3)"
 }
 
-declare -a U AA AD BA BD
+declare -a U AA AD BA BD CA CB
+# The fixed part of a capture's CPU (loading, attaching, writing the
+# trace's head), each binary's, subtracted below.
+read -r _ FA <<< "$(traced "$A" "$API" 1000)"
+read -r _ FB <<< "$(traced "$B" "$API" 1000)"
 for ((r = 1; r <= RUNS; r++)); do
 	U+=("$(untraced)")
-	AA+=("$(traced "$A" "$API")")
-	BA+=("$(traced "$B" "$API")")
-	AD+=("$(traced "$A" "")")
-	BD+=("$(traced "$B" "")")
-	echo "round $r/$RUNS: untraced ${U[-1]}, before ${AA[-1]} / ${AD[-1]}, after ${BA[-1]} / ${BD[-1]} ns" >&2
+	read -r ns cpu <<< "$(traced "$A" "$API")"; AA+=("$ns"); CA+=("$cpu")
+	read -r ns cpu <<< "$(traced "$B" "$API")"; BA+=("$ns"); CB+=("$cpu")
+	read -r ns _ <<< "$(traced "$A" "")"; AD+=("$ns")
+	read -r ns _ <<< "$(traced "$B" "")"; BD+=("$ns")
+	echo "round $r/$RUNS: untraced ${U[-1]}, before ${AA[-1]} / ${AD[-1]}, after ${BA[-1]} / ${BD[-1]} ns;" \
+		"cgbpf CPU (API only) before ${CA[-1]} s, after ${CB[-1]} s" >&2
 done
 mu=$(median "${U[@]}")
 row() {	# name before-median after-median
@@ -86,3 +98,9 @@ echo "   untraced: $mu ns"
 printf '  %-22s %10s %10s   %8s %8s   %6s\n' "" before after "ovh bef" "ovh aft" "after/before"
 row "API only" "$(median "${AA[@]}")" "$(median "${BA[@]}")"
 row "defaults" "$(median "${AD[@]}")" "$(median "${BD[@]}")"
+ca=$(median "${CA[@]}")
+cb=$(median "${CB[@]}")
+echo "== cgbpf's consumer CPU per traced call, API only (median of $RUNS; less a 1000-launch capture's $FA / $FB s)"
+printf '  %-22s %10s %10s   %6s\n' "" before after "after/before"
+printf '  %-22s %10s %10s   %6s\n' "ns of CPU per call" "$(calc "($ca - $FA) * 1e9 / $N")" \
+	"$(calc "($cb - $FB) * 1e9 / $N")" "$(calc "($cb - $FB) / ($ca - $FA)" 2)"

@@ -510,7 +510,9 @@ bool straggle__finish(struct straggle *s, struct straggle_named *nm)
 		if (s->named >= 0) {
 			struct row *r = &s->rows[s->named];
 
-			qsort(r->gaps, r->ngaps, sizeof(*r->gaps), by_from);
+			/* A rank named with no gaps has a NULL array. */
+			if (r->ngaps > 1)
+				qsort(r->gaps, r->ngaps, sizeof(*r->gaps), by_from);
 		}
 		s->finished = true;
 	}

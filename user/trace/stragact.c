@@ -202,7 +202,9 @@ static void print_items(struct items *it, const char *what, enum sumtab_fmt fmt,
 {
 	static const char *const cols[] = { "kind", "name", "value", "pct" };
 
-	qsort(it->v, it->n, sizeof(*it->v), by_v);
+	/* Nothing to sort is a NULL array, which qsort must not be given. */
+	if (it->n > 1)
+		qsort(it->v, it->n, sizeof(*it->v), by_v);
 	for (size_t i = 0; i < it->n && i < TOP; i++) {
 		double pct = it->total ? 100.0 * it->v[i].v / it->total : 0;
 
