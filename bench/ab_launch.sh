@@ -66,7 +66,8 @@ traced() {
 	times > "$TMP/t0"
 	wait $c || { cat "$TMP/cg.err" >&2; exit 1; }
 	times > "$TMP/t1"
-	echo "$(ns_of "$TMP/wl.out") $(calc "$(child_cpu "$TMP/t1") - $(child_cpu "$TMP/t0")" 3)"
+	# CPU in ms: median() keeps one decimal.
+	echo "$(ns_of "$TMP/wl.out") $(calc "($(child_cpu "$TMP/t1") - $(child_cpu "$TMP/t0")) * 1000" 0)"
 }
 
 declare -a U AA AD BA BD CA CB
@@ -81,7 +82,7 @@ for ((r = 1; r <= RUNS; r++)); do
 	read -r ns _ <<< "$(traced "$A" "")"; AD+=("$ns")
 	read -r ns _ <<< "$(traced "$B" "")"; BD+=("$ns")
 	echo "round $r/$RUNS: untraced ${U[-1]}, before ${AA[-1]} / ${AD[-1]}, after ${BA[-1]} / ${BD[-1]} ns;" \
-		"cgbpf CPU (API only) before ${CA[-1]} s, after ${CB[-1]} s" >&2
+		"cgbpf CPU (API only) before ${CA[-1]} ms, after ${CB[-1]} ms" >&2
 done
 mu=$(median "${U[@]}")
 row() {	# name before-median after-median
@@ -100,7 +101,8 @@ row "API only" "$(median "${AA[@]}")" "$(median "${BA[@]}")"
 row "defaults" "$(median "${AD[@]}")" "$(median "${BD[@]}")"
 ca=$(median "${CA[@]}")
 cb=$(median "${CB[@]}")
-echo "== cgbpf's consumer CPU per traced call, API only (median of $RUNS; less a 1000-launch capture's $FA / $FB s)"
+echo "== cgbpf's consumer CPU per traced call, API only (median of $RUNS; less a 1000-launch capture's $FA / $FB ms)"
 printf '  %-22s %10s %10s   %6s\n' "" before after "after/before"
-printf '  %-22s %10s %10s   %6s\n' "ns of CPU per call" "$(calc "($ca - $FA) * 1e9 / $N")" \
-	"$(calc "($cb - $FB) * 1e9 / $N")" "$(calc "($cb - $FB) / ($ca - $FA)" 2)"
+printf '  %-22s %10s %10s   %6s\n' "ns of CPU per call" "$(calc "($ca - $FA) * 1e6 / $N")" \
+	"$(calc "($cb - $FB) * 1e6 / $N")" "$(calc "($cb - $FB) / ($ca - $FA)" 2)"
+echo "  (runs, ms: before ${CA[*]}; after ${CB[*]})"
