@@ -6,7 +6,9 @@
 #   sudo bash bench/syscalls.sh
 #
 # Measures, in one run, ns per call of a tight syscall loop
-# (build/workloads/bench_syscall: getpid, and a 1-byte read of /dev/zero):
+# (build/workloads/bench_syscall: getpid, a 1-byte read of /dev/zero, and
+# an mmap and munmap of one anonymous page, a pair that takes the mm's lock
+# for writing twice, which cgbpf's mmap watch sees):
 #   untraced           no cgbpf at all
 #   cgbpf, sys off     cgbpf record -p TARGET --syscall-threshold off
 #   non-target, off    cgbpf traces another process, --syscall-threshold
@@ -132,7 +134,7 @@ add() { V[$1]="${V[$1]:-} $2"; }
 
 for ((r = 1; r <= RUNS; r++)); do
 	echo "round $r/$RUNS..." >&2
-	for m in getpid read; do
+	for m in getpid read mmap; do
 		LD_LIBRARY_PATH=$ROOT/build/fake "$SYS" $m "$N" > "$TMP/u.wl" 2>&1 || die "loop failed"
 		add "$m.untraced" "$(ns_of "$TMP/u.wl")"
 		traced off "$m-off" "$SYS" $m "$N"
@@ -157,7 +159,7 @@ med() { median ${V[$1]}; }
 range() { printf '%s\n' ${V[$1]} | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s-%s", lo, hi }'; }
 echo
 echo "== Syscall tracepoints: ns per call (median of $RUNS runs; $N syscalls, $NL launches per run)"
-printf '  %-34s %10s %10s\n' "" getpid read
+printf '  %-34s %10s %10s %10s\n' "" getpid read mmap+munmap
 for k in untraced off ntoff nontarget target all; do
 	case $k in
 	untraced) l="untraced" ;;
@@ -167,10 +169,11 @@ for k in untraced off ntoff nontarget target all; do
 	target) l="cgbpf, syscalls on, target (1 us)" ;;
 	all) l="cgbpf, target, threshold 0" ;;
 	esac
-	printf '  %-34s %10s %10s   (runs: getpid %s, read %s)\n' "$l" "$(med getpid.$k)" \
-		"$(med read.$k)" "$(range getpid.$k)" "$(range read.$k)"
+	printf '  %-34s %10s %10s %10s   (runs: getpid %s, read %s, mmap %s)\n' "$l" \
+		"$(med getpid.$k)" "$(med read.$k)" "$(med mmap.$k)" "$(range getpid.$k)" \
+		"$(range read.$k)" "$(range mmap.$k)"
 done
-for m in getpid read; do
+for m in getpid read mmap; do
 	u=$(med $m.untraced)
 	echo "  $m: non-target $(calc "$(med $m.nontarget) - $u" 1) ns/call more than untraced" \
 		"($(calc "$(med $m.nontarget) / $u" 2)x); target $(calc "$(med $m.target) - $u" 1) ns" \
@@ -183,7 +186,7 @@ echo "  cuLaunchKernel under cgbpf: $lo ns/call with --syscall-threshold off, $l
 	"syscalls on: +$(calc "$lon - $lo" 1) ns per traced call ($(calc "$lon / $lo" 2)x;" \
 	"runs: off $(range launch.off), on $(range launch.on))"
 echo
-for m in getpid read; do
+for m in getpid read mmap; do
 	for k in untraced off ntoff nontarget target all; do
 		echo "sys_${m}_${k}_ns=$(med $m.$k)"
 	done

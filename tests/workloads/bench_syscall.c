@@ -3,10 +3,12 @@
  * bench_syscall: a tight loop of one cheap syscall, for bench/syscalls.sh
  * (what an attached syscall tracepoint costs every syscall).
  *
- * Usage: bench_syscall getpid|read [N]      (default 1000000)
+ * Usage: bench_syscall getpid|read|mmap [N]      (default 1000000)
  *
  * getpid: syscall(SYS_getpid), the cheapest syscall there is; read: a
- * 1-byte read(2) from /dev/zero. Waits at wl_gate() first (CGBPF_WAIT_FILE)
+ * 1-byte read(2) from /dev/zero; mmap: mmap and munmap of one anonymous
+ * page, two syscalls that each take the mm's lock for writing (what
+ * cgbpf's mmap_lock watch costs; ns_per_call is per pair). Waits at wl_gate() first (CGBPF_WAIT_FILE)
  * so a tracer can attach with -p. Calls cuDriverGetVersion once, so that
  * libcuda is linked and mapped like in the real workloads (cgbpf's watch
  * for a late libcuda, a second syscall tracepoint, stays off). Prints
@@ -14,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include <cuda.h>
+#include <sys/mman.h>
 
 #include "manifest.h"
 
@@ -21,13 +24,15 @@ int main(int argc, char **argv)
 {
 	unsigned long n = 1000000;
 	struct timespec t0, t1;
-	int rd, fd = -1, version;
+	int rd, mm, fd = -1, version;
 	char c, *end;
 	double ns;
 
-	if (argc < 2 || argc > 3 || (strcmp(argv[1], "getpid") && strcmp(argv[1], "read")))
-		wl_die("usage: bench_syscall getpid|read [N]");
+	if (argc < 2 || argc > 3 ||
+	    (strcmp(argv[1], "getpid") && strcmp(argv[1], "read") && strcmp(argv[1], "mmap")))
+		wl_die("usage: bench_syscall getpid|read|mmap [N]");
 	rd = !strcmp(argv[1], "read");
+	mm = !strcmp(argv[1], "mmap");
 	if (argc == 3) {
 		errno = 0;
 		n = strtoul(argv[2], &end, 10);
@@ -43,6 +48,14 @@ int main(int argc, char **argv)
 		for (unsigned long i = 0; i < n; i++)
 			if (read(fd, &c, 1) != 1)
 				wl_die("read: %s", strerror(errno));
+	} else if (mm) {
+		for (unsigned long i = 0; i < n; i++) {
+			void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+			if (p == MAP_FAILED || munmap(p, 4096))
+				wl_die("mmap: %s", strerror(errno));
+		}
 	} else {
 		for (unsigned long i = 0; i < n; i++)
 			syscall(SYS_getpid);
