@@ -58,15 +58,11 @@ print(tag, "%.0f" % v.get("enter", 0), "%.0f" % v.get("exit", 0))' "$N" "$1"
 }
 
 bare() {	# TAG FLAG
-	local b i
+	local b
 	rm -f "$TMP/b.out"
 	build/bench/bare "$2" "$LIB" "$OFF" > "$TMP/b.out" 2>&1 &
 	b=$!
-	for ((i = 0; i < 200; i++)); do
-		grep -q "^bare: attached" "$TMP/b.out" && break
-		kill -0 $b 2> /dev/null || { cat "$TMP/b.out" >&2; exit 1; }
-		sleep 0.05
-	done
+	wait_for "$TMP/b.out" "^bare: attached" 10 $b || { cat "$TMP/b.out" >&2; exit 1; }
 	"$WL" "$N" > "$TMP/wl.out"
 	echo "$1 $(ns_of "$TMP/wl.out") $(progs "$1")" >> "$TMP/all"
 	kill -INT $b
@@ -74,18 +70,14 @@ bare() {	# TAG FLAG
 }
 
 cgbpf() {	# TAG
-	local w c i
+	local w c
 	rm -f "$TMP/gate" "$TMP/cg.err"
 	CGBPF_WAIT_FILE=$TMP/gate "$WL" "$N" > "$TMP/wl.out" 2>&1 &
 	w=$!
 	# shellcheck disable=SC2086
 	build/cgbpf record $API --force -p $w -o "$TMP/o.pftrace" > /dev/null 2> "$TMP/cg.err" &
 	c=$!
-	for ((i = 0; i < 600; i++)); do
-		grep -Eq "probing [0-9]+ CUDA driver" "$TMP/cg.err" && break
-		kill -0 $c 2> /dev/null || { cat "$TMP/cg.err" >&2; exit 1; }
-		sleep 0.05
-	done
+	wait_for "$TMP/cg.err" "probing [0-9]+ CUDA driver" 30 $c || { cat "$TMP/cg.err" >&2; exit 1; }
 	touch "$TMP/gate"
 	wait $w
 	echo "$1 $(ns_of "$TMP/wl.out") $(progs "$1")" >> "$TMP/all"

@@ -112,25 +112,6 @@ die() {
 	exit 1
 }
 
-# alive PID: running (kill -0 also succeeds on a zombie we have not reaped).
-alive() {
-	local st
-	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
-	[ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
-}
-
-# wait_for FILE REGEX SECONDS PID: until FILE holds a line matching REGEX;
-# fails when PID exits first or time runs out.
-wait_for() {
-	local i
-	for ((i = 0; i < $3 * 50; i++)); do
-		grep -Eq "$2" "$1" 2>/dev/null && return 0
-		alive "$4" || { grep -Eq "$2" "$1" 2>/dev/null && return 0; return 1; }
-		sleep 0.02
-	done
-	return 1
-}
-
 # stop PID [SIG]: signals it (again every second: bpftrace 0.17 was seen
 # to miss one), waits up to 15 s, then kills it; forgets it.
 stop() {

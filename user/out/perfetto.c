@@ -856,9 +856,10 @@ static void seq_packet(struct pftrace *pt, struct pfseq *s, uint64_t ts)
 	pb__varint(pb, PKT_SEQ_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
 }
 
-/* Remembers that str (len bytes) is iid on s (struct intern_memo). */
-static void memo_put(struct pfseq *s, struct intern_memo *m, enum intern_kind k,
-		     const char *str, size_t len, uint64_t iid)
+/* Remembers in m (a slot of the sequence's memo, or NULL) that str (len
+ * bytes) is iid. */
+static void memo_put(struct intern_memo *m, enum intern_kind k, const char *str, size_t len,
+		     uint64_t iid)
 {
 	if (!m)
 		return;
@@ -891,7 +892,7 @@ static uint64_t intern(struct pfseq *s, enum intern_kind k, const char *str,
 	h = hash__bytes(str, len) ^ ((uint64_t)k << 61);
 	v = hmap__get(&s->iids, h);
 	if (v) {
-		memo_put(s, m, k, str, len, *v);
+		memo_put(m, k, str, len, *v);
 		return *v;
 	}
 	if (*nnew >= maxnew || hmap__put(&s->iids, h, s->next_iid))
@@ -900,7 +901,7 @@ static uint64_t intern(struct pfseq *s, enum intern_kind k, const char *str,
 	news[*nnew].iid = s->next_iid;
 	news[*nnew].s = str;
 	(*nnew)++;
-	memo_put(s, m, k, str, len, s->next_iid);
+	memo_put(m, k, str, len, s->next_iid);
 	return s->next_iid++;
 }
 
