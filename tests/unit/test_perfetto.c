@@ -546,6 +546,36 @@ static void test_intern_reset(void)
 			x_begin(&x, sb, ts, buf, NA(a));
 			x_end(&x, sb, ts + 50, NULL, 0);
 		}
+		/* The text cut short and grown again in place: a remembered
+		 * copy is a prefix of the text, or the text of the copy. */
+		for (int i = 0; i < 12; i++) {
+			static const int cut[] = { 6, 3, 8, 3, 6, 1 };
+			uint64_t ts = base + (uint64_t)N * 100 + 2400 + (uint64_t)i * 100;
+			struct pf_annot a[] = { { .name = "text", .type = PA_STR, .s = buf } };
+
+			memcpy(buf, "abcdefgh", 9);
+			buf[cut[i % 6]] = 0;
+			x_begin(&x, sb, ts, buf, NA(a));
+			x_end(&x, sb, ts + 50, NULL, 0);
+		}
+	}
+	/* More strings in turn than the memo holds (16): each event must
+	 * still carry its own, whichever entries were given up. */
+	{
+		static const char *const names[] = {
+			"r00", "r01", "r02", "r03", "r04", "r05", "r06", "r07", "r08", "r09",
+			"r10", "r11", "r12", "r13", "r14", "r15", "r16", "r17", "r18", "r19",
+		};
+
+		for (int i = 0; i < 60; i++) {
+			uint64_t ts = base + (uint64_t)N * 100 + 4000 + (uint64_t)i * 100;
+			struct pf_annot a[] = {
+				{ .name = names[(i + 7) % 20], .type = PA_STR, .s = names[i % 20] },
+			};
+
+			x_begin(&x, sb, ts, names[i * 3 % 20], NA(a));
+			x_end(&x, sb, ts + 50, NULL, 0);
+		}
 	}
 	/* generations: the first clear plus more than one reset. */
 	x_meta(&x, "\"min_generations\":{\"201\":3},\"max_generations\":{\"202\":1},"

@@ -126,17 +126,25 @@ enum intern_kind { IK_EVENT, IK_ANNOT_NAME, IK_STRING, IK_CATEGORY, IK__COUNT };
  * bytes costs less than hashing them and looking the hash up (a third of
  * the consumer's time per launch went there). A hit needs the same bytes
  * at the same address, so a buffer reused for other text misses, and
- * gets what hashing would have given.
+ * gets what hashing would have given. Any entry can hold any address (a
+ * launch's eight or so strings, mapped by address into sixteen slots,
+ * shared a slot in most runs and missed every time), and a miss replaces
+ * the entry used longest ago, so a rare string costs one hot string one
+ * miss at most.
  */
-#define MEMO_N 16		/* a power of two */
+#define MEMO_N 16
 #define MEMO_LEN 96		/* longer strings are hashed every time */
 
 struct intern_memo {
-	const char *p;
-	uint64_t iid;		/* 0: empty */
-	uint8_t kind;
-	uint8_t len;
-	char copy[MEMO_LEN];
+	const char *p[MEMO_N];	/* NULL: empty */
+	uint32_t used[MEMO_N];	/* clock at the last hit or put */
+	uint32_t clock;
+	struct {
+		uint64_t iid;
+		uint8_t kind;
+		uint8_t len;
+		char copy[MEMO_LEN];
+	} e[MEMO_N];
 };
 
 struct pfseq {
@@ -146,7 +154,7 @@ struct pfseq {
 	bool need_reset;
 	struct hmap iids;	/* hash(kind, string) -> iid */
 	uint64_t next_iid;
-	struct intern_memo *memo;	/* MEMO_N, at the first string interned */
+	struct intern_memo *memo;	/* at the first string interned */
 };
 
 struct pftrace {
@@ -789,7 +797,7 @@ static void seq_reset(struct pftrace *pt, struct pfseq *s, uint64_t ts)
 	pt->last_snapshot = ts;
 	hmap__free(&s->iids);
 	if (s->memo)
-		memset(s->memo, 0, MEMO_N * sizeof(*s->memo));
+		memset(s->memo, 0, sizeof(*s->memo));
 	s->next_iid = 1;
 	s->need_reset = false;
 	s->last_ts = ts;
@@ -856,37 +864,55 @@ static void seq_packet(struct pftrace *pt, struct pfseq *s, uint64_t ts)
 	pb__varint(pb, PKT_SEQ_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
 }
 
-/* Remembers in m (a slot of the sequence's memo, or NULL) that str (len
- * bytes) is iid. */
+/* The iid the memo holds for str (kind k), or 0. No strlen: the copy's
+ * bytes, then the terminator after them (strncmp stops at a shorter
+ * string's end, which a copy of strlen bytes cannot hold). */
+static uint64_t memo_get(struct intern_memo *m, enum intern_kind k, const char *str)
+{
+	for (int i = 0; i < MEMO_N; i++) {
+		if (m->p[i] != str || m->e[i].kind != k ||
+		    strncmp(m->e[i].copy, str, m->e[i].len) || str[m->e[i].len])
+			continue;
+		m->used[i] = ++m->clock;
+		return m->e[i].iid;
+	}
+	return 0;
+}
+
+/* Remembers in m (or nowhere, if NULL) that str (len bytes, under
+ * MEMO_LEN) is iid, in place of the entry used longest ago. */
 static void memo_put(struct intern_memo *m, enum intern_kind k, const char *str, size_t len,
 		     uint64_t iid)
 {
+	int old = 0;
+
 	if (!m)
 		return;
-	m->p = str;
-	m->iid = iid;
-	m->kind = k;
-	m->len = len;
-	memcpy(m->copy, str, len);
+	for (int i = 1; i < MEMO_N; i++)
+		if (m->clock - m->used[i] > m->clock - m->used[old])
+			old = i;
+	m->p[old] = str;
+	m->used[old] = ++m->clock;
+	m->e[old].iid = iid;
+	m->e[old].kind = k;
+	m->e[old].len = len;
+	memcpy(m->e[old].copy, str, len);
 }
 
 static uint64_t intern(struct pfseq *s, enum intern_kind k, const char *str,
 		       struct new_str *news, int *nnew, int maxnew)
 {
-	size_t len = strlen(str);
 	struct intern_memo *m = NULL;
-	uint64_t h, *v;
+	uint64_t h, *v, iid;
+	size_t len;
 
-	if (len < MEMO_LEN) {
-		if (!s->memo)
-			s->memo = calloc(MEMO_N, sizeof(*s->memo));
-		if (s->memo) {
-			m = &s->memo[((uintptr_t)str >> 3 ^ (uintptr_t)str >> 9 ^ k) & (MEMO_N - 1)];
-			if (m->iid && m->p == str && m->kind == k && m->len == len &&
-			    !memcmp(m->copy, str, len))
-				return m->iid;
-		}
-	}
+	if (!s->memo)
+		s->memo = calloc(1, sizeof(*s->memo));
+	if (s->memo && (iid = memo_get(s->memo, k, str)))
+		return iid;
+	len = strlen(str);
+	if (len < MEMO_LEN)
+		m = s->memo;
 	/* A 64-bit hash stands for the string: a collision among a few
 	 * thousand entries per sequence has odds around 1e-12. */
 	h = hash__bytes(str, len) ^ ((uint64_t)k << 61);
