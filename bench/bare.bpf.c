@@ -195,6 +195,18 @@ int BPF_PROG(noop_sys_exit, struct pt_regs *regs, long ret)
 	return 0;
 }
 
+SEC("tracepoint")
+int noop_perf_enter(void *ctx)
+{
+	return 0;
+}
+
+SEC("tracepoint")
+int noop_perf_exit(void *ctx)
+{
+	return 0;
+}
+
 SEC("fentry/x64_sys_call")
 int BPF_PROG(noop_call_enter, const struct pt_regs *regs, unsigned int nr)
 {

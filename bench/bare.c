@@ -98,8 +98,8 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strncmp(argv[1], "--sys=", 6)) {
 		sys = argv[1] + 6;
 		if (strcmp(sys, "tp") && strcmp(sys, "tpexit") && strcmp(sys, "fentry") &&
-		    strcmp(sys, "fexit")) {
-			fprintf(stderr, "bare: --sys= takes tp, tpexit, fentry or fexit\n");
+		    strcmp(sys, "fexit") && strncmp(sys, "perf:", 5)) {
+			fprintf(stderr, "bare: --sys= takes tp, tpexit, fentry, fexit or perf:SYSCALL\n");
 			return 2;
 		}
 		ai++;
@@ -160,6 +160,8 @@ int main(int argc, char **argv)
 	bpf_program__set_autoload(skel->progs.noop_sys_exit, sys && !strncmp(sys, "tp", 2));
 	bpf_program__set_autoload(skel->progs.noop_call_enter, sys && !strcmp(sys, "fentry"));
 	bpf_program__set_autoload(skel->progs.noop_call_exit, sys && sys[0] == 'f');
+	bpf_program__set_autoload(skel->progs.noop_perf_enter, sys && !strncmp(sys, "perf:", 5));
+	bpf_program__set_autoload(skel->progs.noop_perf_exit, sys && !strncmp(sys, "perf:", 5));
 	if (multi) {
 		bpf_program__set_expected_attach_type(floor_ ? skel->progs.floor_enter_multi :
 						      skel->progs.bare_enter_multi,
@@ -196,7 +198,22 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (sys) {
+	if (sys && !strncmp(sys, "perf:", 5)) {
+		char tp[2][64];
+
+		snprintf(tp[0], sizeof(tp[0]), "sys_enter_%s", sys + 5);
+		snprintf(tp[1], sizeof(tp[1]), "sys_exit_%s", sys + 5);
+		for (int i = 0; i < 2; i++) {
+			sl[nsl] = bpf_program__attach_tracepoint(i ? skel->progs.noop_perf_exit :
+								 skel->progs.noop_perf_enter,
+								 "syscalls", tp[i]);
+			if (!sl[nsl]) {
+				fprintf(stderr, "bare: syscalls:%s: %s\n", tp[i], strerror(errno));
+				goto out;
+			}
+			nsl++;
+		}
+	} else if (sys) {
 		struct bpf_program *sp[] = { skel->progs.noop_sys_enter, skel->progs.noop_sys_exit,
 					     skel->progs.noop_call_enter, skel->progs.noop_call_exit };
 
