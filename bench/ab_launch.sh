@@ -18,7 +18,10 @@
 # each binary's consumer per traced call with the API alone (its CPU time,
 # less that of a 1000-launch capture, divided by the calls; `times` counts
 # 10 ms ticks). Knobs: BENCH_N (calls per run, 1000000), BENCH_RUNS
-# (rounds, 5).
+# (rounds, 5), AB_CONFIGS (more configurations, each run under both
+# binaries: "NAME=FLAGS;NAME=FLAGS", e.g. "python off=--python off"),
+# AB_BARE=1 (the bare entry+return trap too, bench/bare.c's uprobe_multi
+# pair, and each configuration's overhead above it).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/bench/lib.sh"
@@ -51,8 +54,8 @@ traced() {
 	rm -f "$gate" "$TMP/cg.err"
 	CGBPF_WAIT_FILE=$gate "$WL" "${3:-$N}" > "$TMP/wl.out" 2>&1 &
 	w=$!
-	# shellcheck disable=SC2086
 	rm -f "$TMP/t.pftrace"
+	# shellcheck disable=SC2086
 	"$1" record $2 -p $w -o "$TMP/t.pftrace" > "$TMP/cg.out" 2> "$TMP/cg.err" &
 	c=$!
 	for ((i = 0; i < 1500; i++)); do
@@ -70,7 +73,32 @@ traced() {
 	echo "$(ns_of "$TMP/wl.out") $(calc "($(child_cpu "$TMP/t1") - $(child_cpu "$TMP/t0")) * 1000" 0)"
 }
 
-declare -a U AA AD BA BD CA CB
+declare -a U AA AD BA BD CA CB BARE XN XF
+declare -A XA XB
+IFS=';' read -r -a XC <<< "${AB_CONFIGS:-}"
+for x in "${XC[@]}"; do
+	[[ $x == *=* ]] || { echo "ab_launch.sh: AB_CONFIGS wants NAME=FLAGS;...: $x" >&2; exit 2; }
+	XN+=("${x%%=*}")
+	XF+=("${x#*=}")
+done
+if [ "${AB_BARE:-0}" = 1 ]; then
+	make -s --no-print-directory -C "$ROOT" "$ROOT/build/bench/bare" >&2
+	OFF=$("$B" check "$TMP/fake/libcuda.so.1" cuLaunchKernel | awk '$1 == "cuLaunchKernel" { print $2 }')
+fi
+
+# bare: ns per call of the loop under bench/bare.c's empty programs.
+bare() {
+	local b
+	rm -f "$TMP/b.out"
+	"$ROOT/build/bench/bare" --multi "$TMP/fake/libcuda.so.1" "$OFF" > "$TMP/b.out" 2>&1 &
+	b=$!
+	wait_for "$TMP/b.out" "^bare: attached" 20 $b || { cat "$TMP/b.out" >&2; exit 1; }
+	"$WL" "$N" > "$TMP/wl.out" 2>&1
+	kill -INT $b
+	wait $b || true
+	ns_of "$TMP/wl.out"
+}
+
 # The fixed part of a capture's CPU (loading, attaching, writing the
 # trace's head), each binary's, subtracted below.
 read -r _ FA <<< "$(traced "$A" "$API" 1000)"
@@ -81,6 +109,11 @@ for ((r = 1; r <= RUNS; r++)); do
 	read -r ns cpu <<< "$(traced "$B" "$API")"; BA+=("$ns"); CB+=("$cpu")
 	read -r ns _ <<< "$(traced "$A" "")"; AD+=("$ns")
 	read -r ns _ <<< "$(traced "$B" "")"; BD+=("$ns")
+	[ "${AB_BARE:-0}" != 1 ] || BARE+=("$(bare)")
+	for ((i = 0; i < ${#XN[@]}; i++)); do
+		read -r ns _ <<< "$(traced "$A" "${XF[i]}")"; XA[$i]="${XA[$i]:-} $ns"
+		read -r ns _ <<< "$(traced "$B" "${XF[i]}")"; XB[$i]="${XB[$i]:-} $ns"
+	done
 	echo "round $r/$RUNS: untraced ${U[-1]}, before ${AA[-1]} / ${AD[-1]}, after ${BA[-1]} / ${BD[-1]} ns;" \
 		"cgbpf CPU (API only) before ${CA[-1]} ms, after ${CB[-1]} ms" >&2
 done
@@ -99,6 +132,26 @@ echo "   untraced: $mu ns"
 printf '  %-22s %10s %10s   %8s %8s   %6s\n' "" before after "ovh bef" "ovh aft" "after/before"
 row "API only" "$(median "${AA[@]}")" "$(median "${BA[@]}")"
 row "defaults" "$(median "${AD[@]}")" "$(median "${BD[@]}")"
+for ((i = 0; i < ${#XN[@]}; i++)); do
+	# shellcheck disable=SC2086
+	row "${XN[i]}" "$(median ${XA[$i]})" "$(median ${XB[$i]})"
+done
+if [ "${AB_BARE:-0}" = 1 ]; then
+	mb=$(median "${BARE[@]}")
+	ob=$(calc "$mb - $mu")
+	echo "== above the bare entry+return trap ($mb ns/call: $ob ns of overhead)"
+	printf '  %-22s %10s %10s   %8s %8s\n' "" "ns before" "ns after" "x bare b" "x bare a"
+	bare_row() {	# name before-median after-median
+		printf '  %-22s %10s %10s   %8s %8s\n' "$1" "$(calc "$2 - $mb")" "$(calc "$3 - $mb")" \
+			"$(calc "($2 - $mu) / $ob" 3)" "$(calc "($3 - $mu) / $ob" 3)"
+	}
+	bare_row "API only" "$(median "${AA[@]}")" "$(median "${BA[@]}")"
+	bare_row "defaults" "$(median "${AD[@]}")" "$(median "${BD[@]}")"
+	for ((i = 0; i < ${#XN[@]}; i++)); do
+		# shellcheck disable=SC2086
+		bare_row "${XN[i]}" "$(median ${XA[$i]})" "$(median ${XB[$i]})"
+	done
+fi
 ca=$(median "${CA[@]}")
 cb=$(median "${CB[@]}")
 echo "== cgbpf's consumer CPU per traced call, API only (median of $RUNS; less a 1000-launch capture's $FA / $FB ms)"
