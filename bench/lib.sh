@@ -29,13 +29,14 @@ alive() {
 	[ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
 }
 
-# wait_for FILE REGEX SECONDS PID: until FILE holds a line matching REGEX;
-# fails when PID exits first or time runs out.
+# wait_for FILE REGEX SECONDS [PID]: until FILE holds a line matching
+# REGEX; fails when PID (if given) exits first or time runs out.
 wait_for() {
 	local i
 	for ((i = 0; i < $3 * 50; i++)); do
 		grep -Eq "$2" "$1" 2>/dev/null && return 0
-		alive "$4" || { grep -Eq "$2" "$1" 2>/dev/null && return 0; return 1; }
+		[ -z "${4:-}" ] || alive "$4" ||
+			{ grep -Eq "$2" "$1" 2>/dev/null && return 0; return 1; }
 		sleep 0.02
 	done
 	return 1

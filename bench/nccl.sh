@@ -67,20 +67,6 @@ untrack() {
 	for p in "${PIDS[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
 	PIDS=("${keep[@]}")
 }
-alive() {
-	local st
-	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
-	[ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
-}
-wait_for() {	# FILE REGEX SECONDS PID
-	local i
-	for ((i = 0; i < $3 * 50; i++)); do
-		grep -Eq "$2" "$1" 2>/dev/null && return 0
-		alive "$4" || return 1
-		sleep 0.02
-	done
-	return 1
-}
 
 # untraced CMD...: sets R_NS.
 untraced() {

@@ -45,15 +45,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-wait_for() {	# FILE REGEX SECONDS
-	local i
-	for ((i = 0; i < $3 * 50; i++)); do
-		grep -Eq "$2" "$1" 2>/dev/null && return 0
-		sleep 0.02
-	done
-	return 1
-}
-
 # Private copies: probes other tools hold on build/fake fire nowhere here.
 mkdir -p "$TMP/fake" "$TMP/workloads" "$TMP/stacks"
 cp build/fake/libcuda.so.1 "$TMP/fake/"
