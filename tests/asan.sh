@@ -34,6 +34,7 @@ selection=(
 	test_monitor::test_monitor_bad_input
 	test_monitor::test_monitor_http_slow_and_oversized_clients
 	test_monitor::test_monitor_dump_names_communicators_created_before_its_ring
+	test_monitor::test_monitor_dump_keeps_a_reused_handle_apart
 	test_merge::test_merge_bad_input
 	test_export::test_bad_inputs
 	test_export::test_hostile_names

@@ -525,7 +525,12 @@ static int all_joined(struct world *w, const void *arg)
 static struct ncclComm *world_join(struct world *w, int rank, int cudev)
 {
 	struct timespec until = deadline();
-	struct ncclComm *c = calloc(1, sizeof(*c));
+	/* malloc, not calloc: glibc's calloc never takes a chunk from the
+	 * thread's cache of freed ones, malloc does, so a communicator
+	 * created after a destroy can get the destroyed one's handle, as a
+	 * long job's can (tests of dumps rely on it). explicit_bzero: the
+	 * compiler makes malloc and memset one calloc. */
+	struct ncclComm *c = malloc(sizeof(*c));
 	char name[64];
 	int err;
 
@@ -533,6 +538,7 @@ static struct ncclComm *world_join(struct world *w, int rank, int cudev)
 		fail(ncclSystemError, "fake nccl: out of memory");
 		return NULL;
 	}
+	explicit_bzero(c, sizeof(*c));
 	c->w = w;
 	c->map_size = world_size(w->nranks);
 	c->rank = rank;

@@ -1190,3 +1190,67 @@ def test_monitor_dump_names_communicators_created_before_its_ring():
     finally:
         kill_quiet(w)
         eq(mon.stop(), 0, "monitor exit")
+
+
+def test_monitor_dump_keeps_a_reused_handle_apart():
+    """A communicator created before the ring (1 s) and destroyed inside
+    it, and a new one created at the same handle: the dump's all-reduces
+    on the old one are not given the new one's identity (the live model's
+    seed for that handle is the new one), and the new one's are numbered
+    from 1, as it was created inside the ring."""
+    import select
+    from harness import FAKE
+    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
+            os.path.join(FAKE, "libnccl.so.2")):
+        raise Skip("nccl_ranks / fake libnccl.so.2 not built (no CUDA toolkit: they need nccl.h)")
+    d = tmpdir()
+    mon = Monitor(["--flight-recorder", "1s", "--trigger-slow", "off", "--no-trigger-errors",
+                   "--interval", "1h", "--comm", "nccl_ranks"], d)
+    w = None
+    try:
+        # 45 all-reduces of 40 ms on the first communicator (1.8 s), then
+        # 55 on the second.
+        w = start([wl("nccl_ranks"), "--ranks", "1", "--iters", "100", "--slow-rank", "0",
+                   "--slow-us", "40000", "--reinit-after", "45"], env=mon.wl_env())
+        line, end = "", time.time() + 60
+        while not line.startswith("reinit") and time.time() < end:
+            if select.select([w.stdout], [], [], 1)[0]:
+                line = w.stdout.readline()
+                if not line:
+                    break
+        check(line.startswith("reinit"), "the workload's reinit line (got %r)" % line)
+        old, new = line.split()[1:3]
+        eq(old, new, "the fake gave the new communicator the destroyed one's handle")
+
+        def new_one_seen():
+            seqs = series(mon.scrape(), "cgbpf_nccl_last_seq", nranks=1)
+            return any(5 <= v <= 15 for v in seqs.values())
+        # The monitor's model at the new communicator's 5th to 15th
+        # all-reduce (0.2 to 0.6 s after it): the 1 s ring still holds
+        # the old one's last all-reduces and its destroy.
+        wait_for(new_one_seen, 60, "the monitor at the new communicator's 5th all-reduce")
+        dump = mon.request_dump()
+        t = ptrace.load(dump)
+        clean_trace(t)
+        inits = [x for x in t.slices if x.name == "ncclCommInitRank"]
+        eq(len(inits), 1, "the ring holds the second communicator's creation only")
+        destroys = [x for x in t.slices if x.name == "ncclCommDestroy"]
+        check(destroys and destroys[0].ts < inits[0].ts, "the destroy, then the creation")
+        label = "%s rank 0/1" % inits[0].args.get("comm_id")
+        # The rank thread's slices (each is on its communicator's track too).
+        ars = sorted((x for x in t.slices if x.name == "ncclAllReduce" and "comm" in x.args
+                      and x.tid is not None), key=lambda x: x.ts)
+        before = [x for x in ars if x.ts < destroys[0].ts]
+        after = [x for x in ars if x.ts > inits[0].ts]
+        check(len(before) >= 3 and len(after) >= 3,
+              "all-reduces on both sides of the reinit (%d, %d)" % (len(before), len(after)))
+        eq(sorted({x.args["comm"] for x in after}), [label], "the new communicator's label")
+        eq([x.args.get("seq") for x in after], list(range(1, len(after) + 1)),
+           "the new communicator's all-reduces numbered from 1")
+        olds = sorted({x.args["comm"] for x in before})
+        check(label not in olds and all(re.match(r"^\(0x[0-9a-f]+\) rank \?/\?$", n) for n in olds),
+              "the old communicator's all-reduces are an unknown one's, not the new one's: %r" %
+              olds)
+    finally:
+        kill_quiet(w)
+        eq(mon.stop(), 0, "monitor exit")

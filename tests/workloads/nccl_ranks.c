@@ -8,6 +8,7 @@
  * Usage: nccl_ranks [--ranks N] [--iters K] [--procs | --rank R --id-file PATH]
  *                   [--late-ms MS] [--deadlock] [--start-delay-ms MS]
  *                   [--slow-rank R --slow-us US] [--hang-rank R --hang-ms MS] [--sync]
+ *                   [--reinit-after J]
  *   N ranks (default 4) as threads of this process, or with --procs as
  *   child processes, or with --rank R as just rank R of N in this process
  *   (one-rank mode: a shell or launcher starts N such processes, each
@@ -30,6 +31,11 @@
  *   (for a --slow-rank, --late-ms or --hang-rank rank, which still enters
  *   its all-reduce late: it sleeps before the call). Without
  *   FAKENCCL_ASYNC the synchronize has nothing left to wait for.
+ *   --reinit-after J (threads mode, --ranks 1): after J of the K
+ *   all-reduces, ncclCommDestroy the communicator, ncclGetUniqueId and
+ *   ncclCommInitRank another (which the fake's allocator usually puts at
+ *   the freed handle), printing "reinit OLD NEW" (the two handles) on
+ *   stdout at once, and go on with the other K - J on the new one.
  *   --deadlock: instead of the script below, every rank sends to rank
  *   r+1 outside a group (a deadlock on real NCCL too) and expects
  *   ncclSystemError once FAKENCCL_TIMEOUT_S has passed (the synchronous
@@ -100,7 +106,7 @@
 #define MAX_RANKS 64
 
 static int nranks = 4, iters = 2, late_ms, deadlock, slow_rank = -1, slow_us, hang_rank = -1,
-	   hang_ms, start_delay_ms, sync_each;
+	   hang_ms, start_delay_ms, sync_each, reinit_after;
 static ncclUniqueId uid;
 static CUcontext ctx;
 
@@ -188,6 +194,15 @@ static void rank_main(int r)
 	if (late_ms && r == n - 1)
 		usleep(late_ms * 1000);
 	for (i = 0; i < iters; i++) {
+		if (reinit_after && i == reinit_after) {
+			ncclComm_t old = comm;
+
+			OK(ncclCommDestroy(comm));
+			OK(ncclGetUniqueId(&uid));
+			OK(ncclCommInitRank(&comm, n, uid, r));
+			printf("reinit %p %p\n", (void *)old, (void *)comm);
+			fflush(stdout);
+		}
 		if (r == slow_rank && slow_us)
 			usleep(slow_us);
 		if (r == hang_rank && i == iters / 2)
@@ -421,11 +436,13 @@ int main(int argc, char **argv)
 			deadlock = 1;
 		else if (!strcmp(argv[i], "--sync"))
 			sync_each = 1;
+		else if (!strcmp(argv[i], "--reinit-after") && i + 1 < argc)
+			reinit_after = num(argv[++i]);
 		else {
 			fprintf(stderr, "usage: nccl_ranks [--ranks N] [--iters K] "
 				"[--procs | --rank R --id-file PATH] [--late-ms MS] [--deadlock] "
 				"[--start-delay-ms MS] [--slow-rank R --slow-us US] "
-				"[--hang-rank R --hang-ms MS] [--sync]\n");
+				"[--hang-rank R --hang-ms MS] [--sync] [--reinit-after J]\n");
 			return 2;
 		}
 	}
@@ -436,6 +453,10 @@ int main(int argc, char **argv)
 	if ((one_rank >= 0) != (id_file != NULL) || (one_rank >= 0 && procs) ||
 	    (id_file && !*id_file)) {
 		fprintf(stderr, "nccl_ranks: --rank and --id-file go together, without --procs\n");
+		return 2;
+	}
+	if (reinit_after && (nranks != 1 || procs || one_rank >= 0)) {
+		fprintf(stderr, "nccl_ranks: --reinit-after needs --ranks 1 in threads mode\n");
 		return 2;
 	}
 	if (one_rank >= nranks) {

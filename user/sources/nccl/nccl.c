@@ -184,20 +184,27 @@ static void relabel(struct nccl_comm *c)
 }
 
 /* A new communicator behind handle (replacing a destroyed one whose
- * handle was reused). */
+ * handle was reused), created by a call entered at ts (0: before the
+ * capture). A seed for the handle created no later is this one or an
+ * older one, and created in the ring: never to be used. */
 static struct nccl_comm *comm_new(struct nccl_proc *np, uint32_t pid, uint64_t handle,
-				  uint64_t id, int rank, int nranks)
+				  uint64_t id, int rank, int nranks, uint64_t ts)
 {
 	struct nccl_comm *c = calloc(1, sizeof(*c));
+	uint64_t *v;
 
 	if (!c)
 		return NULL;
+	v = ts ? hmap__get(&np->seeds, handle) : NULL;
+	if (v && ((const struct nccl_seed *)(uintptr_t)*v)->created_ts <= ts)
+		hmap__del(&np->seeds, handle, NULL);
 	if (hmap__put(&np->comms, handle, (uintptr_t)c)) {
 		free(c);
 		return NULL;
 	}
 	c->handle = handle;
 	c->id = id;
+	c->created_ts = ts;
 	c->pid = pid;
 	c->ordinal = ++np->ncomms;
 	c->rank = rank;
@@ -211,11 +218,11 @@ static struct nccl_comm *comm_new(struct nccl_proc *np, uint32_t pid, uint64_t h
 	return c;
 }
 
-/* The live communicator behind handle; one created before cgbpf attached
- * (or by a call it does not see) gets an entry of unknown id, rank and
- * size when create is set. */
+/* The live communicator behind handle, used by a call entered at ts; one
+ * created before cgbpf attached (or by a call it does not see) gets an
+ * entry of unknown id, rank and size when create is set. */
 static struct nccl_comm *comm_get(struct nccl_proc *np, uint32_t pid, uint64_t handle,
-				  bool create)
+				  bool create, uint64_t ts)
 {
 	uint64_t *v = hmap__get(&np->comms, handle);
 	struct nccl_comm *c;
@@ -223,14 +230,19 @@ static struct nccl_comm *comm_get(struct nccl_proc *np, uint32_t pid, uint64_t h
 	if (v)
 		return (void *)(uintptr_t)*v;
 	v = create && handle ? hmap__get(&np->seeds, handle) : NULL;
+	/* In use before the seed's communicator was created: an older one
+	 * behind the same handle, destroyed since. */
+	if (v && ((const struct nccl_seed *)(uintptr_t)*v)->created_ts > ts)
+		v = NULL;
 	if (v) {
 		const struct nccl_seed *s = (const void *)(uintptr_t)*v;
 
 		/* Once: a handle used again after a destroy is another. */
 		hmap__del(&np->seeds, handle, NULL);
-		c = comm_new(np, pid, handle, s->id, s->rank, s->nranks);
+		c = comm_new(np, pid, handle, s->id, s->rank, s->nranks, 0);
 		if (!c)
 			return NULL;
+		c->created_ts = s->created_ts;
 		c->older = s->older;
 		c->seeded = true;
 		c->coll_seq = s->coll_seq;
@@ -238,7 +250,7 @@ static struct nccl_comm *comm_get(struct nccl_proc *np, uint32_t pid, uint64_t h
 			hmap__put(&c->p2p_seq, s->p2p[i][0], s->p2p[i][1]);
 		return c;
 	}
-	c = create && handle ? comm_new(np, pid, handle, 0, -1, -1) : NULL;
+	c = create && handle ? comm_new(np, pid, handle, 0, -1, -1, 0) : NULL;
 	if (c)
 		c->older = true;
 	return c;
@@ -321,6 +333,7 @@ struct nccl_seed *nccl__seeds(const struct model *m, size_t *n)
 			x->nranks = c->nranks;
 			x->handle = c->handle;
 			x->id = c->id;
+			x->created_ts = c->created_ts;
 			x->coll_seq = c->coll_seq;
 			if (!c->p2p_seq.count)
 				continue;
@@ -419,7 +432,7 @@ static void decode_op(struct proc *p, struct nccl_proc *np, struct nccl_thread *
 		nc->redop = (int32_t)a[f->redop];
 	if (f->root >= 0)
 		nc->root = (int32_t)a[f->root];
-	nc->comm = comm_get(np, p->pid, a[f->comm], true);
+	nc->comm = comm_get(np, p->pid, a[f->comm], true, c->ts);
 	nc->grouped = !nc->nested && nt->group_depth > 0;
 	nc->seq = nc->nested ? 0 : next_seq(nc->comm, f, nc->root);
 	c->bytes = nc->bytes;
@@ -493,7 +506,7 @@ static void enter(struct model *m, struct thread *t, struct call *c)
 		annot_i(c, false, "ndev", (int32_t)a[1]);
 		break;
 	case NC_C_SPLIT:
-		nc->comm = comm_get(np, t->proc->pid, a[0], true);
+		nc->comm = comm_get(np, t->proc->pid, a[0], true, c->ts);
 		annot_comm(c, false, nc->comm);
 		annot_i(c, false, "color", (int32_t)a[1]);
 		annot_i(c, false, "key", (int32_t)a[2]);
@@ -501,11 +514,11 @@ static void enter(struct model *m, struct thread *t, struct call *c)
 	case NC_C_COUNT:
 	case NC_C_USER_RANK:
 		/* Learning a communicator created before attach is their use. */
-		nc->comm = comm_get(np, t->proc->pid, a[0], true);
+		nc->comm = comm_get(np, t->proc->pid, a[0], true, c->ts);
 		annot_comm(c, false, nc->comm);
 		break;
 	case NC_C_FREE:
-		nc->comm = comm_get(np, t->proc->pid, a[0], false);
+		nc->comm = comm_get(np, t->proc->pid, a[0], false, c->ts);
 		annot_comm(c, false, nc->comm);
 		break;
 	}
@@ -557,7 +570,8 @@ static void exit_(struct model *m, struct thread *t, struct call *c)
 		if (!ok || !c->has_out || !c->out)
 			break;
 		id = a[6];	/* NCCL's commHash (bpf/nccl_hash.h) */
-		nc->comm = comm_new(np, t->proc->pid, c->out, id, (int32_t)a[2], (int32_t)a[1]);
+		nc->comm = comm_new(np, t->proc->pid, c->out, id, (int32_t)a[2], (int32_t)a[1],
+				    c->ts);
 		annot_comm(c, true, nc->comm);
 		break;
 	case NC_C_INIT_ALL:
@@ -570,11 +584,12 @@ static void exit_(struct model *m, struct thread *t, struct call *c)
 		if (!ok || !c->has_out || !c->out)
 			break;
 		id = hash__u64((uint64_t)t->proc->pid << 32 ^ ++np->init_alls ^ hash__u64(c->out));
-		nc->comm = comm_new(np, t->proc->pid, c->out, id, 0, (int32_t)a[1]);
+		nc->comm = comm_new(np, t->proc->pid, c->out, id, 0, (int32_t)a[1], c->ts);
 		annot_comm(c, true, nc->comm);
 		for (uint16_t i = 1; c->outs && c->outs[0] == c->out && i < c->nouts; i++)
 			if (c->outs[i] && !hmap__get(&np->comms, c->outs[i]))
-				comm_new(np, t->proc->pid, c->outs[i], id, i, (int32_t)a[1]);
+				comm_new(np, t->proc->pid, c->outs[i], id, i, (int32_t)a[1],
+					 c->ts);
 		break;
 	case NC_C_SPLIT:
 		if (!ok)
@@ -591,7 +606,8 @@ static void exit_(struct model *m, struct thread *t, struct call *c)
 						     (uint32_t)a[1]);
 		}
 		if (c->has_out && c->out) {
-			struct nccl_comm *child = comm_new(np, t->proc->pid, c->out, id, -1, -1);
+			struct nccl_comm *child = comm_new(np, t->proc->pid, c->out, id, -1, -1,
+							   c->ts);
 
 			if (child)
 				annot_s(c, true, "new_comm", child->label);

@@ -42,6 +42,7 @@ struct nccl_comm {
 	 * its creation. */
 	uint64_t coll_seq;
 	struct hmap p2p_seq;
+	uint64_t created_ts;	/* its creating call's entry; 0: before the capture */
 	bool destroyed;
 	bool older;		/* first seen in use: created before the capture */
 	bool seeded;		/* its identity came from nccl__seed */
@@ -96,13 +97,17 @@ struct nccl_comm *nccl__comms(const struct proc *p);
  * the ring's first one was in the live model: a first replay counts them
  * and nccl__seeds_rebase sets each base, so that the dump's numbers are
  * the live ones, the same in every rank for a communicator the monitor
- * saw created.
+ * saw created. A handle met in use before its seed's creation time is
+ * another communicator's that a destroy freed inside the ring: it stays
+ * unknown, and the seed waits for the handle's creation, which the ring
+ * then holds.
  */
 struct nccl_seed {
 	uint32_t pid;
 	bool older;
 	int rank, nranks;
 	uint64_t handle, id;
+	uint64_t created_ts;	/* its creating call's entry; 0: before the capture */
 	uint64_t coll_seq;	/* live: collectives entered; after rebase: the base */
 	size_t np2p;
 	uint64_t (*p2p)[2];	/* peer << 1 | recv, count (then base) */
