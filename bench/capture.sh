@@ -48,13 +48,7 @@ cleanup() {
 trap cleanup EXIT
 die() { echo "bench/capture.sh: $*" >&2; exit 1; }
 
-# A private copy of the driver and the loop: probes belong to a file.
-mkdir -p "$TMP/fake" "$TMP/workloads"
-cp "$ROOT/build/fake/libcuda.so.1" "$TMP/fake/"
-cp "$ROOT/build/workloads/bench_launch" "$TMP/workloads/"
-LIB=$TMP/fake/libcuda.so.1
-WL=$TMP/workloads/bench_launch
-OFF=$("$CGBPF" check "$LIB" cuLaunchKernel | awk '$1 == "cuLaunchKernel" { print $2 }')
+launch_copy "$TMP" "$CGBPF"
 [ -n "$OFF" ] || die "no cuLaunchKernel in $LIB"
 # Every function cgbpf probes in the library, for bare_all.
 ALL=$("$CGBPF" check "$LIB" | awk '!/^#/ && $2 ~ /^0x/ { printf "%s%s", s, $2; s = "," }')

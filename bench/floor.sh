@@ -34,13 +34,7 @@ ROOT=$PWD
 make -s --no-print-directory all bench-bins >&2
 TMP=$(mktemp -d /tmp/cgbpf-floor.XXXXXX)
 trap 'sysctl -qw kernel.bpf_stats_enabled=0; rm -rf "$TMP"' EXIT
-# A private copy: probes others hold on build/fake must not fire here.
-mkdir -p "$TMP/fake" "$TMP/workloads"
-cp build/fake/libcuda.so.1 "$TMP/fake/"
-cp build/workloads/bench_launch "$TMP/workloads/"
-LIB=$TMP/fake/libcuda.so.1
-WL=$TMP/workloads/bench_launch
-OFF=$(build/cgbpf check "$LIB" cuLaunchKernel | awk '$1 == "cuLaunchKernel" { print $2 }')
+launch_copy "$TMP" build/cgbpf
 API="--sched off --syscall-threshold off --sample-hz 0 --backtrace-threshold off --python off"
 sysctl -qw kernel.bpf_stats_enabled=1
 

@@ -41,3 +41,17 @@ wait_for() {
 	done
 	return 1
 }
+
+# launch_copy DIR CGBPF: a private copy of the fake driver and of the
+# launch loop in DIR (probes belong to a file: others' on build/fake must
+# not fire in the loop, nor ours in theirs); sets LIB, WL and OFF (the
+# file offset of cuLaunchKernel in LIB, as CGBPF check reads it; empty if
+# none). Run from the repository's root.
+launch_copy() {
+	mkdir -p "$1/fake" "$1/workloads"
+	cp build/fake/libcuda.so.1 "$1/fake/"
+	cp build/workloads/bench_launch "$1/workloads/"
+	LIB=$1/fake/libcuda.so.1
+	WL=$1/workloads/bench_launch
+	OFF=$("$2" check "$LIB" cuLaunchKernel | awk '$1 == "cuLaunchKernel" { print $2 }')
+}

@@ -133,16 +133,11 @@ stop() {
 # $ORIGIN/../fake): uprobes belong to a file, so probes other tools hold on
 # build/fake/libcuda.so.1 (a concurrent test run) would otherwise fire in our
 # loop, and ours, attached to every process, would slow theirs.
-mkdir -p "$TMP/fake" "$TMP/workloads"
-cp "$ROOT/build/fake/libcuda.so.1" "$TMP/fake/libcuda.so.1"
-cp "$ROOT/build/workloads/bench_launch" "$TMP/workloads/bench_launch"
-LIB=$TMP/fake/libcuda.so.1
-WL=$TMP/workloads/bench_launch
+launch_copy "$TMP" "$CGBPF"
 LOADS=$(ldd "$WL" | awk '$1 == "libcuda.so.1" { print $3 }')
 if [ -z "$LOADS" ] || [ "$(realpath "$LOADS")" != "$LIB" ]; then
 	die "$WL loads ${LOADS:-no libcuda}, not $LIB"
 fi
-OFF=$("$CGBPF" check "$LIB" cuLaunchKernel | awk '$1 == "cuLaunchKernel" { print $2 }')
 [ -n "$OFF" ] || die "no cuLaunchKernel in $LIB"
 
 # ------------------------------------------------------------ one measurement each

@@ -45,15 +45,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Private copies: probes other tools hold on build/fake fire nowhere here.
-mkdir -p "$TMP/fake" "$TMP/workloads" "$TMP/stacks"
-cp build/fake/libcuda.so.1 "$TMP/fake/"
-cp build/workloads/bench_launch "$TMP/workloads/"
+launch_copy "$TMP" "$CGBPF"
+# The spinning target too: probes others hold on build/ fire nowhere here.
+mkdir -p "$TMP/stacks"
 cp build/apichain/chain_fp_pie "$TMP/stacks/"
-LIB=$TMP/fake/libcuda.so.1
-WL=$TMP/workloads/bench_launch
 CHAIN=$TMP/stacks/chain_fp_pie
-OFF=$("$CGBPF" check "$LIB" cuLaunchKernel | awk '$1 == "cuLaunchKernel" { print $2 }')
 
 echo "== cgbpf stacks benchmark: $(date -u +%FT%TZ), $(uname -r), $(nproc) CPUs," \
 	"git $(git describe --always --dirty 2>/dev/null)"

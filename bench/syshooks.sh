@@ -38,12 +38,7 @@ cleanup() {
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
-mkdir -p "$TMP/fake" "$TMP/workloads"
-cp build/fake/libcuda.so.1 "$TMP/fake/"
-cp build/workloads/bench_launch "$TMP/workloads/"
-LIB=$TMP/fake/libcuda.so.1
-WL=$TMP/workloads/bench_launch
-OFF=$(build/cgbpf check "$LIB" cuLaunchKernel | awk '$1 == "cuLaunchKernel" { print $2 }')
+launch_copy "$TMP" build/cgbpf
 HOOKS=(none tp tpexit)
 if [ ! -d /sys/kernel/tracing/events/syscalls ] && mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null; then
 	MOUNTED=1

@@ -173,6 +173,14 @@ def start(cmd, env=None, **kw):
                             text=True, **kw)
 
 
+def need_nccl_ranks():
+    """Skips a test that runs nccl_ranks where it and the fake NCCL were
+    not built (no CUDA toolkit: they need nccl.h)."""
+    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
+            os.path.join(FAKE, "libnccl.so.2")):
+        raise Skip("nccl_ranks / fake libnccl.so.2 not built (no CUDA toolkit: they need nccl.h)")
+
+
 def wait_for(pred, timeout=10.0, what="condition"):
     t = time.time() + timeout
     while time.time() < t:

@@ -13,7 +13,7 @@ import tempfile
 import time
 
 from harness import (CGBPF, Skip, open_gate, check, clean_trace, env_with, eq, expected_calls, kill_quiet,
-                     start, tmpdir, touch, tp_clean, traced_funcs, wait_for, wl)
+                     need_nccl_ranks, start, tmpdir, touch, tp_clean, traced_funcs, wait_for, wl)
 
 import ptrace
 
@@ -437,10 +437,7 @@ def test_monitor_http_slow_and_oversized_clients():
 def test_monitor_nccl_bytes():
     """NCCL collectives: calls and count x sizeof(datatype) bytes per
     process against the fake library's own ground truth."""
-    from harness import FAKE, Skip
-    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
-            os.path.join(FAKE, "libnccl.so.2")):
-        raise Skip("nccl_ranks / fake libnccl.so.2 not built (no CUDA toolkit: they need nccl.h)")
+    need_nccl_ranks()
     d = tmpdir()
     mon = Monitor(["--interval", "1h", "--comm", "nccl_ranks"], d)
     try:
@@ -811,10 +808,7 @@ def test_monitor_nccl_last_seq_and_hang():
     rank 2 one behind the others on the world communicator, the hang is
     said on stderr; after the job every rank has the same last_seq and
     ops; two sweeps after the exit the rows are gone (bounded labels)."""
-    from harness import FAKE, Skip
-    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
-            os.path.join(FAKE, "libnccl.so.2")):
-        raise Skip("nccl_ranks / fake libnccl.so.2 not built (no CUDA toolkit: they need nccl.h)")
+    need_nccl_ranks()
     d = tmpdir()
     mon = Monitor(["--interval", "1s", "--comm", "nccl_ranks", "--nccl-hang-after", "1s"], d)
     try:
@@ -1057,10 +1051,7 @@ def test_monitor_nccl_hang_dumps_the_flight_recorder():
     all-reduces before it on the world communicator's tracks, as record
     writes them ("NCCL comm ID rank r/4"), which cgbpf stats reads: the
     straggler report has the world's four ranks."""
-    from harness import FAKE, Skip
-    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
-            os.path.join(FAKE, "libnccl.so.2")):
-        raise Skip("nccl_ranks / fake libnccl.so.2 not built (no CUDA toolkit: they need nccl.h)")
+    need_nccl_ranks()
     d = tmpdir()
     # The job's deliberate error returns would dump too: not those.
     mon = Monitor(["--flight-recorder", "60s", "--trigger-slow", "off", "--no-trigger-errors",
@@ -1109,10 +1100,7 @@ def test_monitor_nccl_straggler_counts():
     counts it entered last in those, and the waiting it caused, on the
     world communicator (every rank traced here); the other ranks entered
     last in few."""
-    from harness import FAKE, Skip
-    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
-            os.path.join(FAKE, "libnccl.so.2")):
-        raise Skip("nccl_ranks / fake libnccl.so.2 not built (no CUDA toolkit: they need nccl.h)")
+    need_nccl_ranks()
     d = tmpdir()
     mon = Monitor(["--interval", "1h", "--comm", "nccl_ranks"], d)
     try:
@@ -1144,10 +1132,7 @@ def test_monitor_dump_names_communicators_created_before_its_ring():
     numbered them (the same number for the same operation in every rank,
     not from 1), so cgbpf stats on the dump matches them and names the
     slow rank."""
-    from harness import FAKE, Skip
-    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
-            os.path.join(FAKE, "libnccl.so.2")):
-        raise Skip("nccl_ranks / fake libnccl.so.2 not built (no CUDA toolkit: they need nccl.h)")
+    need_nccl_ranks()
     d = tmpdir()
     mon = Monitor(["--flight-recorder", "1s", "--trigger-slow", "off", "--no-trigger-errors",
                    "--interval", "1h", "--comm", "nccl_ranks"], d)
@@ -1199,10 +1184,7 @@ def test_monitor_dump_keeps_a_reused_handle_apart():
     seed for that handle is the new one), and the new one's are numbered
     from 1, as it was created inside the ring."""
     import select
-    from harness import FAKE
-    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
-            os.path.join(FAKE, "libnccl.so.2")):
-        raise Skip("nccl_ranks / fake libnccl.so.2 not built (no CUDA toolkit: they need nccl.h)")
+    need_nccl_ranks()
     d = tmpdir()
     mon = Monitor(["--flight-recorder", "1s", "--trigger-slow", "off", "--no-trigger-errors",
                    "--interval", "1h", "--comm", "nccl_ranks"], d)

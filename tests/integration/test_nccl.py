@@ -12,7 +12,7 @@ import json
 import os
 import re
 
-from harness import FAKE, Skip, check, clean_trace, env_with, eq, no_drops, record, tmpdir, wl
+from harness import check, clean_trace, env_with, eq, need_nccl_ranks, no_drops, record, tmpdir, wl
 
 UUID_NCCL = 5 << 56
 UUID_PROCESS = 1 << 56
@@ -41,9 +41,7 @@ _res = {}
 
 
 def need_workload():
-    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
-            os.path.join(FAKE, "libnccl.so.2")):
-        raise Skip("nccl_ranks / fake libnccl.so.2 not built (no CUDA toolkit: they need nccl.h)")
+    need_nccl_ranks()
 
 
 def res(mode):

@@ -17,8 +17,8 @@ import subprocess
 import re
 import time
 
-from harness import (CGBPF, FAKE, OUT, Bg, Skip, check, clean_trace, env_with, eq, kill_quiet, record,
-                     start, tmpdir, tp_clean, wl)
+from harness import (CGBPF, OUT, Bg, Skip, check, clean_trace, env_with, eq, kill_quiet,
+                     need_nccl_ranks, record, start, tmpdir, tp_clean, wl)
 from test_stragglers import section
 
 LIB = os.path.join(OUT, "inject", "libcgbpf-inject.so")
@@ -30,9 +30,7 @@ LAG_US = 20
 
 
 def need():
-    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
-            os.path.join(FAKE, "libnccl.so.2")):
-        raise Skip("nccl_ranks / fake libnccl.so.2 not built (no CUDA toolkit: they need nccl.h)")
+    need_nccl_ranks()
     if not os.path.exists(LIB):
         raise Skip("libcgbpf-inject.so not built (no cupti.h in the CUDA toolkit)")
 

@@ -13,7 +13,7 @@ import subprocess
 import urllib.parse
 import urllib.request
 
-from harness import FAKE, Skip, check, eq, start, tmpdir, wait_for, wl
+from harness import Skip, check, eq, need_nccl_ranks, start, tmpdir, wait_for, wl
 from test_monitor import Monitor, free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -25,9 +25,7 @@ def need():
     for tool in ("prometheus", "promtool"):
         if not shutil.which(tool):
             raise Skip("no %s (Debian's prometheus package: scripts/install-deps.sh)" % tool)
-    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
-            os.path.join(FAKE, "libnccl.so.2")):
-        raise Skip("nccl_ranks / fake libnccl.so.2 not built (no CUDA toolkit: they need nccl.h)")
+    need_nccl_ranks()
 
 
 def test_promtool_checks_and_unit_tests():

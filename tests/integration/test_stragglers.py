@@ -16,7 +16,7 @@ import socket
 import subprocess
 import time
 
-from harness import CGBPF, FAKE, Skip, check, clean_trace, eq, record, tmpdir, wait_for, wl
+from harness import CGBPF, FAKE, Skip, check, clean_trace, eq, need_nccl_ranks, record, tmpdir, wait_for, wl
 
 HEAD = "** NCCL stragglers: which rank the others wait for (nccl_stragglers):"
 HEAD_ACT = "** NCCL straggler: what it did before its late entries (nccl_straggler_activity):"
@@ -26,9 +26,7 @@ SLOW_US = 10000   # well above the scheduling delays of a loaded 2-CPU machine
 
 
 def need():
-    if not os.path.exists(wl("nccl_ranks")) or not os.path.exists(
-            os.path.join(FAKE, "libnccl.so.2")):
-        raise Skip("nccl_ranks / fake libnccl.so.2 not built (no CUDA toolkit: they need nccl.h)")
+    need_nccl_ranks()
 
 
 def stats(args, rc=0):
