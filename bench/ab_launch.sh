@@ -73,7 +73,8 @@ traced() {
 	echo "$(ns_of "$TMP/wl.out") $(calc "($(child_cpu "$TMP/t1") - $(child_cpu "$TMP/t0")) * 1000" 0)"
 }
 
-declare -a U AA AD BA BD CA CB BARE XN XF
+declare -a U AA AD BA BD CA CB BARE
+XN=() XF=()
 declare -A XA XB
 IFS=';' read -r -a XC <<< "${AB_CONFIGS:-}"
 for x in "${XC[@]}"; do

@@ -23,6 +23,7 @@ struct summary {
 	const char **names[LIB__COUNT];		/* per function: its name in the trace */
 	bool (*is_memset[LIB__COUNT])(uint16_t func);	/* the libraries' (core/apilib.h) */
 	struct hmap kernels;			/* hash(name) -> struct kernel_count * */
+	struct kernel_count *last_kernel;	/* the latest launch's, checked by name */
 	uint64_t unnamed_launches;
 	uint64_t launches;
 	uint64_t copies[DIR__COUNT], copy_bytes[DIR__COUNT];
@@ -94,12 +95,14 @@ uint64_t summary__calls(const struct summary *s, uint8_t lib, uint16_t func)
 
 static void count_kernel(struct summary *s, const char *name, uint64_t dur)
 {
-	uint64_t h = hash__bytes(name, strlen(name));
-	uint64_t *v;
-	struct kernel_count *k;
+	uint64_t h, *v;
+	struct kernel_count *k = s->last_kernel;
 
+	/* A loop launches the same kernel again and again: no hash then. */
+	if (k && !strcmp(k->name, name))
+		goto found;
 	/* Linear probing on the hash keeps distinct names apart. */
-	for (; (v = hmap__get(&s->kernels, h)); h++) {
+	for (h = hash__bytes(name, strlen(name)); (v = hmap__get(&s->kernels, h)); h++) {
 		k = (void *)(uintptr_t)*v;
 		if (!strcmp(k->name, name))
 			goto found;
@@ -114,6 +117,7 @@ static void count_kernel(struct summary *s, const char *name, uint64_t dur)
 		return;
 	}
 found:
+	s->last_kernel = k;
 	k->launches++;
 	stats__add(&k->api, dur);
 }

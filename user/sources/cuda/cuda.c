@@ -6,6 +6,7 @@
  * memory.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,12 +128,25 @@ const char *cuda__dir_name(enum copy_dir d)
 	return d < DIR__COUNT ? dir_names[d] : "?";
 }
 
+static bool ptsz_of[CU_FN__COUNT];
+static pthread_once_t ptsz_once = PTHREAD_ONCE_INIT;
+
+static void ptsz_init(void)
+{
+	for (int i = 0; i < CU_FN__COUNT; i++) {
+		const char *n = cuda_funcs[i].name;
+		size_t l = strlen(n);
+
+		ptsz_of[i] = l > 5 && (!strcmp(n + l - 5, "_ptsz") || !strcmp(n + l - 5, "_ptds"));
+	}
+}
+
+/* A per-thread default stream entry point (its name ends in _ptsz or
+ * _ptds): looked up, not compared, as every launch asks twice. */
 static bool is_ptsz(uint16_t func)
 {
-	const char *n = cuda_funcs[func].name;
-	size_t l = strlen(n);
-
-	return l > 5 && (!strcmp(n + l - 5, "_ptsz") || !strcmp(n + l - 5, "_ptds"));
+	pthread_once(&ptsz_once, ptsz_init);
+	return func < CU_FN__COUNT && ptsz_of[func];
 }
 
 /* The "stream" annotation of a call's begin event. */
