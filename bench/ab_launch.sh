@@ -34,12 +34,8 @@ API="--sched off --syscall-threshold off --sample-hz 0 --backtrace-threshold off
 make -s --no-print-directory -C "$ROOT" all test-bins >&2
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-# A private copy of the driver and workload: probes others hold on
-# build/fake must not fire in this loop.
-mkdir -p "$TMP/fake" "$TMP/workloads"
-cp "$ROOT/build/fake/libcuda.so.1" "$TMP/fake/"
-cp "$ROOT/build/workloads/bench_launch" "$TMP/workloads/"
-WL=$TMP/workloads/bench_launch
+cd "$ROOT"
+launch_copy "$TMP" "$B"
 
 untraced() {
 	"$WL" "$N" > "$TMP/wl.out" 2>&1 || { cat "$TMP/wl.out" >&2; exit 1; }
@@ -82,16 +78,13 @@ for x in "${XC[@]}"; do
 	XN+=("${x%%=*}")
 	XF+=("${x#*=}")
 done
-if [ "${AB_BARE:-0}" = 1 ]; then
-	make -s --no-print-directory -C "$ROOT" "$ROOT/build/bench/bare" >&2
-	OFF=$("$B" check "$TMP/fake/libcuda.so.1" cuLaunchKernel | awk '$1 == "cuLaunchKernel" { print $2 }')
-fi
+[ "${AB_BARE:-0}" != 1 ] || make -s --no-print-directory build/bench/bare >&2
 
 # bare: ns per call of the loop under bench/bare.c's empty programs.
 bare() {
 	local b
 	rm -f "$TMP/b.out"
-	"$ROOT/build/bench/bare" --multi "$TMP/fake/libcuda.so.1" "$OFF" > "$TMP/b.out" 2>&1 &
+	build/bench/bare --multi "$LIB" "$OFF" > "$TMP/b.out" 2>&1 &
 	b=$!
 	wait_for "$TMP/b.out" "^bare: attached" 20 $b || { cat "$TMP/b.out" >&2; exit 1; }
 	"$WL" "$N" > "$TMP/wl.out" 2>&1

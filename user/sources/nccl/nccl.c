@@ -239,10 +239,9 @@ static struct nccl_comm *comm_get(struct nccl_proc *np, uint32_t pid, uint64_t h
 
 		/* Once: a handle used again after a destroy is another. */
 		hmap__del(&np->seeds, handle, NULL);
-		c = comm_new(np, pid, handle, s->id, s->rank, s->nranks, 0);
+		c = comm_new(np, pid, handle, s->id, s->rank, s->nranks, s->created_ts);
 		if (!c)
 			return NULL;
-		c->created_ts = s->created_ts;
 		c->older = s->older;
 		c->seeded = true;
 		c->coll_seq = s->coll_seq;
